@@ -1,0 +1,75 @@
+//! The one error type of the dataset layer. Every message says what happened and what to do.
+
+use std::path::PathBuf;
+
+/// Errors of `gpumodel-models`' dataset layer: reading, importing, resolving and checking data.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cell, a line or a header does not have the form the reader expects.
+    #[error("{file}:{line}: column {column}: {message}")]
+    Parse {
+        file: String,
+        line: u64,
+        column: String,
+        message: String,
+    },
+    /// A file's structure is wrong as a whole (missing header, no rows, truncated).
+    #[error("{file}: {message}")]
+    Format { file: String, message: String },
+    /// The name is not in the dataset registry.
+    #[error("unknown dataset '{name}': known datasets are {known} (see `gpumodel dataset list`)")]
+    UnknownDataset { name: String, known: String },
+    /// The dataset is in the registry but its file is nowhere on this machine.
+    #[error(
+        "dataset '{name}' not found (looked in {looked}): set GPUMODEL_DATA_DIR to a folder holding {file}, \
+         pass its path, or run `gpumodel dataset fetch {name}` on a machine with network access"
+    )]
+    MissingDataset {
+        name: String,
+        file: String,
+        looked: String,
+    },
+    /// A file's sha256 is not the one the registry names.
+    #[error(
+        "{path}: sha256 mismatch for dataset '{name}': expected {expected}, got {actual}; \
+         the file is not the registered version (nothing was deleted)"
+    )]
+    ChecksumMismatch {
+        name: String,
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    /// A download failed.
+    #[error("downloading {url}: {message}")]
+    Download { url: String, message: String },
+    /// A feature set or model artifact does not fit the data it is used on.
+    #[error("{0}")]
+    Mismatch(String),
+    /// The data cannot be used as asked (empty, NaN, infinite, a zero target for MAPE…).
+    #[error("{0}")]
+    Invalid(String),
+    /// A TOML or JSON document could not be read.
+    #[error("{file}: {message}")]
+    Document { file: String, message: String },
+}
+
+/// Result with the dataset layer's error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Command-line parsing and dispatch: one module per subcommand, each with its own `Args` and `run`.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+pub mod calibrate;
+pub mod collect;
+pub mod counters;
+pub mod dataset;
+pub mod import;
+pub mod merge;
+pub mod output;
+pub mod predict;
+pub mod split;
+pub mod suite;
+pub mod train;
+pub mod validate;
+
+/// Model GPU power and performance from hardware performance counters (Song et al., IPDPS 2013).
+#[derive(Debug, Parser)]
+#[command(name = "gpumodel", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List, show and fetch the registered public datasets.
+    Dataset(dataset::Args),
+    /// Turn a public measurement file into a training table.
+    Import(import::Args),
+    /// Fit the BP-ANN power model and the MLR / MLR+ baselines, and evaluate them.
+    Train(train::Args),
+    /// Predict a kernel's time, power, energy and bottleneck; sweep for the E^a·D^b optimum.
+    Predict(predict::Args),
+    /// Compare predicted and measured kernel time and E·D^n optima on measured data.
+    Validate(validate::Args),
+    /// Best CPU/GPU work split for time, energy or E^a·D^b.
+    Split(split::Args),
+    /// Run a CUDA program and sample NVML power and CUPTI counters.
+    Collect(collect::Args),
+    /// Which CUPTI metrics feed the ten model inputs on a chip.
+    Counters(counters::Args),
+    /// Measure the timing model's constants on this GPU and write an architecture profile.
+    Calibrate(calibrate::Args),
+    /// Merge per-host / per-GPU collector outputs into one.
+    Merge(merge::Args),
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Dataset(a) => dataset::run(a),
+        Command::Import(a) => import::run(a),
+        Command::Train(a) => train::run(a),
+        Command::Predict(a) => predict::run(a),
+        Command::Validate(a) => validate::run(a),
+        Command::Split(a) => split::run(a),
+        Command::Collect(a) => collect::run(a),
+        Command::Counters(a) => counters::run(a),
+        Command::Calibrate(a) => calibrate::run(a),
+        Command::Merge(a) => merge::run(a),
+    }
+}

@@ -1,0 +1,78 @@
+//! Shared output helpers: the output format flag, plain-text tables, and the one progress-bar factory.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+
+/// How a command prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// An aligned text table for people.
+    #[default]
+    Table,
+    /// One JSON document on stdout.
+    Json,
+    /// CSV on stdout.
+    Csv,
+}
+
+/// A progress bar on stderr when stderr is a terminal; hidden otherwise (pipes, CI, files).
+pub fn progress_bar(len: u64, message: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed_precise} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    pb.set_message(message.to_string());
+    pb
+}
+
+/// Renders rows as an aligned text table; numbers right-aligned, text left-aligned.
+pub fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let n = header.len();
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (j, c) in r.iter().enumerate().take(n) {
+            width[j] = width[j].max(c.chars().count());
+        }
+    }
+    let numeric = |s: &str| s.trim_end_matches('%').parse::<f64>().is_ok();
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                if numeric(c) {
+                    format!("{c:>w$}", w = width[j])
+                } else {
+                    format!("{c:<w$}", w = width[j])
+                }
+            })
+            .collect();
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec(), &mut out);
+    let rule: Vec<String> = width.iter().map(|w| "-".repeat(*w)).collect();
+    out.push_str(&rule.join("  "));
+    out.push('\n');
+    for r in rows {
+        line(r.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_numbers_right() {
+        let t = render_table(&["name", "W"], &[vec!["a".into(), "1.5".into()], vec!["bcd".into(), "10.25".into()]]);
+        assert_eq!(t, "name      W\n----  -----\na       1.5\nbcd   10.25\n");
+    }
+}

@@ -1,0 +1,1 @@
+//! `gpumodel collect --suite` — the built-in microbenchmark suite (not built yet).
