@@ -13,14 +13,21 @@
 //! # Ok::<(), gpumodel_models::Error>(())
 //! ```
 
+pub mod arch;
 pub mod artifact;
+pub mod counters;
 pub mod dataset;
+pub mod energy;
 pub mod error;
+pub mod features;
 pub mod featureset;
 pub mod import;
+pub mod ncu;
 pub mod profile;
 pub mod registry;
 pub mod table;
+pub mod timing;
+pub mod trace;
 pub mod units;
 
 pub use dataset::{Dataset, Fold};

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod calibrate;
+pub mod cluster;
 pub mod collect;
 pub mod counters;
 pub mod dataset;
@@ -36,6 +37,8 @@ pub enum Command {
     Predict(predict::Args),
     /// Compare predicted and measured kernel time and E·D^n optima on measured data.
     Validate(validate::Args),
+    /// Cluster energy and E^a·D^b versus node count (paper eq. 5.15/5.16).
+    Cluster(cluster::Args),
     /// Best CPU/GPU work split for time, energy or E^a·D^b.
     Split(split::Args),
     /// Run a CUDA program and sample NVML power and CUPTI counters.
@@ -57,6 +60,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Train(a) => train::run(a),
         Command::Predict(a) => predict::run(a),
         Command::Validate(a) => validate::run(a),
+        Command::Cluster(a) => cluster::run(a),
         Command::Split(a) => split::run(a),
         Command::Collect(a) => collect::run(a),
         Command::Counters(a) => counters::run(a),

@@ -1,0 +1,1 @@
+//! Timing-constant calibration (being written).

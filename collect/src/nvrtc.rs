@@ -1,0 +1,1 @@
+//! NVRTC compilation (being written).

@@ -1,0 +1,1 @@
+//! Microbenchmark suite (being written).

@@ -1,0 +1,1 @@
+//! CPU/GPU work split (being written).
