@@ -105,7 +105,9 @@ fn import_writes_a_training_table_that_reads_back() {
 #[test]
 fn a_truncated_file_is_one_clear_line_and_keeps_the_old_output() {
     let dir = tempfile::tempdir().unwrap();
-    let src = std::fs::read_to_string(data_dir().join("guerreiro-titanx/titanx_real_allFsPower_HPCAandCF.csv")).unwrap();
+    let src =
+        std::fs::read_to_string(data_dir().join("guerreiro-titanx/titanx_real_allFsPower_HPCAandCF.csv"))
+            .unwrap();
     // Cut the file in the middle of line 11.
     let cut: String = src.lines().take(10).collect::<Vec<_>>().join("\n") + "\nmri-gridding,183.1,1164";
     let bad = dir.path().join("bad.csv");
@@ -119,7 +121,13 @@ fn a_truncated_file_is_one_clear_line_and_keeps_the_old_output() {
     assert!(err.contains("bad.csv:11:") && err.contains("expected 12 fields, found 3"), "{err}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious");
     // With --skip-bad-rows the good rows are written and the skip is counted.
-    let o = gpumodel().args(["import", "guerreiro", "--skip-bad-rows"]).arg(&bad).arg("--out").arg(&out).output().unwrap();
+    let o = gpumodel()
+        .args(["import", "guerreiro", "--skip-bad-rows"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("skipped 1 malformed row(s)"));
     assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 7);
@@ -128,7 +136,10 @@ fn a_truncated_file_is_one_clear_line_and_keeps_the_old_output() {
 #[test]
 fn text_in_a_numeric_column_names_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
-    let src = std::fs::read_to_string(data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv")).unwrap();
+    let src = std::fs::read_to_string(
+        data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv"),
+    )
+    .unwrap();
     let mut lines: Vec<String> = src.lines().map(String::from).collect();
     lines[5] = lines[5].replacen(",700,", ",fast,", 1);
     let bad = dir.path().join("bad.csv");
@@ -142,10 +153,17 @@ fn text_in_a_numeric_column_names_line_and_column() {
 fn a_wrong_column_count_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.csv");
-    std::fs::write(&bad, "2\n975,3505\n7,1\nSP,INT,DP,SFU,CF,L2,Shared,DRAM\nk,100,975,3505,0,0,0,0,0,0,0,0,0,0\n").unwrap();
+    std::fs::write(
+        &bad,
+        "2\n975,3505\n7,1\nSP,INT,DP,SFU,CF,L2,Shared,DRAM\nk,100,975,3505,0,0,0,0,0,0,0,0,0,0\n",
+    )
+    .unwrap();
     let o = gpumodel().args(["import", "guerreiro"]).arg(&bad).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.csv:5:") && err.contains("expected 12 fields") && err.contains("found 14"), "{err}");
+    assert!(
+        err.contains("bad.csv:5:") && err.contains("expected 12 fields") && err.contains("found 14"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -158,7 +176,10 @@ fn a_missing_dataset_says_how_to_get_it() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("gpumodel dataset fetch nvdvfs-gtx980") && err.contains("GPUMODEL_DATA_DIR"), "{err}");
+    assert!(
+        err.contains("gpumodel dataset fetch nvdvfs-gtx980") && err.contains("GPUMODEL_DATA_DIR"),
+        "{err}"
+    );
 }
 
 /// Serves `body` for every request on 127.0.0.1, `n` times, then stops.
@@ -170,7 +191,8 @@ fn serve(body: Vec<u8>, n: usize) -> String {
             let Ok(mut s) = stream else { continue };
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let head =
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
             let _ = s.write_all(head.as_bytes());
             let _ = s.write_all(&body);
         }
@@ -180,7 +202,9 @@ fn serve(body: Vec<u8>, n: usize) -> String {
 
 #[test]
 fn fetch_downloads_from_a_mirror_and_verifies_sha256() {
-    let body = std::fs::read(data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv")).unwrap();
+    let body =
+        std::fs::read(data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv"))
+            .unwrap();
     let mirror = serve(body.clone(), 1);
     let cache = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
@@ -192,7 +216,9 @@ fn fetch_downloads_from_a_mirror_and_verifies_sha256() {
         .assert()
         .success()
         .stdout(predicates::str::contains("downloaded, sha256 verified"));
-    let got = std::fs::read(cache.path().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv")).unwrap();
+    let got =
+        std::fs::read(cache.path().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv"))
+            .unwrap();
     assert_eq!(got, body);
     // Now it resolves from the cache.
     let o = gpumodel()

@@ -92,10 +92,7 @@ impl ModelArtifact {
             file: source.to_string(),
             message: format!("not a gpumodel model artifact: {e}"),
         })?;
-        a.check().map_err(|e| Error::Document {
-            file: source.to_string(),
-            message: e.to_string(),
-        })?;
+        a.check().map_err(|e| Error::Document { file: source.to_string(), message: e.to_string() })?;
         Ok(a)
     }
 
@@ -192,7 +189,9 @@ impl ModelArtifact {
                 .weights
                 .iter()
                 .zip(&layer.bias)
-                .map(|(w, b)| activate(layer.activation, b + w.iter().zip(&h).map(|(a, c)| a * c).sum::<f64>()))
+                .map(|(w, b)| {
+                    activate(layer.activation, b + w.iter().zip(&h).map(|(a, c)| a * c).sum::<f64>())
+                })
                 .collect();
         }
         h[0] * self.target_scaling.std[0] + self.target_scaling.mean[0]

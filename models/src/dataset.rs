@@ -41,11 +41,8 @@ impl Dataset {
         if table.n_rows() == 0 {
             return Err(Error::Invalid(format!("{}: the dataset is empty", table.source)));
         }
-        let idx: Vec<usize> = fs
-            .inputs
-            .iter()
-            .map(|n| table.column_index(n).expect("checked above"))
-            .collect();
+        let idx: Vec<usize> =
+            fs.inputs.iter().map(|n| table.column_index(n).expect("checked above")).collect();
         let records = table.data.select(Axis(1), &idx);
         let targets = table.column(&fs.target).expect("checked above").to_owned();
         let groups = if fs.group == table.group_column {
@@ -55,10 +52,7 @@ impl Dataset {
         } else if let Some(c) = table.column(&fs.group) {
             c.iter().map(|x| x.to_string()).collect()
         } else {
-            return Err(Error::Mismatch(format!(
-                "{}: group column '{}' not found",
-                table.source, fs.group
-            )));
+            return Err(Error::Mismatch(format!("{}: group column '{}' not found", table.source, fs.group)));
         };
         let ds = Dataset {
             records,
@@ -121,7 +115,10 @@ impl Dataset {
             .iter()
             .map(|n| {
                 self.feature_names.iter().position(|f| f == n).ok_or_else(|| {
-                    Error::Mismatch(format!("input '{n}' is not in this dataset ({})", self.feature_names.join(", ")))
+                    Error::Mismatch(format!(
+                        "input '{n}' is not in this dataset ({})",
+                        self.feature_names.join(", ")
+                    ))
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -180,9 +177,7 @@ impl Dataset {
     /// Grouped hold-out: about `fraction` of the groups (at least one, never all) go to the second set.
     pub fn group_split(&self, fraction: f64, seed: u64) -> Result<(Vec<usize>, Vec<usize>)> {
         if !(0.0..1.0).contains(&fraction) || fraction == 0.0 {
-            return Err(Error::Invalid(format!(
-                "validation fraction {fraction} must be in (0, 1)"
-            )));
+            return Err(Error::Invalid(format!("validation fraction {fraction} must be in (0, 1)")));
         }
         let groups = self.group_rows();
         if groups.len() < 2 {
@@ -216,9 +211,7 @@ fn check_k(k: usize, n: usize, what: &str) -> Result<()> {
 
 fn split_parts(items: &[usize], k: usize) -> Vec<Vec<usize>> {
     let n = items.len();
-    (0..k)
-        .map(|f| items[f * n / k..(f + 1) * n / k].to_vec())
-        .collect()
+    (0..k).map(|f| items[f * n / k..(f + 1) * n / k].to_vec()).collect()
 }
 
 fn folds_from_parts(parts: &[Vec<usize>]) -> Vec<Fold> {

@@ -15,12 +15,7 @@ pub enum Error {
     },
     /// A cell, a line or a header does not have the form the reader expects.
     #[error("{file}:{line}: column {column}: {message}")]
-    Parse {
-        file: String,
-        line: u64,
-        column: String,
-        message: String,
-    },
+    Parse { file: String, line: u64, column: String, message: String },
     /// A file's structure is wrong as a whole (missing header, no rows, truncated).
     #[error("{file}: {message}")]
     Format { file: String, message: String },
@@ -32,22 +27,13 @@ pub enum Error {
         "dataset '{name}' not found (looked in {looked}): set GPUMODEL_DATA_DIR to a folder holding {file}, \
          pass its path, or run `gpumodel dataset fetch {name}` on a machine with network access"
     )]
-    MissingDataset {
-        name: String,
-        file: String,
-        looked: String,
-    },
+    MissingDataset { name: String, file: String, looked: String },
     /// A file's sha256 is not the one the registry names.
     #[error(
         "{path}: sha256 mismatch for dataset '{name}': expected {expected}, got {actual}; \
          the file is not the registered version (nothing was deleted)"
     )]
-    ChecksumMismatch {
-        name: String,
-        path: PathBuf,
-        expected: String,
-        actual: String,
-    },
+    ChecksumMismatch { name: String, path: PathBuf, expected: String, actual: String },
     /// A download failed.
     #[error("downloading {url}: {message}")]
     Download { url: String, message: String },
@@ -67,9 +53,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 }

@@ -51,10 +51,8 @@ impl FeatureSet {
 
     /// Parses a feature set; `source` names it in errors.
     pub fn from_toml_str(text: &str, source: &str) -> Result<FeatureSet> {
-        let fs: FeatureSet = toml::from_str(text).map_err(|e| Error::Document {
-            file: source.to_string(),
-            message: e.message().to_string(),
-        })?;
+        let fs: FeatureSet = toml::from_str(text)
+            .map_err(|e| Error::Document { file: source.to_string(), message: e.message().to_string() })?;
         fs.check()?;
         Ok(fs)
     }
@@ -93,11 +91,7 @@ impl FeatureSet {
 
     /// The MLR base inputs (all inputs when the set names none).
     pub fn base_inputs(&self) -> &[String] {
-        if self.mlr_base.is_empty() {
-            &self.inputs
-        } else {
-            &self.mlr_base
-        }
+        if self.mlr_base.is_empty() { &self.inputs } else { &self.mlr_base }
     }
 
     /// Checks that every column the set names exists in `table` and is numeric; the error names the
@@ -112,7 +106,10 @@ impl FeatureSet {
                     file: table.source.clone(),
                     line,
                     column: name.clone(),
-                    message: format!("'{value}' is not a number, and feature set '{}' uses this column", self.name),
+                    message: format!(
+                        "'{value}' is not a number, and feature set '{}' uses this column",
+                        self.name
+                    ),
                 });
             }
             return Err(Error::Mismatch(format!(

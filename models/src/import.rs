@@ -34,9 +34,7 @@ impl Format {
             "guerreiro" => Ok(Format::Guerreiro),
             "nvdvfs" => Ok(Format::Nvdvfs),
             "table" => Ok(Format::Table),
-            other => Err(Error::Invalid(format!(
-                "unknown format '{other}': use guerreiro, nvdvfs or table"
-            ))),
+            other => Err(Error::Invalid(format!("unknown format '{other}': use guerreiro, nvdvfs or table"))),
         }
     }
 
@@ -94,10 +92,9 @@ pub fn import_bytes(bytes: &[u8], source: &str, format: Format, bad: BadRows) ->
     match format {
         Format::Guerreiro => guerreiro(bytes, source, bad),
         Format::Nvdvfs => nvdvfs(bytes, source, bad),
-        Format::Table => Ok(Imported {
-            table: Table::read_csv_bytes(bytes, source, GROUP_COLUMN)?,
-            skipped: Vec::new(),
-        }),
+        Format::Table => {
+            Ok(Imported { table: Table::read_csv_bytes(bytes, source, GROUP_COLUMN)?, skipped: Vec::new() })
+        }
     }
 }
 
@@ -120,26 +117,19 @@ impl RowSink {
 }
 
 fn parse_err(source: &str, line: u64, column: &str, message: String) -> Error {
-    Error::Parse {
-        file: source.to_string(),
-        line,
-        column: column.to_string(),
-        message,
-    }
+    Error::Parse { file: source.to_string(), line, column: column.to_string(), message }
 }
 
 fn records(bytes: &[u8], has_headers: bool) -> csv::Reader<&[u8]> {
-    csv::ReaderBuilder::new()
-        .has_headers(has_headers)
-        .flexible(true)
-        .from_reader(bytes)
+    csv::ReaderBuilder::new().has_headers(has_headers).flexible(true).from_reader(bytes)
 }
 
 fn guerreiro(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
     let mut reader = records(bytes, false);
     let mut rows = reader.records();
     let mut header = Vec::new();
-    for expected in ["number of clock domains", "default clocks", "components per domain", "component names"] {
+    for expected in ["number of clock domains", "default clocks", "components per domain", "component names"]
+    {
         match rows.next() {
             Some(Ok(r)) => header.push(r),
             Some(Err(e)) => return Err(csv_error(source, e)),
@@ -155,10 +145,9 @@ fn guerreiro(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
         }
     }
     let field = |line: usize, j: usize, what: &str| -> Result<f64> {
-        header[line]
-            .get(j)
-            .and_then(parse_number)
-            .ok_or_else(|| parse_err(source, line as u64 + 1, &(j + 1).to_string(), format!("{what} must be a number")))
+        header[line].get(j).and_then(parse_number).ok_or_else(|| {
+            parse_err(source, line as u64 + 1, &(j + 1).to_string(), format!("{what} must be a number"))
+        })
     };
     let n_domains = field(0, 0, "the number of clock domains")? as usize;
     if n_domains == 0 || header[1].len() != n_domains || header[2].len() != n_domains {
@@ -173,9 +162,8 @@ fn guerreiro(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
             ),
         ));
     }
-    let default_clocks = (0..n_domains)
-        .map(|j| field(1, j, "a default clock"))
-        .collect::<Result<Vec<_>>>()?;
+    let default_clocks =
+        (0..n_domains).map(|j| field(1, j, "a default clock")).collect::<Result<Vec<_>>>()?;
     let n_comp: usize = (0..n_domains)
         .map(|j| field(2, j, "a component count").map(|x| x as usize))
         .sum::<Result<usize>>()?;
@@ -240,7 +228,10 @@ fn guerreiro(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
                 source,
                 line,
                 "*",
-                format!("expected {width} fields, found {}: the row is truncated or has extra cells", rec.len()),
+                format!(
+                    "expected {width} fields, found {}: the row is truncated or has extra cells",
+                    rec.len()
+                ),
             ))?;
             continue;
         }
@@ -276,12 +267,11 @@ fn guerreiro(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
             message: "no data rows after the 4 header lines".into(),
         });
     }
-    let mut data = Array2::from_shape_vec((n, numeric_width), values)
-        .map_err(|e| Error::Mismatch(e.to_string()))?;
+    let mut data =
+        Array2::from_shape_vec((n, numeric_width), values).map_err(|e| Error::Mismatch(e.to_string()))?;
     let util = data.slice(ndarray::s![.., 1 + n_domains..]).to_owned();
     let groups = guerreiro_groups(&names, &util);
     // The default clocks (line 2) are kept as columns: the utilizations were measured at them.
-    let mut columns = columns;
     for (name, clock) in clock_names.iter().zip(&default_clocks) {
         let col = ndarray::Array1::from_elem(n, *clock);
         data.push_column(col.view()).map_err(|e| Error::Mismatch(e.to_string()))?;
@@ -292,10 +282,7 @@ fn guerreiro(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
             source: source.to_string(),
             group_column: GROUP_COLUMN.into(),
             groups,
-            text: vec![TextColumn {
-                name: "name".into(),
-                values: names,
-            }],
+            text: vec![TextColumn { name: "name".into(), values: names }],
             columns,
             data,
         },
@@ -339,19 +326,16 @@ pub fn parse_launch_shape(s: &str) -> Option<[f64; 6]> {
         .filter(|t| !t.is_empty())
         .map(|t| t.parse::<f64>().ok())
         .collect::<Option<Vec<_>>>()?;
-    (nums.len() == 6 && nums.iter().all(|x| *x >= 1.0)).then(|| [nums[0], nums[1], nums[2], nums[3], nums[4], nums[5]])
+    (nums.len() == 6 && nums.iter().all(|x| *x >= 1.0))
+        .then(|| [nums[0], nums[1], nums[2], nums[3], nums[4], nums[5]])
 }
 
 const NVDVFS_TEXT: [&str; 4] = ["appName", "argNo", "kernel", "blocks"];
 
 fn nvdvfs(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
     let mut reader = records(bytes, true);
-    let header: Vec<String> = reader
-        .headers()
-        .map_err(|e| csv_error(source, e))?
-        .iter()
-        .map(|h| h.trim().to_string())
-        .collect();
+    let header: Vec<String> =
+        reader.headers().map_err(|e| csv_error(source, e))?.iter().map(|h| h.trim().to_string()).collect();
     for required in ["appName", "coreF", "memF", "kernel", "time/ms", "blocks", "power/W"] {
         if !header.iter().any(|h| h == required) {
             return Err(Error::Format {
@@ -373,14 +357,14 @@ fn nvdvfs(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
             other => other.to_string(),
         }
     };
-    let numeric_src: Vec<usize> = (0..header.len())
-        .filter(|&j| !NVDVFS_TEXT.contains(&header[j].as_str()))
-        .collect();
+    let numeric_src: Vec<usize> =
+        (0..header.len()).filter(|&j| !NVDVFS_TEXT.contains(&header[j].as_str())).collect();
     let mut columns: Vec<String> = numeric_src.iter().map(|&j| rename(&header[j])).collect();
     let time_ms_at = columns.iter().position(|c| c == "time_ms").expect("required above");
     let blocks_at = header.iter().position(|h| h == "blocks").expect("required above");
     let idx = |name: &str| header.iter().position(|h| h == name).expect("required above");
-    let (app_at, argno_at, kernel_at) = (idx("appName"), header.iter().position(|h| h == "argNo"), idx("kernel"));
+    let (app_at, argno_at, kernel_at) =
+        (idx("appName"), header.iter().position(|h| h == "argNo"), idx("kernel"));
     let launch_names = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"];
     let mut sink = RowSink { bad, skipped: Vec::new() };
     let (mut apps, mut args, mut kernels, mut shapes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -400,7 +384,11 @@ fn nvdvfs(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
                 source,
                 line,
                 "*",
-                format!("expected {} fields, found {}: the row is truncated or has extra cells", header.len(), rec.len()),
+                format!(
+                    "expected {} fields, found {}: the row is truncated or has extra cells",
+                    header.len(),
+                    rec.len()
+                ),
             ))?;
             continue;
         }
@@ -483,7 +471,10 @@ mod tests {
     fn guerreiro_groups_by_name_and_vector() {
         let t = import_bytes(G.as_bytes(), "g.csv", Format::Guerreiro, BadRows::Fail).unwrap().table;
         assert_eq!(t.groups, vec!["k#1", "k#1", "k#2", "j"]);
-        assert_eq!(t.columns, vec!["power_w", "core_mhz", "mem_mhz", "A", "B", "C", "default_core_mhz", "default_mem_mhz"]);
+        assert_eq!(
+            t.columns,
+            vec!["power_w", "core_mhz", "mem_mhz", "A", "B", "C", "default_core_mhz", "default_mem_mhz"]
+        );
         assert_eq!(t.column("mem_mhz").unwrap()[3], 810.0);
         assert_eq!(t.column("default_core_mhz").unwrap()[0], 975.0);
     }
@@ -499,9 +490,8 @@ mod tests {
     #[test]
     fn guerreiro_bad_cell_names_line_and_column() {
         let src = G.replace("k,90,900", "k,90,fast");
-        let msg = import_bytes(src.as_bytes(), "g.csv", Format::Guerreiro, BadRows::Fail)
-            .unwrap_err()
-            .to_string();
+        let msg =
+            import_bytes(src.as_bytes(), "g.csv", Format::Guerreiro, BadRows::Fail).unwrap_err().to_string();
         assert_eq!(msg, "g.csv:6: column core_mhz: 'fast' is not a finite number");
     }
 

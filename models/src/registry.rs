@@ -68,18 +68,16 @@ impl Registry {
 
     /// Parses a registry document.
     pub fn from_toml_str(text: &str) -> Result<Registry> {
-        toml::from_str(text).map_err(|e| Error::Document {
-            file: "registry.toml".into(),
-            message: e.message().to_string(),
-        })
+        toml::from_str(text)
+            .map_err(|e| Error::Document { file: "registry.toml".into(), message: e.message().to_string() })
     }
 
     /// A dataset by name.
     pub fn get(&self, name: &str) -> Result<&Entry> {
-        self.datasets.iter().find(|d| d.name == name).ok_or_else(|| Error::UnknownDataset {
-            name: name.to_string(),
-            known: self.names().join(", "),
-        })
+        self.datasets
+            .iter()
+            .find(|d| d.name == name)
+            .ok_or_else(|| Error::UnknownDataset { name: name.to_string(), known: self.names().join(", ") })
     }
 
     /// Registered names, in file order.
@@ -123,7 +121,8 @@ impl Locator {
         Locator {
             data_dir: var("GPUMODEL_DATA_DIR").map(PathBuf::from),
             cache_dir,
-            mirror: var("GPUMODEL_DATASET_MIRROR").map(|m| m.to_string_lossy().trim_end_matches('/').to_string()),
+            mirror: var("GPUMODEL_DATASET_MIRROR")
+                .map(|m| m.to_string_lossy().trim_end_matches('/').to_string()),
         }
     }
 
@@ -216,21 +215,14 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 fn download(url: &str) -> Result<Vec<u8>> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(120)))
-        .build()
-        .into();
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(120))).build().into();
     let err = |e: ureq::Error| Error::Download {
         url: url.to_string(),
         message: format!("{e} (check the network, or copy the file into GPUMODEL_DATA_DIR)"),
     };
     let mut response = agent.get(url).call().map_err(err)?;
-    response
-        .body_mut()
-        .with_config()
-        .limit(512 * 1024 * 1024)
-        .read_to_vec()
-        .map_err(err)
+    response.body_mut().with_config().limit(512 * 1024 * 1024).read_to_vec().map_err(err)
 }
 
 /// A dataset opened from a registry name or a path.
@@ -255,13 +247,7 @@ pub fn open(spec: &str, format: Option<Format>, bad: BadRows, loc: &Locator) -> 
             None => entry.format()?,
         };
         let imported = import::import_file(&path, format, bad)?;
-        return Ok(Opened {
-            imported,
-            path,
-            found,
-            entry: Some(entry.clone()),
-            format,
-        });
+        return Ok(Opened { imported, path, found, entry: Some(entry.clone()), format });
     }
     if !as_path.exists() {
         return Err(Error::UnknownDataset {
@@ -274,17 +260,12 @@ pub fn open(spec: &str, format: Option<Format>, bad: BadRows, loc: &Locator) -> 
         Some(f) => f,
         None => Format::guess(&bytes).ok_or_else(|| Error::Format {
             file: spec.to_string(),
-            message: "cannot tell the format from the first line: pass --import guerreiro|nvdvfs|table".into(),
+            message: "cannot tell the format from the first line: pass --import guerreiro|nvdvfs|table"
+                .into(),
         })?,
     };
     let imported = import::import_bytes(&bytes, spec, format, bad)?;
-    Ok(Opened {
-        imported,
-        path: as_path.to_path_buf(),
-        found: Found::UserPath,
-        entry: None,
-        format,
-    })
+    Ok(Opened { imported, path: as_path.to_path_buf(), found: Found::UserPath, entry: None, format })
 }
 
 #[cfg(test)]
@@ -312,11 +293,7 @@ mod tests {
     #[test]
     fn missing_file_says_how_to_get_it() {
         let dir = tempfile::tempdir().unwrap();
-        let loc = Locator {
-            data_dir: Some(dir.path().into()),
-            cache_dir: None,
-            mirror: None,
-        };
+        let loc = Locator { data_dir: Some(dir.path().into()), cache_dir: None, mirror: None };
         let r = Registry::builtin();
         let msg = loc.resolve(r.get("nvdvfs-gtx980").unwrap()).unwrap_err().to_string();
         assert!(msg.contains("GPUMODEL_DATA_DIR"), "{msg}");
@@ -331,11 +308,7 @@ mod tests {
         let p = dir.path().join(&e.file);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, b"not the data").unwrap();
-        let loc = Locator {
-            data_dir: Some(dir.path().into()),
-            cache_dir: None,
-            mirror: None,
-        };
+        let loc = Locator { data_dir: Some(dir.path().into()), cache_dir: None, mirror: None };
         let msg = loc.resolve(e).unwrap_err().to_string();
         assert!(msg.contains(&e.sha256) && msg.contains(&sha256_hex(b"not the data")), "{msg}");
         assert_eq!(std::fs::read(&p).unwrap(), b"not the data");

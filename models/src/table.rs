@@ -96,9 +96,7 @@ impl Table {
         match self.column_index(name) {
             Some(j) => self.data.column_mut(j).assign(&values),
             None => {
-                self.data
-                    .push_column(values.view())
-                    .map_err(|e| Error::Mismatch(e.to_string()))?;
+                self.data.push_column(values.view()).map_err(|e| Error::Mismatch(e.to_string()))?;
                 self.columns.push(name.to_string());
             }
         }
@@ -127,8 +125,7 @@ impl Table {
     /// Writes the table as CSV: group column, text columns, numeric columns.
     pub fn write_csv(&self, path: &Path) -> Result<()> {
         let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-        self.write_csv_to(file)
-            .map_err(|e| Error::io(path, std::io::Error::other(e)))
+        self.write_csv_to(file).map_err(|e| Error::io(path, std::io::Error::other(e)))
     }
 
     /// Writes the table as CSV to any writer.
@@ -160,10 +157,7 @@ impl Table {
 
     /// As [`Table::read_csv`], from bytes; `source` names them in errors.
     pub fn read_csv_bytes(bytes: &[u8], source: &str, group_column: &str) -> Result<Table> {
-        let mut reader = csv::ReaderBuilder::new()
-            .has_headers(true)
-            .flexible(false)
-            .from_reader(bytes);
+        let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(bytes);
         let header: Vec<String> = reader
             .headers()
             .map_err(|e| csv_error(source, e))?
@@ -247,33 +241,21 @@ pub fn parse_number(s: &str) -> Option<f64> {
 
 /// Shortest text that reads back as the same f64.
 pub fn format_number(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
+    if x.fract() == 0.0 && x.abs() < 1e15 { format!("{}", x as i64) } else { format!("{x}") }
 }
 
 pub(crate) fn csv_error(source: &str, e: csv::Error) -> Error {
     let line = e.position().map_or(0, |p| p.line());
     let message = match e.kind() {
-        csv::ErrorKind::UnequalLengths {
-            expected_len, len, ..
-        } => format!("expected {expected_len} fields, found {len}: fix the row or remove it"),
+        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+            format!("expected {expected_len} fields, found {len}: fix the row or remove it")
+        }
         _ => e.to_string(),
     };
     if line > 0 {
-        Error::Parse {
-            file: source.to_string(),
-            line,
-            column: "*".into(),
-            message,
-        }
+        Error::Parse { file: source.to_string(), line, column: "*".into(), message }
     } else {
-        Error::Format {
-            file: source.to_string(),
-            message,
-        }
+        Error::Format { file: source.to_string(), message }
     }
 }
 

@@ -100,7 +100,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                                 r.name.to_string(),
                                 r.gpu.to_string(),
                                 r.importer.to_string(),
-                                r.location.clone().unwrap_or_else(|| "missing (gpumodel dataset fetch)".into()),
+                                r.location
+                                    .clone()
+                                    .unwrap_or_else(|| "missing (gpumodel dataset fetch)".into()),
                             ]
                         })
                         .collect();

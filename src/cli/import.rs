@@ -38,7 +38,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // Write beside the target and rename: a failure never leaves a half-written table behind.
             let tmp = out.with_extension("csv.part");
             t.write_csv(&tmp)?;
-            std::fs::rename(&tmp, out).with_context(|| format!("moving {} to {}", tmp.display(), out.display()))?;
+            std::fs::rename(&tmp, out)
+                .with_context(|| format!("moving {} to {}", tmp.display(), out.display()))?;
             eprintln!(
                 "gpumodel: wrote {} rows x {} columns ({} kernels) to {}",
                 t.n_rows(),

@@ -42,17 +42,18 @@ pub fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let numeric = |s: &str| s.trim_end_matches('%').parse::<f64>().is_ok();
     let mut out = String::new();
     let line = |cells: Vec<&str>, out: &mut String| {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(j, c)| {
-                if numeric(c) {
-                    format!("{c:>w$}", w = width[j])
-                } else {
-                    format!("{c:<w$}", w = width[j])
-                }
-            })
-            .collect();
+        let parts: Vec<String> =
+            cells
+                .iter()
+                .enumerate()
+                .map(|(j, c)| {
+                    if numeric(c) {
+                        format!("{c:>w$}", w = width[j])
+                    } else {
+                        format!("{c:<w$}", w = width[j])
+                    }
+                })
+                .collect();
         out.push_str(parts.join("  ").trim_end());
         out.push('\n');
     };
@@ -72,7 +73,10 @@ mod tests {
 
     #[test]
     fn table_aligns_numbers_right() {
-        let t = render_table(&["name", "W"], &[vec!["a".into(), "1.5".into()], vec!["bcd".into(), "10.25".into()]]);
+        let t = render_table(
+            &["name", "W"],
+            &[vec!["a".into(), "1.5".into()], vec!["bcd".into(), "10.25".into()]],
+        );
         assert_eq!(t, "name      W\n----  -----\na       1.5\nbcd   10.25\n");
     }
 }
