@@ -1,1 +1,300 @@
-//! (being written)
+//! GPU architecture profiles: the constants of the pipeline timing model (paper §5.5, Table 5.3) and the
+//! occupancy ceilings, one TOML file per GPU in `models/arch/`, embedded in the binary.
+//!
+//! Every number carries its source: each value is written `{ value = …, src = "key" }` and `key` must be
+//! defined in the file's `[sources]` table (a paper table, a vendor whitepaper, the CUDA C Programming
+//! Guide, a published microbenchmark study, or an explicit assumption). Values that are approximate say so
+//! in their source; `gpumodel calibrate` is the way to measure them on a real GPU.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The architecture profiles shipped with gpumodel: (name, TOML text).
+const BUILTIN: &[(&str, &str)] = &[
+    ("c2075", include_str!("../arch/c2075.toml")),
+    ("m2090", include_str!("../arch/m2090.toml")),
+    ("gtx980", include_str!("../arch/gtx980.toml")),
+    ("titanx", include_str!("../arch/titanx.toml")),
+    ("gtx1080ti", include_str!("../arch/gtx1080ti.toml")),
+    ("p100", include_str!("../arch/p100.toml")),
+    ("v100", include_str!("../arch/v100.toml")),
+    ("a100", include_str!("../arch/a100.toml")),
+    ("h100", include_str!("../arch/h100.toml")),
+];
+
+/// A value with the key of its source in the profile's `[sources]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub src: String,
+}
+
+impl<T: Copy> Sourced<T> {
+    /// The value.
+    pub fn get(&self) -> T {
+        self.value
+    }
+}
+
+/// One GPU. Cycle counts are core-clock cycles measured (or specified) at the default clocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchProfile {
+    /// Short name used on the command line (`gtx1080ti`).
+    pub name: String,
+    /// Marketing name.
+    pub display_name: String,
+    /// Chip (`GP102`).
+    pub chip: String,
+    /// CUDA compute capability (`6.1`).
+    pub compute_capability: String,
+    /// Source key → full citation.
+    pub sources: BTreeMap<String, String>,
+
+    // --- the machine
+    /// Streaming multiprocessors.
+    pub sm_count: Sourced<f64>,
+    /// Threads per warp.
+    pub warp_size: Sourced<f64>,
+    /// Warp schedulers per SM (warp instructions issued per cycle per SM).
+    pub schedulers_per_sm: Sourced<f64>,
+    /// Default core clock, MHz (the clock the latencies and the utilizations refer to).
+    pub core_mhz: Sourced<f64>,
+    /// Default memory clock, MHz, as nvidia-smi reports it.
+    pub mem_mhz: Sourced<f64>,
+    /// Supported (settable) core clocks, MHz, for the clock sweep.
+    pub core_clocks_mhz: Sourced<Vec<f64>>,
+    /// Supported memory clocks, MHz.
+    pub mem_clocks_mhz: Sourced<Vec<f64>>,
+    /// Peak DRAM bandwidth at the default memory clock, GB/s (scales linearly with the memory clock).
+    pub mem_bandwidth_gbs: Sourced<f64>,
+    /// L2 bandwidth at the default core clock, GB/s (scales with the core clock).
+    pub l2_bandwidth_gbs: Sourced<f64>,
+    /// Bytes of one global memory transaction.
+    pub transaction_bytes: Sourced<f64>,
+    /// Board power limit, W.
+    pub tdp_w: Sourced<f64>,
+
+    // --- occupancy ceilings
+    pub max_warps_per_sm: Sourced<f64>,
+    pub max_blocks_per_sm: Sourced<f64>,
+    pub max_threads_per_block: Sourced<f64>,
+    pub registers_per_sm: Sourced<f64>,
+    /// Registers are allocated per warp in units of this many.
+    pub register_alloc_unit: Sourced<f64>,
+    pub max_registers_per_thread: Sourced<f64>,
+    /// Shared memory per SM available to blocks, bytes.
+    pub shared_mem_per_sm: Sourced<f64>,
+    pub max_shared_mem_per_block: Sourced<f64>,
+
+    // --- latencies of paper Table 5.3 (core cycles at the default clocks)
+    /// Global load latency (DRAM round trip).
+    pub cyc_load: Sourced<f64>,
+    /// Global store latency.
+    pub cyc_store: Sourced<f64>,
+    /// Shared memory access latency.
+    pub cyc_s: Sourced<f64>,
+    /// Register access.
+    pub cyc_r: Sourced<f64>,
+    /// Texture cache hit latency.
+    pub cyc_t: Sourced<f64>,
+    /// Dependent arithmetic instruction latency (how long a warp waits for its previous result).
+    pub alu_latency: Sourced<f64>,
+    /// Cycles between two memory transactions of one SM leaving for DRAM (departure delay) at the default
+    /// clocks: `transaction_bytes / (bandwidth per SM per core cycle)`.
+    pub in_warp_delay: Sourced<f64>,
+    /// Extra cycles per additional active warp at a barrier.
+    pub out_warp_delay: Sourced<f64>,
+
+    // --- instruction costs: issue cycles of one warp instruction on its pipe, per SM (32 / results per
+    // clock per SM)
+    pub cost_fp32: Sourced<f64>,
+    pub cost_fp64: Sourced<f64>,
+    pub cost_int: Sourced<f64>,
+    pub cost_sfu: Sourced<f64>,
+    pub cost_ldst: Sourced<f64>,
+}
+
+impl ArchProfile {
+    /// Names of the built-in profiles.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A built-in profile by name; an unknown name lists the known ones.
+    pub fn builtin(name: &str) -> Result<ArchProfile> {
+        let key = name.to_ascii_lowercase().replace(['-', '_', ' '], "");
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == key).ok_or_else(|| {
+            Error::Invalid(format!(
+                "unknown architecture '{name}': known architectures are {} (or give the path of an arch TOML file)",
+                Self::builtin_names().join(", ")
+            ))
+        })?;
+        ArchProfile::from_toml_str(text, &format!("models/arch/{key}.toml"))
+    }
+
+    /// A built-in name, or the path of a TOML file.
+    pub fn resolve(spec: &str) -> Result<ArchProfile> {
+        let p = Path::new(spec);
+        if spec.ends_with(".toml") || p.is_file() {
+            return ArchProfile::from_file(p);
+        }
+        ArchProfile::builtin(spec)
+    }
+
+    /// Reads and checks a profile file.
+    pub fn from_file(path: &Path) -> Result<ArchProfile> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        ArchProfile::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks a profile; `source` names it in errors.
+    pub fn from_toml_str(text: &str, source: &str) -> Result<ArchProfile> {
+        let a: ArchProfile = toml::from_str(text).map_err(|e| Error::Document {
+            file: source.to_string(),
+            message: format!("not an architecture profile: {}", e.message()),
+        })?;
+        a.check().map_err(|e| Error::Document { file: source.to_string(), message: e.to_string() })?;
+        Ok(a)
+    }
+
+    /// Every scalar value with its name, for checks and display.
+    pub fn scalars(&self) -> Vec<(&'static str, &Sourced<f64>)> {
+        vec![
+            ("sm_count", &self.sm_count),
+            ("warp_size", &self.warp_size),
+            ("schedulers_per_sm", &self.schedulers_per_sm),
+            ("core_mhz", &self.core_mhz),
+            ("mem_mhz", &self.mem_mhz),
+            ("mem_bandwidth_gbs", &self.mem_bandwidth_gbs),
+            ("l2_bandwidth_gbs", &self.l2_bandwidth_gbs),
+            ("transaction_bytes", &self.transaction_bytes),
+            ("tdp_w", &self.tdp_w),
+            ("max_warps_per_sm", &self.max_warps_per_sm),
+            ("max_blocks_per_sm", &self.max_blocks_per_sm),
+            ("max_threads_per_block", &self.max_threads_per_block),
+            ("registers_per_sm", &self.registers_per_sm),
+            ("register_alloc_unit", &self.register_alloc_unit),
+            ("max_registers_per_thread", &self.max_registers_per_thread),
+            ("shared_mem_per_sm", &self.shared_mem_per_sm),
+            ("max_shared_mem_per_block", &self.max_shared_mem_per_block),
+            ("cyc_load", &self.cyc_load),
+            ("cyc_store", &self.cyc_store),
+            ("cyc_s", &self.cyc_s),
+            ("cyc_r", &self.cyc_r),
+            ("cyc_t", &self.cyc_t),
+            ("alu_latency", &self.alu_latency),
+            ("in_warp_delay", &self.in_warp_delay),
+            ("out_warp_delay", &self.out_warp_delay),
+            ("cost_fp32", &self.cost_fp32),
+            ("cost_fp64", &self.cost_fp64),
+            ("cost_int", &self.cost_int),
+            ("cost_sfu", &self.cost_sfu),
+            ("cost_ldst", &self.cost_ldst),
+        ]
+    }
+
+    /// Every value is finite and > 0, every source key is defined, clock lists are not empty.
+    pub fn check(&self) -> Result<()> {
+        let src_ok = |field: &str, src: &str| -> Result<()> {
+            if self.sources.get(src).is_none_or(|s| s.trim().is_empty()) {
+                return Err(Error::Invalid(format!(
+                    "{field}: source '{src}' is not defined in [sources]: every value needs its source"
+                )));
+            }
+            Ok(())
+        };
+        for (field, v) in self.scalars() {
+            src_ok(field, &v.src)?;
+            if !v.value.is_finite() || v.value <= 0.0 {
+                return Err(Error::Invalid(format!(
+                    "{field} is {}: it must be a finite number > 0",
+                    v.value
+                )));
+            }
+        }
+        for (field, v) in
+            [("core_clocks_mhz", &self.core_clocks_mhz), ("mem_clocks_mhz", &self.mem_clocks_mhz)]
+        {
+            src_ok(field, &v.src)?;
+            if v.value.is_empty() || v.value.iter().any(|x| !x.is_finite() || *x <= 0.0) {
+                return Err(Error::Invalid(format!("{field} must list at least one clock > 0 MHz")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The citation of a value's source.
+    pub fn source_of(&self, v: &Sourced<f64>) -> &str {
+        self.sources.get(&v.src).map_or("", String::as_str)
+    }
+
+    /// Peak DRAM bandwidth at a memory clock, bytes/s (linear in the memory clock).
+    pub fn bandwidth_bytes_per_s(&self, mem_mhz: f64) -> f64 {
+        self.mem_bandwidth_gbs.value * 1e9 * mem_mhz / self.mem_mhz.value
+    }
+
+    /// Warps per block for a block of `threads` threads.
+    pub fn warps_per_block(&self, threads: u32) -> u32 {
+        let w = self.warp_size.value as u32;
+        threads.div_ceil(w.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_profile_parses_and_cites_every_value() {
+        for name in ArchProfile::builtin_names() {
+            let a = ArchProfile::builtin(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(a.name, name);
+            for (field, v) in a.scalars() {
+                assert!(!a.source_of(v).is_empty(), "{name}.{field}");
+            }
+            assert!(a.core_clocks_mhz.value.contains(&a.core_mhz.value) || a.core_clocks_mhz.value.len() > 1);
+        }
+    }
+
+    /// in_warp_delay is written in the files as a number; it must agree with its definition
+    /// (transaction bytes over the per-SM bandwidth per core cycle) to the rounding used in the files.
+    #[test]
+    fn in_warp_delay_matches_its_definition() {
+        for name in ArchProfile::builtin_names() {
+            let a = ArchProfile::builtin(name).unwrap();
+            let per_sm_per_cycle =
+                a.bandwidth_bytes_per_s(a.mem_mhz.value) / a.sm_count.value / (a.core_mhz.value * 1e6);
+            let derived = a.transaction_bytes.value / per_sm_per_cycle;
+            let rel = (a.in_warp_delay.value - derived).abs() / derived;
+            assert!(rel < 0.1, "{name}: in_warp_delay {} but derived {derived:.2}", a.in_warp_delay.value);
+        }
+    }
+
+    #[test]
+    fn paper_c2075_constants() {
+        // Paper Table 5.3 (quoted in DESIGN.md): 392, 210, 4, 1, 18 cycles; 14 SMs at 1.15 GHz; 48 warps.
+        let a = ArchProfile::builtin("c2075").unwrap();
+        let got: Vec<f64> =
+            [&a.cyc_load, &a.cyc_store, &a.cyc_s, &a.cyc_r, &a.cyc_t].iter().map(|v| v.value).collect();
+        assert_eq!(got, vec![392.0, 210.0, 4.0, 1.0, 18.0]);
+        assert_eq!((a.sm_count.value, a.core_mhz.value, a.max_warps_per_sm.value), (14.0, 1150.0, 48.0));
+        assert_eq!((a.cost_fp32.value, a.cost_sfu.value, a.cost_fp64.value), (1.0, 8.0, 2.0));
+    }
+
+    #[test]
+    fn unknown_name_lists_the_known_ones() {
+        let msg = ArchProfile::builtin("gtx9999").unwrap_err().to_string();
+        assert!(msg.contains("gtx1080ti") && msg.contains("c2075"), "{msg}");
+    }
+
+    #[test]
+    fn an_undefined_source_key_is_an_error() {
+        let text = BUILTIN[0].1.replacen("src = \"paper\"", "src = \"nowhere\"", 1);
+        let msg = ArchProfile::from_toml_str(&text, "x.toml").unwrap_err().to_string();
+        assert!(msg.contains("source 'nowhere'"), "{msg}");
+    }
+}

@@ -74,6 +74,10 @@ pub struct ModelArtifact {
     /// Output scaling: one mean and one std.
     pub target_scaling: Scaling,
     pub layers: Vec<Dense>,
+    /// Base columns the inputs are computed from (see [`crate::features`]): what a kernel must provide.
+    /// Empty in artifacts written before derived inputs existed; then the inputs are the base columns.
+    #[serde(default)]
+    pub base_columns: Vec<String>,
     /// How the model was made: dataset name and sha256, seed, epochs, metrics… (free-form JSON).
     #[serde(default)]
     pub training: serde_json::Value,
@@ -235,6 +239,7 @@ mod tests {
                 Dense { weights: vec![vec![1.0, -1.0]], bias: vec![0.0], activation: Activation::Sigmoid },
                 Dense { weights: vec![vec![2.0]], bias: vec![-1.0], activation: Activation::Identity },
             ],
+            base_columns: vec!["a".into(), "b".into()],
             training: serde_json::Value::Null,
         }
     }

@@ -33,6 +33,8 @@ pub const CANONICAL_COUNTERS: &[(&str, &str)] = &[
     ("inst_special", "special-function (SFU: sin, rsqrt, …) warp instructions"),
     ("dram_read_bytes", "bytes read from DRAM"),
     ("dram_write_bytes", "bytes written to DRAM"),
+    ("l2_read_transactions", "32-byte L2 read transactions"),
+    ("l2_write_transactions", "32-byte L2 write transactions"),
 ];
 
 /// The ten model inputs of the paper (Table 5.2), as sums of canonical counters.

@@ -1,1 +1,386 @@
-//! (being written)
+//! The collector's trace: one CSV row per power sample (~60 Hz) — `t_s, dt_s, power_w, core_mhz,
+//! mem_mhz, <counter rates…>, kernel` — and a JSON sidecar (same path, `.json`) with the GPU, the
+//! sampling period, the counter names, the command, the kernel launches seen and, at the end, the run's
+//! summary.
+//!
+//! Rows are streamed and flushed as they come, and the sidecar is written at the start (status
+//! `running`) and replaced atomically at the end, so a crash or Ctrl-C leaves a readable trace: complete
+//! rows and a sidecar saying the run did not finish. Counter values are rates (events per second of the
+//! sample interval), as the paper normalizes them; an unknown value is written `nan`.
+//!
+//! [`merge_traces`] joins traces written by many hosts and GPUs (`srun gpumodel collect …`) into one
+//! table with `host` and `device` columns.
+
+use crate::error::{Error, Result};
+use crate::table::format_number;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Version tag of the trace format.
+pub const TRACE_FORMAT: &str = "gpumodel-trace/1";
+
+/// Fixed columns before the counter rates.
+pub const FIXED_COLUMNS: &[&str] = &["t_s", "dt_s", "power_w", "core_mhz", "mem_mhz"];
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still running (or crashed before it could say otherwise).
+    Running,
+    /// The program ran to the end.
+    Complete,
+    /// Stopped by Ctrl-C / SIGTERM.
+    Interrupted,
+    /// The program or a sampler failed; the message says how.
+    Failed(String),
+}
+
+/// One kernel launch seen during the run (from the range profiler, when it ran).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchRecord {
+    pub name: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub t_start_s: f64,
+    pub t_end_s: f64,
+}
+
+/// End-of-run figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// Rows written.
+    pub samples: u64,
+    /// From the first program start to the last program exit, seconds.
+    pub duration_s: f64,
+    /// Mean power over the rows, watts.
+    pub mean_power_w: f64,
+    /// Energy of the run, joules.
+    pub energy_j: f64,
+    /// `"energy_counter"` (NVML total-energy counter, end − start) or `"power_integral"` (Σ P·dt).
+    pub energy_source: String,
+    /// Σ P·dt over the rows, to check the energy counter against.
+    pub power_integral_j: f64,
+    /// Idle power before the run with only the power sampler running, watts.
+    pub idle_power_w: Option<f64>,
+    /// Idle power with the counter profiler also running minus `idle_power_w`: the profiler's own power.
+    pub profiler_overhead_w: Option<f64>,
+    /// CPU time of the sampler threads, seconds.
+    pub sampler_cpu_s: Option<f64>,
+    /// How many times the program ran (short programs are repeated up to `--min-seconds`).
+    pub repetitions: u32,
+    /// Exit code of the last run of the program (None when killed by a signal).
+    pub exit_code: Option<i32>,
+    /// Achieved sample rate, Hz.
+    pub achieved_rate_hz: f64,
+}
+
+/// The JSON sidecar.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceMeta {
+    pub format: String,
+    /// Host name (for merging traces from many nodes).
+    pub host: String,
+    /// GPU index on that host.
+    pub device: u32,
+    /// GPU name as the driver reports it.
+    pub gpu: String,
+    /// Chip (e.g. "GA102"), when known.
+    pub chip: Option<String>,
+    pub compute_capability: Option<(u32, u32)>,
+    pub driver: Option<String>,
+    /// Which power reading was used (`instant`, `average`, `scripted`).
+    pub power_field: String,
+    /// Whether the energy counter was read.
+    pub energy_counter: bool,
+    /// Requested sampling period, seconds.
+    pub sample_period_s: f64,
+    /// The counter source, when counters were sampled.
+    pub counter_source: Option<String>,
+    /// Counter-rate columns (after the fixed ones), in order; unit: events per second.
+    pub counters: Vec<String>,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The value of the `kernel` column (the program's file name).
+    pub kernel: String,
+    #[serde(default)]
+    pub launches: Vec<LaunchRecord>,
+    pub status: RunStatus,
+    #[serde(default)]
+    pub summary: Option<TraceSummary>,
+    /// Warnings met during the run (a sampler that stopped, …).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// One CSV row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRow {
+    pub t_s: f64,
+    pub dt_s: f64,
+    pub power_w: f64,
+    /// NaN when unknown.
+    pub core_mhz: f64,
+    /// NaN when unknown.
+    pub mem_mhz: f64,
+    /// One rate per [`TraceMeta::counters`] entry; NaN when unknown.
+    pub counters: Vec<f64>,
+}
+
+/// The sidecar's path: the trace path with extension `.json`.
+pub fn sidecar_path(csv: &Path) -> PathBuf {
+    csv.with_extension("json")
+}
+
+fn cell(x: f64) -> String {
+    if x.is_finite() { format_number(x) } else { "nan".into() }
+}
+
+/// Writes a trace as it is measured.
+pub struct TraceWriter {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    n_counters: usize,
+    kernel: String,
+    rows: u64,
+}
+
+/// Writes `text` to `path` atomically (temporary file + rename), so a reader never sees half a file.
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+fn write_meta(path: &Path, meta: &TraceMeta) -> Result<()> {
+    let text = serde_json::to_string_pretty(meta).map_err(|e| Error::Invalid(format!("trace metadata: {e}")))?;
+    write_atomic(&sidecar_path(path), &(text + "\n"))
+}
+
+impl TraceWriter {
+    /// Creates the CSV (header written and flushed) and the sidecar with status `running`.
+    /// Refuses to overwrite an existing trace, so earlier measurements are never lost.
+    pub fn create(path: &Path, meta: &TraceMeta) -> Result<TraceWriter> {
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::Invalid(format!(
+                    "{}: already exists; choose another --out or remove it (nothing was overwritten)",
+                    path.display()
+                ))
+            } else {
+                Error::io(path, e)
+            }
+        })?;
+        let mut out = std::io::BufWriter::new(file);
+        let mut header: Vec<&str> = FIXED_COLUMNS.to_vec();
+        header.extend(meta.counters.iter().map(String::as_str));
+        header.push(crate::table::GROUP_COLUMN);
+        writeln!(out, "{}", header.join(",")).and_then(|_| out.flush()).map_err(|e| Error::io(path, e))?;
+        write_meta(path, meta)?;
+        Ok(TraceWriter {
+            path: path.to_path_buf(),
+            out,
+            n_counters: meta.counters.len(),
+            kernel: meta.kernel.replace([',', '"', '\n'], "_"),
+            rows: 0,
+        })
+    }
+
+    /// Appends rows and flushes them to disk.
+    pub fn write(&mut self, rows: &[TraceRow]) -> Result<()> {
+        for r in rows {
+            let mut cells = vec![cell(r.t_s), cell(r.dt_s), cell(r.power_w), cell(r.core_mhz), cell(r.mem_mhz)];
+            for j in 0..self.n_counters {
+                cells.push(cell(r.counters.get(j).copied().unwrap_or(f64::NAN)));
+            }
+            cells.push(self.kernel.clone());
+            writeln!(self.out, "{}", cells.join(",")).map_err(|e| Error::io(&self.path, e))?;
+            self.rows += 1;
+        }
+        self.out.flush().map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Flushes the rows and replaces the sidecar with the final metadata.
+    pub fn finish(mut self, meta: &TraceMeta) -> Result<()> {
+        self.out.flush().map_err(|e| Error::io(&self.path, e))?;
+        write_meta(&self.path, meta)
+    }
+
+    /// Rewrites the sidecar without closing the trace (e.g. to record a launch).
+    pub fn update_meta(&self, meta: &TraceMeta) -> Result<()> {
+        write_meta(&self.path, meta)
+    }
+}
+
+/// Reads a trace's sidecar.
+pub fn read_meta(csv: &Path) -> Result<TraceMeta> {
+    let p = sidecar_path(csv);
+    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::Document {
+        file: p.display().to_string(),
+        message: format!("not a gpumodel trace sidecar: {e}"),
+    })
+}
+
+/// What [`merge_traces`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergeReport {
+    pub inputs: usize,
+    pub rows: u64,
+    pub columns: Vec<String>,
+}
+
+/// Merges traces from many hosts / GPUs into one CSV with `host` and `device` columns (first), the union
+/// of the counter columns (`nan` where a trace lacks one), and each trace's own rows in order.
+/// The output must not exist yet.
+pub fn merge_traces(inputs: &[PathBuf], out: &Path) -> Result<MergeReport> {
+    if inputs.is_empty() {
+        return Err(Error::Invalid("give at least one trace to merge".into()));
+    }
+    let mut metas = Vec::new();
+    let mut seen = BTreeSet::new();
+    for p in inputs {
+        let m = read_meta(p)?;
+        if m.format != TRACE_FORMAT {
+            return Err(Error::Invalid(format!("{}: format '{}', expected '{TRACE_FORMAT}'", p.display(), m.format)));
+        }
+        if !seen.insert((m.host.clone(), m.device, m.kernel.clone(), p.clone())) {
+            return Err(Error::Invalid(format!("{} is given twice", p.display())));
+        }
+        metas.push(m);
+    }
+    let mut counters: Vec<String> = Vec::new();
+    for m in &metas {
+        for c in &m.counters {
+            if !counters.contains(c) {
+                counters.push(c.clone());
+            }
+        }
+    }
+    let mut columns: Vec<String> = vec!["host".into(), "device".into()];
+    columns.extend(FIXED_COLUMNS.iter().map(|s| s.to_string()));
+    columns.extend(counters.iter().cloned());
+    columns.push(crate::table::GROUP_COLUMN.into());
+    let file = std::fs::OpenOptions::new().write(true).create_new(true).open(out).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            Error::Invalid(format!("{}: already exists; choose another --out (nothing was overwritten)", out.display()))
+        } else {
+            Error::io(out, e)
+        }
+    })?;
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
+    let csv_err = |e: csv::Error| Error::Invalid(format!("{}: {e}", out.display()));
+    w.write_record(&columns).map_err(csv_err)?;
+    let mut rows = 0;
+    for (p, m) in inputs.iter().zip(&metas) {
+        let mut r = csv::ReaderBuilder::new().flexible(false).from_path(p).map_err(|e| Error::Format {
+            file: p.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let header: Vec<String> =
+            r.headers().map_err(|e| crate::table::csv_error(&p.display().to_string(), e))?.iter().map(String::from).collect();
+        let idx: Vec<Option<usize>> =
+            columns[2..].iter().map(|c| header.iter().position(|h| h == c)).collect();
+        for rec in r.records() {
+            // A trace cut by a crash may end in a partial line: keep the complete rows before it.
+            let Ok(rec) = rec else { break };
+            let mut row = vec![m.host.clone(), m.device.to_string()];
+            for i in &idx {
+                row.push(i.and_then(|i| rec.get(i)).unwrap_or("nan").to_string());
+            }
+            w.write_record(&row).map_err(csv_err)?;
+            rows += 1;
+        }
+    }
+    w.flush().map_err(|e| Error::io(out, e))?;
+    Ok(MergeReport { inputs: inputs.len(), rows, columns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(host: &str, counters: &[&str]) -> TraceMeta {
+        TraceMeta {
+            format: TRACE_FORMAT.into(),
+            host: host.into(),
+            device: 0,
+            gpu: "Fake".into(),
+            chip: None,
+            compute_capability: None,
+            driver: None,
+            power_field: "scripted".into(),
+            energy_counter: false,
+            sample_period_s: 1.0 / 60.0,
+            counter_source: None,
+            counters: counters.iter().map(|s| s.to_string()).collect(),
+            command: vec!["./k".into()],
+            kernel: "k".into(),
+            launches: vec![],
+            status: RunStatus::Running,
+            summary: None,
+            warnings: vec![],
+        }
+    }
+
+    fn row(t: f64, c: &[f64]) -> TraceRow {
+        TraceRow { t_s: t, dt_s: 0.5, power_w: 100.5, core_mhz: 1000.0, mem_mhz: f64::NAN, counters: c.to_vec() }
+    }
+
+    #[test]
+    fn rows_are_on_disk_before_finish_and_read_back_as_a_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        let mut w = TraceWriter::create(&p, &meta("a", &["inst_executed"])).unwrap();
+        w.write(&[row(0.5, &[2e9]), row(1.0, &[f64::NAN])]).unwrap();
+        // Not finished (as after a crash): the file is a valid table and the sidecar says "running".
+        let t = crate::Table::read_csv(&p, "kernel").unwrap();
+        assert_eq!(t.n_rows(), 2);
+        assert_eq!(t.column("inst_executed").unwrap()[0], 2e9);
+        assert!(t.column("mem_mhz").unwrap()[0].is_nan());
+        assert_eq!(read_meta(&p).unwrap().status, RunStatus::Running);
+        let mut m = meta("a", &["inst_executed"]);
+        m.status = RunStatus::Complete;
+        w.finish(&m).unwrap();
+        assert_eq!(read_meta(&p).unwrap().status, RunStatus::Complete);
+    }
+
+    #[test]
+    fn existing_trace_is_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        std::fs::write(&p, "precious").unwrap();
+        let e = TraceWriter::create(&p, &meta("a", &[])).err().unwrap().to_string();
+        assert!(e.contains("already exists"), "{e}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "precious");
+    }
+
+    #[test]
+    fn merge_unions_counter_columns_and_tags_hosts() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.csv");
+        let b = dir.path().join("b.csv");
+        let mut w = TraceWriter::create(&a, &meta("node1", &["x"])).unwrap();
+        w.write(&[row(0.5, &[1.0])]).unwrap();
+        let mut w = TraceWriter::create(&b, &meta("node2", &["y"])).unwrap();
+        w.write(&[row(0.5, &[2.0]), row(1.0, &[3.0])]).unwrap();
+        // A crash mid-line: the partial row is dropped, the complete ones kept.
+        drop(w);
+        std::fs::OpenOptions::new().append(true).open(&b).unwrap().write_all(b"1.5,0.5").unwrap();
+        let out = dir.path().join("all.csv");
+        let r = merge_traces(&[a, b], &out).unwrap();
+        assert_eq!(r.rows, 3);
+        let t = crate::Table::read_csv(&out, "kernel").unwrap();
+        assert_eq!(t.text_column("host").unwrap(), ["node1", "node2", "node2"]);
+        assert_eq!(t.column("x").unwrap()[0], 1.0);
+        assert!(t.column("x").unwrap()[1].is_nan());
+        assert_eq!(t.column("y").unwrap()[2], 3.0);
+    }
+}

@@ -2,6 +2,27 @@
 //!
 //! Owns prediction: from a kernel profile to time, power, energy and bottlenecks (the counter-based
 //! pipeline timing model with the trained power model), sweeps over warps and clocks with their
-//! E^a·D^b optima, cluster energy versus node count, and the CPU/GPU work split optimizer.
+//! E^a·D^b optima, cluster energy versus node count, validation against measured NV-DVFS data, and the
+//! CPU/GPU work split optimizer.
+//!
+//! ```
+//! use gpumodel_models::{arch::ArchProfile, profile::KernelProfile};
+//! use gpumodel_predict::{Config, predict_time_only};
+//! let k: KernelProfile = toml::from_str(gpumodel_predict::examples::REDUCTION).unwrap();
+//! let arch = ArchProfile::builtin("titanx")?;
+//! let p = predict_time_only(&k, &arch, &Config { warps: Some(32), ..Config::default() })?;
+//! assert!(p.time_s > 0.0);
+//! # Ok::<(), gpumodel_predict::Error>(())
+//! ```
 
+pub mod error;
+pub mod examples;
+pub mod kernel;
+pub mod nvdvfs;
+pub mod power;
 pub mod split;
+pub mod sweep;
+pub mod validation;
+
+pub use error::{Error, Result};
+pub use kernel::{Config, Prediction, predict_kernel, predict_time_only};

@@ -1,10 +1,116 @@
-//! `gpumodel calibrate` — not built yet (see the open issues).
+//! `gpumodel calibrate` — measure the timing model's constants on this GPU and write an architecture profile.
 
+use super::output::{OutputFormat, progress_bar, render_table};
+use gpumodel_collect::calibrate::{self, CalParams, CalibrationDevice, Estimate, FakeCalibrationDevice};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Where to write the profile (default: `<name>.toml`); load it with `gpumodel predict --arch FILE`.
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+    /// Short name of the profile (default: from the GPU's name, e.g. `rtx4090`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// GPU index (NVML / CUDA ordinal).
+    #[arg(long, default_value_t = 0)]
+    pub device: u32,
+    /// Repetitions per constant (the median is written, the spread cited).
+    #[arg(long, default_value_t = 9)]
+    pub repeats: usize,
+    /// Dependent accesses per latency measurement.
+    #[arg(long, default_value_t = 4096)]
+    pub steps: i32,
+    /// Replace an existing output file.
+    #[arg(long)]
+    pub force: bool,
+    /// How to print the measured constants.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`gpumodel calibrate` is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.repeats == 0 || args.repeats > 1000 {
+        anyhow::bail!("--repeats {} must be between 1 and 1000", args.repeats);
+    }
+    if args.steps < 16 {
+        anyhow::bail!(
+            "--steps {} must be at least 16 (fewer steps measure the timer, not the memory)",
+            args.steps
+        );
+    }
+    if let Some(n) = &args.name
+        && (n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+    {
+        anyhow::bail!("--name '{n}': use letters, digits, '-' and '_' only (it becomes the profile's name)");
+    }
+    if let Some(out) = &args.out
+        && out.exists()
+        && !args.force
+    {
+        anyhow::bail!("{} exists: choose another --out or pass --force to replace it", out.display());
+    }
+    let mut dev: Box<dyn CalibrationDevice> = if super::suite::fake_gpu() {
+        Box::new(FakeCalibrationDevice::new(calibrate::TrueConstants {
+            cyc_load: 480.0,
+            cyc_store: 260.0,
+            cyc_s: 29.0,
+            cyc_t: 34.0,
+            cyc_r: 1.0,
+            alu_latency: 4.0,
+            in_warp_delay: 3.2,
+            out_warp_delay: 1.5,
+        }))
+    } else {
+        Box::new(calibrate::cuda::CudaCalibrationDevice::open(args.device)?)
+    };
+    let facts = dev.facts();
+    let name = args.name.clone().unwrap_or_else(|| calibrate::profile_name(&facts.display_name));
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}.toml")));
+    if out.exists() && !args.force {
+        anyhow::bail!("{} exists: choose another --out or pass --force to replace it", out.display());
+    }
+    let params = CalParams { repeats: args.repeats, steps: args.steps };
+    let pb = progress_bar(calibrate::launches(params) as u64, "calibrate");
+    let est = calibrate::calibrate(dev.as_mut(), params, &mut |entry| {
+        pb.set_message(entry.to_string());
+        pb.inc(1);
+    })?;
+    pb.finish_and_clear();
+    let when = calibrate::today_utc();
+    let text = calibrate::arch_toml(&name, &facts, &est, &facts.display_name, &when)?;
+    std::fs::write(&out, text).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+    print_estimates(&est, args.format)?;
+    eprintln!("wrote {} (use it with: gpumodel predict --arch {})", out.display(), out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_estimates(est: &[Estimate], format: OutputFormat) -> anyhow::Result<()> {
+    match format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(est)?),
+        OutputFormat::Csv => {
+            println!("constant,median_cycles,q1,q3,min,max,n");
+            for e in est {
+                println!("{},{},{},{},{},{},{}", e.field, e.median, e.q1, e.q3, e.min, e.max, e.n);
+            }
+        }
+        OutputFormat::Table => {
+            let rows: Vec<Vec<String>> = est
+                .iter()
+                .map(|e| {
+                    vec![
+                        e.field.to_string(),
+                        format!("{:.2}", e.median),
+                        format!("{:.2}", e.q1),
+                        format!("{:.2}", e.q3),
+                        e.n.to_string(),
+                        e.method.to_string(),
+                    ]
+                })
+                .collect();
+            print!("{}", render_table(&["constant", "cycles", "q1", "q3", "n", "method"], &rows));
+        }
+    }
+    Ok(())
 }

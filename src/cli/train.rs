@@ -1,10 +1,536 @@
-//! `gpumodel train` — not built yet (see the open issues).
+//! `gpumodel train` — fit the BP-ANN power model and the MLR / MLR+ baselines, evaluate them with the
+//! paper's random k-fold, grouped k-fold and a held-out test set, write the artifacts, print one table.
 
+use super::output::{OutputFormat, progress_bar, render_table};
+use anyhow::{Context, bail};
+use gpumodel_models::artifact::{ModelArtifact, ModelKind};
+use gpumodel_models::import::{BadRows, Format};
+use gpumodel_models::registry::{self, Locator, Opened};
+use gpumodel_models::{Dataset, FeatureSet, Table, features};
+use gpumodel_train::eval::{ModelSpec, correlation_ranking, cross_validate, evaluate, select_by_correlation};
+use gpumodel_train::{BpannParams, Metrics};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Training data: a registered dataset name (see `gpumodel dataset list`) or the path of a file.
+    #[arg(long, default_value = "guerreiro-titanx-micro")]
+    pub data: String,
+    /// Format of a file given by path: guerreiro, nvdvfs or table (guessed when unambiguous).
+    #[arg(long = "import", value_name = "FORMAT")]
+    pub import: Option<String>,
+    /// Held-out test data (name or path). Default: the registry's test set of `--data`, if any.
+    #[arg(long)]
+    pub test: Option<String>,
+    /// Do not evaluate on a held-out test set even when the registry names one.
+    #[arg(long, conflicts_with = "test")]
+    pub no_test: bool,
+    /// Feature set: a built-in name (titanx-utilizations, titanx-clock-physics, nvdvfs-rates) or a TOML
+    /// path. Default: utilizations + clocks for Guerreiro files, nvdvfs-rates for NV-DVFS files.
+    #[arg(long)]
+    pub features: Option<String>,
+    /// Models to fit, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "bpann,mlr,mlr+")]
+    pub models: Vec<String>,
+    /// Hidden layer widths of the BP-ANN.
+    #[arg(long, value_delimiter = ',', default_value = "4,4")]
+    pub hidden: Vec<usize>,
+    /// Seed of the BP-ANN (weights and validation split) and of the cross-validation shuffles.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Fit the held-out BP-ANN with this many seeds (seed, seed+1, …) and report the median; the
+    /// artifact written is the one of the first seed.
+    #[arg(long, default_value_t = 1)]
+    pub seeds: usize,
+    /// BP-ANN restarts; the kept one is the best on a grouped validation split of the training data.
+    #[arg(long, default_value_t = 3)]
+    pub restarts: usize,
+    /// BP-ANN restarts inside each cross-validation fold (kept small so that CV stays affordable).
+    #[arg(long, default_value_t = 1)]
+    pub cv_restarts: usize,
+    /// Epoch budget per restart (full-batch Adam steps).
+    #[arg(long, default_value_t = 2000)]
+    pub epochs: usize,
+    /// Early-stopping patience, in epochs.
+    #[arg(long, default_value_t = 300)]
+    pub patience: usize,
+    /// Adam learning rate.
+    #[arg(long, default_value_t = 0.01)]
+    pub learning_rate: f64,
+    /// Fraction of the training kernels held out for validation (early stopping, restart choice).
+    #[arg(long, default_value_t = 0.2)]
+    pub validation: f64,
+    /// Folds of the paper's random cross-validation (0 to skip).
+    #[arg(long, default_value_t = 10)]
+    pub folds: usize,
+    /// Folds of the grouped cross-validation, whole kernels left out (0 to skip).
+    #[arg(long, default_value_t = 5)]
+    pub group_folds: usize,
+    /// Where to write the artifacts `<prefix>-bpann.json`, `<prefix>-mlr.json`, `<prefix>-mlrplus.json`.
+    #[arg(long, default_value = "gpumodel-models")]
+    pub out_dir: PathBuf,
+    /// Write the artifacts into the project's `models/trained/` (the defaults compiled into
+    /// `gpumodel predict`) instead of `--out-dir`.
+    #[arg(long, conflicts_with = "out_dir")]
+    pub install: bool,
+    /// Artifact file prefix. Default: from the dataset (titanx, gtx1080ti, …) or the file name.
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Do not write artifacts.
+    #[arg(long)]
+    pub no_write: bool,
+    /// Print the correlation of every candidate input with power (NV-DVFS: counters as rates per ms)
+    /// and exit: the analysis the input choice is made from.
+    #[arg(long)]
+    pub explain_features: bool,
+    /// Skip data rows that do not parse (each is reported) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad_rows: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`gpumodel train` is not available in this build yet")
+/// Everything one run computed: one result document for every output format.
+#[derive(Debug, Serialize)]
+struct Report {
+    data: DataInfo,
+    test: Option<DataInfo>,
+    feature_set: FeatureSet,
+    headline: &'static str,
+    models: BTreeMap<String, ModelReport>,
+    artifacts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct DataInfo {
+    name: String,
+    path: String,
+    sha256: String,
+    rows: usize,
+    kernels: usize,
+}
+
+#[derive(Debug, Serialize, Default)]
+struct ModelReport {
+    inputs: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none", rename = "random-kfold")]
+    random_kfold: Option<Metrics>,
+    #[serde(skip_serializing_if = "Option::is_none", rename = "group-kfold")]
+    group_kfold: Option<Metrics>,
+    #[serde(skip_serializing_if = "Option::is_none", rename = "held-out")]
+    held_out: Option<Metrics>,
+    /// Held-out metrics per seed, and their median (BP-ANN with `--seeds` > 1).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    held_out_per_seed: Vec<Metrics>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    held_out_median: Option<Median>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    training_fit: Option<Metrics>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Median {
+    seeds: usize,
+    mape_pct: f64,
+    rmse_w: f64,
+    kernel_error_pct: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn parse_kind(s: &str) -> anyhow::Result<ModelKind> {
+    match s.trim() {
+        "bpann" => Ok(ModelKind::Bpann),
+        "mlr" => Ok(ModelKind::Mlr),
+        "mlr+" | "mlrplus" => Ok(ModelKind::MlrPlus),
+        other => bail!("unknown model '{other}' in --models: use bpann, mlr, mlr+"),
+    }
+}
+
+fn file_stem(kind: ModelKind) -> &'static str {
+    match kind {
+        ModelKind::Bpann => "bpann",
+        ModelKind::Mlr => "mlr",
+        ModelKind::MlrPlus => "mlrplus",
+    }
+}
+
+fn open(spec: &str, import: Option<Format>, bad: BadRows) -> anyhow::Result<(Opened, DataInfo)> {
+    let loc = Locator::from_env();
+    let opened = registry::open(spec, import, bad, &loc)?;
+    for e in &opened.imported.skipped {
+        eprintln!("warning: skipped a bad row: {e}");
+    }
+    let bytes = std::fs::read(&opened.path).with_context(|| format!("reading {}", opened.path.display()))?;
+    let t = &opened.imported.table;
+    let info = DataInfo {
+        name: opened.entry.as_ref().map_or_else(|| spec.to_string(), |e| e.name.clone()),
+        path: opened.path.display().to_string(),
+        sha256: registry::sha256_hex(&bytes),
+        rows: t.n_rows(),
+        kernels: t.distinct_groups().len(),
+    };
+    Ok((opened, info))
+}
+
+fn choose_feature_set(args: &Args, opened: &Opened) -> anyhow::Result<FeatureSet> {
+    if let Some(f) = &args.features {
+        let p = Path::new(f);
+        if p.exists() {
+            return Ok(FeatureSet::from_toml_file(p)?);
+        }
+        return Ok(features::builtin(f)?);
+    }
+    match opened.format {
+        Format::Guerreiro => Ok(features::guerreiro_default(&opened.imported.table)?),
+        Format::Nvdvfs => Ok(features::builtin("nvdvfs-rates")?),
+        Format::Table => bail!(
+            "{}: a plain table has no default feature set: pass --features NAME|FILE.toml (built-ins: {})",
+            opened.path.display(),
+            features::BUILTIN.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+fn dataset(table: &mut Table, fs: &FeatureSet) -> anyhow::Result<Dataset> {
+    features::derive_columns(table, &fs.inputs)?;
+    Ok(Dataset::from_table(table, fs)?)
+}
+
+/// Redundancy threshold of the input choice: a candidate whose |r| with an already chosen input exceeds
+/// this is a near-duplicate counter and is skipped.
+const REDUNDANCY: f64 = 0.95;
+
+fn explain(table: &Table, target: &str) -> anyhow::Result<(Vec<(String, f64)>, Vec<String>)> {
+    // Candidates: every numeric column except the target, the clocks' defaults and bookkeeping columns;
+    // with a kernel time, counters become rates per ms (the paper normalizes counters to rates).
+    let skip = |c: &str| {
+        c == target
+            || c.starts_with("default_")
+            || ["source_index", "time_ms", "time_s", "warps"].contains(&c)
+            || c.starts_with("grid_")
+            || c.starts_with("block_")
+            || c.contains("throughput")
+            || c.contains("per_request")
+            || c.contains("rate")
+            || c.contains("efficiency")
+            || c.contains("occupancy")
+            || c.contains("ipc")
+            || c.contains("per_warp")
+            || c.contains("activity")
+            || c.contains("per_cycle")
+    };
+    let has_time = table.column_index("time_ms").is_some();
+    let inputs: Vec<String> = table
+        .columns
+        .iter()
+        .filter(|c| !skip(c))
+        .map(|c| if has_time && !c.ends_with("_mhz") { format!("{c}/time_ms") } else { c.clone() })
+        .collect();
+    let fs = FeatureSet {
+        name: "candidates".into(),
+        inputs,
+        target: target.into(),
+        group: gpumodel_models::table::GROUP_COLUMN.into(),
+        mlr_base: Vec::new(),
+    };
+    let mut t = table.clone();
+    let ds = dataset(&mut t, &fs)?;
+    let counters = ds
+        .select_features(&ds.feature_names.iter().filter(|n| !n.ends_with("_mhz")).cloned().collect::<Vec<_>>())?;
+    Ok((correlation_ranking(&ds), select_by_correlation(&counters, 10, REDUNDANCY)))
+}
+
+fn fmt(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Stage 1: flags only.
+    let kinds = args.models.iter().map(|m| parse_kind(m)).collect::<anyhow::Result<Vec<_>>>()?;
+    if kinds.is_empty() {
+        bail!("--models is empty: name at least one of bpann, mlr, mlr+");
+    }
+    let import = args.import.as_deref().map(Format::from_name).transpose()?;
+    let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
+    let bp = BpannParams {
+        hidden: args.hidden.clone(),
+        seed: args.seed,
+        restarts: args.restarts,
+        max_epochs: args.epochs,
+        patience: args.patience,
+        learning_rate: args.learning_rate,
+        validation_fraction: args.validation,
+        ..BpannParams::default()
+    }
+    .check()?;
+    if args.seeds == 0 || args.seeds > 100 {
+        bail!("--seeds {} must be between 1 and 100", args.seeds);
+    }
+    if args.folds == 1 || args.group_folds == 1 {
+        bail!("--folds and --group-folds must be 0 (skip) or at least 2");
+    }
+
+    // Stage 2: data.
+    let (mut train_opened, train_info) = open(&args.data, import, bad)?;
+    let fs = choose_feature_set(&args, &train_opened)?;
+    if args.explain_features {
+        let (ranking, chosen) = explain(&train_opened.imported.table, &fs.target)?;
+        let mark = |n: &str| {
+            if let Some(k) = chosen.iter().position(|c| c == n) {
+                format!("#{}", k + 1)
+            } else if fs.inputs.iter().any(|i| i == n) {
+                "in feature set".into()
+            } else {
+                String::new()
+            }
+        };
+        if args.format == OutputFormat::Json {
+            let v = serde_json::json!({
+                "target": fs.target,
+                "ranking": ranking.iter().map(|(n, r)| serde_json::json!({"input": n, "pearson_r": r})).collect::<Vec<_>>(),
+                "chosen_counters": chosen,
+                "redundancy_threshold": REDUNDANCY,
+                "feature_set": fs.name,
+                "feature_set_inputs": fs.inputs,
+            });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            let rows: Vec<Vec<String>> = ranking
+                .iter()
+                .enumerate()
+                .map(|(i, (n, r))| vec![(i + 1).to_string(), n.clone(), format!("{r:+.3}"), mark(n)])
+                .collect();
+            println!(
+                "Correlation with {} on {} ({} rows). Chosen: the 10 counters with the highest |r|, skipping any \
+                 with |r| > {REDUNDANCY} to an already chosen one; the clocks are always inputs.",
+                fs.target, train_info.name, train_info.rows
+            );
+            print!("{}", render_table(&["rank", "input", "pearson r", "chosen"], &rows));
+            println!("feature set '{}': {}", fs.name, fs.inputs.join(", "));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let train = dataset(&mut train_opened.imported.table, &fs)
+        .with_context(|| format!("training data {}", train_info.name))?;
+    let test_spec = if args.no_test {
+        None
+    } else {
+        args.test.clone().or_else(|| train_opened.entry.as_ref().and_then(|e| e.test_set.clone()))
+    };
+    let (test, test_info) = match &test_spec {
+        Some(spec) => {
+            let (mut o, info) = open(spec, import.filter(|_| args.test.is_some()), bad)?;
+            let ds = dataset(&mut o.imported.table, &fs).with_context(|| format!("test data {}", info.name))?;
+            (Some(ds), Some(info))
+        }
+        None => (None, None),
+    };
+    let prefix = args.prefix.clone().unwrap_or_else(|| default_prefix(&train_info.name));
+    let out_dir = if args.install {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/trained")
+    } else {
+        args.out_dir.clone()
+    };
+
+    // Stage 3: work.
+    let specs: Vec<ModelSpec> = kinds.iter().map(|&k| ModelSpec::for_feature_set(k, &fs, &bp)).collect();
+    let cv_spec = |s: &ModelSpec| {
+        let mut s = s.clone();
+        s.bpann.restarts = args.cv_restarts.max(1);
+        s
+    };
+    let n_cv = (args.folds + args.group_folds) as u64;
+    let total: u64 = specs
+        .iter()
+        .map(|s| s.progress_len() * args.seeds as u64 + cv_spec(s).progress_len() * n_cv)
+        .sum();
+    let pb = progress_bar(total.max(1), "training");
+    let mut tick = |n: u64| pb.inc(n);
+    let random_folds = if args.folds > 0 { Some(train.kfold(args.folds, args.seed)?) } else { None };
+    let group_folds =
+        if args.group_folds > 0 { Some(train.group_kfold(args.group_folds, args.seed)?) } else { None };
+
+    let mut models = BTreeMap::new();
+    let mut artifacts = Vec::new();
+    let command: Vec<String> = std::env::args().collect();
+    for spec in &specs {
+        let mut rep = ModelReport { inputs: spec.inputs.clone(), ..Default::default() };
+        pb.set_message(spec.kind.name().to_string());
+        let mut fitted: Option<ModelArtifact> = None;
+        let n_seeds = if spec.kind == ModelKind::Bpann { args.seeds } else { 1 };
+        for k in 0..n_seeds {
+            let mut s = spec.clone();
+            s.bpann.seed = args.seed.wrapping_add(1000 * k as u64);
+            let m = s.fit(&train, &mut tick)?;
+            if let Some(t) = &test {
+                let metrics = evaluate(&m, t)?;
+                if n_seeds > 1 {
+                    rep.held_out_per_seed.push(metrics.clone());
+                }
+                if k == 0 {
+                    rep.held_out = Some(metrics);
+                }
+            }
+            if k == 0 {
+                fitted = Some(m);
+            }
+        }
+        let mut model = fitted.context("no model was fitted")?;
+        rep.training_fit = Some(evaluate(&model, &train)?);
+        if !rep.held_out_per_seed.is_empty() {
+            let hs = &rep.held_out_per_seed;
+            rep.held_out_median = Some(Median {
+                seeds: hs.len(),
+                mape_pct: median(hs.iter().map(|m| m.mape_pct).collect()),
+                rmse_w: median(hs.iter().map(|m| m.rmse_w).collect()),
+                kernel_error_pct: median(hs.iter().map(|m| m.kernel_error_pct).collect()),
+            });
+        }
+        if let Some(f) = &random_folds {
+            rep.random_kfold = Some(cross_validate(&cv_spec(spec), &train, f, &mut tick)?);
+        }
+        if let Some(f) = &group_folds {
+            rep.group_kfold = Some(cross_validate(&cv_spec(spec), &train, f, &mut tick)?);
+        }
+        model.training = serde_json::json!({
+            "command": command.join(" "),
+            "gpumodel_version": env!("CARGO_PKG_VERSION"),
+            "dataset": train_info,
+            "test_dataset": test_info,
+            "feature_set": fs.name,
+            "seed": args.seed,
+            "bpann": (spec.kind == ModelKind::Bpann).then(|| serde_json::json!({
+                "hidden": bp.hidden, "restarts": bp.restarts, "max_epochs": bp.max_epochs,
+                "patience": bp.patience, "learning_rate": bp.learning_rate, "adam_epsilon": bp.epsilon,
+                "validation_fraction": bp.validation_fraction, "validation": "grouped (whole kernels)",
+                "backend": "burn 0.22.1 Flex (f64), full-batch Adam",
+            })),
+            "metrics": {
+                "training-fit": rep.training_fit,
+                "held-out": rep.held_out,
+                "held-out-median": rep.held_out_median,
+                "random-kfold": rep.random_kfold,
+                "group-kfold": rep.group_kfold,
+                "cv_restarts": args.cv_restarts,
+            },
+        });
+        if !args.no_write {
+            std::fs::create_dir_all(&out_dir)
+                .with_context(|| format!("creating the output folder {}", out_dir.display()))?;
+            let path = out_dir.join(format!("{prefix}-{}.json", file_stem(spec.kind)));
+            model.write_json_file(&path)?;
+            artifacts.push(path.display().to_string());
+        }
+        models.insert(spec.kind.name().to_string(), rep);
+    }
+    pb.finish_and_clear();
+
+    let headline = if test.is_some() { "held-out" } else { "group-kfold" };
+    let report = Report { data: train_info, test: test_info, feature_set: fs, headline, models, artifacts };
+    match args.format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        OutputFormat::Csv => print!("{}", csv_rows(&report)),
+        OutputFormat::Table => print!("{}", table(&report)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn default_prefix(name: &str) -> String {
+    if name.starts_with("guerreiro-titanx") {
+        return "titanx".into();
+    }
+    if let Some(rest) = name.strip_prefix("nvdvfs-") {
+        return rest.to_string();
+    }
+    Path::new(name).file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
+}
+
+fn protocols(r: &ModelReport) -> Vec<(&'static str, &Metrics)> {
+    let mut v = Vec::new();
+    if let Some(m) = &r.held_out {
+        v.push(("held-out", m));
+    }
+    if let Some(m) = &r.group_kfold {
+        v.push(("group-kfold", m));
+    }
+    if let Some(m) = &r.random_kfold {
+        v.push(("random-kfold", m));
+    }
+    v
+}
+
+fn table(r: &Report) -> String {
+    let mut out = format!(
+        "Training data: {} ({} rows, {} kernels); feature set {} ({} inputs)\n",
+        r.data.name,
+        r.data.rows,
+        r.data.kernels,
+        r.feature_set.name,
+        r.feature_set.inputs.len()
+    );
+    if let Some(t) = &r.test {
+        out += &format!("Held-out test: {} ({} rows, {} kernels)\n", t.name, t.rows, t.kernels);
+    }
+    let header = [
+        "model", "protocol", "MAPE %", "RMSE W", "kernel err %", "worst kernel", "worst %",
+    ];
+    let mut rows = Vec::new();
+    for name in ["bpann", "mlr", "mlr+"] {
+        let Some(m) = r.models.get(name) else { continue };
+        for (p, x) in protocols(m) {
+            rows.push(vec![
+                name.to_string(),
+                p.to_string(),
+                fmt(x.mape_pct),
+                fmt(x.rmse_w),
+                fmt(x.kernel_error_pct),
+                x.worst_kernel.clone(),
+                fmt(x.worst_kernel_error_pct),
+            ]);
+        }
+        if let Some(md) = &m.held_out_median {
+            rows.push(vec![
+                name.to_string(),
+                format!("held-out median of {} seeds", md.seeds),
+                fmt(md.mape_pct),
+                fmt(md.rmse_w),
+                fmt(md.kernel_error_pct),
+                String::new(),
+                String::new(),
+            ]);
+        }
+    }
+    out += &render_table(&header, &rows);
+    out += &format!("Headline protocol: {}\n", r.headline);
+    for a in &r.artifacts {
+        out += &format!("wrote {a}\n");
+    }
+    out
+}
+
+fn csv_rows(r: &Report) -> String {
+    let mut out = String::from("model,protocol,mape_pct,rmse_w,kernel_error_pct,worst_kernel,worst_kernel_error_pct\n");
+    for (name, m) in &r.models {
+        for (p, x) in protocols(m) {
+            out += &format!(
+                "{name},{p},{},{},{},{},{}\n",
+                x.mape_pct, x.rmse_w, x.kernel_error_pct, x.worst_kernel, x.worst_kernel_error_pct
+            );
+        }
+    }
+    out
 }

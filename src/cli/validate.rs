@@ -1,10 +1,136 @@
-//! `gpumodel validate` — not built yet (see the open issues).
+//! `gpumodel validate --data nvdvfs-gtx1080ti --arch gtx1080ti` — predicted vs measured kernel time for
+//! every kernel and clock pair, and the E·D^n optimum each model picks against the measured one.
 
+use crate::cli::output::{OutputFormat, render_table};
+use gpumodel_models::arch::ArchProfile;
+use gpumodel_models::energy::Objective;
+use gpumodel_models::import::{BadRows, Format};
+use gpumodel_models::registry::{Locator, open};
+use gpumodel_predict::validation::validate;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// A registered NV-DVFS dataset (nvdvfs-gtx1080ti, nvdvfs-gtx980) or the path of an NV-DVFS CSV.
+    #[arg(long)]
+    pub data: String,
+    /// Architecture profile: a built-in name or the path of a TOML file.
+    #[arg(long)]
+    pub arch: String,
+    /// Objectives for the optimum check (E^a·D^b): e, ed, ed2, ed3 or a,b. Repeatable.
+    #[arg(long = "objective", default_values = ["e", "ed", "ed2"])]
+    pub objectives: Vec<String>,
+    /// Show every measured row, not only the per-kernel summary.
+    #[arg(long)]
+    pub rows: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`gpumodel validate` is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let objectives = args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?;
+    let arch = ArchProfile::resolve(&args.arch)?;
+    let opened = open(&args.data, Some(Format::Nvdvfs), BadRows::Fail, &Locator::from_env())?;
+    let report = validate(&opened.imported.table, &arch, &objectives)?;
+    match args.format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        OutputFormat::Csv => {
+            println!(
+                "kernel,core_mhz,mem_mhz,measured_time_s,model_time_s,predicted_time_s,measured_power_w,predicted_power_w"
+            );
+            for r in &report.per_row {
+                println!(
+                    "{},{},{},{},{},{},{},{}",
+                    r.kernel,
+                    r.core_mhz,
+                    r.mem_mhz,
+                    r.measured_time_s,
+                    r.model_time_s,
+                    r.predicted_time_s,
+                    r.measured_power_w,
+                    r.predicted_power_w
+                );
+            }
+        }
+        OutputFormat::Table => {
+            let labels: Vec<String> = objectives.iter().map(|o| o.label()).collect();
+            let mut header =
+                vec!["kernel", "bottleneck", "model MAPE %", "calibrated MAPE %", "power MAPE %"];
+            let regret_heads: Vec<String> = labels.iter().map(|l| format!("{l} regret %")).collect();
+            header.extend(regret_heads.iter().map(String::as_str));
+            let rows: Vec<Vec<String>> = report
+                .per_kernel
+                .iter()
+                .map(|k| {
+                    let mut r = vec![
+                        k.kernel.clone(),
+                        k.bottleneck.to_string(),
+                        format!("{:.1}", k.model_mape_pct),
+                        format!("{:.1}", k.mape_pct),
+                        format!("{:.1}", k.power_mape_pct),
+                    ];
+                    r.extend(k.choices.iter().map(|c| format!("{:.2}", c.regret_pct)));
+                    r
+                })
+                .collect();
+            print!("{}", render_table(&header, &rows));
+            if args.rows {
+                let rows: Vec<Vec<String>> = report
+                    .per_row
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.kernel.clone(),
+                            format!("{}", r.core_mhz),
+                            format!("{}", r.mem_mhz),
+                            format!("{:.4}", r.measured_time_s * 1e3),
+                            format!("{:.4}", r.predicted_time_s * 1e3),
+                            format!("{:.1}", r.measured_power_w),
+                            format!("{:.1}", r.predicted_power_w),
+                        ]
+                    })
+                    .collect();
+                println!();
+                print!(
+                    "{}",
+                    render_table(
+                        &[
+                            "kernel",
+                            "core MHz",
+                            "mem MHz",
+                            "measured ms",
+                            "predicted ms",
+                            "measured W",
+                            "predicted W"
+                        ],
+                        &rows
+                    )
+                );
+            }
+            println!();
+            println!(
+                "{} rows, {} kernels on {} ({})",
+                report.rows, report.kernels, arch.display_name, report.data
+            );
+            println!(
+                "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold; worst kernel {} at {:.1}%",
+                report.model_mape_pct, report.mape_pct, report.worst_kernel, report.worst_kernel_mape_pct
+            );
+            println!("power MAPE (out-of-fold MLR, for the optima): {:.1}%", report.power_mape_pct);
+            for o in &report.objectives {
+                println!(
+                    "{:>5} optimum: median regret {:.2}%, mean {:.2}%, max {:.2}%, exact best pair picked for {:.0}% of kernels",
+                    o.objective,
+                    o.median_regret_pct,
+                    o.mean_regret_pct,
+                    o.max_regret_pct,
+                    100.0 * o.hit_rate
+                );
+            }
+            for m in &report.method {
+                println!("method: {m}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,1 +1,337 @@
-//! Timing-constant calibration (being written).
+//! Calibration of the timing model's constants on this GPU (paper §5.5, Table 5.3): global load latency
+//! by pointer chasing (CYC_load), store cost (CYC_store), shared-memory and texture-cache latency (CYC_s,
+//! CYC_t), register cost (CYC_r), and the paper's in_warp_delay and out_warp_delay — each measured over
+//! several repetitions and written, with its median and spread, as a `models/arch/*.toml` profile that
+//! `gpumodel predict --arch FILE` loads.
+//!
+//! The kernels are in `collect/kernels/calibrate.cu` (embedded, compiled by NVRTC); the device sits
+//! behind [`CalibrationDevice`] with [`FakeCalibrationDevice`] beside it for tests.
+
+pub mod cuda;
+mod fake;
+mod profile;
+
+pub use fake::{FakeCalibrationDevice, TrueConstants};
+pub use profile::{DeviceFacts, arch_toml, profile_name};
+
+/// Profile fields calibration measures (the others come from [`DeviceFacts`]).
+pub const MEASURED: &[&str] =
+    &["cyc_load", "cyc_store", "cyc_s", "cyc_t", "cyc_r", "alu_latency", "in_warp_delay", "out_warp_delay"];
+
+/// Launches [`calibrate`] makes (for a progress bar).
+pub fn launches(p: CalParams) -> usize {
+    p.repeats * (6 + LOADS.len() + WARPS.len())
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`, for the profile's citations.
+pub fn today_utc() -> String {
+    civil_date(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()))
+}
+
+/// `YYYY-MM-DD` (UTC) of a Unix time.
+fn civil_date(secs: u64) -> String {
+    // Civil date from days since 1970-01-01 (H. Hinnant's `civil_from_days` algorithm).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+use crate::suite::SuiteError;
+use serde::Serialize;
+
+/// CUDA C source of the calibration kernels.
+pub const SOURCE: &str = include_str!("../../kernels/calibrate.cu");
+
+/// One calibration kernel and the PTX it must contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CalEntry {
+    pub name: &'static str,
+    /// The constant it measures.
+    pub measures: &'static str,
+    pub ptx: &'static [&'static str],
+}
+
+/// Every function of `calibrate.cu`. `%clock64` proves the timing is in the code.
+pub const ENTRIES: &[CalEntry] = &[
+    CalEntry { name: "chase_global", measures: "cyc_load", ptx: &["ld.global.cg.u32", "%clock64"] },
+    CalEntry { name: "store_cost", measures: "cyc_store", ptx: &["st.global.u32", "membar.gl", "%clock64"] },
+    CalEntry { name: "chase_shared", measures: "cyc_s", ptx: &["ld.shared.u32", "%clock64"] },
+    CalEntry { name: "chase_texture", measures: "cyc_t", ptx: &["tex.1d.v4.s32.s32", "%clock64"] },
+    CalEntry { name: "register_chain", measures: "alu_latency", ptx: &["add.s32", "xor.b32", "%clock64"] },
+    CalEntry { name: "register_issue", measures: "cyc_r", ptx: &["add.s32", "xor.b32", "%clock64"] },
+    CalEntry { name: "in_warp_loads", measures: "in_warp_delay", ptx: &["ld.global.cg.u32", "%clock64"] },
+    CalEntry { name: "out_warp_loads", measures: "out_warp_delay", ptx: &["ld.global.cg.u32", "%clock64"] },
+];
+
+/// The buffer a calibration kernel chases: a random cycle through `elems / stride` slots, `stride`
+/// elements (u32) apart, so each step touches a new line in an order prefetchers cannot guess.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chain {
+    pub elems: u32,
+    pub stride: u32,
+    pub seed: u64,
+}
+
+impl Chain {
+    /// The chain's contents: `chain[i]` is the next index.
+    pub fn build(&self) -> Vec<u32> {
+        let slots = (self.elems / self.stride.max(1)).max(1);
+        let mut order: Vec<u32> = (0..slots).collect();
+        let mut s = self.seed | 1;
+        for i in (1..order.len()).rev() {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            order.swap(i, (s % (i as u64 + 1)) as usize);
+        }
+        let mut chain = vec![0u32; self.elems as usize];
+        for w in 0..order.len() {
+            let from = order[w] * self.stride;
+            let to = order[(w + 1) % order.len()] * self.stride;
+            chain[from as usize] = to;
+        }
+        chain
+    }
+}
+
+/// One launch of a calibration kernel: `threads` in one block, on one SM.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalLaunch {
+    pub entry: &'static str,
+    pub threads: u32,
+    pub chain: Chain,
+    pub steps: i32,
+    pub knob: i32,
+}
+
+/// A GPU as calibration uses it: launches one block and returns the `out` array (u64 per slot).
+pub trait CalibrationDevice {
+    /// What the driver says about the GPU (everything the profile needs that is not measured).
+    fn facts(&self) -> DeviceFacts;
+    /// Runs one launch and returns `out` (at least `2 × warps` values).
+    fn run(&mut self, launch: &CalLaunch) -> Result<Vec<u64>, SuiteError>;
+}
+
+/// One measured constant: the median over repetitions and the spread.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Estimate {
+    /// Field of the arch profile (`cyc_load`).
+    pub field: &'static str,
+    /// Median over the repetitions, core cycles.
+    pub median: f64,
+    /// First and third quartiles.
+    pub q1: f64,
+    pub q3: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Repetitions.
+    pub n: usize,
+    /// How it was measured, in words.
+    pub method: &'static str,
+}
+
+impl Estimate {
+    fn from_samples(
+        field: &'static str,
+        method: &'static str,
+        mut v: Vec<f64>,
+    ) -> Result<Estimate, SuiteError> {
+        v.retain(|x| x.is_finite());
+        if v.is_empty() {
+            return Err(SuiteError::Invalid(format!(
+                "calibration of {field} produced no finite measurement"
+            )));
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let pos = p * (v.len() - 1) as f64;
+            let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+            v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+        };
+        Ok(Estimate {
+            field,
+            median: q(0.5),
+            q1: q(0.25),
+            q3: q(0.75),
+            min: v[0],
+            max: v[v.len() - 1],
+            n: v.len(),
+            method,
+        })
+    }
+}
+
+/// How many repetitions and how long each chase is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CalParams {
+    /// Repetitions per constant (the median is reported).
+    pub repeats: usize,
+    /// Dependent steps per latency measurement.
+    pub steps: i32,
+}
+
+impl Default for CalParams {
+    fn default() -> Self {
+        CalParams { repeats: 9, steps: 4096 }
+    }
+}
+
+/// Large chase over 256 MiB of u32, one element per 128-byte line: misses every cache up to Hopper's L2.
+const BIG: Chain = Chain { elems: 1 << 26, stride: 32, seed: 0x5eed };
+/// Small chase: 1024 consecutive u32 (4 KiB), fits shared memory and the texture cache.
+const SMALL: Chain = Chain { elems: 1024, stride: 1, seed: 0x7e47 };
+
+/// Warp counts of the out_warp_delay sweep.
+const WARPS: &[u32] = &[1, 2, 4, 8, 16, 32];
+/// Loads per warp of the in_warp_delay sweep.
+const LOADS: &[i32] = &[1, 2, 3, 4, 5, 6, 7, 8];
+
+/// Measures every constant; `progress` is told each finished launch (for a progress bar).
+pub fn calibrate(
+    dev: &mut dyn CalibrationDevice,
+    p: CalParams,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<Estimate>, SuiteError> {
+    if p.repeats == 0 || p.steps <= 0 {
+        return Err(SuiteError::Invalid("--repeats and --steps must be at least 1".into()));
+    }
+    let steps = f64::from(p.steps);
+    let mut run = |launch: CalLaunch, dev: &mut dyn CalibrationDevice| -> Result<Vec<u64>, SuiteError> {
+        let out = dev.run(&launch)?;
+        progress(launch.entry);
+        Ok(out)
+    };
+    let mut latency = |field: &'static str,
+                       method: &'static str,
+                       entry: &'static str,
+                       chain: Chain,
+                       per_step: f64,
+                       dev: &mut dyn CalibrationDevice|
+     -> Result<Estimate, SuiteError> {
+        let mut v = Vec::with_capacity(p.repeats);
+        for _ in 0..p.repeats {
+            let launch = CalLaunch { entry, threads: 32, chain, steps: p.steps, knob: chain.elems as i32 };
+            let out = run(launch, dev)?;
+            v.push(first(&out, entry)? / (steps * per_step));
+        }
+        Estimate::from_samples(field, method, v)
+    };
+    let mut est = vec![
+        latency(
+            "cyc_load",
+            "pointer chase through DRAM, L1 bypassed (ld.global.cg), 1 thread",
+            "chase_global",
+            BIG,
+            1.0,
+            dev,
+        )?,
+        latency(
+            "cyc_store",
+            "global stores to distinct lines, each fenced (membar.gl), 1 thread",
+            "store_cost",
+            BIG,
+            1.0,
+            dev,
+        )?,
+        latency("cyc_s", "pointer chase in shared memory, 1 thread", "chase_shared", SMALL, 1.0, dev)?,
+        latency(
+            "cyc_t",
+            "pointer chase through tex1Dfetch over a 4 KiB footprint (hits), 1 thread",
+            "chase_texture",
+            SMALL,
+            1.0,
+            dev,
+        )?,
+        latency(
+            "cyc_r",
+            "eight independent integer add/xor chains, cycles per instruction",
+            "register_issue",
+            SMALL,
+            16.0,
+            dev,
+        )?,
+        latency(
+            "alu_latency",
+            "dependent integer add/xor chain, cycles per instruction",
+            "register_chain",
+            SMALL,
+            2.0,
+            dev,
+        )?,
+    ];
+    // in_warp_delay: slope of cycles per step over the memory transactions one warp issues per step.
+    let mut slopes = Vec::with_capacity(p.repeats);
+    for _ in 0..p.repeats {
+        let mut pts = Vec::new();
+        for &k in LOADS {
+            let launch =
+                CalLaunch { entry: "in_warp_loads", threads: 32, chain: BIG, steps: p.steps, knob: k };
+            let out = run(launch, dev)?;
+            // Each thread's load touches its own line: one warp load is 32 transactions (eq. 5.3-5.4).
+            pts.push((32.0 * f64::from(k), first(&out, "in_warp_loads")? / steps));
+        }
+        slopes.push(slope(&pts));
+    }
+    est.push(Estimate::from_samples(
+        "in_warp_delay",
+        "slope of cycles per step over the transactions of one warp: 1-8 independent uncoalesced loads, 32 lines each",
+        slopes,
+    )?);
+    // out_warp_delay: slope of the last warp's finish (cycles per load) over the warps in the block.
+    let mut slopes = Vec::with_capacity(p.repeats);
+    for _ in 0..p.repeats {
+        let mut pts = Vec::new();
+        for &w in WARPS {
+            let launch = CalLaunch {
+                entry: "out_warp_loads",
+                threads: 32 * w,
+                chain: BIG,
+                steps: p.steps / 16,
+                knob: 0,
+            };
+            let out = run(launch, dev)?;
+            if out.len() < 2 * w as usize {
+                return Err(SuiteError::Invalid(format!(
+                    "out_warp_loads returned {} values for {w} warps",
+                    out.len()
+                )));
+            }
+            let last = (0..w as usize).map(|i| out[2 * i] as f64).fold(0.0, f64::max);
+            pts.push((f64::from(w), last / f64::from((p.steps / 16).max(1))));
+        }
+        slopes.push(slope(&pts));
+    }
+    est.push(Estimate::from_samples(
+        "out_warp_delay",
+        "slope of the last warp's finish (cycles per dependent load) over 1-32 warps of one block",
+        slopes,
+    )?);
+    Ok(est)
+}
+
+fn first(out: &[u64], entry: &str) -> Result<f64, SuiteError> {
+    match out.first() {
+        Some(&c) if c > 0 => Ok(c as f64),
+        _ => Err(SuiteError::Invalid(format!("{entry} returned no cycle count: the kernel did not run"))),
+    }
+}
+
+/// Least-squares slope of y over x.
+fn slope(pts: &[(f64, f64)]) -> f64 {
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    sxy / sxx
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,137 @@
+// gpumodel calibration microbenchmarks: the timing-model constants of Song et al. (IPDPS 2013, §5.5,
+// Table 5.3) measured with the SM cycle counter (clock64). Shared signature:
+//   chain : n unsigned ints; chain[i] is the next index of a pointer chase (a random cycle, one element
+//           per 128-byte line where the kernel needs misses)
+//   out   : per-thread results; out[2*t] = elapsed cycles of thread t, out[2*t+1] = a value that depends
+//           on every load (keeps the chase alive)
+//   tex   : a texture object over `chain` (texture kernel only)
+//   steps : dependent accesses / instructions timed
+//   knob  : the kernel's parameter (loads per warp, …)
+// Cycles per step = out[0] / steps (the host divides); single-thread kernels isolate latency.
+
+#define CAL_ARGS const unsigned *__restrict__ chain, unsigned long long *__restrict__ out, \
+                 unsigned long long tex, int n, int steps, int knob
+
+// CYC_load: global-memory load latency by pointer chasing, L1 bypassed (ld.global.cg), over a buffer
+// far larger than L2 so every step misses to DRAM.
+extern "C" __global__ void chase_global(CAL_ARGS) {
+    unsigned j = 0;
+    long long t0 = clock64();
+    for (int s = 0; s < steps; ++s) j = __ldcg(&chain[j]);
+    long long t1 = clock64();
+    out[0] = (unsigned long long)(t1 - t0);
+    out[1] = j;
+}
+
+// CYC_store: cost of a global store — steps stores to distinct lines, each made visible (membar)
+// before the next is issued.
+extern "C" __global__ void store_cost(CAL_ARGS) {
+    unsigned *dst = (unsigned *)chain;  // the chase buffer doubles as the store target
+    unsigned mask = (unsigned)n - 1u;
+    long long t0 = clock64();
+    for (int s = 0; s < steps; ++s) {
+        dst[((unsigned)s * 32u) & mask] = (unsigned)s;
+        __threadfence();
+    }
+    long long t1 = clock64();
+    out[0] = (unsigned long long)(t1 - t0);
+    out[1] = (unsigned)steps;
+}
+
+// CYC_s: shared-memory load latency by pointer chasing inside a 48 KiB-capped array.
+extern "C" __global__ void chase_shared(CAL_ARGS) {
+    __shared__ unsigned s[4096];
+    unsigned m = (unsigned)(n < 4096 ? n : 4096);
+    for (unsigned i = threadIdx.x; i < m; i += blockDim.x) s[i] = chain[i] % m;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    unsigned j = 0;
+    long long t0 = clock64();
+    for (int k = 0; k < steps; ++k) j = s[j];
+    long long t1 = clock64();
+    out[0] = (unsigned long long)(t1 - t0);
+    out[1] = j;
+}
+
+// CYC_t: texture-cache hit latency by pointer chasing through tex1Dfetch over a small footprint
+// (knob elements, after one warm-up pass every fetch hits).
+extern "C" __global__ void chase_texture(CAL_ARGS) {
+    cudaTextureObject_t t = (cudaTextureObject_t)tex;
+    unsigned j = 0;
+    for (int k = 0; k < knob; ++k) j = (unsigned)tex1Dfetch<int>(t, (int)j);
+    j = 0;
+    long long t0 = clock64();
+    for (int k = 0; k < steps; ++k) j = (unsigned)tex1Dfetch<int>(t, (int)j);
+    long long t1 = clock64();
+    out[0] = (unsigned long long)(t1 - t0);
+    out[1] = j;
+}
+
+// alu_latency: a dependent chain of integer adds and xors, two instructions per step (the host divides
+// by 2*steps): how long a warp waits for its previous result.
+extern "C" __global__ void register_chain(CAL_ARGS) {
+    unsigned x = (unsigned)knob + threadIdx.x;
+    long long t0 = clock64();
+    #pragma unroll 16
+    for (int s = 0; s < steps; ++s) { x = x + 0x9e3779b9u; x = x ^ (x >> 7); }
+    long long t1 = clock64();
+    out[0] = (unsigned long long)(t1 - t0);
+    out[1] = x;
+}
+
+// CYC_r: register access cost, the issue cost of one register-to-register instruction when nothing
+// stalls it: eight independent add/xor chains, 16 instructions per step (the host divides by 16*steps).
+extern "C" __global__ void register_issue(CAL_ARGS) {
+    unsigned x0 = (unsigned)knob + threadIdx.x, x1 = x0 + 1u, x2 = x0 + 2u, x3 = x0 + 3u;
+    unsigned x4 = x0 + 4u, x5 = x0 + 5u, x6 = x0 + 6u, x7 = x0 + 7u;
+    long long t0 = clock64();
+    #pragma unroll 4
+    for (int s = 0; s < steps; ++s) {
+        x0 += 0x9e3779b9u; x1 += 0x7f4a7c15u; x2 += 0x85ebca6bu; x3 += 0xc2b2ae35u;
+        x4 += 0x27d4eb2fu; x5 += 0x165667b1u; x6 += 0xd3a2646cu; x7 += 0xfd7046c5u;
+        x0 ^= x0 >> 7; x1 ^= x1 >> 7; x2 ^= x2 >> 7; x3 ^= x3 >> 7;
+        x4 ^= x4 >> 7; x5 ^= x5 >> 7; x6 ^= x6 >> 7; x7 ^= x7 >> 7;
+    }
+    long long t1 = clock64();
+    out[0] = (unsigned long long)(t1 - t0);
+    out[1] = x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7;
+}
+
+// in_warp_delay: one warp issues knob (1..8) independent uncoalesced global loads per step; the slope
+// of cycles over knob is the delay between loads of one warp (paper eq. 5.4).
+extern "C" __global__ void in_warp_loads(CAL_ARGS) {
+    unsigned mask = (unsigned)n - 1u;
+    unsigned j = threadIdx.x * 32u;
+    unsigned acc = 0;
+    long long t0 = clock64();
+    for (int s = 0; s < steps; ++s) {
+        unsigned v[8];
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) v[q] = q < knob ? __ldcg(&chain[(j + (unsigned)q * 4099u * 32u) & mask]) : 0u;
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) acc += v[q];
+        j = (j + acc * 32u + 1024u * 32u) & mask;
+    }
+    long long t1 = clock64();
+    if ((threadIdx.x & 31u) == 0) {
+        out[0] = (unsigned long long)(t1 - t0);
+        out[1] = acc;
+    }
+}
+
+// out_warp_delay: knob warps of one block each issue one dependent chase of `steps` global loads; warp w
+// records when it finished relative to the block's common start. The slope of the last finish over the
+// warp count is the delay one more warp adds (paper eq. 5.12).
+extern "C" __global__ void out_warp_loads(CAL_ARGS) {
+    __shared__ long long start;
+    if (threadIdx.x == 0) start = clock64();
+    __syncthreads();
+    unsigned w = threadIdx.x >> 5;
+    unsigned j = w * 4099u * 32u & ((unsigned)n - 1u);
+    for (int s = 0; s < steps; ++s) j = __ldcg(&chain[j]);
+    long long t1 = clock64();
+    if ((threadIdx.x & 31u) == 0) {
+        out[2 * w] = (unsigned long long)(t1 - start);
+        out[2 * w + 1] = j;
+    }
+}

@@ -1,0 +1,228 @@
+//! Calibration on a real GPU: the kernels compiled by NVRTC for the GPU's compute capability and launched
+//! as one block through cudarc's driver API; the facts the profile needs come from the driver
+//! (`cuDeviceGetAttribute`), NVML (clocks, power limit) and the CUDA Programming Guide's throughput table.
+//!
+//! Written against cudarc 0.19.10 and nvml-wrapper 0.13; our machines have no GPU, so this path is
+//! compiled and its driver checks are tested, but its launches have not run on hardware here.
+
+use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, MEASURED, SOURCE};
+use crate::nvrtc;
+use crate::suite::SuiteError;
+use cudarc::driver::sys::CUdevice_attribute as A;
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use nvml_wrapper::enum_wrappers::device::Clock;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> SuiteError {
+    move |e| SuiteError::Cuda { call, message: e.to_string() }
+}
+
+/// The real GPU.
+pub struct CudaCalibrationDevice {
+    stream: Arc<CudaStream>,
+    functions: BTreeMap<&'static str, CudaFunction>,
+    chains: BTreeMap<(u32, u32, u64), CudaSlice<u32>>,
+    facts: DeviceFacts,
+}
+
+impl CudaCalibrationDevice {
+    /// Opens GPU `device`: driver checks, NVRTC compilation for its architecture, module load, facts.
+    pub fn open(device: u32) -> Result<CudaCalibrationDevice, SuiteError> {
+        let nvml = crate::suite::cuda::check_driver(device)?;
+        let ctx = CudaContext::new(device as usize).map_err(cuda("cuCtxCreate"))?;
+        let (major, minor) = ctx.compute_capability().map_err(cuda("cuDeviceGetAttribute"))?;
+        let arch = nvrtc::arch_for_capability(major as u32, minor as u32)?;
+        let ptx = nvrtc::compile_ptx("calibrate", SOURCE, arch)?;
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(cuda("cuModuleLoadData"))?;
+        let mut functions = BTreeMap::new();
+        for e in super::ENTRIES {
+            functions.insert(e.name, module.load_function(e.name).map_err(cuda("cuModuleGetFunction"))?);
+        }
+        let attr = |a: A| ctx.attribute(a).map(f64::from).map_err(cuda("cuDeviceGetAttribute"));
+        let dev = nvml
+            .device_by_index(device)
+            .map_err(|e| crate::Error::NoGpu { index: device, detail: e.to_string() })?;
+        let name = dev.name().or_else(|_| ctx.name()).unwrap_or_else(|_| "NVIDIA GPU".into());
+        let mut sources = BTreeMap::new();
+        sources.insert("driver".to_string(), format!("CUDA driver cuDeviceGetAttribute on {name}"));
+        sources.insert(
+            "nvml".to_string(),
+            format!("NVML on {name} (max clocks, supported clocks, default power limit)"),
+        );
+        sources.insert(
+            "guide".to_string(),
+            "NVIDIA CUDA C++ Programming Guide, 'Compute Capabilities' and 'Arithmetic Instructions' (results per \
+             clock cycle per SM) tables"
+                .to_string(),
+        );
+        sources.insert(
+            "guide_tx".to_string(),
+            "CUDA C++ Programming Guide, global memory accesses: 32-byte sectors on compute capability 5.x and newer".into(),
+        );
+        sources.insert(
+            "assume_l2".to_string(),
+            "assumption, not measured: L2 bandwidth taken as 3x the DRAM bandwidth (order of magnitude of published \
+             Volta-Hopper measurements); replace with a measured value"
+                .into(),
+        );
+        let mem_mhz = dev
+            .max_clock_info(Clock::Memory)
+            .map(f64::from)
+            .unwrap_or(attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? / 1000.0);
+        let core_mhz = dev
+            .max_clock_info(Clock::SM)
+            .map(f64::from)
+            .unwrap_or(attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000.0);
+        // DDR: two transfers per memory clock, bus width in bits.
+        let bw = 2.0
+            * attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?
+            * 1e3
+            * attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?
+            / 8.0
+            / 1e9;
+        let mem_clocks: Vec<f64> =
+            dev.supported_memory_clocks().map(|v| v.into_iter().map(f64::from).collect()).unwrap_or_default();
+        let core_clocks: Vec<f64> = dev
+            .supported_graphics_clocks(mem_mhz as u32)
+            .map(|v| v.into_iter().map(f64::from).collect())
+            .unwrap_or_default();
+        let tdp = dev.power_management_limit_default().map(|mw| f64::from(mw) / 1000.0).unwrap_or(f64::NAN);
+        let (fp32, fp64, int, sfu) = throughput(major, minor);
+        let mut values: Vec<(String, f64, String)> = vec![
+            ("sm_count", attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?, "driver"),
+            ("warp_size", attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?, "driver"),
+            ("schedulers_per_sm", 4.0, "guide"),
+            ("core_mhz", core_mhz, "nvml"),
+            ("mem_mhz", mem_mhz, "nvml"),
+            ("mem_bandwidth_gbs", bw, "driver"),
+            ("l2_bandwidth_gbs", 3.0 * bw, "assume_l2"),
+            ("transaction_bytes", 32.0, "guide_tx"),
+            ("tdp_w", tdp, "nvml"),
+            (
+                "max_warps_per_sm",
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? / 32.0,
+                "driver",
+            ),
+            ("max_blocks_per_sm", attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?, "driver"),
+            ("max_threads_per_block", attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?, "driver"),
+            ("registers_per_sm", attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?, "driver"),
+            ("register_alloc_unit", 256.0, "guide"),
+            ("max_registers_per_thread", 255.0, "guide"),
+            (
+                "shared_mem_per_sm",
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+                "driver",
+            ),
+            (
+                "max_shared_mem_per_block",
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+                "driver",
+            ),
+            ("cost_fp32", 32.0 / fp32, "guide"),
+            ("cost_fp64", 32.0 / fp64, "guide"),
+            ("cost_int", 32.0 / int, "guide"),
+            ("cost_sfu", 32.0 / sfu, "guide"),
+            ("cost_ldst", 1.0, "guide"),
+        ]
+        .into_iter()
+        .filter(|(f, _, _)| !MEASURED.contains(f))
+        .map(|(f, v, s)| (f.to_string(), v, s.to_string()))
+        .collect();
+        if let Some((f, v, _)) = values.iter().find(|(_, v, _)| !(v.is_finite() && *v > 0.0)) {
+            return Err(SuiteError::Invalid(format!(
+                "the driver reported {f} = {v} for {name}: cannot write a profile"
+            )));
+        }
+        values.sort_by(|a, b| a.0.cmp(&b.0));
+        let chip = format!("{:?}", dev.architecture().ok()).replace("Some(", "").replace(')', "");
+        let facts = DeviceFacts {
+            display_name: name,
+            chip,
+            compute_capability: format!("{major}.{minor}"),
+            values,
+            core_clocks_mhz: (
+                if core_clocks.is_empty() { vec![core_mhz] } else { core_clocks },
+                "nvml".into(),
+            ),
+            mem_clocks_mhz: (if mem_clocks.is_empty() { vec![mem_mhz] } else { mem_clocks }, "nvml".into()),
+            sources,
+        };
+        Ok(CudaCalibrationDevice { stream: ctx.default_stream(), functions, chains: BTreeMap::new(), facts })
+    }
+}
+
+/// Results per clock per SM (FP32, FP64, 32-bit integer add, SFU) by compute capability, from the CUDA
+/// C++ Programming Guide's "Arithmetic Instructions" table.
+fn throughput(major: i32, minor: i32) -> (f64, f64, f64, f64) {
+    match (major, minor) {
+        (7, 5) => (64.0, 2.0, 64.0, 16.0),
+        (7, _) | (8, 0) => (64.0, 32.0, 64.0, 16.0),
+        (8, _) => (128.0, 2.0, 64.0, 16.0),
+        (9, 0) => (128.0, 64.0, 64.0, 16.0),
+        _ => (128.0, 2.0, 64.0, 16.0),
+    }
+}
+
+impl CalibrationDevice for CudaCalibrationDevice {
+    fn facts(&self) -> DeviceFacts {
+        self.facts.clone()
+    }
+
+    fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
+        let f = self
+            .functions
+            .get(l.entry)
+            .ok_or_else(|| SuiteError::Invalid(format!("no calibration kernel {}", l.entry)))?
+            .clone();
+        let Chain { elems, stride, seed } = l.chain;
+        if !self.chains.contains_key(&(elems, stride, seed)) {
+            let host = l.chain.build();
+            let dev = self.stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
+            self.chains.insert((elems, stride, seed), dev);
+        }
+        let chain = &self.chains[&(elems, stride, seed)];
+        let warps = l.threads.div_ceil(32).max(1) as usize;
+        let mut out = self.stream.alloc_zeros::<u64>(2 * warps).map_err(cuda("cuMemAlloc"))?;
+        let tex = if l.entry == "chase_texture" { texture_over(chain, elems)? } else { 0 };
+        let n = elems as i32;
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: 0 };
+        let mut b = self.stream.launch_builder(&f);
+        b.arg(chain).arg(&mut out).arg(&tex).arg(&n).arg(&l.steps).arg(&l.knob);
+        // SAFETY: the argument list matches CAL_ARGS in calibrate.cu (two device pointers, one u64, three
+        // ints); `out` holds 2 values per warp, as every kernel writes at most that many.
+        let launched = unsafe { b.launch(cfg) }.map_err(cuda("cuLaunchKernel"));
+        let synced = self.stream.synchronize().map_err(cuda("cuStreamSynchronize"));
+        if tex != 0 {
+            // SAFETY: `tex` was created by cuTexObjectCreate above and is no longer used.
+            unsafe { cudarc::driver::sys::cuTexObjectDestroy(tex) };
+        }
+        launched?;
+        synced?;
+        self.stream.clone_dtoh(&out).map_err(cuda("cuMemcpyDtoH"))
+    }
+}
+
+/// A texture object over a linear buffer of `elems` 32-bit signed integers (what `tex1Dfetch<int>` reads).
+fn texture_over(chain: &CudaSlice<u32>, elems: u32) -> Result<u64, SuiteError> {
+    use cudarc::driver::DevicePtr;
+    use cudarc::driver::sys;
+    let stream = chain.stream().clone();
+    let (ptr, _sync) = chain.device_ptr(&stream);
+    // SAFETY: plain-old-data descriptors, zero-initialized as the driver API expects, then filled in.
+    unsafe {
+        let mut res: sys::CUDA_RESOURCE_DESC = std::mem::zeroed();
+        res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
+        res.res.linear.devPtr = ptr;
+        res.res.linear.format = sys::CUarray_format::CU_AD_FORMAT_SIGNED_INT32;
+        res.res.linear.numChannels = 1;
+        res.res.linear.sizeInBytes = elems as usize * 4;
+        let tex_desc: sys::CUDA_TEXTURE_DESC = std::mem::zeroed();
+        let mut tex: sys::CUtexObject = 0;
+        let r = sys::cuTexObjectCreate(&mut tex, &res, &tex_desc, std::ptr::null());
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(SuiteError::Cuda { call: "cuTexObjectCreate", message: format!("{r:?}") });
+        }
+        Ok(tex)
+    }
+}

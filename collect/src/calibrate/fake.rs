@@ -1,0 +1,87 @@
+//! A scripted GPU for calibration: it answers each launch with the cycle counts a GPU with known
+//! constants would give, plus a fixed timing overhead and deterministic noise, so the estimators can be
+//! checked against constants the test chose.
+
+use super::{CalLaunch, CalibrationDevice, DeviceFacts};
+use crate::suite::SuiteError;
+use gpumodel_models::arch::ArchProfile;
+
+/// The constants the fake GPU has (core cycles).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrueConstants {
+    pub cyc_load: f64,
+    pub cyc_store: f64,
+    pub cyc_s: f64,
+    pub cyc_t: f64,
+    pub cyc_r: f64,
+    pub alu_latency: f64,
+    pub in_warp_delay: f64,
+    pub out_warp_delay: f64,
+}
+
+/// The scripted GPU: facts from the built-in `a100` profile, timings from [`TrueConstants`].
+pub struct FakeCalibrationDevice {
+    pub truth: TrueConstants,
+    /// Relative noise amplitude (0.02 = ±2 %), deterministic.
+    pub noise: f64,
+    /// Launches made.
+    pub launches: usize,
+    rng: u64,
+}
+
+impl FakeCalibrationDevice {
+    pub fn new(truth: TrueConstants) -> FakeCalibrationDevice {
+        FakeCalibrationDevice { truth, noise: 0.02, launches: 0, rng: 0x2545_f491_4f6c_dd1d }
+    }
+
+    fn jitter(&mut self) -> f64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let u = (self.rng >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+        1.0 + self.noise * (2.0 * u - 1.0)
+    }
+}
+
+/// Cycles the timer itself costs (two clock64 reads), included in every fake timing.
+const TIMER_OVERHEAD: f64 = 40.0;
+
+impl CalibrationDevice for FakeCalibrationDevice {
+    fn facts(&self) -> DeviceFacts {
+        let a100 = ArchProfile::builtin("a100").expect("the built-in a100 profile parses (tested in models)");
+        let mut f = DeviceFacts::from_profile(&a100, super::MEASURED);
+        f.display_name = "NVIDIA A100-SXM4-40GB (fake)".into();
+        f
+    }
+
+    fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
+        self.launches += 1;
+        let t = self.truth;
+        let steps = f64::from(l.steps);
+        let per_step = match l.entry {
+            "chase_global" => t.cyc_load,
+            "store_cost" => t.cyc_store,
+            "chase_shared" => t.cyc_s,
+            "chase_texture" => t.cyc_t,
+            "register_issue" => 16.0 * t.cyc_r,
+            "register_chain" => 2.0 * t.alu_latency,
+            // Paper eq. 5.3: CYC_load + (transactions of the warp - 1) x in_warp_delay; 32 lines per load.
+            "in_warp_loads" => t.cyc_load + f64::from(32 * l.knob - 1) * t.in_warp_delay,
+            "out_warp_loads" => {
+                let warps = l.threads.div_ceil(32);
+                let mut out = Vec::with_capacity(2 * warps as usize);
+                for w in 0..warps {
+                    let c = steps * (t.cyc_load + f64::from(w) * t.out_warp_delay) * self.jitter()
+                        + TIMER_OVERHEAD;
+                    out.extend([c.round() as u64, 7]);
+                }
+                return Ok(out);
+            }
+            other => {
+                return Err(SuiteError::Invalid(format!("fake GPU: unknown calibration kernel {other}")));
+            }
+        };
+        let c = steps * per_step * self.jitter() + TIMER_OVERHEAD;
+        Ok(vec![c.round() as u64, 7])
+    }
+}

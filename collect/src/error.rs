@@ -1,0 +1,59 @@
+//! The one error type of `gpumodel-collect`. Every message says what happened and what to do.
+
+/// Errors of the collector: the hardware libraries, the measured program, and the files written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `libnvidia-ml.so` (the NVIDIA driver) cannot be loaded: no driver on this machine.
+    #[error(
+        "no NVIDIA driver: {detail}; install the NVIDIA driver (libnvidia-ml.so) and run on a machine with a GPU, \
+         or import existing measurements with `gpumodel import ncu|nvprof FILE`"
+    )]
+    NoDriver { detail: String },
+    /// The driver is there but the GPU index is not.
+    #[error("no GPU with index {index} ({detail}); list GPUs with `nvidia-smi -L` and pass --device N")]
+    NoGpu { index: u32, detail: String },
+    /// A CUDA host library (libcupti, libnvperf_host) cannot be loaded.
+    #[error(
+        "cannot load {library}: {detail}; install the CUDA toolkit's CUPTI or `pip install nvidia-cuda-cupti-cu12` \
+         and put its lib folder in GPUMODEL_CUDA_LIBS or LD_LIBRARY_PATH"
+    )]
+    MissingLibrary { library: String, detail: String },
+    /// Performance counters are restricted to administrators.
+    #[error(
+        "GPU performance counters are restricted to admin users: set NVreg_RestrictProfilingToAdminUsers=0 \
+         (see https://developer.nvidia.com/ERR_NVGPUCTRPERM) or run as root"
+    )]
+    InsufficientPrivileges,
+    /// A metric of the counter map does not exist on this chip for this profiler.
+    #[error("metric '{metric}' does not exist on {chip} for {profiler}; fix models/counters/{file}.toml or pass --no-counters")]
+    MissingMetric { metric: String, chip: String, profiler: String, file: String },
+    /// A CUPTI call failed.
+    #[error("{call} failed: {message} (CUPTI error {code})")]
+    Cupti { call: &'static str, code: u32, message: String },
+    /// An NVML call failed.
+    #[error("NVML {call} failed: {message}")]
+    Nvml { call: &'static str, message: String },
+    /// The program to measure does not exist or cannot be started.
+    #[error("cannot run '{program}': {detail}; check the path (use ./name for a program in this folder)")]
+    Program { program: String, detail: String },
+    /// The options do not make sense (rate ≤ 0, …).
+    #[error("{0}")]
+    Invalid(String),
+    /// A file could not be written or read.
+    #[error("{path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The shared vocabulary crate refused something (a counter map, a trace).
+    #[error(transparent)]
+    Models(#[from] gpumodel_models::Error),
+    /// A sampler thread panicked or could not be started.
+    #[error("sampler thread: {0}")]
+    Thread(String),
+}
+
+/// Result with the collector's error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

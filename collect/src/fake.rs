@@ -1,0 +1,180 @@
+//! Scripted power and counter sources, always built: they drive the tests of everything above the
+//! hardware layer (sampler schedule, merging, repetition, overhead accounting, streaming, interruption)
+//! and the sampler benchmark, on machines without a GPU.
+
+use crate::counters::{CounterInterval, CounterSource};
+use crate::error::{Error, Result};
+use crate::power::{PowerField, PowerInfo, PowerReading, PowerSource};
+use crate::sampler::Clock;
+use gpumodel_models::{Joules, Mhz, Watts};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+type PowerFn = Box<dyn FnMut(f64) -> f64 + Send>;
+
+/// A power source whose power is a function of the run clock's time.
+pub struct FakePower {
+    clock: Clock,
+    power_w: PowerFn,
+    core_mhz: Option<f64>,
+    mem_mhz: Option<f64>,
+    energy: bool,
+    energy_j: f64,
+    last_t: Option<f64>,
+    reads: Arc<AtomicUsize>,
+    fail_after: Option<usize>,
+}
+
+impl FakePower {
+    /// Constant power.
+    pub fn constant(clock: Clock, watts: f64) -> FakePower {
+        FakePower::from_fn(clock, move |_| watts)
+    }
+
+    /// Power as a function of the run clock (seconds).
+    pub fn from_fn(clock: Clock, f: impl FnMut(f64) -> f64 + Send + 'static) -> FakePower {
+        FakePower {
+            clock,
+            power_w: Box::new(f),
+            core_mhz: Some(1410.0),
+            mem_mhz: Some(1215.0),
+            energy: true,
+            energy_j: 0.0,
+            last_t: None,
+            reads: Arc::new(AtomicUsize::new(0)),
+            fail_after: None,
+        }
+    }
+
+    /// Pretends the GPU has no energy counter (pre-Volta).
+    pub fn without_energy_counter(mut self) -> FakePower {
+        self.energy = false;
+        self
+    }
+
+    /// Makes `read` fail after `n` successful reads (a GPU that falls off the bus).
+    pub fn failing_after(mut self, n: usize) -> FakePower {
+        self.fail_after = Some(n);
+        self
+    }
+
+    /// A shared count of `read` calls, to watch the sampler from a test.
+    pub fn read_count(&self) -> Arc<AtomicUsize> {
+        self.reads.clone()
+    }
+}
+
+impl PowerSource for FakePower {
+    fn info(&self) -> PowerInfo {
+        PowerInfo {
+            gpu: "Fake GPU".into(),
+            driver: None,
+            compute_capability: None,
+            field: PowerField::Scripted,
+            energy_counter: self.energy,
+        }
+    }
+
+    fn read(&mut self) -> Result<PowerReading> {
+        let n = self.reads.fetch_add(1, Ordering::SeqCst);
+        if self.fail_after.is_some_and(|k| n >= k) {
+            return Err(Error::Nvml { call: "fake read", message: "GPU is lost (scripted)".into() });
+        }
+        let t = self.clock.now_s();
+        let p = (self.power_w)(t);
+        // The fake energy counter integrates the scripted power with the rectangle rule.
+        if let Some(t0) = self.last_t {
+            self.energy_j += p * (t - t0);
+        }
+        self.last_t = Some(t);
+        Ok(PowerReading { power: Watts(p), core: self.core_mhz.map(Mhz), mem: self.mem_mhz.map(Mhz) })
+    }
+
+    fn energy(&mut self) -> Result<Option<Joules>> {
+        Ok(self.energy.then_some(Joules(self.energy_j)))
+    }
+}
+
+type RatesFn = Box<dyn FnMut(f64) -> Vec<f64> + Send>;
+
+/// A counter source producing fixed-length intervals with rates from a function of the interval start.
+pub struct FakeCounters {
+    names: Vec<String>,
+    interval_s: f64,
+    rates: RatesFn,
+    next_start: f64,
+    running: Arc<AtomicBool>,
+    fail_start: bool,
+}
+
+impl FakeCounters {
+    /// Counters `names`, intervals of `interval_s`, rates `f(start_s)` (one per name).
+    pub fn new(names: &[&str], interval_s: f64, f: impl FnMut(f64) -> Vec<f64> + Send + 'static) -> FakeCounters {
+        FakeCounters {
+            names: names.iter().map(|s| s.to_string()).collect(),
+            interval_s,
+            rates: Box::new(f),
+            next_start: 0.0,
+            running: Arc::new(AtomicBool::new(false)),
+            fail_start: false,
+        }
+    }
+
+    /// Makes `start` fail as CUPTI does when counters are restricted to admin users.
+    pub fn restricted(mut self) -> FakeCounters {
+        self.fail_start = true;
+        self
+    }
+
+    /// True while counting (between start and stop): lets a fake power source model the profiler's
+    /// own power overhead.
+    pub fn running_flag(&self) -> Arc<AtomicBool> {
+        self.running.clone()
+    }
+
+    fn finished_until(&mut self, now_s: f64) -> Vec<CounterInterval> {
+        let mut out = Vec::new();
+        while self.next_start + self.interval_s <= now_s {
+            let start_s = self.next_start;
+            let end_s = start_s + self.interval_s;
+            out.push(CounterInterval { start_s, end_s, rates: (self.rates)(start_s) });
+            self.next_start = end_s;
+        }
+        out
+    }
+}
+
+impl CounterSource for FakeCounters {
+    fn names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    fn describe(&self) -> String {
+        format!("fake counters, {:.1} ms interval", self.interval_s * 1e3)
+    }
+
+    fn start(&mut self, now_s: f64) -> Result<()> {
+        if self.fail_start {
+            return Err(Error::InsufficientPrivileges);
+        }
+        self.next_start = now_s;
+        self.running.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn poll(&mut self, now_s: f64) -> Result<Vec<CounterInterval>> {
+        Ok(self.finished_until(now_s))
+    }
+
+    fn stop(&mut self, now_s: f64) -> Result<Vec<CounterInterval>> {
+        let mut out = self.finished_until(now_s);
+        // The hardware closes the last, partial interval at stop.
+        if now_s > self.next_start {
+            let start_s = self.next_start;
+            out.push(CounterInterval { start_s, end_s: now_s, rates: (self.rates)(start_s) });
+            self.next_start = now_s;
+        }
+        self.running.store(false, Ordering::SeqCst);
+        Ok(out)
+    }
+}

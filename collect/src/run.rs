@@ -1,0 +1,492 @@
+//! The run loop of `gpumodel collect ./kernel [args…]`: idle power, the profiler's own overhead, then the
+//! program (repeated up to a minimum duration), with power and counter samples merged on the shared clock
+//! and streamed to a trace as they come.
+//!
+//! Phases, on one [`Clock`]:
+//! 1. power sampler alone for `idle_seconds` → idle power;
+//! 2. counters started too, still idle, for `idle_seconds` → the profiler's own power (paper: < 5 W);
+//! 3. the program runs, again and again while the total is under `min_seconds` (paper: "for shorter
+//!    kernels we run multiple repetitions"), until it fails or the user interrupts;
+//! 4. samplers stopped; the sidecar gets the summary.
+//!
+//! Only phase-3 samples become trace rows. A row covers `(t_prev, t]` of the power sampler; its counter
+//! rates are the time-weighted mean of the counter intervals overlapping it. Rows are written once the
+//! counter intervals reach them (PM sampling delivers with a delay), so each row is final when written.
+
+use crate::counters::{CounterInterval, CounterSource};
+use crate::error::{Error, Result};
+use crate::power::PowerSource;
+use crate::sampler::{Clock, Event, PowerSample, spawn_counters, spawn_power};
+use gpumodel_models::profile::MODEL_INPUTS;
+use gpumodel_models::trace::{RunStatus, TRACE_FORMAT, TraceMeta, TraceRow, TraceSummary, TraceWriter};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The program and its arguments.
+    pub program: Vec<String>,
+    /// Trace CSV (the sidecar goes next to it, `.json`). Must not exist.
+    pub out: PathBuf,
+    /// Power sampling rate, Hz.
+    pub rate_hz: f64,
+    /// Repeat the program until the run lasts at least this long, seconds.
+    pub min_seconds: f64,
+    /// Length of each idle phase, seconds (0 skips idle and overhead measurement).
+    pub idle_seconds: f64,
+    /// GPU index, recorded in the metadata.
+    pub device: u32,
+    /// Host name, recorded in the metadata.
+    pub host: String,
+    /// Chip name, when known.
+    pub chip: Option<String>,
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgramExit {
+    /// Exit code.
+    Code(i32),
+    /// Killed by a signal.
+    Signal,
+    /// The run stopped before the program ended (interrupt or sampler failure killed it).
+    Killed,
+}
+
+/// The outcome of a run: the final metadata (with the summary) and how the program ended.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub meta: TraceMeta,
+    pub exit: ProgramExit,
+}
+
+/// Checks that the program exists and is executable; returns its path.
+pub fn resolve_program(program: &str) -> Result<PathBuf> {
+    let err = |detail: &str| Error::Program { program: program.to_string(), detail: detail.to_string() };
+    if program.is_empty() {
+        return Err(Error::Invalid("give the program to run: gpumodel collect ./kernel [args…]".into()));
+    }
+    let candidates: Vec<PathBuf> = if program.contains('/') {
+        vec![PathBuf::from(program)]
+    } else {
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).map(|d| d.join(program)).collect()).unwrap_or_default()
+    };
+    for c in &candidates {
+        if let Ok(md) = std::fs::metadata(c) {
+            use std::os::unix::fs::PermissionsExt;
+            if md.is_file() && md.permissions().mode() & 0o111 != 0 {
+                return Ok(c.clone());
+            }
+            if md.is_file() {
+                return Err(err("not executable (chmod +x it)"));
+            }
+        }
+    }
+    Err(err(if program.contains('/') { "no such file" } else { "not found in PATH" }))
+}
+
+/// Merges power samples with counter intervals into rows, in time order.
+struct Merger {
+    pending: Vec<(f64, PowerSample)>, // (interval start, sample)
+    intervals: Vec<CounterInterval>,
+    covered_until: f64,
+    have_counters: bool,
+    n_counters: usize,
+    inputs: Vec<Vec<usize>>, // model-input columns: indices of the counter columns summed
+    last_t: Option<f64>,
+    run_start: f64,
+    /// (power W, dt s) of every row handed out, for the summary.
+    written: Vec<(f64, f64)>,
+}
+
+impl Merger {
+    fn push_power(&mut self, s: PowerSample) {
+        let start = self.last_t.unwrap_or(s.t_s);
+        self.last_t = Some(s.t_s);
+        if s.t_s >= self.run_start && s.t_s > start {
+            self.pending.push((start.max(self.run_start), s));
+        }
+    }
+
+    fn push_counters(&mut self, v: Vec<CounterInterval>) {
+        for iv in v {
+            self.covered_until = self.covered_until.max(iv.end_s);
+            self.intervals.push(iv);
+        }
+    }
+
+    fn rates(&self, a: f64, b: f64) -> Vec<f64> {
+        let mut sum = vec![0.0; self.n_counters];
+        let mut w = 0.0;
+        for iv in &self.intervals {
+            let o = iv.end_s.min(b) - iv.start_s.max(a);
+            if o > 0.0 {
+                for (s, r) in sum.iter_mut().zip(&iv.rates) {
+                    *s += r * o;
+                }
+                w += o;
+            }
+        }
+        let mut out: Vec<f64> = if w > 0.0 { sum.iter().map(|s| s / w).collect() } else { vec![f64::NAN; self.n_counters] };
+        let derived: Vec<f64> = self.inputs.iter().map(|ix| ix.iter().map(|&i| out[i]).sum()).collect();
+        out.extend(derived);
+        out
+    }
+
+    /// Rows ready to be written (all of them when `all`).
+    fn ready(&mut self, all: bool) -> Vec<TraceRow> {
+        let cut = if all || !self.have_counters { f64::INFINITY } else { self.covered_until };
+        let n = self.pending.iter().take_while(|(_, s)| s.t_s <= cut).count();
+        let taken: Vec<(f64, PowerSample)> = self.pending.drain(..n).collect();
+        let rows: Vec<TraceRow> = taken
+            .into_iter()
+            .map(|(a, s)| TraceRow {
+                t_s: s.t_s - self.run_start,
+                dt_s: s.t_s - a,
+                power_w: s.reading.power.get(),
+                core_mhz: s.reading.core.map_or(f64::NAN, |m| m.get()),
+                mem_mhz: s.reading.mem.map_or(f64::NAN, |m| m.get()),
+                counters: self.rates(a, s.t_s),
+            })
+            .collect();
+        self.written.extend(rows.iter().map(|r| (r.power_w, r.dt_s)));
+        // Intervals entirely before the oldest pending row can go.
+        let keep_from = self.pending.first().map_or(self.covered_until, |(a, _)| *a);
+        self.intervals.retain(|iv| iv.end_s > keep_from);
+        rows
+    }
+}
+
+/// Model-input columns computable from the counter names: (input name, indices summed).
+fn derived_inputs(names: &[String]) -> Vec<(String, Vec<usize>)> {
+    MODEL_INPUTS
+        .iter()
+        .filter_map(|(input, parts)| {
+            let ix: Option<Vec<usize>> = parts.iter().map(|p| names.iter().position(|n| n == p)).collect();
+            ix.map(|ix| (input.to_string(), ix))
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Idle,
+    Profiler,
+    Run,
+}
+
+/// The consumer side: receives events, accounts them to the phase, merges and writes rows.
+struct Consumer {
+    rx: Receiver<Event>,
+    merger: Merger,
+    phase: Phase,
+    idle: Acc,
+    with_profiler: Acc,
+    energies: Vec<(f64, Option<f64>)>,
+    warnings: Vec<String>,
+    power_failed: bool,
+}
+
+impl Consumer {
+    /// Handles events for up to `d` (at least once, without waiting, when `d` is zero).
+    fn drain(&mut self, d: Duration) {
+        let deadline = std::time::Instant::now() + d;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let ev = if left.is_zero() { self.rx.try_recv().ok() } else { self.rx.recv_timeout(left).ok() };
+            match ev {
+                Some(ev) => self.handle(ev),
+                None if left.is_zero() => return,
+                None => {}
+            }
+        }
+    }
+
+    fn handle(&mut self, ev: Event) {
+        {
+            match ev {
+                Event::Power(s) => {
+                    match self.phase {
+                        Phase::Idle => self.idle.add(s.reading.power.get()),
+                        Phase::Profiler => self.with_profiler.add(s.reading.power.get()),
+                        Phase::Run => {}
+                    }
+                    self.merger.push_power(s);
+                }
+                Event::Counters(v) => self.merger.push_counters(v),
+                Event::Energy { t_s, energy } => self.energies.push((t_s, energy.map(|j| j.get()))),
+                Event::Failed(e) => {
+                    if matches!(e, Error::Nvml { .. }) {
+                        self.power_failed = true;
+                    }
+                    let msg = e.to_string();
+                    if !self.warnings.contains(&msg) {
+                        self.warnings.push(msg);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drains until the channel is closed (all senders gone).
+    fn drain_all(&mut self) {
+        while let Ok(ev) = self.rx.recv() {
+            self.handle(ev);
+        }
+    }
+}
+
+/// Runs `opts.program` under `power` (and `counters`), writing the trace. The trace and its sidecar are
+/// complete whenever this returns `Ok`, whatever happened to the program (see [`RunOutcome`]); `Err`
+/// means nothing was measured (bad options, output exists, counters refused to start — the sidecar then
+/// says why).
+pub fn run<P: PowerSource + 'static>(
+    opts: &RunOptions,
+    power: P,
+    counters: Option<Box<dyn CounterSource>>,
+    interrupted: Arc<AtomicBool>,
+) -> Result<RunOutcome> {
+    let program = resolve_program(opts.program.first().map_or("", String::as_str))?;
+    if !(opts.min_seconds.is_finite() && opts.min_seconds >= 0.0) {
+        return Err(Error::Invalid(format!("--min-seconds {}: give a duration ≥ 0", opts.min_seconds)));
+    }
+    if !(opts.idle_seconds.is_finite() && opts.idle_seconds >= 0.0) {
+        return Err(Error::Invalid(format!("--idle-seconds {}: give a duration ≥ 0", opts.idle_seconds)));
+    }
+    let info = power.info();
+    let counter_names = counters.as_ref().map(|c| c.names()).unwrap_or_default();
+    let inputs = derived_inputs(&counter_names);
+    let mut columns = counter_names.clone();
+    columns.extend(inputs.iter().map(|(n, _)| n.clone()));
+    let kernel =
+        Path::new(&opts.program[0]).file_name().map_or("program".into(), |s| s.to_string_lossy().into_owned());
+    let mut meta = TraceMeta {
+        format: TRACE_FORMAT.into(),
+        host: opts.host.clone(),
+        device: opts.device,
+        gpu: info.gpu.clone(),
+        chip: opts.chip.clone(),
+        compute_capability: info.compute_capability,
+        driver: info.driver.clone(),
+        power_field: serde_json::to_value(info.field)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        energy_counter: info.energy_counter,
+        sample_period_s: 1.0 / opts.rate_hz,
+        counter_source: counters.as_ref().map(|c| c.describe()),
+        counters: columns,
+        command: opts.program.clone(),
+        kernel,
+        launches: vec![],
+        status: RunStatus::Running,
+        summary: None,
+        warnings: vec![],
+    };
+    let clock = Clock::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Validates the rate before anything is written.
+    let psampler = spawn_power(power, opts.rate_hz, clock, tx.clone())?;
+    let mut writer = match TraceWriter::create(&opts.out, &meta) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = psampler.stop();
+            return Err(e.into());
+        }
+    };
+    let mut c = Consumer {
+        rx,
+        merger: Merger {
+            pending: vec![],
+            intervals: vec![],
+            covered_until: f64::NEG_INFINITY,
+            have_counters: counters.is_some(),
+            n_counters: counter_names.len(),
+            inputs: inputs.into_iter().map(|(_, ix)| ix).collect(),
+            last_t: None,
+            run_start: f64::INFINITY,
+            written: vec![],
+        },
+        phase: Phase::Idle,
+        idle: Acc::default(),
+        with_profiler: Acc::default(),
+        energies: vec![],
+        warnings: vec![],
+        power_failed: false,
+    };
+
+    // Phase 1: idle, power only.
+    let idle_d = Duration::from_secs_f64(opts.idle_seconds);
+    c.drain(idle_d);
+    // Phase 2: idle with the counter profiler running (its own overhead).
+    let mut csampler = None;
+    if let Some(mut src) = counters {
+        if let Err(e) = src.start(clock.now_s()) {
+            let _ = psampler.stop();
+            meta.status = RunStatus::Failed(e.to_string());
+            writer.finish(&meta)?;
+            return Err(e);
+        }
+        csampler = Some(spawn_counters(src, opts.rate_hz.min(100.0), clock, tx.clone())?);
+        c.phase = Phase::Profiler;
+        c.drain(idle_d);
+    }
+    drop(tx);
+
+    // Phase 3: the program, repeated.
+    c.phase = Phase::Run;
+    psampler.mark_energy();
+    c.merger.run_start = clock.now_s();
+    let mut reps = 0u32;
+    let mut exit;
+    let mut status = RunStatus::Complete;
+    'runs: loop {
+        let mut child: Child = match Command::new(&program).args(&opts.program[1..]).spawn() {
+            Ok(ch) => ch,
+            Err(e) => {
+                status = RunStatus::Failed(format!("cannot start {}: {e}", program.display()));
+                exit = ProgramExit::Killed;
+                break;
+            }
+        };
+        reps += 1;
+        let mut stop_seen: Option<std::time::Instant> = None;
+        let st = loop {
+            c.drain(Duration::from_millis(20));
+            writer.write(&c.merger.ready(false))?;
+            match child.try_wait() {
+                Ok(Some(st)) => break Some(st),
+                Ok(None) => {}
+                Err(e) => {
+                    c.warnings.push(format!("waiting for the program: {e}"));
+                    break None;
+                }
+            }
+            if interrupted.load(Ordering::SeqCst) || c.power_failed {
+                // A terminal's Ctrl-C reaches the program too: give it a second to exit on its own.
+                let since = *stop_seen.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() > Duration::from_secs(1) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    exit = ProgramExit::Killed;
+                    status = if c.power_failed {
+                        RunStatus::Failed(c.warnings.join("; "))
+                    } else {
+                        RunStatus::Interrupted
+                    };
+                    break 'runs;
+                }
+            }
+        };
+        match st.map(|s| (s.code(), s.success())) {
+            Some((Some(code), true)) => exit = ProgramExit::Code(code),
+            Some((Some(code), false)) => {
+                exit = ProgramExit::Code(code);
+                status = RunStatus::Failed(format!("the program exited with code {code}"));
+                break;
+            }
+            Some((None, _)) => {
+                exit = ProgramExit::Signal;
+                status = if interrupted.load(Ordering::SeqCst) {
+                    RunStatus::Interrupted
+                } else {
+                    RunStatus::Failed("the program was killed by a signal".into())
+                };
+                break;
+            }
+            None => {
+                exit = ProgramExit::Killed;
+                status = RunStatus::Failed(c.warnings.join("; "));
+                break;
+            }
+        }
+        if interrupted.load(Ordering::SeqCst) {
+            status = RunStatus::Interrupted;
+            break;
+        }
+        if c.power_failed {
+            status = RunStatus::Failed(c.warnings.join("; "));
+            break;
+        }
+        if clock.now_s() - c.merger.run_start >= opts.min_seconds {
+            break;
+        }
+    }
+    let run_end = clock.now_s();
+
+    // Phase 4: stop the samplers (the power sampler sends the final energy reading), write the rest.
+    let (_, pstats) = psampler.stop()?;
+    let cstats = match csampler {
+        Some(s) => Some(s.stop()?.1),
+        None => None,
+    };
+    c.drain_all();
+    writer.write(&c.merger.ready(true))?;
+
+    let rows = writer.rows();
+    let written = c.merger.written.clone();
+    let duration_s = run_end - c.merger.run_start;
+    let power_integral_j: f64 = written.iter().map(|(p, dt)| p * dt).sum();
+    let mean_power_w =
+        if written.is_empty() { f64::NAN } else { written.iter().map(|(p, _)| p).sum::<f64>() / written.len() as f64 };
+    // Energy counter: the reading at the run's start (first after the mark) and at the stop (last).
+    let after_start: Vec<&(f64, Option<f64>)> =
+        c.energies.iter().filter(|(t, _)| *t >= c.merger.run_start - 1.0).collect();
+    let counter_energy = match (after_start.first(), after_start.last()) {
+        (Some((t0, Some(e0))), Some((t1, Some(e1)))) if t1 > t0 && e1 >= e0 => Some(e1 - e0),
+        _ => None,
+    };
+    let (energy_j, energy_source) = match counter_energy {
+        Some(e) => (e, "energy_counter"),
+        None => (power_integral_j, "power_integral"),
+    };
+    let idle_power_w = c.idle.mean();
+    let profiler_overhead_w = c.with_profiler.mean().zip(idle_power_w).map(|(a, b)| a - b);
+    let sampler_cpu_s = match (pstats.cpu_s, cstats.as_ref().map(|s| s.cpu_s)) {
+        (Some(a), Some(Some(b))) => Some(a + b),
+        (Some(a), None) => Some(a),
+        _ => None,
+    };
+    meta.summary = Some(TraceSummary {
+        samples: rows,
+        duration_s,
+        mean_power_w,
+        energy_j,
+        energy_source: energy_source.into(),
+        power_integral_j,
+        idle_power_w,
+        profiler_overhead_w,
+        sampler_cpu_s,
+        repetitions: reps,
+        exit_code: match exit {
+            ProgramExit::Code(c) => Some(c),
+            _ => None,
+        },
+        achieved_rate_hz: if duration_s > 0.0 { rows as f64 / duration_s } else { 0.0 },
+    });
+    meta.status = status;
+    meta.warnings = c.warnings;
+    writer.finish(&meta)?;
+    Ok(RunOutcome { meta, exit })
+}
+
+#[derive(Default)]
+struct Acc {
+    n: u64,
+    sum: f64,
+}
+
+impl Acc {
+    fn add(&mut self, x: f64) {
+        self.n += 1;
+        self.sum += x;
+    }
+    fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
+    }
+}

@@ -1,0 +1,122 @@
+//! A scripted GPU for the suite's run loop: deterministic power and counter rates per kernel and clock,
+//! a log of every call (to check ordering and clock sweeping), and hooks to refuse clock changes, to
+//! "press Ctrl-C" after some runs, or to fail a kernel.
+
+use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteError, SuiteKernel};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The scripted GPU. Power is `idle_w` plus a per-counter weight times each counter's rate (in G/s),
+/// scaled by (core clock / default)²; rates scale with the core clock and the launched grid fraction.
+pub struct FakeSuiteDevice {
+    pub info: GpuInfo,
+    /// Default clocks (what "current" means before any change).
+    pub default_clocks: ClockPair,
+    current: ClockPair,
+    /// Whether set_clocks succeeds (false = no permission, as for a non-root user).
+    pub clocks_allowed: bool,
+    /// Every call, in order: `set 1410/1215`, `run global_load_s1`, `reset`.
+    pub log: Vec<String>,
+    /// After this many runs, set the flag (a Ctrl-C during the run).
+    pub stop_after: Option<(usize, Arc<AtomicBool>)>,
+    /// Fail when running the kernel of this name.
+    pub fail_on: Option<String>,
+    /// Idle power, W.
+    pub idle_w: f64,
+    runs: usize,
+}
+
+impl FakeSuiteDevice {
+    /// A fake "NVIDIA A100-SXM4-40GB" at 1410/1215 MHz, clock control allowed.
+    pub fn new() -> FakeSuiteDevice {
+        let default_clocks = ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 };
+        FakeSuiteDevice {
+            info: GpuInfo {
+                name: "NVIDIA A100-SXM4-40GB (fake)".into(),
+                chip: Some("GA100".into()),
+                driver: Some("550.54.15".into()),
+                compute_capability: Some((8, 0)),
+                sm_count: Some(108),
+            },
+            default_clocks,
+            current: default_clocks,
+            clocks_allowed: true,
+            log: Vec::new(),
+            stop_after: None,
+            fail_on: None,
+            idle_w: 55.0,
+            runs: 0,
+        }
+    }
+
+    /// The rates the fake GPU produces for `kernel` at `clocks` (also what tests compare against).
+    pub fn rates(&self, kernel: &SuiteKernel, clocks: ClockPair) -> BTreeMap<String, f64> {
+        let scale = kernel.grid_fraction * clocks.core_mhz / self.default_clocks.core_mhz;
+        let knob = f64::from(kernel.knob.clamp(1, 64));
+        let mut r = BTreeMap::new();
+        if let Some(e) = kernel.entry() {
+            for (i, c) in e.drives.iter().enumerate() {
+                r.insert((*c).to_string(), 1e9 * scale * (1.0 + 0.1 * i as f64) * (1.0 + knob.ln() / 4.0));
+            }
+        }
+        r.insert("inst_executed".into(), 2e9 * scale);
+        r
+    }
+}
+
+impl Default for FakeSuiteDevice {
+    fn default() -> Self {
+        FakeSuiteDevice::new()
+    }
+}
+
+impl SuiteDevice for FakeSuiteDevice {
+    fn info(&self) -> GpuInfo {
+        self.info.clone()
+    }
+
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, SuiteError> {
+        self.log.push(format!("set {}", pair.label()));
+        if !self.clocks_allowed {
+            return Ok(ClockOutcome::Refused(
+                "NVML: insufficient permissions; run as root or `nvidia-smi -acp UNRESTRICTED`".into(),
+            ));
+        }
+        self.current = pair;
+        Ok(ClockOutcome::Applied)
+    }
+
+    fn reset_clocks(&mut self) -> Result<(), SuiteError> {
+        self.log.push("reset".into());
+        self.current = self.default_clocks;
+        Ok(())
+    }
+
+    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, SuiteError> {
+        self.log.push(format!("run {}", kernel.name));
+        if self.fail_on.as_deref() == Some(kernel.name.as_str()) {
+            return Err(SuiteError::Cuda {
+                call: "cuLaunchKernel",
+                message: "unspecified launch failure".into(),
+            });
+        }
+        self.runs += 1;
+        if let Some((n, flag)) = &self.stop_after
+            && self.runs >= *n
+        {
+            flag.store(true, Ordering::SeqCst);
+        }
+        let rates = self.rates(kernel, self.current);
+        let f = self.current.core_mhz / self.default_clocks.core_mhz;
+        let dynamic: f64 = rates.values().map(|r| r / 1e9).sum::<f64>() * 12.0 * f * f;
+        Ok(Measurement {
+            seconds: min_seconds,
+            launches: 100,
+            power_w: self.idle_w + dynamic,
+            power_samples: (min_seconds * 60.0).ceil() as usize,
+            clocks: self.current,
+            counter_rates: rates,
+        })
+    }
+}

@@ -1,0 +1,190 @@
+//! The suite's training table on disk: a CSV that `gpumodel train --import table` reads (group column
+//! `kernel`, target `power_w`, clocks `core_mhz` / `mem_mhz`, the paper's ten inputs as event rates), written
+//! one flushed row at a time, and its JSON metadata sidecar (`<out>.json`: GPU name, chip, driver, kernels).
+
+use super::{ClockPair, GpuInfo, Measurement, Plan, SuiteError, SuiteKernel};
+use gpumodel_models::profile::MODEL_INPUTS;
+use gpumodel_models::table::format_number;
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Canonical counters written as rate columns beside the ten model inputs (instruction mix, DRAM traffic).
+pub const EXTRA_RATES: &[&str] =
+    &["inst_fp_32", "inst_fp_64", "inst_integer", "inst_special", "dram_read_bytes", "dram_write_bytes"];
+
+/// Leading columns, before the model inputs and the extra rates.
+const LEAD: &[&str] = &[
+    "kernel",
+    "pattern",
+    "clocks",
+    "knob",
+    "grid_fraction",
+    "core_mhz",
+    "mem_mhz",
+    "power_w",
+    "time_s",
+    "run_s",
+    "launches",
+    "power_samples",
+];
+
+/// The table's header.
+pub fn suite_header() -> Vec<String> {
+    LEAD.iter()
+        .copied()
+        .chain(MODEL_INPUTS.iter().map(|(n, _)| *n))
+        .chain(EXTRA_RATES.iter().copied())
+        .map(String::from)
+        .collect()
+}
+
+/// The (kernel, clocks) pairs a table already holds; an error when the file is not a suite table.
+pub fn read_done(path: &Path) -> Result<BTreeSet<(String, String)>, SuiteError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SuiteError::io(path, e))?;
+    // A row cut off by a kill has no line end: it is not finished, and the writer drops it on resume.
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..=i],
+        None => "",
+    };
+    let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(complete.as_bytes());
+    let header: Vec<String> =
+        reader.headers().map_err(|e| SuiteError::io(path, e))?.iter().map(String::from).collect();
+    if header != suite_header() {
+        return Err(SuiteError::Output(format!(
+            "{}: not a suite table of this gpumodel version (its header differs): choose another --out \
+             (nothing was changed)",
+            path.display()
+        )));
+    }
+    let mut done = BTreeSet::new();
+    for rec in reader.records() {
+        let rec = rec.map_err(|e| SuiteError::io(path, e))?;
+        done.insert((rec[0].to_string(), rec[2].to_string()));
+    }
+    Ok(done)
+}
+
+/// Appends rows, flushing each to the disk at once.
+pub(crate) struct RowWriter {
+    file: File,
+    path: PathBuf,
+}
+
+impl RowWriter {
+    /// Creates the table (with its header) or opens it for appending, dropping an unfinished last row.
+    pub(crate) fn open(path: &Path, create: bool) -> Result<RowWriter, SuiteError> {
+        let io = |e: std::io::Error| SuiteError::io(path, e);
+        if create {
+            let mut file = File::create(path).map_err(io)?;
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(suite_header()).map_err(|e| SuiteError::io(path, e))?;
+            file.write_all(&w.into_inner().map_err(|e| SuiteError::io(path, e))?).map_err(io)?;
+            file.sync_data().map_err(io)?;
+            return Ok(RowWriter { file, path: path.to_path_buf() });
+        }
+        let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
+        let mut text = Vec::new();
+        file.read_to_end(&mut text).map_err(io)?;
+        let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        file.set_len(keep as u64).map_err(io)?;
+        file.seek(SeekFrom::End(0)).map_err(io)?;
+        Ok(RowWriter { file, path: path.to_path_buf() })
+    }
+
+    /// Writes one row and flushes it.
+    pub(crate) fn write(&mut self, k: &SuiteKernel, clocks: &str, m: &Measurement) -> Result<(), SuiteError> {
+        let pattern = k.entry().map_or("", |e| e.pattern);
+        let rate = |name: &str| m.counter_rates.get(name).copied().unwrap_or(0.0);
+        let mut rec: Vec<String> = vec![
+            k.name.clone(),
+            pattern.to_string(),
+            clocks.to_string(),
+            k.knob.to_string(),
+            format_number(k.grid_fraction),
+            format_number(m.clocks.core_mhz),
+            format_number(m.clocks.mem_mhz),
+            format_number(m.power_w),
+            format_number(m.seconds / m.launches.max(1) as f64),
+            format_number(m.seconds),
+            m.launches.to_string(),
+            m.power_samples.to_string(),
+        ];
+        rec.extend(MODEL_INPUTS.iter().map(|(_, parts)| format_number(parts.iter().map(|p| rate(p)).sum())));
+        rec.extend(EXTRA_RATES.iter().map(|n| format_number(rate(n))));
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(&rec).map_err(|e| SuiteError::io(&self.path, e))?;
+        let bytes = w.into_inner().map_err(|e| SuiteError::io(&self.path, e))?;
+        self.file.write_all(&bytes).map_err(|e| SuiteError::io(&self.path, e))?;
+        self.file.sync_data().map_err(|e| SuiteError::io(&self.path, e))
+    }
+}
+
+/// One kernel in the metadata: its parameters, pattern and the counters it is meant to drive.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelMeta {
+    #[serde(flatten)]
+    pub kernel: SuiteKernel,
+    pub pattern: String,
+    pub drives: Vec<String>,
+}
+
+/// The JSON sidecar of a suite table.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteMetadata {
+    pub format: &'static str,
+    pub gpu: GpuInfo,
+    pub min_seconds: f64,
+    /// Requested clock pairs (`None` = current clocks).
+    pub clocks_requested: Vec<Option<ClockPair>>,
+    pub kernels: Vec<KernelMeta>,
+    pub columns: Vec<String>,
+    /// Counter columns are rates: events per second of the run (paper §5.4).
+    pub counter_units: &'static str,
+    pub warnings: Vec<String>,
+    pub interrupted: bool,
+}
+
+impl SuiteMetadata {
+    pub(crate) fn new(gpu: &GpuInfo, plan: &Plan) -> SuiteMetadata {
+        SuiteMetadata {
+            format: "gpumodel-suite/1",
+            gpu: gpu.clone(),
+            min_seconds: plan.min_seconds,
+            clocks_requested: plan.clocks.clone(),
+            kernels: plan
+                .kernels
+                .iter()
+                .map(|k| KernelMeta {
+                    kernel: k.clone(),
+                    pattern: k.entry().map_or_else(String::new, |e| e.pattern.to_string()),
+                    drives: k
+                        .entry()
+                        .map_or_else(Vec::new, |e| e.drives.iter().map(|d| d.to_string()).collect()),
+                })
+                .collect(),
+            columns: suite_header(),
+            counter_units: "events per second",
+            warnings: Vec::new(),
+            interrupted: false,
+        }
+    }
+
+    /// The sidecar path of a table: `<out>.json`.
+    pub fn path_for(out: &Path) -> PathBuf {
+        let mut s = out.as_os_str().to_owned();
+        s.push(".json");
+        PathBuf::from(s)
+    }
+
+    /// Writes the sidecar (whole-file replace through a temporary file, so it is never half-written).
+    pub(crate) fn write(&self, out: &Path) -> Result<(), SuiteError> {
+        let path = Self::path_for(out);
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| SuiteError::io(&path, e))?;
+        std::fs::write(&tmp, text).map_err(|e| SuiteError::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| SuiteError::io(&path, e))
+    }
+}

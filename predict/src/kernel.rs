@@ -1,0 +1,168 @@
+//! One kernel at one configuration: time with its breakdown, power, energy.
+
+use crate::error::{Error, Result};
+use crate::power::base_values;
+use gpumodel_models::arch::ArchProfile;
+use gpumodel_models::artifact::ModelArtifact;
+use gpumodel_models::features::input_vector;
+use gpumodel_models::profile::KernelProfile;
+use gpumodel_models::timing::{COMPONENTS, Clocks, Occupancy, Timing, TimingInputs, occupancy, predict_time};
+use serde::Serialize;
+
+/// The configuration to predict at.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Config {
+    /// Core and memory clocks; the architecture's defaults when `None`.
+    pub clocks: Option<Clocks>,
+    /// Active warps per SM (`--warps`); when `None`, the kernel's measured `achieved_occupancy` (code
+    /// input) if it has one, else the occupancy ceilings.
+    pub warps: Option<u32>,
+}
+
+/// One timing-model component: its time, its share of Σ components (paper Fig. 5.7) and its access
+/// ratio, transactions per executed instruction (paper Fig. 5.14; the per-SM divisor cancels).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Component {
+    pub name: &'static str,
+    pub time_s: f64,
+    pub share: f64,
+    /// `None` for compute and sync, which are not memory transactions.
+    pub access_ratio: Option<f64>,
+}
+
+/// Time prediction: occupancy, the timing model's breakdown and the bottleneck.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimePrediction {
+    pub kernel: String,
+    pub arch: String,
+    pub clocks: Clocks,
+    pub occupancy: Occupancy,
+    pub time_s: f64,
+    pub bottleneck: &'static str,
+    pub bottleneck_share: f64,
+    pub components: Vec<Component>,
+    #[serde(skip)]
+    pub timing: Timing,
+}
+
+/// Time, power and energy of a kernel at one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Predicted kernel time, seconds.
+    pub time_s: f64,
+    /// Predicted average power, W.
+    pub power_w: f64,
+    /// E = P·T (paper eq. 5.14), J.
+    pub energy_j: f64,
+    /// Occupancy, breakdown and bottleneck.
+    pub detail: TimePrediction,
+    /// The power model's inputs, by name, as fed to it.
+    pub model_inputs: Vec<(String, f64)>,
+}
+
+fn checked_clocks(arch: &ArchProfile, cfg: &Config) -> Result<Clocks> {
+    let c = cfg.clocks.unwrap_or_else(|| Clocks::default_for(arch));
+    if !(c.core_mhz.is_finite() && c.core_mhz > 0.0 && c.mem_mhz.is_finite() && c.mem_mhz > 0.0) {
+        return Err(Error::Invalid(format!(
+            "clocks must be positive MHz, got core {} and memory {}",
+            c.core_mhz, c.mem_mhz
+        )));
+    }
+    Ok(c)
+}
+
+/// The warps cap: `--warps`, else the measured achieved occupancy rounded up to whole blocks.
+fn warps_cap(k: &KernelProfile, arch: &ArchProfile, cfg: &Config) -> Option<u32> {
+    cfg.warps.or_else(|| {
+        let occ = k.code.get("achieved_occupancy").copied().filter(|o| *o > 0.0 && *o <= 1.0)?;
+        let wpb = arch.warps_per_block(k.launch.threads_per_block()).max(1);
+        let max = arch.max_warps_per_sm.value as u32;
+        let w = (occ * f64::from(max)).ceil() as u32;
+        Some(w.div_ceil(wpb).saturating_mul(wpb).clamp(wpb, max.max(wpb)))
+    })
+}
+
+fn time_with(
+    k: &KernelProfile,
+    x: &TimingInputs,
+    arch: &ArchProfile,
+    occ: Occupancy,
+    clocks: Clocks,
+) -> TimePrediction {
+    let timing = predict_time(x, arch, &occ, clocks);
+    let shares = timing.shares();
+    let ratio = |tx: f64| if x.inst > 0.0 { Some(tx / x.inst) } else { None };
+    let access = [
+        ratio(x.load_tx),
+        ratio(x.store_tx),
+        ratio(x.shared_base),
+        ratio(x.shared_conflicts),
+        ratio(x.tex_queries),
+        None,
+        None,
+        x.load_requests.and_then(ratio),
+    ];
+    let components = (0..COMPONENTS.len())
+        .map(|i| Component {
+            name: COMPONENTS[i],
+            time_s: timing.components_s[i],
+            share: shares[i],
+            access_ratio: access[i],
+        })
+        .collect();
+    let (bottleneck, bottleneck_share) = timing.bottleneck();
+    TimePrediction {
+        kernel: k.name.clone(),
+        arch: arch.name.clone(),
+        clocks,
+        occupancy: occ,
+        time_s: timing.time_s,
+        bottleneck,
+        bottleneck_share,
+        components,
+        timing,
+    }
+}
+
+/// Predicts a kernel's time and breakdown (no power model needed).
+pub fn predict_time_only(k: &KernelProfile, arch: &ArchProfile, cfg: &Config) -> Result<TimePrediction> {
+    let clocks = checked_clocks(arch, cfg)?;
+    let x = TimingInputs::from_profile(k)?;
+    let occ = occupancy(&k.launch, arch, warps_cap(k, arch, cfg))?;
+    Ok(time_with(k, &x, arch, occ, clocks))
+}
+
+/// Predicts time (the timing model at `cfg`), power (`model` fed with the kernel's counter rates at the
+/// predicted time, see [`crate::power`]) and energy E = P·T. The error names what the kernel profile
+/// lacks or what the model needs that a kernel profile cannot provide.
+pub fn predict_kernel(
+    k: &KernelProfile,
+    arch: &ArchProfile,
+    model: &ModelArtifact,
+    cfg: &Config,
+) -> Result<Prediction> {
+    let clocks = checked_clocks(arch, cfg)?;
+    let x = TimingInputs::from_profile(k)?;
+    let occ = occupancy(&k.launch, arch, warps_cap(k, arch, cfg))?;
+    let default = Clocks::default_for(arch);
+    let t0 = if clocks == default { None } else { Some(predict_time(&x, arch, &occ, default).time_s) };
+    let detail = time_with(k, &x, arch, occ, clocks);
+    let base = base_values(k, &x, arch, t0.unwrap_or(detail.time_s), detail.time_s, clocks);
+    let inputs = input_vector(model, |c| base.get(c).copied()).map_err(|e| {
+        Error::Mismatch(format!(
+            "{e}; a kernel profile provides {} (and counter totals by name)",
+            crate::power::UTILIZATIONS.join(", ") + ", core_mhz, mem_mhz, time_ms"
+        ))
+    })?;
+    let power_w = model.predict_one(&inputs);
+    if !power_w.is_finite() {
+        return Err(Error::Invalid(format!("the power model returned {power_w} W for kernel '{}'", k.name)));
+    }
+    Ok(Prediction {
+        time_s: detail.time_s,
+        power_w,
+        energy_j: power_w * detail.time_s,
+        model_inputs: model.inputs.iter().cloned().zip(inputs).collect(),
+        detail,
+    })
+}

@@ -1,0 +1,94 @@
+//! From a kernel profile and a predicted time to the base values a trained power model reads.
+//!
+//! The paper feeds its ANN counter *rates*, and at an unmeasured configuration "counter rates = totals /
+//! predicted time" (DESIGN.md), so power and time stay consistent. Two families of base values:
+//!
+//! * **Guerreiro's eight utilizations** (`SP INT DP SFU CF L2 Shared DRAM`), each the fraction of the unit's
+//!   peak throughput, taken — as in their dataset — at the architecture's *default* clocks: totals / the
+//!   time predicted at the default clocks / the peak rate from the architecture profile (warp
+//!   instructions per cycle = SMs / cost per warp instruction; bytes/s for L2 and DRAM). Clamped to [0, 1].
+//! * **counter totals** under canonical and nvprof names plus `time_ms` at the requested clocks, so that
+//!   derived inputs such as `inst_executed/time_ms` (NV-DVFS models) evaluate to rates.
+//!
+//! Plus `core_mhz` and `mem_mhz` (the requested clocks) and `default_core_mhz` / `default_mem_mhz`.
+
+use gpumodel_models::arch::ArchProfile;
+use gpumodel_models::profile::KernelProfile;
+use gpumodel_models::timing::{Clocks, TimingInputs};
+use std::collections::BTreeMap;
+
+/// Names of Guerreiro's utilizations, in their dataset's order.
+pub const UTILIZATIONS: [&str; 8] = ["SP", "INT", "DP", "SFU", "CF", "L2", "Shared", "DRAM"];
+
+/// The base values of a kernel at `clocks`, given its predicted time there (`time_s`) and at the default
+/// clocks (`time_default_s`).
+pub fn base_values(
+    k: &KernelProfile,
+    x: &TimingInputs,
+    arch: &ArchProfile,
+    time_default_s: f64,
+    time_s: f64,
+    clocks: Clocks,
+) -> BTreeMap<String, f64> {
+    let mut v = BTreeMap::new();
+    let n = arch.sm_count.value;
+    let fc0 = arch.core_mhz.value * 1e6;
+    let t0 = time_default_s.max(f64::MIN_POSITIVE);
+    let pipe = |count: f64, cost: f64| count / (t0 * n * fc0 / cost);
+    let tx = arch.transaction_bytes.value;
+    let l2_bytes = match (k.counter("l2_read_transactions"), k.counter("l2_write_transactions")) {
+        (None, None) => (x.load_tx + x.store_tx) * tx,
+        (r, w) => (r.unwrap_or(0.0) + w.unwrap_or(0.0)) * 32.0,
+    };
+    let dram_bytes = match (x.dram_read_bytes, x.dram_write_bytes) {
+        (None, None) => (x.load_tx + x.store_tx) * tx,
+        (r, w) => r.unwrap_or(0.0) + w.unwrap_or(0.0),
+    };
+    let utils = [
+        pipe(x.inst_fp32, arch.cost_fp32.value),
+        pipe(x.inst_int, arch.cost_int.value),
+        pipe(x.inst_fp64, arch.cost_fp64.value),
+        pipe(x.inst_sfu, arch.cost_sfu.value),
+        pipe(k.counter("branch").unwrap_or(0.0), 1.0 / arch.schedulers_per_sm.value),
+        l2_bytes / (t0 * arch.l2_bandwidth_gbs.value * 1e9),
+        pipe(x.shared_base + x.shared_conflicts, arch.cost_ldst.value),
+        dram_bytes / (t0 * arch.bandwidth_bytes_per_s(arch.mem_mhz.value)),
+    ];
+    for (name, u) in UTILIZATIONS.iter().zip(utils) {
+        v.insert(name.to_string(), u.clamp(0.0, 1.0));
+    }
+    v.insert("core_mhz".into(), clocks.core_mhz);
+    v.insert("mem_mhz".into(), clocks.mem_mhz);
+    v.insert("default_core_mhz".into(), arch.core_mhz.value);
+    v.insert("default_mem_mhz".into(), arch.mem_mhz.value);
+    v.insert("time_ms".into(), time_s * 1e3);
+    v.insert("time_s".into(), time_s);
+    for (name, total) in &k.counters {
+        v.insert(name.clone(), *total);
+    }
+    for (name, total) in k.model_input_totals() {
+        if let Some(t) = total {
+            v.insert(name.to_string(), t);
+        }
+    }
+    // nvprof names (NV-DVFS models count thread-level FP/INT operations and 32-byte transactions).
+    let shared_tx = x.shared_base + x.shared_conflicts;
+    let shared_ld_frac =
+        if x.shared_base > 0.0 { k.counter("shared_load").unwrap_or(0.0) / x.shared_base } else { 0.0 };
+    let nvprof = [
+        ("inst_fp_32", x.inst_fp32 * 32.0),
+        ("inst_fp_64", x.inst_fp64 * 32.0),
+        ("inst_integer", x.inst_int * 32.0),
+        ("flop_count_sp_special", x.inst_sfu * 32.0),
+        ("gld_transactions", x.load_tx),
+        ("gst_transactions", x.store_tx),
+        ("dram_read_transactions", x.dram_read_bytes.unwrap_or(x.load_tx * tx) / 32.0),
+        ("dram_write_transactions", x.dram_write_bytes.unwrap_or(x.store_tx * tx) / 32.0),
+        ("shared_load_transactions", shared_tx * shared_ld_frac),
+        ("cf_executed", k.counter("branch").unwrap_or(0.0)),
+    ];
+    for (name, total) in nvprof {
+        v.insert(name.to_string(), total);
+    }
+    v
+}

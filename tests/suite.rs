@@ -1,0 +1,157 @@
+//! `gpumodel collect --suite` driven through the real binary: the no-GPU error on this machine, and the
+//! whole run loop on the scripted GPU (`GPUMODEL_FAKE_GPU=1`): table, metadata, resume, option errors.
+
+use assert_cmd::Command;
+use gpumodel_models::{Dataset, FeatureSet, Table};
+use std::path::Path;
+
+fn gpumodel() -> Command {
+    let mut c = Command::cargo_bin("gpumodel").unwrap();
+    c.env_remove("GPUMODEL_FAKE_GPU");
+    c
+}
+
+fn fake() -> Command {
+    let mut c = gpumodel();
+    c.env("GPUMODEL_FAKE_GPU", "1");
+    c
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// This machine has no NVIDIA driver: the suite must stop before any work with one clear line.
+#[test]
+fn without_a_gpu_the_suite_fails_with_one_clear_line() {
+    if Path::new("/proc/driver/nvidia").exists() {
+        return; // a machine with a driver cannot test the no-driver path
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("suite.csv");
+    let o = gpumodel().args(["collect", "--suite", "--out"]).arg(&out).output().unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("gpumodel: error: no NVIDIA driver"), "{err}");
+    assert!(err.contains("install the NVIDIA driver"), "{err}");
+    assert!(!out.exists(), "nothing is written when no GPU can run the suite");
+}
+
+/// The fake GPU's table is one row per kernel × clock pair, has the columns the paper's model needs, and
+/// turns into a dataset with the ten inputs plus clocks (what `train --import table` builds).
+#[test]
+fn the_fake_gpu_suite_writes_a_trainable_table_with_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("suite.csv");
+    let o = fake()
+        .args([
+            "collect",
+            "--suite",
+            "--clocks",
+            "1410:1215,1095:1215",
+            "--kernels",
+            "shared_conflict,fp64_fma,idle",
+        ])
+        .args(["--min-seconds", "0.5", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("wrote 20 rows"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let t = Table::read_csv(&out, "kernel").unwrap();
+    assert_eq!(t.n_rows(), 2 * (6 + 3 + 1));
+    assert_eq!(t.distinct_groups().len(), 10);
+    assert_eq!(t.distinct_values("core_mhz"), vec![1095.0, 1410.0]);
+    let p = t.column("power_w").unwrap();
+    assert!(p.iter().all(|w| *w > 0.0 && w.is_finite()));
+    let fs = FeatureSet::from_toml_str(
+        "name = 'paper10'\ninputs = ['G_load','G_store','L_load','L_store','exec_inst','branch','divergent_branch',\
+         'S_access','T_hits','T_miss','core_mhz','mem_mhz']\nmlr_base = ['G_load','G_store','L_load','L_store',\
+         'exec_inst','branch','divergent_branch','S_access','core_mhz','mem_mhz']",
+        "paper10",
+    )
+    .unwrap();
+    let ds = Dataset::from_table(&t, &fs).unwrap();
+    assert_eq!(ds.n_rows(), 20);
+    assert_eq!(ds.group_rows().len(), 10);
+    // Bank conflicts drive S_access: the 32-way kernel has a higher rate than the 1-way one.
+    let s = t.column("S_access").unwrap();
+    let at = |k: &str| t.groups.iter().position(|g| g == k).unwrap();
+    assert!(s[at("shared_conflict_32way")] > s[at("shared_conflict_1way")]);
+
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("suite.csv.json")).unwrap()).unwrap();
+    assert!(meta["gpu"]["name"].as_str().unwrap().contains("A100"));
+    assert_eq!(meta["gpu"]["chip"], "GA100");
+    assert_eq!(meta["gpu"]["driver"], "550.54.15");
+    assert_eq!(meta["kernels"].as_array().unwrap().len(), 10);
+    assert_eq!(meta["interrupted"], false);
+}
+
+#[test]
+fn an_existing_table_is_kept_unless_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("suite.csv");
+    let run = |extra: &[&str]| {
+        fake()
+            .args(["collect", "--suite", "--kernels", "integer", "--min-seconds", "0.2", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert!(run(&[]).status.success());
+    let first = std::fs::read(&out).unwrap();
+    let o = run(&[]);
+    assert!(!o.status.success());
+    assert_eq!(stderr(&o).lines().count(), 1);
+    assert!(stderr(&o).contains("exists: pass --resume"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), first, "nothing already written is lost");
+    let o = run(&["--resume"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("wrote 0 rows (3 kept"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), first);
+}
+
+#[test]
+fn bad_options_are_one_line_errors() {
+    for (args, want) in [
+        (vec!["--clocks", "fast"], "--clocks 'fast'"),
+        (vec!["--kernels", "warp_shuffle"], "no suite kernel 'warp_shuffle'"),
+        (vec!["--min-seconds", "0"], "--min-seconds 0"),
+        (vec!["./a.out"], "takes no program"),
+    ] {
+        let o = fake().args(["collect", "--suite"]).args(&args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn list_kernels_shows_every_pattern_and_its_counters() {
+    let o = gpumodel().args(["collect", "--suite", "--list-kernels"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for k in [
+        "global_load_s32",
+        "shared_conflict_32way",
+        "texture_hit_low",
+        "fp64_fma_full",
+        "local_spill_64",
+        "idle_sleep",
+    ] {
+        assert!(text.contains(k), "{k} missing:\n{text}");
+    }
+    assert!(text.contains("l1_shared_bank_conflict") && text.contains("divergent_branch"));
+}

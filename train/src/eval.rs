@@ -1,0 +1,194 @@
+//! Evaluation protocols (DESIGN.md): (a) the paper's k-fold cross-validation over random samples,
+//! (b) grouped k-fold that leaves whole kernels out, (c) a held-out test set. Cross-validation pools the
+//! out-of-fold predictions of every fold and scores them once.
+
+use crate::bpann::BpannParams;
+use crate::metrics::Metrics;
+use crate::mlr::fit_mlr;
+use crate::{Error, Result};
+use gpumodel_models::artifact::{ModelArtifact, ModelKind};
+use gpumodel_models::{Dataset, FeatureSet, Fold};
+use serde::Serialize;
+
+/// An evaluation protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// k folds over randomly shuffled rows (the paper's protocol).
+    RandomKfold,
+    /// k folds of whole groups (kernels): no kernel is in both the train and the test side.
+    GroupKfold,
+    /// Train on the whole training set, test on a separate held-out file.
+    HeldOut,
+}
+
+impl Protocol {
+    /// Name used in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::RandomKfold => "random-kfold",
+            Protocol::GroupKfold => "group-kfold",
+            Protocol::HeldOut => "held-out",
+        }
+    }
+}
+
+/// Which model to fit, and how.
+#[derive(Debug, Clone)]
+pub struct ModelSpec {
+    pub kind: ModelKind,
+    /// BP-ANN hyper-parameters (ignored by MLR / MLR+).
+    pub bpann: BpannParams,
+    /// Inputs of this model: the MLR base subset for MLR, every input otherwise.
+    pub inputs: Vec<String>,
+    pub feature_set: String,
+}
+
+impl ModelSpec {
+    /// The three models of the paper on a feature set: BP-ANN and MLR+ on every input, MLR on the base set.
+    pub fn for_feature_set(kind: ModelKind, fs: &FeatureSet, bpann: &BpannParams) -> ModelSpec {
+        let inputs = match kind {
+            ModelKind::Mlr => fs.base_inputs().to_vec(),
+            _ => fs.inputs.clone(),
+        };
+        let mut bpann = bpann.clone();
+        bpann.feature_set = fs.name.clone();
+        ModelSpec { kind, bpann, inputs, feature_set: fs.name.clone() }
+    }
+
+    /// Fits this model on `ds` (which must hold at least `self.inputs`).
+    pub fn fit(&self, ds: &Dataset, progress: &mut dyn FnMut(u64)) -> Result<ModelArtifact> {
+        let sub = ds.select_features(&self.inputs)?;
+        match self.kind {
+            ModelKind::Bpann => Ok(self.bpann.fit_report(&sub, progress)?.artifact),
+            kind => fit_mlr(&sub, &self.feature_set, kind),
+        }
+    }
+
+    /// Progress units one fit reports.
+    pub fn progress_len(&self) -> u64 {
+        match self.kind {
+            ModelKind::Bpann => self.bpann.progress_len(),
+            _ => 0,
+        }
+    }
+}
+
+/// Predicts every row of `ds` with `model`, checking that the data has the model's inputs.
+pub fn predict(model: &ModelArtifact, ds: &Dataset) -> Result<Vec<f64>> {
+    let idx = model.check_inputs(&ds.feature_names)?;
+    let x = ds.records.select(ndarray::Axis(1), &idx);
+    Ok(model.predict(x.view()).to_vec())
+}
+
+/// Scores a fitted model on a dataset.
+pub fn evaluate(model: &ModelArtifact, ds: &Dataset) -> Result<Metrics> {
+    let p = predict(model, ds)?;
+    Metrics::score(&p, ds.targets.as_slice().unwrap_or(&ds.targets.to_vec()), &ds.groups)
+}
+
+/// Cross-validates `spec` over `folds`: fits on each train side, predicts the test side, and scores the
+/// pooled out-of-fold predictions.
+pub fn cross_validate(
+    spec: &ModelSpec,
+    ds: &Dataset,
+    folds: &[Fold],
+    progress: &mut dyn FnMut(u64),
+) -> Result<Metrics> {
+    if folds.is_empty() {
+        return Err(Error::Invalid("cross-validation needs at least one fold".into()));
+    }
+    let mut pred = vec![f64::NAN; ds.n_rows()];
+    for f in folds {
+        let model = spec.fit(&ds.select_rows(&f.train), progress)?;
+        let p = predict(&model, &ds.select_rows(&f.test))?;
+        for (&i, v) in f.test.iter().zip(p) {
+            pred[i] = v;
+        }
+    }
+    let rows: Vec<usize> = (0..ds.n_rows()).filter(|&i| pred[i].is_finite()).collect();
+    let sub = ds.select_rows(&rows);
+    let p: Vec<f64> = rows.iter().map(|&i| pred[i]).collect();
+    Metrics::score(&p, &sub.targets.to_vec(), &sub.groups)
+}
+
+/// Pearson correlation of each candidate column with the target, sorted by |r| descending
+/// (Curtis-Maury et al.'s correlation analysis, as the paper used to choose its events).
+pub fn correlation_ranking(ds: &Dataset) -> Vec<(String, f64)> {
+    let y = &ds.targets;
+    let (my, sy) = (y.mean().unwrap_or(0.0), y.std(0.0));
+    let mut out: Vec<(String, f64)> = ds
+        .feature_names
+        .iter()
+        .enumerate()
+        .map(|(j, name)| {
+            let x = ds.records.column(j);
+            let (mx, sx) = (x.mean().unwrap_or(0.0), x.std(0.0));
+            let cov = x.iter().zip(y.iter()).map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / x.len().max(1) as f64;
+            let r = if sx > 0.0 && sy > 0.0 { cov / (sx * sy) } else { 0.0 };
+            (name.clone(), r)
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+    out
+}
+
+/// Pearson correlation of two columns (0 when either is constant).
+fn pearson(a: ndarray::ArrayView1<'_, f64>, b: ndarray::ArrayView1<'_, f64>) -> f64 {
+    let (ma, mb) = (a.mean().unwrap_or(0.0), b.mean().unwrap_or(0.0));
+    let (sa, sb) = (a.std(0.0), b.std(0.0));
+    if sa == 0.0 || sb == 0.0 {
+        return 0.0;
+    }
+    a.iter().zip(b.iter()).map(|(x, y)| (x - ma) * (y - mb)).sum::<f64>() / a.len() as f64 / (sa * sb)
+}
+
+/// Chooses up to `k` inputs in order of |correlation with the target|, skipping any input whose
+/// |correlation| with an already chosen one exceeds `redundancy` (a near-duplicate counter, e.g.
+/// `l2_tex_read_transactions` next to `l2_read_transactions`, adds no information).
+pub fn select_by_correlation(ds: &Dataset, k: usize, redundancy: f64) -> Vec<String> {
+    let ranking = correlation_ranking(ds);
+    let col = |n: &str| ds.feature_names.iter().position(|f| f == n).map(|j| ds.records.column(j));
+    let mut chosen: Vec<String> = Vec::new();
+    for (name, _) in ranking {
+        if chosen.len() == k {
+            break;
+        }
+        let Some(c) = col(&name) else { continue };
+        let redundant = chosen.iter().any(|o| col(o).is_some_and(|oc| pearson(c, oc).abs() > redundancy));
+        if !redundant {
+            chosen.push(name);
+        }
+    }
+    chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array1, Array2};
+
+    #[test]
+    fn ranking_and_selection_skip_duplicates() {
+        // y = a; b = 2a (a duplicate); c = noise-like, weakly related.
+        let n = 50;
+        let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let records = Array2::from_shape_fn((n, 3), |(i, j)| match j {
+            0 => a[i],
+            1 => 2.0 * a[i],
+            _ => ((i * 7) % 11) as f64 + 0.1 * a[i],
+        });
+        let ds = Dataset {
+            records,
+            targets: Array1::from(a.clone()),
+            feature_names: vec!["a".into(), "b".into(), "c".into()],
+            target_name: "power_w".into(),
+            groups: (0..n).map(|i| i.to_string()).collect(),
+        };
+        let r = correlation_ranking(&ds);
+        assert!((r[0].1 - 1.0).abs() < 1e-12);
+        let chosen = select_by_correlation(&ds, 2, 0.95);
+        assert_eq!(chosen.len(), 2);
+        assert!(chosen.contains(&"c".to_string()));
+    }
+}
