@@ -311,3 +311,24 @@ fn every_example_runs_in_every_format() {
     }
     assert!(n >= 5, "{n} examples");
 }
+
+#[test]
+fn gpu_profile_from_counters_feeds_the_split() {
+    // Item 7: the GPU's rate and dynamic power come from the timing and power models run on a kernel
+    // profile. R_G must be work per launch over the predicted time, Pd_G the predicted power minus the
+    // idle power in the file, and the best-time split PEACH's closed form R_G / (R_C + R_G).
+    let r = json(&["--objective", "time"], &example("model_gpu_matrixmul.toml"));
+    let d = &r["gpu_from_model"];
+    assert_eq!(d["kernel"], "matrixMulShared");
+    let (t, p) = (f(&d["time_s"]), f(&d["power_w"]));
+    assert!(t > 0.0 && p > 15.0, "{d}");
+    assert!((f(&d["rate"]) - 0.268435456 / t).abs() < 1e-9 * f(&d["rate"]));
+    assert!((f(&d["dynamic_power_w"]) - (p - 15.0)).abs() < 1e-9);
+    let rg = f(&d["rate"]);
+    assert!((f(&r["system"]["gpu_rate"]) - rg).abs() < 1e-9 * rg);
+    assert!((f(&best(&r, "time")["gpu_share"]) - rg / (293.0 + rg)).abs() < 1e-12);
+    // A profile path that does not exist is a one-line error.
+    let text = std::fs::read_to_string(example("model_gpu_matrixmul.toml")).unwrap();
+    let text = text.replace("../kernels/matrixmul.toml", "/nonexistent/kernel.toml");
+    assert_one_line_error(&text, &[], "gpu.from_model");
+}

@@ -69,13 +69,12 @@ fn the_fake_gpu_suite_writes_a_trainable_table_with_metadata() {
     assert_eq!(t.distinct_values("core_mhz"), vec![1095.0, 1410.0]);
     let p = t.column("power_w").unwrap();
     assert!(p.iter().all(|w| *w > 0.0 && w.is_finite()));
-    let fs = FeatureSet::from_toml_str(
-        "name = 'paper10'\ninputs = ['G_load','G_store','L_load','L_store','exec_inst','branch','divergent_branch',\
-         'S_access','T_hits','T_miss','core_mhz','mem_mhz']\nmlr_base = ['G_load','G_store','L_load','L_store',\
-         'exec_inst','branch','divergent_branch','S_access','core_mhz','mem_mhz']",
-        "paper10",
-    )
-    .unwrap();
+    let fs = FeatureSet::from_toml_file(&dir.path().join("suite.csv.features.toml")).unwrap();
+    assert_eq!(fs.inputs.len(), 12);
+    assert!(
+        !fs.mlr_base.iter().any(|i| i.starts_with("T_")),
+        "the paper's MLR leaves the texture events out"
+    );
     let ds = Dataset::from_table(&t, &fs).unwrap();
     assert_eq!(ds.n_rows(), 20);
     assert_eq!(ds.group_rows().len(), 10);

@@ -54,8 +54,8 @@ const COMMITTED: &[(&str, f64, f64)] = &[
     ("mlr", 22.50, 29.43),
     ("mlr+", 12.29, 16.24),
 ];
-const BPANN_MAPE: f64 = f64::NAN;
-const BPANN_RMSE: f64 = f64::NAN;
+const BPANN_MAPE: f64 = 11.08;
+const BPANN_RMSE: f64 = 15.49;
 const TOL_MAPE_PCT_POINTS: f64 = 0.3;
 const TOL_RMSE_W: f64 = 0.5;
 

@@ -100,12 +100,14 @@ impl NodePoint {
 }
 
 /// A cluster model fitted to a few measured node counts: `T(n) = s + p/n` (Amdahl, least squares),
-/// GPU time scaled the same way, powers linear in n (least squares; constant with one point).
+/// GPU busy time by the same law, powers linear in n (least squares; constant with one point).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClusterModel {
     pub serial_s: f64,
     pub parallel_s: f64,
-    pub gpu_fraction: f64,
+    /// GPU busy time per node, the same law: `s_gpu + p_gpu / n`.
+    pub gpu_serial_s: f64,
+    pub gpu_parallel_s: f64,
     pub gpu_power: (f64, f64),
     pub idle_power: (f64, f64),
 }
@@ -146,14 +148,16 @@ impl ClusterModel {
         let inv: Vec<f64> = points.iter().map(|p| 1.0 / p.nodes).collect();
         let t: Vec<f64> = points.iter().map(|p| p.time_s).collect();
         let (serial, parallel) = line_fit(&inv, &t);
-        let gpu_fraction = points.iter().map(|p| p.gpu_time_s / p.time_s).sum::<f64>() / points.len() as f64;
+        let g: Vec<f64> = points.iter().map(|p| p.gpu_time_s).collect();
+        let (gpu_serial, gpu_parallel) = line_fit(&inv, &g);
         let n: Vec<f64> = points.iter().map(|p| p.nodes).collect();
         let gp: Vec<f64> = points.iter().map(|p| p.gpu_power_w).collect();
         let ip: Vec<f64> = points.iter().map(|p| p.idle_power_w).collect();
         Ok(ClusterModel {
             serial_s: serial,
             parallel_s: parallel,
-            gpu_fraction: gpu_fraction.clamp(0.0, 1.0),
+            gpu_serial_s: gpu_serial,
+            gpu_parallel_s: gpu_parallel,
             gpu_power: line_fit(&n, &gp),
             idle_power: line_fit(&n, &ip),
         })
@@ -165,7 +169,7 @@ impl ClusterModel {
         NodePoint {
             nodes,
             time_s,
-            gpu_time_s: time_s * self.gpu_fraction,
+            gpu_time_s: (self.gpu_serial_s + self.gpu_parallel_s / nodes).clamp(0.0, time_s),
             gpu_power_w: (self.gpu_power.0 + self.gpu_power.1 * nodes).max(0.0),
             idle_power_w: (self.idle_power.0 + self.idle_power.1 * nodes).max(0.0),
         }

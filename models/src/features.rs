@@ -233,6 +233,11 @@ pub const BUILTIN: &[Builtin] = &[
         toml: include_str!("../featuresets/titanx-clock-physics.toml"),
     },
     Builtin {
+        name: "titanx-physics-19",
+        summary: "Titan X: the paper's 10 inputs plus the clock-physics terms (19 inputs)",
+        toml: include_str!("../featuresets/titanx-physics-19.toml"),
+    },
+    Builtin {
         name: "nvdvfs-rates",
         summary: "NV-DVFS: ten nvprof counters as rates (per ms of kernel time) + the two clocks",
         toml: include_str!("../featuresets/nvdvfs-rates.toml"),

@@ -12,9 +12,7 @@
 //! * compute (eq. 5.6, ignored by the paper's final sum because its kernels were memory bound) is issue
 //!   time, `max(1/schedulers, alu_latency/active_warps)` cycles per warp instruction, or the busiest pipe
 //!   (Σ inst_type · cost_type), whichever is larger — fewer active warps hide less latency;
-//! * a load-latency chain (requests per warp × CYC_load, when `gld_request` is known) bounds kernels whose
-//!   warps wait on dependent loads;
-//! * the memory, compute, shared, texture and latency pipelines overlap across warps, so one round takes the
+//! * the memory, compute, shared and texture pipelines overlap across warps, so one round takes the
 //!   longest of them plus the barrier time; the breakdown still reports every component, the largest is
 //!   the bottleneck (paper Fig. 5.7);
 //! * clocks: compute cycles are core cycles; DRAM latency and departure delay are fixed in memory-clock
@@ -162,8 +160,6 @@ pub struct TimingInputs {
     pub inst_sfu: f64,
     /// Global load transactions (L1 hits + misses + uncached).
     pub load_tx: f64,
-    /// Global load instructions (warp requests), when the profile has `gld_request`.
-    pub load_requests: Option<f64>,
     pub store_tx: f64,
     /// DRAM bytes, when the profile has them (else every transaction is assumed to reach DRAM).
     pub dram_read_bytes: Option<f64>,
@@ -213,7 +209,6 @@ impl TimingInputs {
             inst_int: opt("inst_integer"),
             inst_sfu: opt("inst_special"),
             load_tx: loads.iter().sum(),
-            load_requests: get("gld_request"),
             store_tx: store.unwrap_or(0.0),
             dram_read_bytes: get("dram_read_bytes"),
             dram_write_bytes: get("dram_write_bytes"),
@@ -227,8 +222,8 @@ impl TimingInputs {
 }
 
 /// Components of the timing model, in the order they are reported.
-pub const COMPONENTS: [&str; 8] =
-    ["global load", "global store", "shared", "bank conflicts", "texture", "compute", "sync", "load latency"];
+pub const COMPONENTS: [&str; 7] =
+    ["global load", "global store", "shared", "bank conflicts", "texture", "compute", "sync"];
 
 /// Predicted time of one launch with its breakdown.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -236,7 +231,7 @@ pub struct Timing {
     /// Predicted kernel time, seconds (eq. 5.13, generalized).
     pub time_s: f64,
     /// Each component's time over the whole launch, seconds, in the order of [`COMPONENTS`].
-    pub components_s: [f64; 8],
+    pub components_s: [f64; 7],
     /// The longest pipeline per round × rounds (memory, compute, shared or texture), seconds.
     pub bound_s: f64,
     /// Σ components − bound: the work the model assumes overlapped with the bound, seconds.
@@ -248,7 +243,7 @@ pub struct Timing {
 }
 
 /// The pipelines whose longest sets a round's time.
-pub const PIPELINES: [&str; 5] = ["memory", "compute", "shared", "texture", "latency"];
+pub const PIPELINES: [&str; 4] = ["memory", "compute", "shared", "texture"];
 
 impl Timing {
     /// The largest component: the bottleneck, with its share of Σ components.
@@ -263,7 +258,7 @@ impl Timing {
     }
 
     /// Each component's share of Σ components (paper Fig. 5.7).
-    pub fn shares(&self) -> [f64; 8] {
+    pub fn shares(&self) -> [f64; 7] {
         let total: f64 = self.components_s.iter().sum();
         self.components_s.map(|c| if total > 0.0 { c / total } else { 0.0 })
     }
@@ -321,13 +316,8 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
     // Barriers (eq. 5.12): every barrier waits for the other active warps.
     let t_sync = x.barriers_per_warp * (w - 1.0) * arch.out_warp_delay.value;
 
-    // Load latency: a warp that waits for each of its loads before the next (a dependent chain, the
-    // worst case) needs requests-per-warp × CYC_load per round, however many warps overlap. Only when
-    // the profile counts load requests (`gld_request`).
-    let t_lat = x.load_requests.map_or(0.0, |r| r * per / w * lat_load);
-
-    let parts = [t_load, t_store, t_shared, t_conf, t_tex, t_comp, t_sync, t_lat];
-    let pipelines = [t_load + t_store, t_comp, t_shared + t_conf, t_tex, t_lat];
+    let parts = [t_load, t_store, t_shared, t_conf, t_tex, t_comp, t_sync];
+    let pipelines = [t_load + t_store, t_comp, t_shared + t_conf, t_tex];
     let (bound_kind, bound) = pipelines
         .iter()
         .enumerate()
@@ -396,7 +386,6 @@ mod tests {
             inst_int: 0.0,
             inst_sfu: 0.0,
             load_tx: 0.0,
-            load_requests: None,
             store_tx: 0.0,
             dram_read_bytes: None,
             dram_write_bytes: None,

@@ -12,6 +12,27 @@ pub const MATRIXMUL: &str = include_str!("../../datasets/examples/kernels/matrix
 pub const ALL: &[(&str, &str)] =
     &[("reduction", REDUCTION), ("transpose", TRANSPOSE), ("matrixmul", MATRIXMUL)];
 
+/// An embedded example kernel by name; `None` when there is no such example.
+pub fn kernel(name: &str) -> Option<crate::Result<gpumodel_models::profile::KernelProfile>> {
+    let (n, text) = ALL.iter().find(|(n, _)| *n == name)?;
+    Some(toml::from_str(text).map_err(|e| {
+        crate::Error::Models(gpumodel_models::Error::Document {
+            file: format!("datasets/examples/kernels/{n}.toml"),
+            message: e.message().to_string(),
+        })
+    }))
+}
+
+/// Trained power models embedded in the binary: (name, artifact JSON). Written by `gpumodel train`
+/// (`models/trained/`).
+pub const MODELS: &[(&str, &str)] = &[
+    ("titanx-bpann", include_str!("../../models/trained/titanx-bpann.json")),
+    ("gtx1080ti-bpann", include_str!("../../models/trained/gtx1080ti-bpann.json")),
+];
+
+/// The default power model of `gpumodel predict`: the BP-ANN trained on the Titan X data.
+pub const DEFAULT_MODEL: &str = "titanx-bpann";
+
 /// The default kernel of `gpumodel predict`.
 pub const DEFAULT_KERNEL: &str = "reduction";
 /// The default architecture of `gpumodel predict` (the GPU of the default power model).
@@ -21,6 +42,13 @@ pub const DEFAULT_ARCH: &str = "titanx";
 mod tests {
     use super::*;
     use gpumodel_models::profile::KernelProfile;
+
+    #[test]
+    fn embedded_models_parse() {
+        for (name, text) in MODELS {
+            gpumodel_models::artifact::ModelArtifact::from_json_str(text, name).unwrap();
+        }
+    }
 
     #[test]
     fn every_example_parses_and_passes_the_profile_check() {

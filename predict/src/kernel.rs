@@ -100,7 +100,6 @@ fn time_with(
         ratio(x.tex_queries),
         None,
         None,
-        x.load_requests.and_then(ratio),
     ];
     let components = (0..COMPONENTS.len())
         .map(|i| Component {

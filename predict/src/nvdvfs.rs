@@ -70,7 +70,8 @@ pub fn profile_from_row(t: &Table, row: usize) -> Result<KernelProfile> {
     if let Some(tex) = get("tex_cache_transactions") {
         let queries = (tex - g("gld_transactions")).max(0.0);
         // The dataset writes the hit rate as a fraction (0.95); nvprof prints percent (95): accept both.
-        let hit = get("tex_cache_hit_rate").map_or(0.0, |h| if h > 1.0 { h / 100.0 } else { h }.clamp(0.0, 1.0));
+        let hit =
+            get("tex_cache_hit_rate").map_or(0.0, |h| if h > 1.0 { h / 100.0 } else { h }.clamp(0.0, 1.0));
         put("tex0_cache_sector_queries", Some(queries));
         put("tex0_cache_sector_misses", Some(queries * (1.0 - hit)));
     }

@@ -5,8 +5,8 @@
 //! model predicts every clock pair. Two figures are reported:
 //!
 //! * **model** — the timing model as it is, with the architecture profile's constants (nothing fitted);
-//! * **calibrated** — `T = a_kind · bound + b · overlapped + sync` with five global coefficients (how far
-//!   from the model's peak a memory-, compute-, shared- or latency-bound round runs; how much of the
+//! * **calibrated** — `T = a_kind · bound + b · overlapped + sync` with four global coefficients (how far
+//!   from the model's peak a memory-, compute- or shared-bound round runs; how much of the
 //!   assumed overlap is real), fitted by least squares on
 //!   relative error with **leave-one-kernel-out** cross-validation: a kernel's prediction comes from
 //!   coefficients fitted on the other kernels only (out-of-fold).
@@ -137,18 +137,17 @@ fn kind_index(kind: &str) -> usize {
     match kind {
         "compute" => 1,
         "shared" => 2,
-        "latency" => 3,
         _ => 0,
     }
 }
 
 /// Calibration: `T = a_kind · bound + b · overlapped + sync` — one efficiency factor per kind of bound
-/// (memory/texture, compute, shared, load latency: how far from the model's peak such rounds run) and one
+/// (memory/texture, compute, shared: how far from the model's peak such rounds run) and one
 /// factor for the work the model assumes overlapped with the bound, minimizing the absolute relative
 /// error. A kind absent from the training rows keeps factor 1; a negative overlap factor is refitted as 0.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TimeCalibration {
-    pub a: [f64; 4],
+    pub a: [f64; 3],
     pub b: f64,
 }
 
@@ -157,7 +156,7 @@ pub type CalRow<'a> = (&'a str, f64, f64, f64, f64);
 
 impl TimeCalibration {
     /// The identity: the timing model as it is.
-    pub const NONE: TimeCalibration = TimeCalibration { a: [1.0; 4], b: 0.0 };
+    pub const NONE: TimeCalibration = TimeCalibration { a: [1.0; 3], b: 0.0 };
 
     /// The calibrated time.
     pub fn time(&self, kind: &str, bound: f64, overlapped: f64, sync: f64) -> f64 {
@@ -166,7 +165,7 @@ impl TimeCalibration {
 
     /// Fits on calibration rows.
     pub fn fit(rows: &[CalRow<'_>]) -> TimeCalibration {
-        let present: Vec<usize> = (0..4).filter(|&k| rows.iter().any(|r| kind_index(r.0) == k)).collect();
+        let present: Vec<usize> = (0..3).filter(|&k| rows.iter().any(|r| kind_index(r.0) == k)).collect();
         let solve = |with_b: bool| -> Option<Vec<f64>> {
             let x: Vec<Vec<f64>> = rows
                 .iter()
@@ -445,7 +444,7 @@ pub fn validate(t: &Table, arch: &ArchProfile, objectives: &[Objective]) -> Resu
         method: vec![
             "one kernel profile per kernel, from its row nearest the architecture's default clocks; every clock pair predicted from it".into(),
             "model: the timing model with the architecture profile's constants, nothing fitted".into(),
-            "calibrated: T = a_kind·bound + b·overlapped + sync (a per memory/compute/shared/latency bound), fitted leave-one-kernel-out (grouped CV over kernels, out-of-fold predictions)".into(),
+            "calibrated: T = a_kind·bound + b·overlapped + sync (a per memory/compute/shared bound), fitted leave-one-kernel-out (grouped CV over kernels, out-of-fold predictions)".into(),
             "power for E·D^n: MLR (this module's least squares, not gpumodel-train) on clocks, core_mhz³ and counter rates at the predicted time, leave-one-kernel-out".into(),
         ],
     })

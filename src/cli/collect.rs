@@ -1,7 +1,16 @@
 //! `gpumodel collect ./kernel [args…]` and `gpumodel collect --suite`.
 
+use anyhow::Context;
+use gpumodel_collect::counters::CounterSource;
+use gpumodel_collect::fake::{FakeCounters, FakePower};
+use gpumodel_collect::nvml::{NvmlPower, open_nvml};
+use gpumodel_collect::run::{ProgramExit, RunOptions, resolve_program, run as run_program};
+use gpumodel_collect::sampler::Clock;
+use gpumodel_models::trace::{RunStatus, sidecar_path};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -10,7 +19,8 @@ pub struct Args {
     pub suite: bool,
     #[command(flatten)]
     pub suite_args: super::suite::SuiteArgs,
-    /// Output file (trace CSV, with a JSON sidecar; or the suite's training table).
+    /// Output file (trace CSV, with a JSON sidecar; or the suite's training table). Default for a
+    /// program: `<program>-<host>-gpu<device>.csv`, one file per host and GPU (for `srun`).
     #[arg(long, short)]
     pub out: Option<PathBuf>,
     /// Sampling rate, Hz.
@@ -22,14 +32,114 @@ pub struct Args {
     /// GPU index (NVML / CUDA ordinal).
     #[arg(long, default_value_t = 0)]
     pub device: u32,
+    /// Idle measurement before the program, seconds (once with power only, once with the counter
+    /// profiler running too, to report the profiler's own power); 0 skips it.
+    #[arg(long, default_value_t = 0.5)]
+    pub idle_seconds: f64,
+    /// Sample power only, without CUPTI counters.
+    #[arg(long)]
+    pub no_counters: bool,
     /// The program to run and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.suite {
         return super::suite::run(&args);
     }
-    anyhow::bail!("`gpumodel collect` is not available in this build yet")
+    // Stage 1: the flags and the program, before touching any hardware.
+    let Some(first) = args.program.first() else {
+        anyhow::bail!("give the program to run: gpumodel collect ./kernel [args…] (or --suite)");
+    };
+    resolve_program(first)?;
+    let host = host_name();
+    let name = std::path::Path::new(first).file_name().map_or("program".into(), |s| s.to_string_lossy().into_owned());
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{host}-gpu{}.csv", args.device)));
+    let opts = RunOptions {
+        program: args.program.clone(),
+        out: out.clone(),
+        rate_hz: args.rate,
+        min_seconds: args.min_seconds,
+        idle_seconds: args.idle_seconds,
+        device: args.device,
+        host,
+        chip: None,
+    };
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        // Ctrl-C / SIGTERM (srun's cancel) end the run cleanly: the trace is finished, not cut.
+        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    }
+
+    // Stage 2: the hardware.
+    let outcome = if super::suite::fake_gpu() {
+        // The scripted GPU (GPUMODEL_FAKE_GPU=1): tests and demos on machines without one.
+        let clock = Clock::new();
+        let counters: Option<Box<dyn CounterSource>> = (!args.no_counters).then(|| {
+            Box::new(FakeCounters::new(&["inst_executed", "dram_read_bytes"], 0.01, |t| vec![1e9 + 1e8 * t, 5e8]))
+                as Box<dyn CounterSource>
+        });
+        run_program(&opts, FakePower::from_fn(clock, |t| 80.0 + 10.0 * (t * 3.0).sin()), counters, interrupted)
+    } else {
+        let nvml = open_nvml()?;
+        let power = NvmlPower::open(nvml, args.device)?;
+        if !args.no_counters {
+            eprintln!(
+                "gpumodel: warning: CUPTI PM sampling is not wired into `collect` in this build; \
+                 the trace has power and clocks only (pass --no-counters to silence this)"
+            );
+        }
+        run_program(&opts, power, None, interrupted)
+    }
+    .with_context(|| format!("collect {}", first))?;
+
+    let meta = &outcome.meta;
+    let s = meta.summary.clone().unwrap_or_default();
+    let fmt_opt = |x: Option<f64>, unit: &str| x.map_or("n/a".to_string(), |v| format!("{v:.2} {unit}"));
+    eprintln!(
+        "{}: {} samples ({:.1} Hz), {:.3} s, {} run(s); mean power {:.2} W, energy {:.3} J ({}); \
+         idle {}, profiler overhead {}, sampler CPU {}",
+        out.display(),
+        s.samples,
+        s.achieved_rate_hz,
+        s.duration_s,
+        s.repetitions,
+        s.mean_power_w,
+        s.energy_j,
+        s.energy_source,
+        fmt_opt(s.idle_power_w, "W"),
+        fmt_opt(s.profiler_overhead_w, "W"),
+        fmt_opt(s.sampler_cpu_s, "s"),
+    );
+    eprintln!("metadata: {}", sidecar_path(&out).display());
+    for w in &meta.warnings {
+        eprintln!("gpumodel: warning: {w}");
+    }
+    Ok(match (&meta.status, outcome.exit) {
+        (RunStatus::Interrupted, _) => {
+            eprintln!("gpumodel: interrupted; the trace holds everything measured until then");
+            ExitCode::from(130)
+        }
+        (_, ProgramExit::Code(0)) if matches!(meta.status, RunStatus::Complete) => ExitCode::SUCCESS,
+        (RunStatus::Failed(why), ProgramExit::Code(c)) => {
+            eprintln!("gpumodel: {why}; the trace holds everything measured until then");
+            ExitCode::from(u8::try_from(c).ok().filter(|c| *c != 0).unwrap_or(1))
+        }
+        (RunStatus::Failed(why), _) => {
+            eprintln!("gpumodel: {why}; the trace holds everything measured until then");
+            ExitCode::from(1)
+        }
+        _ => ExitCode::SUCCESS,
+    })
 }

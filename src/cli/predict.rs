@@ -1,10 +1,256 @@
-//! `gpumodel predict` — not built yet (see the open issues).
+//! `gpumodel predict --warps 32` — a kernel's time, power, energy and bottleneck at one configuration, or
+//! a sweep over warps per SM or core clocks with the E^a·D^b optimum of each objective.
+//!
+//! With no other argument it uses the embedded example kernel (the reduction, counters measured on a
+//! GTX 980), the Titan X architecture profile and the Titan X BP-ANN power model.
 
+use crate::cli::output::{OutputFormat, render_table};
+use anyhow::Context;
+use gpumodel_models::arch::ArchProfile;
+use gpumodel_models::artifact::ModelArtifact;
+use gpumodel_models::energy::Objective;
+use gpumodel_models::profile::KernelProfile;
+use gpumodel_models::timing::Clocks;
+use gpumodel_predict::examples;
+use gpumodel_predict::sweep::{Sweep, sweep_core_clock, sweep_warps};
+use gpumodel_predict::{Config, Prediction, predict_kernel};
+use std::path::Path;
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+/// What to sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SweepArg {
+    /// Active warps per SM, from one block to the SM's maximum (paper Fig. 5.16).
+    Warps,
+    /// The architecture's supported core clocks (needs a model with a core_mhz input).
+    CoreClock,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`gpumodel predict` is not available in this build yet")
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Active warps per SM (at most the architecture's maximum; at least one block's warps).
+    #[arg(long)]
+    pub warps: Option<u32>,
+    /// Kernel profile (TOML or JSON), or an embedded example: reduction, transpose, matrixmul.
+    #[arg(long, default_value = examples::DEFAULT_KERNEL)]
+    pub kernel: String,
+    /// Architecture profile: a built-in name (see the error for the list) or a TOML file.
+    #[arg(long, default_value = examples::DEFAULT_ARCH)]
+    pub arch: String,
+    /// Power model artifact (JSON), or an embedded one: titanx-bpann, gtx1080ti-bpann.
+    #[arg(long, default_value = examples::DEFAULT_MODEL)]
+    pub model: String,
+    /// Core clock, MHz (default: the architecture's).
+    #[arg(long)]
+    pub core_mhz: Option<f64>,
+    /// Memory clock, MHz (default: the architecture's).
+    #[arg(long)]
+    pub mem_mhz: Option<f64>,
+    /// Sweep warps per SM or core clocks and print the curve with each objective's optimum.
+    #[arg(long, value_enum)]
+    pub sweep: Option<SweepArg>,
+    /// Objectives E^a·D^b: e, ed, ed2, ed3 or a,b (repeatable; default e, ed, ed2, ed3).
+    #[arg(long = "objective")]
+    pub objectives: Vec<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
+
+fn load_kernel(spec: &str) -> anyhow::Result<KernelProfile> {
+    if let Some(k) = examples::kernel(spec) {
+        return Ok(k.context("embedded example kernel")?);
+    }
+    let p = Path::new(spec);
+    if !p.exists() {
+        anyhow::bail!(
+            "kernel profile '{spec}' not found: give a TOML/JSON file or one of the examples {}",
+            examples::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(KernelProfile::from_file(p)?)
+}
+
+fn load_model(spec: &str) -> anyhow::Result<ModelArtifact> {
+    if let Some((name, text)) = examples::MODELS.iter().find(|(n, _)| *n == spec) {
+        return Ok(ModelArtifact::from_json_str(text, name)?);
+    }
+    let p = Path::new(spec);
+    if !p.exists() {
+        anyhow::bail!(
+            "model '{spec}' not found: give an artifact JSON written by `gpumodel train` or one of {}",
+            examples::MODELS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(ModelArtifact::from_json_file(p)?)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Flags first: objectives and clocks are checked before any file is read.
+    let objectives = if args.objectives.is_empty() {
+        Objective::DEFAULTS.to_vec()
+    } else {
+        args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?
+    };
+    for (flag, v) in [("--core-mhz", args.core_mhz), ("--mem-mhz", args.mem_mhz)] {
+        if let Some(v) = v
+            && !(v.is_finite() && v > 0.0)
+        {
+            anyhow::bail!("{flag} {v}: a clock must be a positive number of MHz");
+        }
+    }
+    let arch = ArchProfile::resolve(&args.arch)?;
+    let kernel = load_kernel(&args.kernel)?;
+    let model = load_model(&args.model)?;
+    let clocks = match (args.core_mhz, args.mem_mhz) {
+        (None, None) => None,
+        (c, m) => Some(Clocks {
+            core_mhz: c.unwrap_or(arch.core_mhz.value),
+            mem_mhz: m.unwrap_or(arch.mem_mhz.value),
+        }),
+    };
+    let cfg = Config { clocks, warps: args.warps };
+    match args.sweep {
+        None => {
+            let p = predict_kernel(&kernel, &arch, &model, &cfg)?;
+            print_prediction(&p, &kernel, &arch, &args, args.format)?;
+        }
+        Some(s) => {
+            let sweep = match s {
+                SweepArg::Warps => sweep_warps(&kernel, &arch, &model, &cfg, &objectives)?,
+                SweepArg::CoreClock => sweep_core_clock(&kernel, &arch, &model, &cfg, &objectives)?,
+            };
+            print_sweep(&sweep, &kernel, &arch, args.format)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_prediction(
+    p: &Prediction,
+    k: &KernelProfile,
+    arch: &ArchProfile,
+    args: &Args,
+    format: OutputFormat,
+) -> anyhow::Result<()> {
+    let d = &p.detail;
+    match format {
+        OutputFormat::Json => {
+            let v = serde_json::json!({
+                "kernel": k.name,
+                "arch": arch.name,
+                "model": args.model,
+                "prediction": p,
+            });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        OutputFormat::Csv => {
+            println!(
+                "kernel,arch,core_mhz,mem_mhz,warps_per_sm,time_s,power_w,energy_j,bottleneck,bottleneck_share"
+            );
+            println!(
+                "{},{},{},{},{},{},{},{},{},{}",
+                k.name,
+                arch.name,
+                d.clocks.core_mhz,
+                d.clocks.mem_mhz,
+                d.occupancy.active_warps_per_sm,
+                p.time_s,
+                p.power_w,
+                p.energy_j,
+                d.bottleneck,
+                d.bottleneck_share
+            );
+        }
+        OutputFormat::Table => {
+            println!(
+                "kernel      {} ({})",
+                k.name,
+                if k.source.is_empty() { "no source given" } else { &k.source }
+            );
+            if let Some(measured_on) = k.arch.as_deref().filter(|a| *a != arch.name) {
+                println!("note        counters measured on {measured_on}, predicted on {}", arch.name);
+            }
+            println!(
+                "gpu         {} at {} / {} MHz (core / memory)",
+                arch.display_name, d.clocks.core_mhz, d.clocks.mem_mhz
+            );
+            let o = &d.occupancy;
+            println!(
+                "occupancy   {} warps/SM ({} blocks of {} warps, limited by {}), {} rounds on {} SMs",
+                o.active_warps_per_sm,
+                o.active_blocks_per_sm,
+                o.warps_per_block,
+                o.limiter,
+                o.rounds,
+                o.active_sms
+            );
+            println!("time        {:.4} ms", p.time_s * 1e3);
+            println!(
+                "power       {:.1} W ({} model, {})",
+                p.power_w, args.model, "inputs = counter rates at the predicted time"
+            );
+            println!("energy      {:.4} J", p.energy_j);
+            println!(
+                "bottleneck  {} ({:.0}% of the component total)",
+                d.bottleneck,
+                100.0 * d.bottleneck_share
+            );
+            println!();
+            let rows: Vec<Vec<String>> = d
+                .components
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.name.to_string(),
+                        format!("{:.4}", c.time_s * 1e3),
+                        format!("{:.1}", 100.0 * c.share),
+                        c.access_ratio.map_or("-".into(), |r| format!("{r:.4}")),
+                    ]
+                })
+                .collect();
+            print!("{}", render_table(&["component", "time ms", "share %", "access ratio"], &rows));
+        }
+    }
+    Ok(())
+}
+
+fn print_sweep(s: &Sweep, k: &KernelProfile, arch: &ArchProfile, format: OutputFormat) -> anyhow::Result<()> {
+    let xname = match s.kind {
+        gpumodel_predict::sweep::SweepKind::Warps => "warps/SM",
+        gpumodel_predict::sweep::SweepKind::CoreClock => "core MHz",
+    };
+    match format {
+        OutputFormat::Json => {
+            let v = serde_json::json!({ "kernel": k.name, "arch": arch.name, "sweep": s });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        OutputFormat::Csv => {
+            println!("x,time_s,power_w,energy_j,bottleneck");
+            for p in &s.points {
+                println!("{},{},{},{},{}", p.x, p.time_s, p.power_w, p.energy_j, p.bottleneck);
+            }
+        }
+        OutputFormat::Table => {
+            println!("kernel {} on {}", k.name, arch.display_name);
+            let rows: Vec<Vec<String>> = s
+                .points
+                .iter()
+                .map(|p| {
+                    vec![
+                        format!("{}", p.x),
+                        format!("{:.4}", p.time_s * 1e3),
+                        format!("{:.1}", p.power_w),
+                        format!("{:.4}", p.energy_j),
+                        p.bottleneck.to_string(),
+                    ]
+                })
+                .collect();
+            print!("{}", render_table(&[xname, "time ms", "power W", "energy J", "bottleneck"], &rows));
+            println!();
+            for o in &s.optima {
+                println!("optimum {:>8}: {xname} = {} ({} = {:.6e})", o.objective, o.x, o.objective, o.value);
+            }
+        }
+    }
+    Ok(())
 }

@@ -156,18 +156,35 @@ fn table(r: &Report) -> String {
             chosen,
             stafford,
             at,
+            gpu_from_model,
         } => {
             if let Some(t) = title {
                 let _ = writeln!(out, "{t}");
             }
+            if let Some(d) = gpu_from_model {
+                let _ = writeln!(
+                    out,
+                    "GPU from our models: kernel {} on {} at {}/{} MHz, power model {}:\n  predicted {} s per launch at {:.1} W (bottleneck {}) → R_G {} {unit}/s, Pd_G {:.1} W",
+                    d.kernel,
+                    d.arch,
+                    d.core_mhz,
+                    d.mem_mhz,
+                    d.model,
+                    g(d.time_s),
+                    d.power_w,
+                    d.bottleneck,
+                    g(d.rate),
+                    d.dynamic_power_w
+                );
+            }
             let _ = writeln!(
                 out,
                 "PEACH two-device model: R_C {} R_G {} {unit}/s, P0 {} W, Pd_C {} W, Pd_G {} W, P_OH {} W, T_OH {} s",
-                system.cpu_rate,
-                system.gpu_rate,
-                system.static_power_w,
-                system.cpu_dynamic_w,
-                system.gpu_dynamic_w,
+                g(system.cpu_rate),
+                g(system.gpu_rate),
+                g(system.static_power_w),
+                g(system.cpu_dynamic_w),
+                g(system.gpu_dynamic_w),
                 system.hosting_power_w,
                 system.offload_overhead_s
             );

@@ -129,6 +129,10 @@ struct ModelReport {
     held_out_median: Option<Median>,
     #[serde(skip_serializing_if = "Option::is_none")]
     training_fit: Option<Metrics>,
+    /// Wall time of the (first-seed) fit on the whole training set, s.
+    fit_seconds: f64,
+    /// Batched inference throughput of the artifact (plain-Rust forward pass), rows/s.
+    predict_rows_per_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -375,7 +379,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for k in 0..n_seeds {
             let mut s = spec.clone();
             s.bpann.seed = args.seed.wrapping_add(1000 * k as u64);
+            let started = std::time::Instant::now();
             let m = s.fit(&train, &mut tick)?;
+            if k == 0 {
+                rep.fit_seconds = started.elapsed().as_secs_f64();
+            }
             if let Some(t) = &test {
                 let metrics = evaluate(&m, t)?;
                 if n_seeds > 1 {
@@ -390,6 +398,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         let mut model = fitted.context("no model was fitted")?;
+        rep.predict_rows_per_s = throughput(&model, test.as_ref().unwrap_or(&train))?;
         rep.training_fit = Some(evaluate(&model, &train)?);
         if !rep.held_out_per_seed.is_empty() {
             let hs = &rep.held_out_per_seed;
@@ -447,6 +456,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         OutputFormat::Table => print!("{}", table(&report)),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Rows per second of `model.predict` on `ds`, repeated until at least 0.2 s have passed.
+fn throughput(model: &ModelArtifact, ds: &Dataset) -> anyhow::Result<f64> {
+    let idx = model.check_inputs(&ds.feature_names)?;
+    let x = ds.records.select(ndarray::Axis(1), &idx);
+    let started = std::time::Instant::now();
+    let mut rows = 0usize;
+    let mut sink = 0.0;
+    while started.elapsed().as_secs_f64() < 0.2 {
+        sink += model.predict(x.view()).sum();
+        rows += x.nrows();
+    }
+    std::hint::black_box(sink);
+    Ok(rows as f64 / started.elapsed().as_secs_f64())
 }
 
 fn default_prefix(name: &str) -> String {

@@ -205,24 +205,9 @@ impl CalibrationDevice for CudaCalibrationDevice {
 
 /// A texture object over a linear buffer of `elems` 32-bit signed integers (what `tex1Dfetch<int>` reads).
 fn texture_over(chain: &CudaSlice<u32>, elems: u32) -> Result<u64, SuiteError> {
-    use cudarc::driver::DevicePtr;
-    use cudarc::driver::sys;
-    let stream = chain.stream().clone();
-    let (ptr, _sync) = chain.device_ptr(&stream);
-    // SAFETY: plain-old-data descriptors, zero-initialized as the driver API expects, then filled in.
-    unsafe {
-        let mut res: sys::CUDA_RESOURCE_DESC = std::mem::zeroed();
-        res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
-        res.res.linear.devPtr = ptr;
-        res.res.linear.format = sys::CUarray_format::CU_AD_FORMAT_SIGNED_INT32;
-        res.res.linear.numChannels = 1;
-        res.res.linear.sizeInBytes = elems as usize * 4;
-        let tex_desc: sys::CUDA_TEXTURE_DESC = std::mem::zeroed();
-        let mut tex: sys::CUtexObject = 0;
-        let r = sys::cuTexObjectCreate(&mut tex, &res, &tex_desc, std::ptr::null());
-        if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(SuiteError::Cuda { call: "cuTexObjectCreate", message: format!("{r:?}") });
-        }
-        Ok(tex)
-    }
+    crate::suite::cuda::texture_with_format(
+        chain,
+        elems,
+        cudarc::driver::sys::CUarray_format::CU_AD_FORMAT_SIGNED_INT32,
+    )
 }

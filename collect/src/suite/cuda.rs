@@ -1,9 +1,26 @@
 //! The suite on a real GPU: the CUDA driver (cudarc, dynamically loaded), NVML power and clocks.
 //!
 //! Opening checks, in order, what a user may lack — the NVIDIA driver (NVML), the CUDA driver library
-//! (`libcuda.so`), NVRTC — and turns each absence into one clear error before any work starts.
+//! (`libcuda.so`), NVRTC — and turns each absence into one clear error before any work starts. A run
+//! launches the kernel back to back for at least the minimum duration while the collector's samplers
+//! read NVML power (and, when given, a [`CounterSource`]) on their own threads; the row is the mean
+//! power and the time-weighted mean counter rates over the run.
+//!
+//! Written against cudarc 0.19.10 and nvml-wrapper 0.13; our machines have no GPU, so this path is
+//! compiled and its driver checks are tested, but its launches have not run on hardware here.
 
-use super::SuiteError;
+use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteError, SuiteKernel};
+use crate::counters::CounterSource;
+use crate::nvml::NvmlPower;
+use crate::nvrtc;
+use crate::sampler::{Clock, Event, spawn_counters, spawn_power};
+use cudarc::driver::sys::CUdevice_attribute as A;
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use nvml_wrapper::Nvml;
+use nvml_wrapper::error::NvmlError;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Checks that a GPU can be driven: NVML opens (the collector's no-driver error otherwise), `libcuda.so`
 /// loads, and NVRTC loads. Returns the NVML handle for power and clocks.
@@ -18,39 +35,311 @@ pub fn check_driver(device: u32) -> Result<std::sync::Arc<nvml_wrapper::Nvml>, S
     Ok(nvml)
 }
 
-/// The suite's real GPU. Opening checks the driver stack (see [`check_driver`]); launching the kernels
-/// through cudarc's driver API is not wired yet, so on a machine *with* a GPU opening says so plainly
-/// instead of writing a table without measurements.
+fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> SuiteError {
+    move |e| SuiteError::Cuda { call, message: e.to_string() }
+}
+
+/// Hardware counters for the suite: a source and the map from its names to canonical counters
+/// (`models/src/profile.rs`), each with a factor (e.g. sectors → transactions).
+pub struct SuiteCounters {
+    pub source: Box<dyn CounterSource>,
+    pub to_canonical: BTreeMap<String, (String, f64)>,
+}
+
+/// Threads per block of every suite launch.
+const BLOCK: u32 = 256;
+/// Blocks per SM of a full grid (4 × 256 threads = 32 warps per SM, within every chip's ceiling).
+const BLOCKS_PER_SM: u32 = 4;
+
+/// The suite's real GPU.
 pub struct CudaSuiteDevice {
-    _private: (),
+    stream: Arc<CudaStream>,
+    functions: BTreeMap<&'static str, CudaFunction>,
+    input: CudaSlice<f32>,
+    output: CudaSlice<f32>,
+    tex: u64,
+    nvml: Arc<Nvml>,
+    index: u32,
+    rate_hz: f64,
+    info: GpuInfo,
+    sm_count: u32,
+    counters: Option<SuiteCounters>,
 }
 
 impl CudaSuiteDevice {
-    /// Opens GPU `device`; `rate_hz` is the power sampling rate.
-    pub fn open(device: u32, rate_hz: f64) -> Result<CudaSuiteDevice, SuiteError> {
+    /// Opens GPU `device`; `rate_hz` is the power sampling rate. Without `counters` the suite cannot
+    /// write the model's inputs, so opening fails with that reason after the driver checks.
+    pub fn open(
+        device: u32,
+        rate_hz: f64,
+        counters: Option<SuiteCounters>,
+    ) -> Result<CudaSuiteDevice, SuiteError> {
         if !(rate_hz.is_finite() && rate_hz > 0.0) {
             return Err(SuiteError::Invalid(format!("--rate {rate_hz} must be a number of Hz > 0")));
         }
-        check_driver(device)?;
-        Err(SuiteError::Invalid(
-            "launching the suite on a real GPU is not implemented in this build yet; the kernels compile \
-             (NVRTC) but are not launched"
-                .into(),
-        ))
+        let nvml = check_driver(device)?;
+        let Some(counters) = counters else {
+            return Err(SuiteError::Invalid(
+                "the suite needs hardware counters (CUPTI PM sampling) and this build cannot open them yet; \
+                 a table with power but no counters would not train a model, so nothing was run"
+                    .into(),
+            ));
+        };
+        let power = NvmlPower::open(nvml.clone(), device)?;
+        let pinfo = crate::power::PowerSource::info(&power);
+        let ctx = CudaContext::new(device as usize).map_err(cuda("cuCtxCreate"))?;
+        let (major, minor) = ctx.compute_capability().map_err(cuda("cuDeviceGetAttribute"))?;
+        let arch = nvrtc::arch_for_capability(major as u32, minor as u32)?;
+        let ptx = nvrtc::compile_ptx("suite", super::SOURCE, arch)?;
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(cuda("cuModuleLoadData"))?;
+        let mut functions = BTreeMap::new();
+        for e in super::ENTRIES {
+            functions.insert(e.name, module.load_function(e.name).map_err(cuda("cuModuleGetFunction"))?);
+        }
+        let sm_count = ctx
+            .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(cuda("cuDeviceGetAttribute"))? as u32;
+        let stream = ctx.default_stream();
+        let host: Vec<f32> = (0..super::BUFFER_ELEMS).map(|i| (i % 1024) as f32 * 1e-3).collect();
+        let input = stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
+        let output = stream.alloc_zeros::<f32>(super::BUFFER_ELEMS as usize).map_err(cuda("cuMemAlloc"))?;
+        let tex = texture_over(&input, super::BUFFER_ELEMS)?;
+        let chip =
+            nvml.device_by_index(device).ok().and_then(|d| d.architecture().ok()).map(|a| format!("{a:?}"));
+        let info = GpuInfo {
+            name: pinfo.gpu,
+            chip,
+            driver: pinfo.driver,
+            compute_capability: Some((major as u32, minor as u32)),
+            sm_count: Some(sm_count),
+        };
+        Ok(CudaSuiteDevice {
+            stream,
+            functions,
+            input,
+            output,
+            tex,
+            nvml,
+            index: device,
+            rate_hz,
+            info,
+            sm_count,
+            counters: Some(counters),
+        })
+    }
+
+    fn launch(&mut self, k: &SuiteKernel, f: &CudaFunction) -> Result<(), SuiteError> {
+        let blocks = ((f64::from(self.sm_count * BLOCKS_PER_SM) * k.grid_fraction).round() as u32).max(1);
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let n = super::BUFFER_ELEMS as i32;
+        let mut b = self.stream.launch_builder(f);
+        b.arg(&self.input).arg(&mut self.output).arg(&self.tex).arg(&n).arg(&k.iters).arg(&k.knob);
+        // SAFETY: the arguments match SUITE_ARGS in suite.cu (two device pointers of BUFFER_ELEMS floats,
+        // a texture object over the input, three ints); every index is masked to the buffer size.
+        unsafe { b.launch(cfg) }.map_err(cuda("cuLaunchKernel"))?;
+        self.stream.synchronize().map_err(cuda("cuStreamSynchronize"))
     }
 }
 
-impl super::SuiteDevice for CudaSuiteDevice {
-    fn info(&self) -> super::GpuInfo {
-        unreachable!("CudaSuiteDevice cannot be opened yet")
+impl Drop for CudaSuiteDevice {
+    fn drop(&mut self) {
+        // SAFETY: created by cuTexObjectCreate in `open`, used by no launch after this point.
+        unsafe { cudarc::driver::sys::cuTexObjectDestroy(self.tex) };
     }
-    fn set_clocks(&mut self, _: super::ClockPair) -> Result<super::ClockOutcome, SuiteError> {
-        unreachable!("CudaSuiteDevice cannot be opened yet")
+}
+
+fn refused(e: &NvmlError) -> Option<String> {
+    match e {
+        NvmlError::NoPermission => {
+            Some("NVML: no permission; run as root, or allow it with `nvidia-smi -acp UNRESTRICTED`".into())
+        }
+        NvmlError::NotSupported => Some("NVML: this GPU does not support setting these clocks".into()),
+        NvmlError::InvalidArg => Some("NVML: the GPU does not support this clock pair".into()),
+        _ => None,
     }
+}
+
+impl SuiteDevice for CudaSuiteDevice {
+    fn info(&self) -> GpuInfo {
+        self.info.clone()
+    }
+
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, SuiteError> {
+        let mut dev = self
+            .nvml
+            .device_by_index(self.index)
+            .map_err(|e| crate::Error::NoGpu { index: self.index, detail: e.to_string() })?;
+        match dev.set_applications_clocks(pair.mem_mhz as u32, pair.core_mhz as u32) {
+            Ok(()) => Ok(ClockOutcome::Applied),
+            Err(e) => match refused(&e) {
+                Some(why) => Ok(ClockOutcome::Refused(why)),
+                None => Err(SuiteError::Collect(crate::Error::Nvml {
+                    call: "nvmlDeviceSetApplicationsClocks",
+                    message: e.to_string(),
+                })),
+            },
+        }
+    }
+
     fn reset_clocks(&mut self) -> Result<(), SuiteError> {
-        unreachable!("CudaSuiteDevice cannot be opened yet")
+        let mut dev = self
+            .nvml
+            .device_by_index(self.index)
+            .map_err(|e| crate::Error::NoGpu { index: self.index, detail: e.to_string() })?;
+        dev.reset_applications_clocks().map_err(|e| {
+            SuiteError::Collect(crate::Error::Nvml {
+                call: "nvmlDeviceResetApplicationsClocks",
+                message: e.to_string(),
+            })
+        })
     }
-    fn run(&mut self, _: &super::SuiteKernel, _: f64) -> Result<super::Measurement, SuiteError> {
-        unreachable!("CudaSuiteDevice cannot be opened yet")
+
+    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, SuiteError> {
+        let f = self
+            .functions
+            .get(kernel.entry.as_str())
+            .ok_or_else(|| SuiteError::Invalid(format!("no suite kernel function {}", kernel.entry)))?
+            .clone();
+        // Warm-up launch: module load, caches, clocks ramping; not measured.
+        self.launch(kernel, &f)?;
+        let clock = Clock::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let power =
+            spawn_power(NvmlPower::open(self.nvml.clone(), self.index)?, self.rate_hz, clock, tx.clone())?;
+        let mut counters = self.counters.take();
+        let running_counters = match counters.as_mut() {
+            Some(c) => {
+                let mut source = std::mem::replace(&mut c.source, Box::new(NoCounters));
+                source.start(clock.now_s())?;
+                Some(spawn_counters(source, self.rate_hz, clock, tx.clone())?)
+            }
+            None => None,
+        };
+        drop(tx);
+        let t0 = clock.now_s();
+        let start = Instant::now();
+        let mut launches = 0u64;
+        let mut failure = None;
+        while start.elapsed().as_secs_f64() < min_seconds {
+            if let Err(e) = self.launch(kernel, &f) {
+                failure = Some(e);
+                break;
+            }
+            launches += 1;
+        }
+        let t1 = clock.now_s();
+        let _ = power.stop()?;
+        if let (Some(running), Some(c)) = (running_counters, counters.as_mut()) {
+            let (source, _) = running.stop()?;
+            c.source = source;
+        }
+        self.counters = counters;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let names = self.counters.as_ref().map(|c| c.source.names()).unwrap_or_default();
+        let mut watts = Vec::new();
+        let (mut core, mut mem) = (Vec::new(), Vec::new());
+        let mut weighted: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        for ev in rx.try_iter() {
+            match ev {
+                Event::Power(p) if p.t_s >= t0 && p.t_s <= t1 => {
+                    watts.push(p.reading.power.get());
+                    core.extend(p.reading.core.map(|m| m.get()));
+                    mem.extend(p.reading.mem.map(|m| m.get()));
+                }
+                Event::Counters(intervals) => {
+                    for iv in intervals {
+                        let overlap = (iv.end_s.min(t1) - iv.start_s.max(t0)).max(0.0);
+                        for (name, rate) in names.iter().zip(&iv.rates) {
+                            let e = weighted.entry(name.clone()).or_default();
+                            e.0 += rate * overlap;
+                            e.1 += overlap;
+                        }
+                    }
+                }
+                Event::Failed(e) => return Err(e.into()),
+                _ => {}
+            }
+        }
+        if watts.is_empty() {
+            return Err(SuiteError::Invalid(format!(
+                "{}: no power sample in {:.2} s: raise --min-seconds or --rate",
+                kernel.name,
+                t1 - t0
+            )));
+        }
+        let mut counter_rates = BTreeMap::new();
+        if let Some(c) = &self.counters {
+            for (name, (sum, secs)) in weighted {
+                if let (Some((canonical, factor)), true) = (c.to_canonical.get(&name), secs > 0.0) {
+                    *counter_rates.entry(canonical.clone()).or_insert(0.0) += factor * sum / secs;
+                }
+            }
+        }
+        let mean = |v: &[f64]| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
+        Ok(Measurement {
+            seconds: t1 - t0,
+            launches,
+            power_w: mean(&watts),
+            power_samples: watts.len(),
+            clocks: ClockPair { core_mhz: mean(&core), mem_mhz: mean(&mem) },
+            counter_rates,
+        })
+    }
+}
+
+/// Placeholder while the real counter source is on the sampler thread.
+struct NoCounters;
+
+impl CounterSource for NoCounters {
+    fn names(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn describe(&self) -> String {
+        "none".into()
+    }
+    fn start(&mut self, _: f64) -> crate::Result<()> {
+        Ok(())
+    }
+    fn poll(&mut self, _: f64) -> crate::Result<Vec<crate::counters::CounterInterval>> {
+        Ok(Vec::new())
+    }
+    fn stop(&mut self, _: f64) -> crate::Result<Vec<crate::counters::CounterInterval>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A texture object over a linear buffer of `elems` 32-bit values of `format`.
+pub(crate) fn texture_over<T>(buf: &CudaSlice<T>, elems: u32) -> Result<u64, SuiteError> {
+    texture_with_format(buf, elems, cudarc::driver::sys::CUarray_format::CU_AD_FORMAT_FLOAT)
+}
+
+/// As [`texture_over`], with the element format (`CU_AD_FORMAT_SIGNED_INT32` for `tex1Dfetch<int>`).
+pub(crate) fn texture_with_format<T>(
+    buf: &CudaSlice<T>,
+    elems: u32,
+    format: cudarc::driver::sys::CUarray_format,
+) -> Result<u64, SuiteError> {
+    use cudarc::driver::DevicePtr;
+    use cudarc::driver::sys;
+    let stream = buf.stream().clone();
+    let (ptr, _sync) = buf.device_ptr(&stream);
+    // SAFETY: plain-old-data descriptors, zero-initialized as the driver API expects, then filled in; the
+    // buffer outlives the texture object (both are owned by the same device struct).
+    unsafe {
+        let mut res: sys::CUDA_RESOURCE_DESC = std::mem::zeroed();
+        res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
+        res.res.linear.devPtr = ptr;
+        res.res.linear.format = format;
+        res.res.linear.numChannels = 1;
+        res.res.linear.sizeInBytes = elems as usize * 4;
+        let tex_desc: sys::CUDA_TEXTURE_DESC = std::mem::zeroed();
+        let mut tex: sys::CUtexObject = 0;
+        let r = sys::cuTexObjectCreate(&mut tex, &res, &tex_desc, std::ptr::null());
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(SuiteError::Cuda { call: "cuTexObjectCreate", message: format!("{r:?}") });
+        }
+        Ok(tex)
     }
 }

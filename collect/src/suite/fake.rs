@@ -56,8 +56,10 @@ impl FakeSuiteDevice {
         let knob = f64::from(kernel.knob.clamp(1, 64));
         let mut r = BTreeMap::new();
         if let Some(e) = kernel.entry() {
-            for (i, c) in e.drives.iter().enumerate() {
-                r.insert((*c).to_string(), 1e9 * scale * (1.0 + 0.1 * i as f64) * (1.0 + knob.ln() / 4.0));
+            for c in e.drives {
+                // A fixed pseudo-random factor per kernel and counter, so that no two counters are exactly
+                // proportional across kernels (real counters are not, and regressions need that).
+                r.insert((*c).to_string(), 1e9 * scale * mix(&kernel.name, c) * (1.0 + knob.ln() / 4.0));
             }
         }
         r.insert("inst_executed".into(), 2e9 * scale);
@@ -119,4 +121,14 @@ impl SuiteDevice for FakeSuiteDevice {
             counter_rates: rates,
         })
     }
+}
+
+/// A factor in [0.5, 1.5) from a name pair (FNV-1a), stable across runs and platforms.
+fn mix(a: &str, b: &str) -> f64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in a.bytes().chain([0]).chain(b.bytes()) {
+        h ^= u64::from(byte);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    0.5 + (h % 1000) as f64 / 1000.0
 }

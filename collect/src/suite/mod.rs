@@ -12,7 +12,7 @@ mod fake;
 mod table;
 
 pub use fake::FakeSuiteDevice;
-pub use table::{SuiteMetadata, read_done, suite_header};
+pub use table::{SuiteMetadata, feature_set_path, feature_set_toml, read_done, suite_header};
 
 use crate::nvrtc::NvrtcError;
 use serde::{Deserialize, Serialize};
@@ -509,7 +509,18 @@ pub fn run_suite(
     meta.warnings = summary.warnings.clone();
     meta.interrupted = summary.interrupted;
     meta.write(&plan.out)?;
+    write_feature_set(&plan.out)?;
     Ok(summary)
+}
+
+/// Writes `<out>.features.toml` from the table as it is on disk (resumed rows included).
+fn write_feature_set(out: &Path) -> Result<(), SuiteError> {
+    let table = match gpumodel_models::Table::read_csv(out, gpumodel_models::table::GROUP_COLUMN) {
+        Ok(t) => t,
+        Err(_) => return Ok(()), // no rows yet (interrupted before the first): nothing to describe
+    };
+    let path = feature_set_path(out);
+    std::fs::write(&path, feature_set_toml(&table)).map_err(|e| SuiteError::io(&path, e))
 }
 
 #[cfg(test)]

@@ -188,3 +188,39 @@ impl SuiteMetadata {
         std::fs::rename(&tmp, &path).map_err(|e| SuiteError::io(&path, e))
     }
 }
+
+/// The feature set of a suite table (`<out>.features.toml`): the paper's ten inputs (Table 5.2) plus the
+/// two clocks, target `power_w`, group `kernel`; the MLR base leaves out the texture events, as the
+/// paper's MLR does (MLR+ uses every input). Inputs that are constant in the table (a clock that was not
+/// swept, a counter no selected kernel drives) are left out: they carry no information and make the
+/// regressions singular. The file says which.
+pub fn feature_set_toml(table: &gpumodel_models::Table) -> String {
+    let candidates = MODEL_INPUTS.iter().map(|(n, _)| *n).chain(["core_mhz", "mem_mhz"]);
+    let (mut inputs, mut dropped) = (Vec::new(), Vec::new());
+    for name in candidates {
+        match table.range(name) {
+            Some((lo, hi)) if hi > lo => inputs.push(format!("\"{name}\"")),
+            _ => dropped.push(name),
+        }
+    }
+    let base: Vec<&str> = inputs.iter().map(String::as_str).filter(|n| !n.starts_with("\"T_")).collect();
+    let mut text = String::from(
+        "# Written by `gpumodel collect --suite`: the paper's ten counter inputs (rates) and the clocks.\n",
+    );
+    if !dropped.is_empty() {
+        text.push_str(&format!("# Left out, constant in this table: {}\n", dropped.join(", ")));
+    }
+    text.push_str(&format!(
+        "name = \"suite-paper10\"\ninputs = [{}]\ntarget = \"power_w\"\ngroup = \"kernel\"\nmlr_base = [{}]\n",
+        inputs.join(", "),
+        base.join(", ")
+    ));
+    text
+}
+
+/// Path of the feature set beside a table: `<out>.features.toml`.
+pub fn feature_set_path(out: &Path) -> PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".features.toml");
+    PathBuf::from(s)
+}

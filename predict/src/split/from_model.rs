@@ -96,7 +96,7 @@ pub fn derive(fm: &FromModel, base_dir: &Path) -> Result<Derived> {
     let cfg = Config { clocks: Some(clocks), warps: None };
     let p = predict_kernel(&kernel, &arch, &model, &cfg).map_err(|e| model_err(&e))?;
     let dynamic = p.power_w - idle;
-    if !(dynamic >= 0.0) {
+    if !dynamic.is_finite() || dynamic < 0.0 {
         return Err(SplitError::BadValue {
             what: format!(
                 "gpu.from_model: predicted power {:.1} W minus idle_power_w {idle} W (the GPU's dynamic power)",

@@ -13,11 +13,12 @@
 
 use super::cg::{CgCase, CgReport};
 use super::dvfs::{self, Cell, DeviceDvfs, LineFit};
+use super::from_model::{Derived, FromModel};
 use super::pareto::{self, DeviceProfile, ParetoPoint, Problem};
 use super::peach::{self, SplitPoint, StaffordRange, TwoDevice};
 use super::{Objective, Result, SplitError};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The whole file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -50,6 +51,9 @@ pub struct CaseFile {
     /// The DVFS configuration to compare the best one against (default: highest clocks, best-time split).
     #[serde(default)]
     pub compare: Option<Compare>,
+    /// Folder that relative paths in the file are taken from (the file's own folder).
+    #[serde(skip)]
+    pub base_dir: PathBuf,
 }
 
 /// The workload.
@@ -118,6 +122,9 @@ pub struct Gpu {
     /// Clock table, instead of rate and power.
     #[serde(default)]
     pub dvfs: Option<DeviceDvfs>,
+    /// Rate and dynamic power predicted from a kernel profile by the timing and power models.
+    #[serde(default)]
+    pub from_model: Option<FromModel>,
 }
 
 /// The baseline of a DVFS comparison.
@@ -200,6 +207,8 @@ pub enum Report {
         stafford: StaffordRange,
         /// The model at the share asked for with `--gpu-share`, if any.
         at: Option<SplitPoint>,
+        /// Where the GPU's rate and dynamic power came from, when predicted by our models.
+        gpu_from_model: Option<Derived>,
     },
     /// PEACH coupled DVFS search.
     Dvfs {
@@ -230,7 +239,9 @@ pub enum Report {
 pub fn load(path: &Path) -> Result<CaseFile> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| SplitError::Io { path: path.display().to_string(), source })?;
-    parse(&text, &path.display().to_string())
+    let mut case = parse(&text, &path.display().to_string())?;
+    case.base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok(case)
 }
 
 /// Parses case-file text; `origin` names it in errors.
@@ -325,6 +336,12 @@ impl CaseFile {
         let (objs, k) = objectives(chosen);
         match (&cpu.dvfs, &gpu.dvfs) {
             (Some(cd), Some(gd)) => {
+                if gpu.from_model.is_some() {
+                    return Err(SplitError::Case(
+                        "[gpu.from_model] gives one clock pair: drop [gpu.dvfs], or set core_mhz / mem_mhz in from_model"
+                            .into(),
+                    ));
+                }
                 let base = self.two_device_base(1.0, 0.0, 1.0, 0.0)?;
                 let cells = dvfs::search(&base, cd, gd, &objs, step)?;
                 let global: Vec<GlobalBest> = (0..objs.len())
@@ -352,14 +369,33 @@ impl CaseFile {
             (None, None) => {
                 let need = |v: Option<f64>, k: &str| {
                     v.ok_or_else(|| {
-                        SplitError::Case(format!("{k} is missing (or give a clock table in .dvfs)"))
+                        SplitError::Case(format!(
+                            "{k} is missing (or give a clock table in .dvfs, or [gpu.from_model] for the GPU)"
+                        ))
                     })
+                };
+                let derived = match &gpu.from_model {
+                    Some(fm) => {
+                        if gpu.rate.is_some() || gpu.dynamic_power_w.is_some() {
+                            return Err(SplitError::Case(
+                                "[gpu] gives both rate/dynamic_power_w and from_model: keep one".into(),
+                            ));
+                        }
+                        Some(super::from_model::derive(fm, &self.base_dir)?)
+                    }
+                    None => None,
+                };
+                let (gpu_rate, gpu_pd) = match &derived {
+                    Some(d) => (d.rate, d.dynamic_power_w),
+                    None => {
+                        (need(gpu.rate, "[gpu] rate")?, need(gpu.dynamic_power_w, "[gpu] dynamic_power_w")?)
+                    }
                 };
                 let sys = self.two_device_base(
                     need(cpu.rate, "[cpu] rate")?,
                     need(cpu.dynamic_power_w, "[cpu] dynamic_power_w")?,
-                    need(gpu.rate, "[gpu] rate")?,
-                    need(gpu.dynamic_power_w, "[gpu] dynamic_power_w")?,
+                    gpu_rate,
+                    gpu_pd,
                 )?;
                 sys.check()?;
                 let best = objs
@@ -382,6 +418,7 @@ impl CaseFile {
                     chosen: objs[k].to_string(),
                     stafford: peach::stafford_range(&sys),
                     at: gpu_share.map(|a| sys.evaluate(a)).transpose()?,
+                    gpu_from_model: derived,
                 })
             }
             _ => Err(SplitError::Case(

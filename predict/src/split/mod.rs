@@ -162,13 +162,18 @@ impl Objective {
 
 impl fmt::Display for Objective {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.a, self.b) {
-            (a, b) if a == 0.0 && b == 1.0 => write!(f, "time"),
-            (a, b) if a == 1.0 && b == 0.0 => write!(f, "energy"),
-            (a, b) if a == 1.0 && b == 1.0 => write!(f, "ed"),
-            (a, b) if a == 1.0 && b == 2.0 => write!(f, "ed2"),
-            (a, b) => write!(f, "E^{a}·D^{b}"),
-        }
+        let name = if *self == Objective::TIME {
+            "time".to_string()
+        } else if *self == Objective::ENERGY {
+            "energy".to_string()
+        } else if *self == Objective::ED {
+            "ed".to_string()
+        } else if *self == Objective::ED2 {
+            "ed2".to_string()
+        } else {
+            format!("E^{}·D^{}", self.a, self.b)
+        };
+        f.write_str(&name)
     }
 }
 
