@@ -58,7 +58,17 @@ def main():
     d = os.path.join(data, "guerreiro-titanx")
     _, ut, ct, yt = load(os.path.join(d, "titanx_micro_names_peak_idle_HPCAandCF.csv"))
     _, uv, cv, yv = load(os.path.join(d, "titanx_real_allFsPower_HPCAandCF.csv"))
-    xt, xv = np.hstack([ut, ct]), np.hstack([uv, cv])
+    if a.features == "titanx-clock-physics":
+        # Same inputs as models/featuresets/titanx-clock-physics.toml: 7 core utilizations x core clock,
+        # DRAM x memory clock, core_mhz^3, mem_mhz; MLR base = the 8 products.
+        def phys(u, c):
+            return np.hstack([u[:, :7] * c[:, :1], u[:, 7:8] * c[:, 1:2], c[:, :1] ** 3, c[:, 1:2]])
+        xt, xv = phys(ut, ct), phys(uv, cv)
+        ut, uv = xt[:, :8], xv[:, :8]
+    elif a.features == "titanx-utilizations":
+        xt, xv = np.hstack([ut, ct]), np.hstack([uv, cv])
+    else:
+        sys.exit(f"--features {a.features}: this script knows titanx-utilizations and titanx-clock-physics")
     sx = StandardScaler().fit(xt)
     zt, zv = sx.transform(xt), sx.transform(xv)
     su = StandardScaler().fit(ut)

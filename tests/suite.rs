@@ -70,18 +70,22 @@ fn the_fake_gpu_suite_writes_a_trainable_table_with_metadata() {
     let p = t.column("power_w").unwrap();
     assert!(p.iter().all(|w| *w > 0.0 && w.is_finite()));
     let fs = FeatureSet::from_toml_file(&dir.path().join("suite.csv.features.toml")).unwrap();
-    assert_eq!(fs.inputs.len(), 12);
-    assert!(
-        !fs.mlr_base.iter().any(|i| i.starts_with("T_")),
-        "the paper's MLR leaves the texture events out"
-    );
-    let ds = Dataset::from_table(&t, &fs).unwrap();
+    // Only the counters these three patterns drive vary, and mem_mhz was not swept: the rest are left out
+    // (constant columns make the regressions singular) and the file says so.
+    assert_eq!(fs.inputs, ["exec_inst/time_s", "S_access/time_s", "core_mhz"]);
+    let text = std::fs::read_to_string(dir.path().join("suite.csv.features.toml")).unwrap();
+    assert!(text.contains("# Left out, constant in this table: G_load, G_store"), "{text}");
+    let mut derived = t.clone();
+    gpumodel_models::features::derive_columns(&mut derived, &fs.inputs).unwrap();
+    let ds = Dataset::from_table(&derived, &fs).unwrap();
     assert_eq!(ds.n_rows(), 20);
     assert_eq!(ds.group_rows().len(), 10);
     // Bank conflicts drive S_access: the 32-way kernel has a higher rate than the 1-way one.
     let s = t.column("S_access").unwrap();
+    let time = t.column("time_s").unwrap();
     let at = |k: &str| t.groups.iter().position(|g| g == k).unwrap();
-    assert!(s[at("shared_conflict_32way")] > s[at("shared_conflict_1way")]);
+    let (hi, lo) = (at("shared_conflict_32way"), at("shared_conflict_1way"));
+    assert!(s[hi] / time[hi] > s[lo] / time[lo]);
 
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("suite.csv.json")).unwrap()).unwrap();
@@ -153,4 +157,64 @@ fn list_kernels_shows_every_pattern_and_its_counters() {
         assert!(text.contains(k), "{k} missing:\n{text}");
     }
     assert!(text.contains("l1_shared_bank_conflict") && text.contains("divergent_branch"));
+}
+
+/// Start to finish on the fake GPU: suite → train → calibrate → predict with both, the README's three
+/// commands. `predict` reads the trained model's `G_load/time_s` inputs from a kernel profile's counter
+/// totals and its predicted time, as train read them from the suite table.
+#[test]
+fn suite_table_trains_a_model_that_predict_uses_with_a_calibrated_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = fake()
+        .current_dir(d)
+        .args(["collect", "--suite", "--clocks", "1410:1215,1095:1215,900:1215", "--out", "suite.csv"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fs = FeatureSet::from_toml_file(&d.join("suite.csv.features.toml")).unwrap();
+    assert_eq!(
+        fs.inputs.len(),
+        11,
+        "all ten counter rates and core_mhz (mem_mhz was not swept): {:?}",
+        fs.inputs
+    );
+    assert!(fs.inputs.contains(&"T_miss/time_s".to_string()));
+    assert!(
+        !fs.mlr_base.iter().any(|i| i.starts_with("T_")),
+        "the paper's MLR leaves the texture events out"
+    );
+    let o = gpumodel()
+        .current_dir(d)
+        .args(["train", "--data", "suite.csv", "--import", "table", "--features", "suite.csv.features.toml"])
+        .args(["--models", "bpann", "--restarts", "1", "--epochs", "300", "--out-dir", "models"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = fake().current_dir(d).args(["calibrate", "--name", "mine", "--repeats", "3"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let model = std::fs::read_dir(d.join("models"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("bpann.json"))
+        .expect("train wrote a BP-ANN artifact");
+    std::fs::write(
+        d.join("k.toml"),
+        "name = \"k\"\n[launch]\ngrid = [432, 1, 1]\nblock = [256, 1, 1]\nregisters_per_thread = 32\n\
+         [counters]\ngld_request = 2e5\nl1_global_load_hit = 1e5\nl1_global_load_miss = 1e5\n\
+         global_store_transaction = 5e4\nlocal_load = 0\nlocal_store = 0\ninst_executed = 5e6\nbranch = 1e5\n\
+         divergent_branch = 1e3\nshared_load = 1e5\nl1_shared_bank_conflict = 1e4\n\
+         tex0_cache_sector_queries = 1e4\ntex0_cache_sector_misses = 1e3\ninst_fp_32 = 2e6\n",
+    )
+    .unwrap();
+    let o = gpumodel()
+        .current_dir(d)
+        .args(["predict", "--kernel", "k.toml", "--arch", "mine.toml", "--model"])
+        .arg(&model)
+        .args(["--warps", "32"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("power") && text.contains("time"), "{text}");
 }

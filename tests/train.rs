@@ -45,8 +45,20 @@ fn fails_with(args: &[&str], needle: &str) {
 /// change may cost before CI fails. Deterministic on one machine (f64, seeded); the tolerance absorbs
 /// floating-point differences between machines, not real regressions.
 const CI_ARGS: &[&str] = &[
-    "train", "--folds", "0", "--group-folds", "0", "--restarts", "1", "--epochs", "1000", "--seed", "1",
-    "--no-write", "--format", "json",
+    "train",
+    "--folds",
+    "0",
+    "--group-folds",
+    "0",
+    "--restarts",
+    "1",
+    "--epochs",
+    "1000",
+    "--seed",
+    "1",
+    "--no-write",
+    "--format",
+    "json",
 ];
 const COMMITTED: &[(&str, f64, f64)] = &[
     // (model, held-out MAPE %, held-out RMSE W)
@@ -80,8 +92,19 @@ fn json_document_has_every_model_and_protocol_and_artifacts_load() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("m");
     let v = json(&[
-        "train", "--folds", "3", "--group-folds", "3", "--restarts", "1", "--epochs", "200", "--format", "json",
-        "--out-dir", out.to_str().unwrap(),
+        "train",
+        "--folds",
+        "3",
+        "--group-folds",
+        "3",
+        "--restarts",
+        "1",
+        "--epochs",
+        "200",
+        "--format",
+        "json",
+        "--out-dir",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(v["data"]["name"], "guerreiro-titanx-micro");
     assert_eq!(v["data"]["rows"], 6528);
@@ -112,7 +135,18 @@ fn gpumodel_models_artifact(p: &Path) -> serde_json::Value {
 #[test]
 fn the_default_table_prints_all_three_models() {
     let out = gpumodel()
-        .args(["train", "--folds", "0", "--group-folds", "0", "--restarts", "1", "--epochs", "100", "--no-write"])
+        .args([
+            "train",
+            "--folds",
+            "0",
+            "--group-folds",
+            "0",
+            "--restarts",
+            "1",
+            "--epochs",
+            "100",
+            "--no-write",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -127,8 +161,18 @@ fn the_default_table_prints_all_three_models() {
 #[test]
 fn nvdvfs_trains_with_grouped_cv_as_the_headline() {
     let v = json(&[
-        "train", "--data", "nvdvfs-gtx1080ti", "--folds", "0", "--restarts", "1", "--epochs", "300", "--no-write",
-        "--format", "json",
+        "train",
+        "--data",
+        "nvdvfs-gtx1080ti",
+        "--folds",
+        "0",
+        "--restarts",
+        "1",
+        "--epochs",
+        "300",
+        "--no-write",
+        "--format",
+        "json",
     ]);
     assert_eq!(v["headline"], "group-kfold");
     assert!(v["test"].is_null());
@@ -145,8 +189,10 @@ fn explain_features_ranks_by_correlation() {
     assert!(abs.windows(2).all(|w| w[0] >= w[1]));
     assert_eq!(v["chosen_counters"].as_array().unwrap().len(), 10);
     // The committed feature set is the choice the analysis prints.
-    let chosen: Vec<&str> = v["chosen_counters"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
-    let inputs: Vec<&str> = v["feature_set_inputs"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let chosen: Vec<&str> =
+        v["chosen_counters"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let inputs: Vec<&str> =
+        v["feature_set_inputs"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
     assert_eq!(&inputs[..10], &chosen[..]);
 }
 
@@ -164,8 +210,20 @@ fn a_guerreiro_file_with_other_utilizations_gets_its_own_default_set() {
     }
     std::fs::write(&p, s).unwrap();
     let v = json(&[
-        "train", "--data", p.to_str().unwrap(), "--group-folds", "3", "--folds", "3", "--restarts", "1", "--epochs",
-        "100", "--no-write", "--format", "json",
+        "train",
+        "--data",
+        p.to_str().unwrap(),
+        "--group-folds",
+        "3",
+        "--folds",
+        "3",
+        "--restarts",
+        "1",
+        "--epochs",
+        "100",
+        "--no-write",
+        "--format",
+        "json",
     ]);
     assert_eq!(v["feature_set"]["inputs"], serde_json::json!(["A", "B", "M", "core_mhz", "mem_mhz"]));
     assert_eq!(v["models"]["mlr"]["inputs"], serde_json::json!(["A", "B", "M"]));
@@ -194,14 +252,31 @@ fn bad_input_is_one_clear_line() {
     std::fs::write(&nan, &s).unwrap();
     let fs_a = dir.path().join("a.toml");
     std::fs::write(&fs_a, "name = 'a'\ninputs = ['a']\n").unwrap();
-    fails_with(&["train", "--data", nan.to_str().unwrap(), "--features", fs_a.to_str().unwrap(), "--no-write"], "NaN");
+    fails_with(
+        &["train", "--data", nan.to_str().unwrap(), "--features", fs_a.to_str().unwrap(), "--no-write"],
+        "NaN",
+    );
 
     let zero = dir.path().join("zero.csv");
     let s = s.replace("NaN", "7").replace("k2,102,", "k2,0,");
     std::fs::write(&zero, &s).unwrap();
     fails_with(
-        &["train", "--data", zero.to_str().unwrap(), "--features", fs_a.to_str().unwrap(), "--no-write", "--folds", "3",
-          "--group-folds", "0", "--epochs", "50", "--restarts", "1"],
+        &[
+            "train",
+            "--data",
+            zero.to_str().unwrap(),
+            "--features",
+            fs_a.to_str().unwrap(),
+            "--no-write",
+            "--folds",
+            "3",
+            "--group-folds",
+            "0",
+            "--epochs",
+            "50",
+            "--restarts",
+            "1",
+        ],
         "MAPE is undefined",
     );
     fails_with(&["train", "--data", nan.to_str().unwrap(), "--no-write"], "--features");

@@ -26,7 +26,7 @@ extern "C" __global__ void chase_global(CAL_ARGS) {
 // CYC_store: cost of a global store — steps stores to distinct lines, each made visible (membar)
 // before the next is issued.
 extern "C" __global__ void store_cost(CAL_ARGS) {
-    unsigned *dst = (unsigned *)chain;  // the chase buffer doubles as the store target
+    unsigned *dst = (unsigned *)chain;  // the host passes a buffer of its own, never a chase chain
     unsigned mask = (unsigned)n - 1u;
     long long t0 = clock64();
     for (int s = 0; s < steps; ++s) {

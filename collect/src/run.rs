@@ -490,3 +490,124 @@ impl Acc {
         (self.n > 0).then(|| self.sum / self.n as f64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{FakeCounters, FakePower};
+    use gpumodel_models::Table;
+
+    fn opts(dir: &Path, program: &[&str]) -> RunOptions {
+        RunOptions {
+            program: program.iter().map(|s| s.to_string()).collect(),
+            out: dir.join("t.csv"),
+            rate_hz: 100.0,
+            min_seconds: 0.0,
+            idle_seconds: 0.15,
+            device: 0,
+            host: "h".into(),
+            chip: None,
+        }
+    }
+
+    /// The fake power source reads 30 W more while the fake counters run: the idle phases must
+    /// report 100 W idle and a 30 W profiler overhead.
+    #[test]
+    fn idle_power_and_profiler_overhead_are_accounted() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let counters = FakeCounters::new(&["inst_executed"], 0.01, |_| vec![4e9]);
+        let running = counters.running_flag();
+        let power =
+            FakePower::from_fn(clock, move |_| if running.load(Ordering::SeqCst) { 130.0 } else { 100.0 });
+        let o = opts(dir.path(), &["/bin/sleep", "0.1"]);
+        let r = run(&o, power, Some(Box::new(counters)), Arc::new(AtomicBool::new(false))).unwrap();
+        let s = r.meta.summary.unwrap();
+        assert_eq!(s.idle_power_w, Some(100.0));
+        // The flag flips between two power reads: allow one sample of the transition.
+        let oh = s.profiler_overhead_w.unwrap();
+        assert!((oh - 30.0).abs() < 3.1, "{oh}");
+        assert_eq!(s.exit_code, Some(0));
+        // Every row is in the program phase: power 130 W (counters running), rate 4e9/s.
+        let t = Table::read_csv(&o.out, "kernel").unwrap();
+        assert!(t.column("power_w").unwrap().iter().all(|&p| p == 130.0));
+        assert!(t.column("inst_executed").unwrap().iter().all(|&c| (c - 4e9).abs() < 1.0));
+        assert!(t.column("exec_inst").unwrap().iter().all(|&c| (c - 4e9).abs() < 1.0));
+    }
+
+    #[test]
+    fn counter_rates_are_time_weighted_over_each_row() {
+        let mut m = Merger {
+            pending: vec![],
+            intervals: vec![],
+            covered_until: f64::NEG_INFINITY,
+            have_counters: true,
+            n_counters: 1,
+            inputs: vec![],
+            last_t: None,
+            run_start: 0.0,
+            written: vec![],
+        };
+        let reading = crate::power::PowerReading { power: gpumodel_models::Watts(1.0), core: None, mem: None };
+        m.push_power(PowerSample { t_s: 0.0, reading, late_s: 0.0 });
+        m.push_power(PowerSample { t_s: 1.0, reading, late_s: 0.0 });
+        // Not covered yet: nothing is ready.
+        assert!(m.ready(false).is_empty());
+        m.push_counters(vec![
+            CounterInterval { start_s: 0.0, end_s: 0.25, rates: vec![100.0] },
+            CounterInterval { start_s: 0.25, end_s: 1.0, rates: vec![20.0] },
+        ]);
+        let rows = m.ready(false);
+        assert_eq!(rows.len(), 1);
+        // (100·0.25 + 20·0.75) / 1 = 40 events/s.
+        assert!((rows[0].counters[0] - 40.0).abs() < 1e-9);
+        assert_eq!(rows[0].dt_s, 1.0);
+    }
+
+    #[test]
+    fn energy_counter_matches_the_power_integral_with_the_fake() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let mut o = opts(dir.path(), &["/bin/sleep", "0.3"]);
+        o.idle_seconds = 0.0;
+        let r = run(&o, FakePower::constant(clock, 50.0), None, Arc::new(AtomicBool::new(false))).unwrap();
+        let s = r.meta.summary.unwrap();
+        assert_eq!(s.energy_source, "energy_counter");
+        // 50 W over ~0.3 s; counter read within one period of each end.
+        assert!((s.energy_j - 50.0 * s.duration_s).abs() < 50.0 * 0.03, "{} vs {}", s.energy_j, s.duration_s);
+        assert!((s.power_integral_j - s.energy_j).abs() < 50.0 * 0.03);
+    }
+
+    #[test]
+    fn restricted_counters_fail_before_the_program_runs_and_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let marker = dir.path().join("ran");
+        let o = opts(dir.path(), &["/bin/touch", marker.to_str().unwrap()]);
+        let e = run(
+            &o,
+            FakePower::constant(clock, 1.0),
+            Some(Box::new(FakeCounters::new(&["a"], 0.01, |_| vec![0.0]).restricted())),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("NVreg_RestrictProfilingToAdminUsers=0"), "{e}");
+        assert!(!marker.exists());
+        let meta = gpumodel_models::trace::read_meta(&o.out).unwrap();
+        assert!(matches!(meta.status, RunStatus::Failed(ref m) if m.contains("admin")));
+    }
+
+    #[test]
+    fn a_power_source_that_dies_stops_the_run_but_keeps_the_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let mut o = opts(dir.path(), &["/bin/sleep", "20"]);
+        o.idle_seconds = 0.0;
+        let r = run(&o, FakePower::constant(clock, 1.0).failing_after(10), None, Arc::new(AtomicBool::new(false)))
+            .unwrap();
+        assert!(matches!(r.meta.status, RunStatus::Failed(ref m) if m.contains("GPU is lost")), "{:?}", r.meta.status);
+        assert_eq!(r.exit, ProgramExit::Killed);
+        let rows = std::fs::read_to_string(&o.out).unwrap().lines().count() - 1;
+        assert!((8..=10).contains(&rows), "{rows}");
+    }
+}

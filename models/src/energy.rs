@@ -58,11 +58,15 @@ impl Objective {
     /// A short label: `E`, `ED`, `ED^2`, `E^0.5·D^2`.
     pub fn label(self) -> String {
         let pow = |x: f64| if x == 1.0 { String::new() } else { format!("^{x}") };
-        match (self.a, self.b) {
-            (a, b) if b == 0.0 => format!("E{}", pow(a)),
-            (a, b) if a == 0.0 => format!("D{}", pow(b)),
-            (a, b) if a == 1.0 => format!("ED{}", pow(b)),
-            (a, b) => format!("E{}·D{}", pow(a), pow(b)),
+        let (a, b) = (self.a, self.b);
+        if b == 0.0 {
+            format!("E{}", pow(a))
+        } else if a == 0.0 {
+            format!("D{}", pow(b))
+        } else if a == 1.0 {
+            format!("ED{}", pow(b))
+        } else {
+            format!("E{}·D{}", pow(a), pow(b))
         }
     }
 

@@ -65,7 +65,8 @@ impl Input {
             }
             let (base, power) = match token.split_once('^') {
                 Some((b, p)) => {
-                    let p: i32 = p.trim().parse().map_err(|_| bad("the power after '^' must be an integer"))?;
+                    let p: i32 =
+                        p.trim().parse().map_err(|_| bad("the power after '^' must be an integer"))?;
                     (b.trim(), p)
                 }
                 None => (token, 1),
@@ -197,9 +198,7 @@ pub fn derive_columns(table: &mut Table, inputs: &[String]) -> Result<()> {
             .collect::<Result<Vec<Array1<f64>>>>()?;
         let names = input.columns();
         let values = Array1::from_shape_fn(table.n_rows(), |r| {
-            input
-                .eval(&|c| names.iter().position(|n| *n == c).map(|k| cols[k][r]))
-                .unwrap_or(f64::NAN)
+            input.eval(&|c| names.iter().position(|n| *n == c).map(|k| cols[k][r])).unwrap_or(f64::NAN)
         });
         table.set_column(name, values)?;
     }
@@ -259,12 +258,8 @@ pub fn builtin(name: &str) -> Result<FeatureSet> {
 pub fn guerreiro_default(table: &Table) -> Result<FeatureSet> {
     let clocks: Vec<String> =
         table.columns.iter().filter(|c| c.ends_with("_mhz") && !c.starts_with("default_")).cloned().collect();
-    let utils: Vec<String> = table
-        .columns
-        .iter()
-        .filter(|c| *c != "power_w" && !c.ends_with("_mhz"))
-        .cloned()
-        .collect();
+    let utils: Vec<String> =
+        table.columns.iter().filter(|c| *c != "power_w" && !c.ends_with("_mhz")).cloned().collect();
     if utils.is_empty() {
         return Err(Error::Invalid(format!("{}: no utilization columns to train on", table.source)));
     }
@@ -322,7 +317,8 @@ mod tests {
 
     #[test]
     fn derive_columns_adds_products() {
-        let mut t = Table::read_csv_bytes(b"kernel,power_w,SP,core_mhz\nk,1,0.5,1000\n", "t", "kernel").unwrap();
+        let mut t =
+            Table::read_csv_bytes(b"kernel,power_w,SP,core_mhz\nk,1,0.5,1000\n", "t", "kernel").unwrap();
         derive_columns(&mut t, &["SP*core_mhz".into(), "SP".into()]).unwrap();
         assert_eq!(t.column("SP*core_mhz").unwrap()[0], 500.0);
         let err = derive_columns(&mut t, &["SP*mem_mhz".into()]).unwrap_err().to_string();

@@ -46,7 +46,7 @@ fn main() {
         }
     }
     println!("brute force over every distribution, for comparison:");
-    for (p, n) in [(2usize, 16u64), (3, 16), (4, 16), (5, 16), (3, 64)] {
+    for (p, n) in [(2usize, 16u64), (4, 16), (6, 16), (3, 64), (4, 64)] {
         let pr = random_problem(p, n, 1, n, 42);
         row("brute force", &pr, || brute_force(&pr, false).map(|f| f.len()).unwrap_or(0));
         row("exact", &pr, || pr.front_dynamic().map(|f| f.len()).unwrap_or(0));

@@ -25,10 +25,8 @@ pub fn kernel(name: &str) -> Option<crate::Result<gpumodel_models::profile::Kern
 
 /// Trained power models embedded in the binary: (name, artifact JSON). Written by `gpumodel train`
 /// (`models/trained/`).
-pub const MODELS: &[(&str, &str)] = &[
-    ("titanx-bpann", include_str!("../../models/trained/titanx-bpann.json")),
-    ("gtx1080ti-bpann", include_str!("../../models/trained/gtx1080ti-bpann.json")),
-];
+pub const MODELS: &[(&str, &str)] =
+    &[("titanx-bpann", include_str!("../../models/trained/titanx-bpann.json"))];
 
 /// The default power model of `gpumodel predict`: the BP-ANN trained on the Titan X data.
 pub const DEFAULT_MODEL: &str = "titanx-bpann";

@@ -120,11 +120,12 @@ fn least_squares(x: &[Vec<f64>], y: &[f64], lambda: f64) -> Option<Vec<f64>> {
             return None;
         }
         a.swap(c, piv);
-        for r in 0..p {
+        let pivot_row = a[c].clone();
+        for (r, row) in a.iter_mut().enumerate() {
             if r != c {
-                let f = a[r][c] / a[c][c];
-                for k in c..=p {
-                    a[r][k] -= f * a[c][k];
+                let f = row[c] / pivot_row[c];
+                for (v, pv) in row.iter_mut().zip(&pivot_row).skip(c) {
+                    *v -= f * pv;
                 }
             }
         }
@@ -302,7 +303,7 @@ pub fn validate(t: &Table, arch: &ArchProfile, objectives: &[Objective]) -> Resu
             let clocks = Clocks { core_mhz: col("core_mhz", r), mem_mhz: col("mem_mhz", r) };
             let tm = predict_time(&x, arch, &occ, clocks);
             let measured_t = col("time_s", r);
-            if !(measured_t > 0.0) {
+            if measured_t.is_nan() || measured_t <= 0.0 {
                 return Err(Error::Invalid(format!(
                     "{} line {}: measured time must be > 0",
                     t.source,
@@ -474,9 +475,7 @@ mod tests {
             ("memory", 1.5, 0.7, 0.0),
         ]
         .iter()
-        .map(|&(k, b, c, s)| {
-            (k, b, [0.0, 0.0, 0.0, c], s, if k == "memory" { 1.2 } else { 1.5 } * b + 0.3 * c + s)
-        })
+        .map(|&(k, b, o, s)| (k, b, o, s, if k == "memory" { 1.2 } else { 1.5 } * b + 0.3 * o + s))
         .collect();
         let c = TimeCalibration::fit(&rows);
         assert!(

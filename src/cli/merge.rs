@@ -1,10 +1,24 @@
-//! `gpumodel merge` — not built yet (see the open issues).
+//! `gpumodel merge TRACE… -o OUT` — joins the per-host / per-GPU traces of a cluster run
+//! (`srun gpumodel collect …` writes one `<program>-<host>-gpu<device>.csv` per task) into one table
+//! with `host` and `device` columns.
 
+use anyhow::Context;
+use gpumodel_models::trace::merge_traces;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Trace CSVs written by `gpumodel collect` (each with its `.json` sidecar).
+    #[arg(required = true)]
+    pub traces: Vec<PathBuf>,
+    /// Merged CSV to write (must not exist).
+    #[arg(long, short)]
+    pub out: PathBuf,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`gpumodel merge` is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let r = merge_traces(&args.traces, &args.out).context("merge")?;
+    eprintln!("{}: {} rows from {} traces, {} columns", args.out.display(), r.rows, r.inputs, r.columns.len());
+    Ok(ExitCode::SUCCESS)
 }

@@ -37,7 +37,7 @@ pub struct Args {
     /// Architecture profile: a built-in name (see the error for the list) or a TOML file.
     #[arg(long, default_value = examples::DEFAULT_ARCH)]
     pub arch: String,
-    /// Power model artifact (JSON), or an embedded one: titanx-bpann, gtx1080ti-bpann.
+    /// Power model artifact (JSON, e.g. models/trained/*.json), or the embedded titanx-bpann.
     #[arg(long, default_value = examples::DEFAULT_MODEL)]
     pub model: String,
     /// Core clock, MHz (default: the architecture's).

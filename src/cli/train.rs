@@ -253,8 +253,9 @@ fn explain(table: &Table, target: &str) -> anyhow::Result<(Vec<(String, f64)>, V
     };
     let mut t = table.clone();
     let ds = dataset(&mut t, &fs)?;
-    let counters = ds
-        .select_features(&ds.feature_names.iter().filter(|n| !n.ends_with("_mhz")).cloned().collect::<Vec<_>>())?;
+    let counters = ds.select_features(
+        &ds.feature_names.iter().filter(|n| !n.ends_with("_mhz")).cloned().collect::<Vec<_>>(),
+    )?;
     Ok((correlation_ranking(&ds), select_by_correlation(&counters, 10, REDUNDANCY)))
 }
 
@@ -338,7 +339,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (test, test_info) = match &test_spec {
         Some(spec) => {
             let (mut o, info) = open(spec, import.filter(|_| args.test.is_some()), bad)?;
-            let ds = dataset(&mut o.imported.table, &fs).with_context(|| format!("test data {}", info.name))?;
+            let ds =
+                dataset(&mut o.imported.table, &fs).with_context(|| format!("test data {}", info.name))?;
             (Some(ds), Some(info))
         }
         None => (None, None),
@@ -358,10 +360,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         s
     };
     let n_cv = (args.folds + args.group_folds) as u64;
-    let total: u64 = specs
-        .iter()
-        .map(|s| s.progress_len() * args.seeds as u64 + cv_spec(s).progress_len() * n_cv)
-        .sum();
+    let total: u64 =
+        specs.iter().map(|s| s.progress_len() * args.seeds as u64 + cv_spec(s).progress_len() * n_cv).sum();
     let pb = progress_bar(total.max(1), "training");
     let mut tick = |n: u64| pb.inc(n);
     let random_folds = if args.folds > 0 { Some(train.kfold(args.folds, args.seed)?) } else { None };
@@ -509,9 +509,7 @@ fn table(r: &Report) -> String {
     if let Some(t) = &r.test {
         out += &format!("Held-out test: {} ({} rows, {} kernels)\n", t.name, t.rows, t.kernels);
     }
-    let header = [
-        "model", "protocol", "MAPE %", "RMSE W", "kernel err %", "worst kernel", "worst %",
-    ];
+    let header = ["model", "protocol", "MAPE %", "RMSE W", "kernel err %", "worst kernel", "worst %"];
     let mut rows = Vec::new();
     for name in ["bpann", "mlr", "mlr+"] {
         let Some(m) = r.models.get(name) else { continue };
@@ -547,7 +545,8 @@ fn table(r: &Report) -> String {
 }
 
 fn csv_rows(r: &Report) -> String {
-    let mut out = String::from("model,protocol,mape_pct,rmse_w,kernel_error_pct,worst_kernel,worst_kernel_error_pct\n");
+    let mut out =
+        String::from("model,protocol,mape_pct,rmse_w,kernel_error_pct,worst_kernel,worst_kernel_error_pct\n");
     for (name, m) in &r.models {
         for (p, x) in protocols(m) {
             out += &format!(

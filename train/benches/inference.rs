@@ -11,7 +11,11 @@ mod common;
 fn inference(c: &mut Criterion) {
     let train = common::titanx("guerreiro-titanx-micro");
     let test = common::titanx("guerreiro-titanx-real");
-    let model = BpannParams { restarts: 1, max_epochs: 100, ..Default::default() }.check().unwrap().fit(&train).unwrap();
+    let model = BpannParams { restarts: 1, max_epochs: 100, ..Default::default() }
+        .check()
+        .unwrap()
+        .fit(&train)
+        .unwrap();
     let mut g = c.benchmark_group("predict_titanx_real");
     g.throughput(Throughput::Elements(test.n_rows() as u64));
     g.bench_function("models_artifact_predict", |b| b.iter(|| model.predict(test.records.view())));

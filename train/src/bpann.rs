@@ -156,7 +156,11 @@ fn init_layers(sizes: &[usize], rng: &mut ChaCha8Rng) -> Vec<Dense> {
             let mut draw = || rng.random_range(-bound..bound);
             let weights = (0..o).map(|_| (0..i).map(|_| draw()).collect()).collect();
             let bias = (0..o).map(|_| draw()).collect();
-            Dense { weights, bias, activation: if k < last { Activation::Sigmoid } else { Activation::Identity } }
+            Dense {
+                weights,
+                bias,
+                activation: if k < last { Activation::Sigmoid } else { Activation::Identity },
+            }
         })
         .collect()
 }

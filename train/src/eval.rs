@@ -124,7 +124,8 @@ pub fn correlation_ranking(ds: &Dataset) -> Vec<(String, f64)> {
         .map(|(j, name)| {
             let x = ds.records.column(j);
             let (mx, sx) = (x.mean().unwrap_or(0.0), x.std(0.0));
-            let cov = x.iter().zip(y.iter()).map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / x.len().max(1) as f64;
+            let cov =
+                x.iter().zip(y.iter()).map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / x.len().max(1) as f64;
             let r = if sx > 0.0 && sy > 0.0 { cov / (sx * sy) } else { 0.0 };
             (name.clone(), r)
         })

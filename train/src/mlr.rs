@@ -63,7 +63,11 @@ pub fn fit_mlr(ds: &Dataset, feature_set: &str, kind: ModelKind) -> Result<Model
         feature_set: feature_set.to_string(),
         input_scaling: scaling,
         target_scaling: Scaling { mean: vec![0.0], std: vec![1.0] },
-        layers: vec![Dense { weights: vec![weights], bias: vec![fitted.intercept()], activation: Activation::Identity }],
+        layers: vec![Dense {
+            weights: vec![weights],
+            bias: vec![fitted.intercept()],
+            activation: Activation::Identity,
+        }],
         base_columns: gpumodel_models::features::base_columns(&ds.feature_names)?,
         training: serde_json::Value::Null,
     })

@@ -27,9 +27,7 @@ fn check(artifact_file: &str, dataset: &str) {
         .table;
     // Inputs rebuilt from base values through the same function `predict` uses.
     let rows: Vec<Vec<f64>> = (0..table.n_rows())
-        .map(|r| {
-            input_vector(&model, |c| table.column_index(c).map(|j| table.data[[r, j]])).unwrap()
-        })
+        .map(|r| input_vector(&model, |c| table.column_index(c).map(|j| table.data[[r, j]])).unwrap())
         .collect();
     let x = Array2::from_shape_fn((rows.len(), model.inputs.len()), |(i, j)| rows[i][j]);
     let ours = model.predict(x.view());

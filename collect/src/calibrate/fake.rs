@@ -26,12 +26,14 @@ pub struct FakeCalibrationDevice {
     pub noise: f64,
     /// Launches made.
     pub launches: usize,
+    /// Every launch's kernel and buffer, in order.
+    pub log: Vec<(&'static str, super::Chain)>,
     rng: u64,
 }
 
 impl FakeCalibrationDevice {
     pub fn new(truth: TrueConstants) -> FakeCalibrationDevice {
-        FakeCalibrationDevice { truth, noise: 0.02, launches: 0, rng: 0x2545_f491_4f6c_dd1d }
+        FakeCalibrationDevice { truth, noise: 0.02, launches: 0, log: Vec::new(), rng: 0x2545_f491_4f6c_dd1d }
     }
 
     fn jitter(&mut self) -> f64 {
@@ -56,6 +58,7 @@ impl CalibrationDevice for FakeCalibrationDevice {
 
     fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
         self.launches += 1;
+        self.log.push((l.entry, l.chain));
         let t = self.truth;
         let steps = f64::from(l.steps);
         let per_step = match l.entry {

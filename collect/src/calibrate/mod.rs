@@ -185,6 +185,8 @@ impl Default for CalParams {
 
 /// Large chase over 256 MiB of u32, one element per 128-byte line: misses every cache up to Hopper's L2.
 const BIG: Chain = Chain { elems: 1 << 26, stride: 32, seed: 0x5eed };
+/// Store target: its own 64 MiB buffer, so the stores never overwrite the chase chain of `BIG`.
+const STORE: Chain = Chain { elems: 1 << 24, stride: 32, seed: 0x570e };
 /// Small chase: 1024 consecutive u32 (4 KiB), fits shared memory and the texture cache.
 const SMALL: Chain = Chain { elems: 1024, stride: 1, seed: 0x7e47 };
 
@@ -236,7 +238,7 @@ pub fn calibrate(
             "cyc_store",
             "global stores to distinct lines, each fenced (membar.gl), 1 thread",
             "store_cost",
-            BIG,
+            STORE,
             1.0,
             dev,
         )?,

@@ -113,3 +113,18 @@ fn dates_are_civil_utc() {
     assert_eq!(civil_date(1_700_000_000), "2023-11-14");
     assert_eq!(civil_date(951_782_400), "2000-02-29");
 }
+
+/// Regression guard: the store kernel writes into the buffer it is given, so it must never be given a
+/// chase chain — on a GPU that would turn later pointer chases into a loop on one cached line.
+#[test]
+fn stores_never_touch_a_chase_chain() {
+    let mut dev = FakeCalibrationDevice::new(TRUTH);
+    calibrate(&mut dev, CalParams { repeats: 1, steps: 64 }, &mut |_| {}).unwrap();
+    let store: Vec<Chain> = dev.log.iter().filter(|(e, _)| *e == "store_cost").map(|(_, c)| *c).collect();
+    assert!(!store.is_empty());
+    for (entry, chain) in &dev.log {
+        if entry.starts_with("chase") || entry.ends_with("_loads") {
+            assert!(!store.contains(chain), "{entry} chases the store target");
+        }
+    }
+}

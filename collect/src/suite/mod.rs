@@ -283,7 +283,7 @@ pub fn select_kernels(filter: &[String]) -> Result<Vec<SuiteKernel>, SuiteError>
         if hits.is_empty() {
             let entries: Vec<&str> = ENTRIES.iter().map(|e| e.name).collect();
             return Err(SuiteError::Invalid(format!(
-                "--kernels: no suite kernel '{f}': use a pattern ({}) or a kernel name from `gpumodel collect --suite --list`",
+                "--kernels: no suite kernel '{f}': use a pattern ({}) or a kernel name from `gpumodel collect --suite --list-kernels`",
                 entries.join(", ")
             )));
         }

@@ -97,7 +97,10 @@ impl RowWriter {
     /// Writes one row and flushes it.
     pub(crate) fn write(&mut self, k: &SuiteKernel, clocks: &str, m: &Measurement) -> Result<(), SuiteError> {
         let pattern = k.entry().map_or("", |e| e.pattern);
-        let rate = |name: &str| m.counter_rates.get(name).copied().unwrap_or(0.0);
+        // Counter columns are totals per launch (rate × time per launch), like a kernel profile's counter
+        // totals, so the feature set's `G_load/time_s` inputs are rates both here and in `predict`.
+        let per_launch = m.seconds / m.launches.max(1) as f64;
+        let rate = |name: &str| m.counter_rates.get(name).copied().unwrap_or(0.0) * per_launch;
         let mut rec: Vec<String> = vec![
             k.name.clone(),
             pattern.to_string(),
@@ -107,7 +110,7 @@ impl RowWriter {
             format_number(m.clocks.core_mhz),
             format_number(m.clocks.mem_mhz),
             format_number(m.power_w),
-            format_number(m.seconds / m.launches.max(1) as f64),
+            format_number(per_launch),
             format_number(m.seconds),
             m.launches.to_string(),
             m.power_samples.to_string(),
@@ -141,7 +144,7 @@ pub struct SuiteMetadata {
     pub clocks_requested: Vec<Option<ClockPair>>,
     pub kernels: Vec<KernelMeta>,
     pub columns: Vec<String>,
-    /// Counter columns are rates: events per second of the run (paper §5.4).
+    /// Counter columns are totals per launch; rates are totals / `time_s` (the feature set's inputs).
     pub counter_units: &'static str,
     pub warnings: Vec<String>,
     pub interrupted: bool,
@@ -166,7 +169,7 @@ impl SuiteMetadata {
                 })
                 .collect(),
             columns: suite_header(),
-            counter_units: "events per second",
+            counter_units: "events per launch (rate = total / time_s)",
             warnings: Vec::new(),
             interrupted: false,
         }
@@ -189,23 +192,43 @@ impl SuiteMetadata {
     }
 }
 
-/// The feature set of a suite table (`<out>.features.toml`): the paper's ten inputs (Table 5.2) plus the
-/// two clocks, target `power_w`, group `kernel`; the MLR base leaves out the texture events, as the
-/// paper's MLR does (MLR+ uses every input). Inputs that are constant in the table (a clock that was not
-/// swept, a counter no selected kernel drives) are left out: they carry no information and make the
-/// regressions singular. The file says which.
+/// The feature set of a suite table (`<out>.features.toml`): the paper's ten inputs (Table 5.2) as rates
+/// — derived inputs `G_load/time_s`, …, counter totals per launch over the time per launch, which
+/// `predict` evaluates the same way from a kernel profile's totals and its predicted time — plus the two
+/// clocks; target `power_w`, group `kernel`. The MLR base leaves out the texture events, as the paper's
+/// MLR does (MLR+ uses every input). Inputs that are constant in the table (a clock that was not swept, a
+/// counter no selected kernel drives) are left out: they carry no information and make the regressions
+/// singular. The file says which.
 pub fn feature_set_toml(table: &gpumodel_models::Table) -> String {
-    let candidates = MODEL_INPUTS.iter().map(|(n, _)| *n).chain(["core_mhz", "mem_mhz"]);
-    let (mut inputs, mut dropped) = (Vec::new(), Vec::new());
-    for name in candidates {
-        match table.range(name) {
-            Some((lo, hi)) if hi > lo => inputs.push(format!("\"{name}\"")),
-            _ => dropped.push(name),
+    let time = table.column("time_s");
+    let varies = |name: &str, per_time: bool| -> bool {
+        let (Some(col), Some(t)) = (table.column(name), time.as_ref()) else { return false };
+        let v: Vec<f64> = col.iter().zip(t.iter()).map(|(x, t)| if per_time { x / t } else { *x }).collect();
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        lo.is_finite() && hi.is_finite() && hi > lo
+    };
+    let (mut inputs, mut base, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
+    for (name, _) in MODEL_INPUTS {
+        if varies(name, true) {
+            inputs.push(format!("\"{name}/time_s\""));
+            if !name.starts_with("T_") {
+                base.push(format!("\"{name}/time_s\""));
+            }
+        } else {
+            dropped.push(*name);
         }
     }
-    let base: Vec<&str> = inputs.iter().map(String::as_str).filter(|n| !n.starts_with("\"T_")).collect();
+    for clock in ["core_mhz", "mem_mhz"] {
+        if varies(clock, false) {
+            inputs.push(format!("\"{clock}\""));
+            base.push(format!("\"{clock}\""));
+        } else {
+            dropped.push(clock);
+        }
+    }
     let mut text = String::from(
-        "# Written by `gpumodel collect --suite`: the paper's ten counter inputs (rates) and the clocks.\n",
+        "# Written by `gpumodel collect --suite`: the paper's ten counter inputs as rates, and the clocks.\n",
     );
     if !dropped.is_empty() {
         text.push_str(&format!("# Left out, constant in this table: {}\n", dropped.join(", ")));

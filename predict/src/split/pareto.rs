@@ -15,6 +15,7 @@
 
 use super::{Objective, Result, SplitError, non_negative, positive};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One device's measured profile: time and dynamic energy for each workload size it was run at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,47 +104,56 @@ impl Problem {
     /// sums to exactly `units`.
     pub fn front_dynamic(&self) -> Result<Vec<ParetoPoint>> {
         self.check()?;
-        let n = self.units as usize;
+        let n = self.units;
         // stages[k][s]: Pareto set of the partial distributions over devices 0..=k handing out s units,
-        // each node pointing at its parent in stage k − 1 (no per-node vectors to copy).
-        let mut stages: Vec<Vec<Vec<Node>>> = Vec::with_capacity(self.devices.len());
-        let root = vec![vec![Node { t: 0.0, e: 0.0, parent: 0, x: 0 }]];
+        // each node pointing at its parent in stage k − 1 (no per-node vectors to copy). Only reachable
+        // sums are stored, so sizes may be large numbers (bytes, rows) without a table of n entries.
+        let mut stages: Vec<BTreeMap<u64, Vec<Node>>> = Vec::with_capacity(self.devices.len());
+        let root = BTreeMap::from([(0u64, vec![Node { t: 0.0, e: 0.0, parent: 0, x: 0 }])]);
         let p = self.devices.len();
         for (k, d) in self.devices.iter().enumerate() {
-            let prev: &Vec<Vec<Node>> = stages.last().unwrap_or(&root);
+            let prev = stages.last().unwrap_or(&root);
             let last = k + 1 == p;
-            let mut next: Vec<Vec<Node>> = vec![Vec::new(); n + 1];
+            let mut next: BTreeMap<u64, Vec<Node>> = BTreeMap::new();
             let choices: Vec<(u64, f64, f64)> = std::iter::once((0u64, 0.0, 0.0))
                 .chain(d.sizes.iter().enumerate().map(|(i, &x)| (x, d.time_s[i], d.dynamic_energy_j[i])))
                 .collect();
-            for (s, front) in prev.iter().enumerate() {
+            for (&s, front) in prev {
                 for (j, part) in front.iter().enumerate() {
                     for &(x, t, e) in &choices {
-                        let Some(total) = (s as u64).checked_add(x).filter(|&v| v <= self.units) else {
+                        let Some(total) = s.checked_add(x).filter(|&v| v <= n) else {
                             break;
                         };
-                        if last && total != self.units {
+                        if last && total != n {
                             continue;
                         }
-                        next[total as usize].push(Node { t: part.t.max(t), e: part.e + e, parent: j, x });
+                        next.entry(total).or_default().push(Node {
+                            t: part.t.max(t),
+                            e: part.e + e,
+                            parent: j,
+                            x,
+                        });
                     }
                 }
             }
-            for f in &mut next {
+            for f in next.values_mut() {
                 prune_nodes(f);
             }
             stages.push(next);
         }
-        let front: Vec<ParetoPoint> = stages[p - 1][n]
+        let front: Vec<ParetoPoint> = stages[p - 1]
+            .get(&n)
+            .map(|f| f.as_slice())
+            .unwrap_or_default()
             .iter()
             .map(|node| {
                 let mut dist = vec![0u64; p];
                 let (mut s, mut cur) = (n, node);
                 for k in (0..p).rev() {
                     dist[k] = cur.x;
-                    s -= cur.x as usize;
+                    s -= cur.x;
                     if k > 0 {
-                        cur = &stages[k - 1][s][cur.parent];
+                        cur = &stages[k - 1][&s][cur.parent];
                     }
                 }
                 ParetoPoint { time_s: node.t, energy_j: node.e, distribution: dist }
@@ -382,6 +392,17 @@ mod tests {
         assert!(matches!(p.check(), Err(SplitError::BadValue { .. })));
         let mut p = good.clone();
         p.units = 100; // more than 2 devices × 3 units can take
+        assert!(p.front_dynamic().is_err());
+        // Huge sizes are fine: only reachable sums are stored.
+        let mut p = good.clone();
+        for d in &mut p.devices {
+            d.sizes = vec![1 << 40, 1 << 41, 3 << 40];
+        }
+        p.units = 3 << 41;
+        let f = p.front_dynamic().unwrap();
+        assert!(f.iter().all(|q| q.distribution.iter().sum::<u64>() == 3 << 41));
+        let mut p = good.clone();
+        p.units = u64::MAX; // unreachable: an error, no allocation
         assert!(p.front_dynamic().is_err());
         let p = Problem { devices: vec![], ..good };
         assert!(matches!(p.check(), Err(SplitError::EmptyTable { .. })));

@@ -1,0 +1,165 @@
+//! `gpumodel predict` driven through the real binary: the fresh-clone default, sweeps, and the bad inputs
+//! the issue lists (missing profile fields, launches over hardware limits, unknown architectures, models
+//! whose inputs a kernel profile cannot provide).
+
+use assert_cmd::Command;
+use std::path::PathBuf;
+
+fn gpumodel() -> Command {
+    Command::cargo_bin("gpumodel").unwrap()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = gpumodel().args(args).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn fails_with(args: &[&str], needles: &[&str]) {
+    let out = gpumodel().args(args).output().unwrap();
+    assert!(!out.status.success(), "expected failure: {args:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks '{n}': {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const KERNEL: &str = r#"
+name = "k"
+[launch]
+grid = [1000, 1, 1]
+block = [256, 1, 1]
+[counters]
+inst_executed = 1e6
+uncached_global_load_transaction = 1e5
+global_store_transaction = 1e4
+"#;
+
+/// The README's main-job command: no argument but --warps, on a fresh clone (embedded kernel, arch, model).
+#[test]
+fn warps_32_alone_prints_time_power_energy_and_bottleneck() {
+    let out = gpumodel().args(["predict", "--warps", "32"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = String::from_utf8_lossy(&out.stdout);
+    for needle in ["time", "power", "energy", "bottleneck", "32 warps/SM", "share %", "access ratio"] {
+        assert!(s.contains(needle), "{needle}: {s}");
+    }
+}
+
+#[test]
+fn json_prediction_is_consistent() {
+    let v = json(&["predict", "--warps", "32"]);
+    let p = &v["prediction"];
+    let (t, w, e) =
+        (p["time_s"].as_f64().unwrap(), p["power_w"].as_f64().unwrap(), p["energy_j"].as_f64().unwrap());
+    assert!(t > 0.0 && w > 20.0 && w < 400.0, "{p}");
+    assert!((e - t * w).abs() <= 1e-12 * e.abs().max(1.0), "E = P·T");
+    assert_eq!(p["detail"]["occupancy"]["active_warps_per_sm"], 32);
+    let shares: f64 =
+        p["detail"]["components"].as_array().unwrap().iter().map(|c| c["share"].as_f64().unwrap()).sum();
+    assert!((shares - 1.0).abs() < 1e-9);
+}
+
+/// Fewer resident warps hide less latency: the reduction example cannot get faster with fewer warps.
+#[test]
+fn warps_sweep_covers_every_setting_and_prints_optima() {
+    let v = json(&["predict", "--sweep", "warps", "--objective", "ed2", "--objective", "0.5,2"]);
+    let pts = v["sweep"]["points"].as_array().unwrap();
+    // 256-thread blocks = 8 warps; the Titan X holds 64 warps per SM: settings 8..=64.
+    assert_eq!(pts.len(), 57);
+    let t: Vec<f64> = pts.iter().map(|p| p["time_s"].as_f64().unwrap()).collect();
+    assert!(t.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-12)), "{t:?}");
+    let optima = v["sweep"]["optima"].as_array().unwrap();
+    assert_eq!(optima.len(), 2);
+    assert_eq!(optima[1]["objective"], "E^0.5·D^2");
+}
+
+#[test]
+fn core_clock_sweep_uses_the_arch_clocks() {
+    // The Titan X profile lists the 16 core clocks of Guerreiro et al.'s grid, 595..1164 MHz.
+    let v = json(&["predict", "--sweep", "core-clock"]);
+    let pts = v["sweep"]["points"].as_array().unwrap();
+    let xs: Vec<f64> = pts.iter().map(|p| p["x"].as_f64().unwrap()).collect();
+    assert_eq!((xs.len(), xs[0], xs[15]), (16, 595.0, 1164.0));
+    // Compute-bound example: time falls as the core clock rises.
+    let t: Vec<f64> = pts.iter().map(|p| p["time_s"].as_f64().unwrap()).collect();
+    assert!(t[15] < t[0]);
+}
+
+#[test]
+fn missing_profile_fields_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = write(&dir, "k.toml", &KERNEL.replace("global_store_transaction = 1e4\n", ""));
+    fails_with(&["predict", "--kernel", k.to_str().unwrap()], &["lacks counters.global_store_transaction"]);
+}
+
+#[test]
+fn launch_over_a_hardware_limit_names_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = write(&dir, "k.toml", &KERNEL.replace("block = [256, 1, 1]", "block = [2048, 1, 1]"));
+    fails_with(
+        &["predict", "--kernel", k.to_str().unwrap()],
+        &["threads per block is 2048, the limit is 1024"],
+    );
+    let k = write(
+        &dir,
+        "r.toml",
+        &KERNEL.replace("block = [256, 1, 1]", "block = [256, 1, 1]\nregisters_per_thread = 300"),
+    );
+    fails_with(
+        &["predict", "--kernel", k.to_str().unwrap()],
+        &["registers per thread is 300, the limit is 255"],
+    );
+    fails_with(&["predict", "--warps", "65"], &["--warps 65 is outside 1..=64"]);
+}
+
+#[test]
+fn unknown_architecture_lists_the_known_ones() {
+    fails_with(
+        &["predict", "--arch", "rtx9090"],
+        &["unknown architecture 'rtx9090'", "c2075", "gtx1080ti", "h100"],
+    );
+}
+
+#[test]
+fn a_model_the_profile_cannot_feed_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/trained/titanx-bpann.json"),
+    )
+    .unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    m["inputs"][0] = "fan_speed_pct".into();
+    let p = write(&dir, "m.json", &m.to_string());
+    fails_with(&["predict", "--model", p.to_str().unwrap()], &["needs base value(s) fan_speed_pct"]);
+}
+
+#[test]
+fn core_clock_sweep_needs_a_clock_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/trained/titanx-bpann.json"),
+    )
+    .unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let i = m["inputs"].as_array().unwrap().iter().position(|x| x == "core_mhz").unwrap();
+    m["inputs"][i] = "SP".into();
+    let p = write(&dir, "m.json", &m.to_string());
+    fails_with(
+        &["predict", "--sweep", "core-clock", "--model", p.to_str().unwrap()],
+        &["has no core_mhz input"],
+    );
+}
+
+#[test]
+fn bad_objective_and_unknown_kernel() {
+    fails_with(&["predict", "--objective", "ed-2"], &["objective 'ed-2'"]);
+    fails_with(&["predict", "--kernel", "nope.toml"], &["'nope.toml' not found", "reduction"]);
+}
