@@ -332,3 +332,43 @@ fn gpu_profile_from_counters_feeds_the_split() {
     let text = text.replace("../kernels/matrixmul.toml", "/nonexistent/kernel.toml");
     assert_one_line_error(&text, &[], "gpu.from_model");
 }
+
+#[test]
+fn gpu_clock_table_from_counters_feeds_the_dvfs_search() {
+    // Item 7 with DVFS: one prediction per core clock becomes the GPU's clock table.
+    let r = json(&[], &example("model_gpu_matrixmul_dvfs.toml"));
+    assert_eq!(r["model"], "dvfs");
+    let rows = r["gpu_from_model"].as_array().unwrap();
+    let clocks: Vec<f64> = rows.iter().map(|d| f(&d["core_mhz"])).collect();
+    assert_eq!(clocks, vec![1100.0, 1000.0, 900.0, 800.0, 700.0]);
+    for d in rows {
+        assert!((f(&d["rate"]) - 0.268435456 / f(&d["time_s"])).abs() < 1e-9 * f(&d["rate"]));
+        assert!((f(&d["dynamic_power_w"]) - (f(&d["power_w"]) - 15.0)).abs() < 1e-9);
+    }
+    assert_eq!(r["cells"].as_array().unwrap().len(), 5 * 5);
+    // The 1100 MHz row is the same prediction as the fixed-clock example's.
+    let fixed = json(&[], &example("model_gpu_matrixmul.toml"));
+    assert!((f(&rows[0]["rate"]) - f(&fixed["gpu_from_model"]["rate"])).abs() < 1e-9);
+    // A sweep without a CPU clock table is refused with a one-line reason.
+    let text = std::fs::read_to_string(example("model_gpu_matrixmul_dvfs.toml")).unwrap();
+    let cpu_fixed = text.replace(
+        "[cpu.dvfs]\nclocks = [2.6, 2.2, 1.8, 1.4, 1.2]\nrate = { slope = 111.0, intercept = 6.1 }\ndynamic_power_w = { slope = 124.0, intercept = -100.23 }",
+        "[cpu]\nrate = 293.0\ndynamic_power_w = 239.4",
+    );
+    assert_ne!(cpu_fixed, text);
+    // Absolute kernel and model paths, so the file can live in a temporary folder.
+    let ex = root().join("datasets/examples");
+    let cpu_fixed = cpu_fixed
+        .replace("../kernels/matrixmul.toml", &ex.join("kernels/matrixmul.toml").display().to_string())
+        .replace(
+            "../../../models/trained/titanx-bpann.json",
+            &root().join("models/trained/titanx-bpann.json").display().to_string(),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sweep_cpu_fixed.toml");
+    std::fs::write(&path, &cpu_fixed).unwrap();
+    let out = gpumodel().arg("split").arg(&path).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("for both devices or for neither"), "{err}");
+}

@@ -281,3 +281,30 @@ fn bad_input_is_one_clear_line() {
     );
     fails_with(&["train", "--data", nan.to_str().unwrap(), "--no-write"], "--features");
 }
+
+/// MLR / MLR+ checked against an external reference: scikit-learn 1.9.1 `LinearRegression` on the same
+/// split (train guerreiro-titanx-micro, test guerreiro-titanx-real; MLR = 8 utilizations, MLR+ = + the two
+/// clocks), computed with the loader of `benches/sklearn_compare.py`:
+/// mlr 22.498524717599057 % / 29.429742356056384 W, mlr+ 12.28970953770693 % / 16.24335862695827 W.
+#[test]
+fn mlr_works_like_scikit_learn() {
+    let v = json(&[
+        "train",
+        "--models",
+        "mlr,mlr+",
+        "--folds",
+        "0",
+        "--group-folds",
+        "0",
+        "--no-write",
+        "--format",
+        "json",
+    ]);
+    for (model, mape, rmse) in
+        [("mlr", 22.498524717599057, 29.429742356056384), ("mlr+", 12.28970953770693, 16.24335862695827)]
+    {
+        let m = &v["models"][model]["held-out"];
+        assert!((m["mape_pct"].as_f64().unwrap() - mape).abs() < 1e-6, "{model}: {m}");
+        assert!((m["rmse_w"].as_f64().unwrap() - rmse).abs() < 1e-6, "{model}: {m}");
+    }
+}

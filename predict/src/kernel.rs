@@ -72,7 +72,7 @@ fn checked_clocks(arch: &ArchProfile, cfg: &Config) -> Result<Clocks> {
 }
 
 /// The warps cap: `--warps`, else the measured achieved occupancy rounded up to whole blocks.
-fn warps_cap(k: &KernelProfile, arch: &ArchProfile, cfg: &Config) -> Option<u32> {
+pub(crate) fn warps_cap(k: &KernelProfile, arch: &ArchProfile, cfg: &Config) -> Option<u32> {
     cfg.warps.or_else(|| {
         let occ = k.code.get("achieved_occupancy").copied().filter(|o| *o > 0.0 && *o <= 1.0)?;
         let wpb = arch.warps_per_block(k.launch.threads_per_block()).max(1);
@@ -147,7 +147,7 @@ pub fn predict_kernel(
     let t0 = if clocks == default { None } else { Some(predict_time(&x, arch, &occ, default).time_s) };
     let detail = time_with(k, &x, arch, occ, clocks);
     let base = base_values(k, &x, arch, t0.unwrap_or(detail.time_s), detail.time_s, clocks);
-    let inputs = input_vector(model, |c| base.get(c).copied()).map_err(|e| {
+    let inputs = input_vector(model, |c| base.get(c)).map_err(|e| {
         Error::Mismatch(format!(
             "{e}; a kernel profile provides {} (and counter totals by name)",
             crate::power::UTILIZATIONS.join(", ") + ", core_mhz, mem_mhz, time_ms"

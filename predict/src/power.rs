@@ -15,22 +15,75 @@
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::profile::KernelProfile;
 use gpumodel_models::timing::{Clocks, TimingInputs};
-use std::collections::BTreeMap;
 
 /// Names of Guerreiro's utilizations, in their dataset's order.
 pub const UTILIZATIONS: [&str; 8] = ["SP", "INT", "DP", "SFU", "CF", "L2", "Shared", "DRAM"];
 
+/// A kernel's base values at one configuration, looked up by name without allocating (sweeps call this
+/// for every point).
+#[derive(Debug, Clone, Copy)]
+pub struct BaseValues<'a> {
+    k: &'a KernelProfile,
+    x: &'a TimingInputs,
+    /// Guerreiro's utilizations, in the order of [`UTILIZATIONS`].
+    pub utilizations: [f64; 8],
+    pub clocks: Clocks,
+    pub default_clocks: Clocks,
+    pub time_s: f64,
+    tx_bytes: f64,
+}
+
+impl BaseValues<'_> {
+    /// The value of a base column: a utilization, a clock, `time_ms` / `time_s`, an nvprof-named total
+    /// (where a name is both canonical and nvprof, the nvprof meaning wins: thread-level FP/INT counts),
+    /// a canonical counter total, or one of the paper's ten inputs as a total.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        if let Some(i) = UTILIZATIONS.iter().position(|u| *u == name) {
+            return Some(self.utilizations[i]);
+        }
+        let x = self.x;
+        let shared_ld_frac = if x.shared_base > 0.0 {
+            self.k.counter("shared_load").unwrap_or(0.0) / x.shared_base
+        } else {
+            0.0
+        };
+        let v = match name {
+            "core_mhz" => self.clocks.core_mhz,
+            "mem_mhz" => self.clocks.mem_mhz,
+            "default_core_mhz" => self.default_clocks.core_mhz,
+            "default_mem_mhz" => self.default_clocks.mem_mhz,
+            "time_ms" => self.time_s * 1e3,
+            "time_s" => self.time_s,
+            "inst_fp_32" => x.inst_fp32 * 32.0,
+            "inst_fp_64" => x.inst_fp64 * 32.0,
+            "inst_integer" => x.inst_int * 32.0,
+            "flop_count_sp_special" => x.inst_sfu * 32.0,
+            "gld_transactions" => x.load_tx,
+            "gst_transactions" => x.store_tx,
+            "dram_read_transactions" => x.dram_read_bytes.unwrap_or(x.load_tx * self.tx_bytes) / 32.0,
+            "dram_write_transactions" => x.dram_write_bytes.unwrap_or(x.store_tx * self.tx_bytes) / 32.0,
+            "shared_load_transactions" => (x.shared_base + x.shared_conflicts) * shared_ld_frac,
+            "cf_executed" => self.k.counter("branch").unwrap_or(0.0),
+            other => {
+                return self.k.counter(other).or_else(|| {
+                    self.k.model_input_totals().into_iter().find(|(n, _)| *n == other).and_then(|(_, t)| t)
+                });
+            }
+        };
+        Some(v)
+    }
+}
+
 /// The base values of a kernel at `clocks`, given its predicted time there (`time_s`) and at the default
 /// clocks (`time_default_s`).
-pub fn base_values(
-    k: &KernelProfile,
-    x: &TimingInputs,
+pub fn base_values<'a>(
+    k: &'a KernelProfile,
+    x: &'a TimingInputs,
     arch: &ArchProfile,
     time_default_s: f64,
     time_s: f64,
     clocks: Clocks,
-) -> BTreeMap<String, f64> {
-    let mut v = BTreeMap::new();
+) -> BaseValues<'a> {
     let n = arch.sm_count.value;
     let fc0 = arch.core_mhz.value * 1e6;
     let t0 = time_default_s.max(f64::MIN_POSITIVE);
@@ -54,41 +107,13 @@ pub fn base_values(
         pipe(x.shared_base + x.shared_conflicts, arch.cost_ldst.value),
         dram_bytes / (t0 * arch.bandwidth_bytes_per_s(arch.mem_mhz.value)),
     ];
-    for (name, u) in UTILIZATIONS.iter().zip(utils) {
-        v.insert(name.to_string(), u.clamp(0.0, 1.0));
+    BaseValues {
+        k,
+        x,
+        utilizations: utils.map(|u| u.clamp(0.0, 1.0)),
+        clocks,
+        default_clocks: Clocks::default_for(arch),
+        time_s,
+        tx_bytes: tx,
     }
-    v.insert("core_mhz".into(), clocks.core_mhz);
-    v.insert("mem_mhz".into(), clocks.mem_mhz);
-    v.insert("default_core_mhz".into(), arch.core_mhz.value);
-    v.insert("default_mem_mhz".into(), arch.mem_mhz.value);
-    v.insert("time_ms".into(), time_s * 1e3);
-    v.insert("time_s".into(), time_s);
-    for (name, total) in &k.counters {
-        v.insert(name.clone(), *total);
-    }
-    for (name, total) in k.model_input_totals() {
-        if let Some(t) = total {
-            v.insert(name.to_string(), t);
-        }
-    }
-    // nvprof names (NV-DVFS models count thread-level FP/INT operations and 32-byte transactions).
-    let shared_tx = x.shared_base + x.shared_conflicts;
-    let shared_ld_frac =
-        if x.shared_base > 0.0 { k.counter("shared_load").unwrap_or(0.0) / x.shared_base } else { 0.0 };
-    let nvprof = [
-        ("inst_fp_32", x.inst_fp32 * 32.0),
-        ("inst_fp_64", x.inst_fp64 * 32.0),
-        ("inst_integer", x.inst_int * 32.0),
-        ("flop_count_sp_special", x.inst_sfu * 32.0),
-        ("gld_transactions", x.load_tx),
-        ("gst_transactions", x.store_tx),
-        ("dram_read_transactions", x.dram_read_bytes.unwrap_or(x.load_tx * tx) / 32.0),
-        ("dram_write_transactions", x.dram_write_bytes.unwrap_or(x.store_tx * tx) / 32.0),
-        ("shared_load_transactions", shared_tx * shared_ld_frac),
-        ("cf_executed", k.counter("branch").unwrap_or(0.0)),
-    ];
-    for (name, total) in nvprof {
-        v.insert(name.to_string(), total);
-    }
-    v
 }

@@ -5,9 +5,9 @@ use crate::kernel::{Config, predict_kernel};
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::energy::Objective;
-use gpumodel_models::features::base_columns;
+use gpumodel_models::features::{Input, base_columns};
 use gpumodel_models::profile::KernelProfile;
-use gpumodel_models::timing::Clocks;
+use gpumodel_models::timing::{Clocks, TimingInputs, occupancy, predict_time};
 use serde::Serialize;
 
 /// What a sweep varies.
@@ -50,6 +50,48 @@ pub struct Sweep {
     pub optima: Vec<Optimum>,
 }
 
+/// The per-point work of a sweep without the allocations of a full [`crate::Prediction`]: the model's
+/// input names are parsed once. The first point goes through [`predict_kernel`], so its errors (missing
+/// profile fields, inputs the profile cannot provide) are the same.
+struct Lean<'a> {
+    k: &'a KernelProfile,
+    x: TimingInputs,
+    arch: &'a ArchProfile,
+    model: &'a ModelArtifact,
+    inputs: Vec<Input>,
+}
+
+impl<'a> Lean<'a> {
+    fn new(k: &'a KernelProfile, arch: &'a ArchProfile, model: &'a ModelArtifact) -> Result<Lean<'a>> {
+        let inputs = model.inputs.iter().map(|n| Input::parse(n)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Lean { k, x: TimingInputs::from_profile(k)?, arch, model, inputs })
+    }
+
+    fn point(&self, x_value: f64, cfg: &Config, buf: &mut Vec<f64>) -> Result<SweepPoint> {
+        let default = Clocks::default_for(self.arch);
+        let clocks = cfg.clocks.unwrap_or(default);
+        let occ = occupancy(&self.k.launch, self.arch, crate::kernel::warps_cap(self.k, self.arch, cfg))?;
+        let t = predict_time(&self.x, self.arch, &occ, clocks);
+        let t0 =
+            if clocks == default { t.time_s } else { predict_time(&self.x, self.arch, &occ, default).time_s };
+        let base = crate::power::base_values(self.k, &self.x, self.arch, t0, t.time_s, clocks);
+        buf.clear();
+        for i in &self.inputs {
+            let v =
+                i.eval(&|c| base.get(c)).map_err(|c| Error::Mismatch(format!("missing base value {c}")))?;
+            buf.push(v);
+        }
+        let power_w = self.model.predict_one(buf);
+        Ok(SweepPoint {
+            x: x_value,
+            time_s: t.time_s,
+            power_w,
+            energy_j: power_w * t.time_s,
+            bottleneck: t.bottleneck().0,
+        })
+    }
+}
+
 fn optima(points: &[SweepPoint], objectives: &[Objective]) -> Vec<Optimum> {
     let ed: Vec<(f64, f64)> = points.iter().map(|p| (p.energy_j, p.time_s)).collect();
     objectives
@@ -77,15 +119,14 @@ pub fn sweep_warps(
     let wpb = arch.warps_per_block(k.launch.threads_per_block()).max(1);
     let max = arch.max_warps_per_sm.value as u32;
     let mut points = Vec::with_capacity(max as usize);
+    if wpb <= max {
+        // The first point through the full path: its errors are the ones users should see.
+        predict_kernel(k, arch, model, &Config { warps: Some(wpb), ..*cfg })?;
+    }
+    let lean = Lean::new(k, arch, model)?;
+    let mut buf = Vec::with_capacity(model.inputs.len());
     for w in wpb..=max {
-        let p = predict_kernel(k, arch, model, &Config { warps: Some(w), ..*cfg })?;
-        points.push(SweepPoint {
-            x: f64::from(w),
-            time_s: p.time_s,
-            power_w: p.power_w,
-            energy_j: p.energy_j,
-            bottleneck: p.detail.bottleneck,
-        });
+        points.push(lean.point(f64::from(w), &Config { warps: Some(w), ..*cfg }, &mut buf)?);
     }
     if points.is_empty() {
         return Err(Error::Invalid(format!(
@@ -115,18 +156,48 @@ pub fn sweep_core_clock(
         )));
     }
     let mem = cfg.clocks.map_or(arch.mem_mhz.value, |c| c.mem_mhz);
-    let mut points = Vec::new();
-    for &f in &arch.core_clocks_mhz.value {
+    let lean = Lean::new(k, arch, model)?;
+    let mut buf = Vec::with_capacity(model.inputs.len());
+    let mut points = Vec::with_capacity(arch.core_clocks_mhz.value.len());
+    for (i, &f) in arch.core_clocks_mhz.value.iter().enumerate() {
         let c = Config { clocks: Some(Clocks { core_mhz: f, mem_mhz: mem }), ..*cfg };
-        let p = predict_kernel(k, arch, model, &c)?;
-        points.push(SweepPoint {
-            x: f,
-            time_s: p.time_s,
-            power_w: p.power_w,
-            energy_j: p.energy_j,
-            bottleneck: p.detail.bottleneck,
-        });
+        if i == 0 {
+            predict_kernel(k, arch, model, &c)?;
+        }
+        points.push(lean.point(f, &c, &mut buf)?);
     }
     let optima = optima(&points, objectives);
     Ok(Sweep { kind: SweepKind::CoreClock, points, optima })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sweeps' allocation-free path must give exactly what `predict_kernel` gives at every point.
+    #[test]
+    fn sweep_points_equal_full_predictions() {
+        let k = crate::examples::kernel("transpose").unwrap().unwrap();
+        let arch = ArchProfile::builtin("titanx").unwrap();
+        let model = ModelArtifact::from_json_str(crate::examples::MODELS[0].1, "m").unwrap();
+        let objs = Objective::DEFAULTS.to_vec();
+        let s = sweep_warps(&k, &arch, &model, &Config::default(), &objs).unwrap();
+        for p in &s.points {
+            let full =
+                predict_kernel(&k, &arch, &model, &Config { warps: Some(p.x as u32), ..Config::default() })
+                    .unwrap();
+            assert_eq!((p.time_s, p.power_w, p.energy_j), (full.time_s, full.power_w, full.energy_j));
+        }
+        let s = sweep_core_clock(&k, &arch, &model, &Config::default(), &objs).unwrap();
+        for p in &s.points {
+            let c = Clocks { core_mhz: p.x, mem_mhz: arch.mem_mhz.value };
+            let full =
+                predict_kernel(&k, &arch, &model, &Config { clocks: Some(c), ..Config::default() }).unwrap();
+            assert_eq!((p.time_s, p.power_w), (full.time_s, full.power_w));
+        }
+        // The E optimum is the point of least energy.
+        let best = s.points.iter().map(|p| p.energy_j).fold(f64::INFINITY, f64::min);
+        let e = s.optima.iter().find(|o| o.objective == "E").unwrap();
+        assert_eq!(e.value, best);
+    }
 }

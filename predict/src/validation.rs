@@ -297,7 +297,7 @@ pub fn validate(t: &Table, arch: &ArchProfile, objectives: &[Objective]) -> Resu
         let base = base_values(&k, &x, arch, t0.time_s, t0.time_s, default);
         let mut util_t0 = [0.0; 8];
         for (u, name) in util_t0.iter_mut().zip(UTILIZATIONS) {
-            *u = base.get(name).copied().unwrap_or(0.0) * t0.time_s;
+            *u = base.get(name).unwrap_or(0.0) * t0.time_s;
         }
         for &r in rows {
             let clocks = Clocks { core_mhz: col("core_mhz", r), mem_mhz: col("mem_mhz", r) };

@@ -2,6 +2,8 @@
 
 use anyhow::Context;
 use gpumodel_collect::counters::CounterSource;
+use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
+use gpumodel_collect::power::PowerSource;
 use gpumodel_collect::fake::{FakeCounters, FakePower};
 use gpumodel_collect::nvml::{NvmlPower, open_nvml};
 use gpumodel_collect::run::{ProgramExit, RunOptions, resolve_program, run as run_program};
@@ -63,8 +65,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     resolve_program(first)?;
     let host = host_name();
-    let name = std::path::Path::new(first).file_name().map_or("program".into(), |s| s.to_string_lossy().into_owned());
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{host}-gpu{}.csv", args.device)));
+    let name = std::path::Path::new(first)
+        .file_name()
+        .map_or("program".into(), |s| s.to_string_lossy().into_owned());
+    let out =
+        args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{host}-gpu{}.csv", args.device)));
     let opts = RunOptions {
         program: args.program.clone(),
         out: out.clone(),
@@ -87,20 +92,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // The scripted GPU (GPUMODEL_FAKE_GPU=1): tests and demos on machines without one.
         let clock = Clock::new();
         let counters: Option<Box<dyn CounterSource>> = (!args.no_counters).then(|| {
-            Box::new(FakeCounters::new(&["inst_executed", "dram_read_bytes"], 0.01, |t| vec![1e9 + 1e8 * t, 5e8]))
-                as Box<dyn CounterSource>
+            Box::new(FakeCounters::new(&["inst_executed", "dram_read_bytes"], 0.01, |t| {
+                vec![1e9 + 1e8 * t, 5e8]
+            })) as Box<dyn CounterSource>
         });
-        run_program(&opts, FakePower::from_fn(clock, |t| 80.0 + 10.0 * (t * 3.0).sin()), counters, interrupted)
+        run_program(
+            &opts,
+            FakePower::from_fn(clock, |t| 80.0 + 10.0 * (t * 3.0).sin()),
+            counters,
+            interrupted,
+        )
     } else {
         let nvml = open_nvml()?;
-        let power = NvmlPower::open(nvml, args.device)?;
-        if !args.no_counters {
-            eprintln!(
-                "gpumodel: warning: CUPTI PM sampling is not wired into `collect` in this build; \
-                 the trace has power and clocks only (pass --no-counters to silence this)"
-            );
-        }
-        run_program(&opts, power, None, interrupted)
+        let mut power = NvmlPower::open(nvml, args.device)?;
+        let counters: Option<Box<dyn CounterSource>> = if args.no_counters {
+            None
+        } else {
+            // Turing and GA100 trigger PM samples on system-clock cycles: the SM clock read now stands
+            // in for that clock's frequency.
+            let sysclk_hz = power.read().ok().and_then(|r| r.core).map_or(1.0e9, |m| m.hz());
+            let pm = PmOptions { device: args.device, interval_s: 1.0 / args.rate, ..PmOptions::default() };
+            let c = CuptiPmCounters::open(&pm, sysclk_hz)
+                .context("CUPTI PM sampling (pass --no-counters to sample power only)")?;
+            Some(Box::new(c))
+        };
+        run_program(&opts, power, counters, interrupted)
     }
     .with_context(|| format!("collect {}", first))?;
 

@@ -96,8 +96,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = Report {
         chip: chip.clone(),
         cupti: cupti.as_ref().map(|l| l.cupti.display().to_string()).ok(),
-        range_passes: if have { passes(&chip, ProfilerKind::Range, &map.metrics(MapKind::Range)) } else { None },
-        pm_passes: if have { passes(&chip, ProfilerKind::PmSampling, &map.metrics(MapKind::Pm)) } else { None },
+        range_passes: if have {
+            passes(&chip, ProfilerKind::Range, &map.metrics(MapKind::Range))
+        } else {
+            None
+        },
+        pm_passes: if have {
+            passes(&chip, ProfilerKind::PmSampling, &map.metrics(MapKind::Pm))
+        } else {
+            None
+        },
         inputs,
     };
     let yn = |b: Option<bool>| match b {

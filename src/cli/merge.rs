@@ -19,6 +19,12 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let r = merge_traces(&args.traces, &args.out).context("merge")?;
-    eprintln!("{}: {} rows from {} traces, {} columns", args.out.display(), r.rows, r.inputs, r.columns.len());
+    eprintln!(
+        "{}: {} rows from {} traces, {} columns",
+        args.out.display(),
+        r.rows,
+        r.inputs,
+        r.columns.len()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -58,7 +58,7 @@ pub struct Args {
 
 fn load_kernel(spec: &str) -> anyhow::Result<KernelProfile> {
     if let Some(k) = examples::kernel(spec) {
-        return Ok(k.context("embedded example kernel")?);
+        return k.context("embedded example kernel");
     }
     let p = Path::new(spec);
     if !p.exists() {
@@ -186,8 +186,8 @@ fn print_prediction(
             );
             println!("time        {:.4} ms", p.time_s * 1e3);
             println!(
-                "power       {:.1} W ({} model, {})",
-                p.power_w, args.model, "inputs = counter rates at the predicted time"
+                "power       {:.1} W ({} model; inputs = counter rates at the predicted time)",
+                p.power_w, args.model
             );
             println!("energy      {:.4} J", p.energy_j);
             println!(

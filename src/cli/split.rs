@@ -222,7 +222,17 @@ fn table(r: &Report) -> String {
                 stafford.lower, stafford.speed_ratio, stafford.upper, stafford.cpu_share, stafford.gpu_share
             );
         }
-        Report::Dvfs { title, unit, share_step, objectives, cells, global, chosen, savings } => {
+        Report::Dvfs {
+            title,
+            unit,
+            share_step,
+            objectives,
+            cells,
+            global,
+            chosen,
+            savings,
+            gpu_from_model,
+        } => {
             if let Some(t) = title {
                 let _ = writeln!(out, "{t}");
             }
@@ -285,6 +295,27 @@ fn table(r: &Report) -> String {
             h.insert(2, "gpu clock".into());
             let header: Vec<&str> = h.iter().map(String::as_str).collect();
             out.push_str(&render_table(&header, &rows));
+            if !gpu_from_model.is_empty() {
+                let _ = writeln!(out, "\nGPU clock table predicted by our models");
+                let rows: Vec<Vec<String>> = gpu_from_model
+                    .iter()
+                    .map(|d| {
+                        vec![
+                            format!("{}", d.core_mhz),
+                            g(d.time_s),
+                            format!("{:.1}", d.power_w),
+                            g(d.rate),
+                            format!("{:.1}", d.dynamic_power_w),
+                            d.bottleneck.clone(),
+                        ]
+                    })
+                    .collect();
+                let rate = format!("R_G {unit}/s");
+                out.push_str(&render_table(
+                    &["core MHz", "time s", "power W", &rate, "Pd_G W", "bottleneck"],
+                    &rows,
+                ));
+            }
             if let Some(s) = savings {
                 let _ = writeln!(
                     out,

@@ -11,6 +11,7 @@ use gpumodel_train::eval::{ModelSpec, correlation_ranking, cross_validate, evalu
 use gpumodel_train::{BpannParams, Metrics};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -28,8 +29,8 @@ pub struct Args {
     /// Do not evaluate on a held-out test set even when the registry names one.
     #[arg(long, conflicts_with = "test")]
     pub no_test: bool,
-    /// Feature set: a built-in name (titanx-utilizations, titanx-clock-physics, nvdvfs-rates) or a TOML
-    /// path. Default: utilizations + clocks for Guerreiro files, nvdvfs-rates for NV-DVFS files.
+    /// Feature set: a built-in name (titanx-utilizations, titanx-clock-physics, titanx-physics-19,
+    /// nvdvfs-rates) or a TOML path. Default: utilizations + clocks for Guerreiro files, nvdvfs-rates for NV-DVFS files.
     #[arg(long)]
     pub features: Option<String>,
     /// Models to fit, comma-separated.
@@ -218,7 +219,10 @@ fn dataset(table: &mut Table, fs: &FeatureSet) -> anyhow::Result<Dataset> {
 /// this is a near-duplicate counter and is skipped.
 const REDUNDANCY: f64 = 0.95;
 
-fn explain(table: &Table, target: &str) -> anyhow::Result<(Vec<(String, f64)>, Vec<String>)> {
+/// Every candidate input with its Pearson r against the target (by |r|), and the ten counters chosen.
+type Explained = (Vec<(String, f64)>, Vec<String>);
+
+fn explain(table: &Table, target: &str) -> anyhow::Result<Explained> {
     // Candidates: every numeric column except the target, the clocks' defaults and bookkeeping columns;
     // with a kernel time, counters become rates per ms (the paper normalizes counters to rates).
     let skip = |c: &str| {
@@ -362,7 +366,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let n_cv = (args.folds + args.group_folds) as u64;
     let total: u64 =
         specs.iter().map(|s| s.progress_len() * args.seeds as u64 + cv_spec(s).progress_len() * n_cv).sum();
-    let pb = progress_bar(total.max(1), "training");
+    // The shared factory hides the bar when stderr is not a terminal; training also stays quiet when
+    // stdout is redirected (a script reading the table or the JSON).
+    let pb = if std::io::stdout().is_terminal() {
+        progress_bar(total.max(1), "training")
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut tick = |n: u64| pb.inc(n);
     let random_folds = if args.folds > 0 { Some(train.kfold(args.folds, args.seed)?) } else { None };
     let group_folds =

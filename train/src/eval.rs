@@ -170,6 +170,21 @@ mod tests {
     use ndarray::{Array1, Array2};
 
     #[test]
+    fn an_artifact_from_another_feature_set_is_a_clear_error() {
+        let ds = Dataset {
+            records: Array2::from_shape_fn((20, 2), |(i, j)| (i * (j + 2) % 7) as f64),
+            targets: Array1::from_shape_fn(20, |i| 50.0 + i as f64),
+            feature_names: vec!["a".into(), "b".into()],
+            target_name: "power_w".into(),
+            groups: (0..20).map(|i| format!("k{}", i % 4)).collect(),
+        };
+        let model = fit_mlr(&ds, "set-ab", ModelKind::MlrPlus).unwrap();
+        let other = ds.select_features(&["a".to_string()]).unwrap();
+        let msg = evaluate(&model, &other).unwrap_err().to_string();
+        assert!(msg.contains("feature set 'set-ab'") && msg.contains("input(s) b"), "{msg}");
+    }
+
+    #[test]
     fn ranking_and_selection_skip_duplicates() {
         // y = a; b = 2a (a duplicate); c = noise-like, weakly related.
         let n = 50;

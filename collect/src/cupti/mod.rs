@@ -3,3 +3,4 @@
 
 pub mod host;
 pub mod loader;
+pub mod pm;

@@ -17,6 +17,7 @@ use crate::sampler::{Clock, Event, spawn_counters, spawn_power};
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use nvml_wrapper::Nvml;
+use nvml_wrapper::enums::device::GpuLockedClocksSetting;
 use nvml_wrapper::error::NvmlError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,11 +40,13 @@ fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> SuiteErro
     move |e| SuiteError::Cuda { call, message: e.to_string() }
 }
 
-/// Hardware counters for the suite: a source and the map from its names to canonical counters
-/// (`models/src/profile.rs`), each with a factor (e.g. sectors → transactions).
+/// Hardware counters for the suite: a source (CUPTI PM sampling) and the chip's counter map
+/// (`models/counters/*.toml`) that turns its metric rates into canonical counter rates.
 pub struct SuiteCounters {
     pub source: Box<dyn CounterSource>,
-    pub to_canonical: BTreeMap<String, (String, f64)>,
+    pub map: gpumodel_models::counters::CounterMap,
+    /// Which of the map's two halves the source's metric names come from (PM sampling: `Pm`).
+    pub kind: gpumodel_models::counters::MapKind,
 }
 
 /// Threads per block of every suite launch.
@@ -64,6 +67,8 @@ pub struct CudaSuiteDevice {
     info: GpuInfo,
     sm_count: u32,
     counters: Option<SuiteCounters>,
+    /// Whether set_clocks used locked clocks (reset those, not the application clocks).
+    locked: bool,
 }
 
 impl CudaSuiteDevice {
@@ -125,6 +130,7 @@ impl CudaSuiteDevice {
             info,
             sm_count,
             counters: Some(counters),
+            locked: false,
         })
     }
 
@@ -164,19 +170,44 @@ impl SuiteDevice for CudaSuiteDevice {
         self.info.clone()
     }
 
+    /// Application clocks first (data-center GPUs); where those are not supported (GeForce), locked
+    /// clocks (Volta and newer): the core clock locked to the pair's value, and the memory clock too.
     fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, SuiteError> {
         let mut dev = self
             .nvml
             .device_by_index(self.index)
             .map_err(|e| crate::Error::NoGpu { index: self.index, detail: e.to_string() })?;
-        match dev.set_applications_clocks(pair.mem_mhz as u32, pair.core_mhz as u32) {
-            Ok(()) => Ok(ClockOutcome::Applied),
+        let (core, mem) = (pair.core_mhz as u32, pair.mem_mhz as u32);
+        let nvml_error = |call: &'static str, e: NvmlError| {
+            SuiteError::Collect(crate::Error::Nvml { call, message: e.to_string() })
+        };
+        match dev.set_applications_clocks(mem, core) {
+            Ok(()) => return Ok(ClockOutcome::Applied),
+            Err(NvmlError::NotSupported) => {}
+            Err(e) => {
+                return match refused(&e) {
+                    Some(why) => Ok(ClockOutcome::Refused(why)),
+                    None => Err(nvml_error("nvmlDeviceSetApplicationsClocks", e)),
+                };
+            }
+        }
+        let locked = dev
+            .set_gpu_locked_clocks(GpuLockedClocksSetting::Numeric {
+                min_clock_mhz: core,
+                max_clock_mhz: core,
+            })
+            .and_then(|()| dev.set_mem_locked_clocks(mem, mem));
+        match locked {
+            Ok(()) => {
+                self.locked = true;
+                Ok(ClockOutcome::Applied)
+            }
             Err(e) => match refused(&e) {
-                Some(why) => Ok(ClockOutcome::Refused(why)),
-                None => Err(SuiteError::Collect(crate::Error::Nvml {
-                    call: "nvmlDeviceSetApplicationsClocks",
-                    message: e.to_string(),
-                })),
+                Some(why) => {
+                    let _ = dev.reset_gpu_locked_clocks();
+                    Ok(ClockOutcome::Refused(why))
+                }
+                None => Err(nvml_error("nvmlDeviceSetGpuLockedClocks", e)),
             },
         }
     }
@@ -186,12 +217,16 @@ impl SuiteDevice for CudaSuiteDevice {
             .nvml
             .device_by_index(self.index)
             .map_err(|e| crate::Error::NoGpu { index: self.index, detail: e.to_string() })?;
-        dev.reset_applications_clocks().map_err(|e| {
-            SuiteError::Collect(crate::Error::Nvml {
-                call: "nvmlDeviceResetApplicationsClocks",
-                message: e.to_string(),
-            })
-        })
+        let err = |call: &'static str| {
+            move |e: NvmlError| SuiteError::Collect(crate::Error::Nvml { call, message: e.to_string() })
+        };
+        if self.locked {
+            dev.reset_gpu_locked_clocks().map_err(err("nvmlDeviceResetGpuLockedClocks"))?;
+            dev.reset_mem_locked_clocks().map_err(err("nvmlDeviceResetMemoryLockedClocks"))?;
+            self.locked = false;
+            return Ok(());
+        }
+        dev.reset_applications_clocks().map_err(err("nvmlDeviceResetApplicationsClocks"))
     }
 
     fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, SuiteError> {
@@ -238,45 +273,17 @@ impl SuiteDevice for CudaSuiteDevice {
             return Err(e);
         }
         let names = self.counters.as_ref().map(|c| c.source.names()).unwrap_or_default();
-        let mut watts = Vec::new();
-        let (mut core, mut mem) = (Vec::new(), Vec::new());
-        let mut weighted: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-        for ev in rx.try_iter() {
-            match ev {
-                Event::Power(p) if p.t_s >= t0 && p.t_s <= t1 => {
-                    watts.push(p.reading.power.get());
-                    core.extend(p.reading.core.map(|m| m.get()));
-                    mem.extend(p.reading.mem.map(|m| m.get()));
-                }
-                Event::Counters(intervals) => {
-                    for iv in intervals {
-                        let overlap = (iv.end_s.min(t1) - iv.start_s.max(t0)).max(0.0);
-                        for (name, rate) in names.iter().zip(&iv.rates) {
-                            let e = weighted.entry(name.clone()).or_default();
-                            e.0 += rate * overlap;
-                            e.1 += overlap;
-                        }
-                    }
-                }
-                Event::Failed(e) => return Err(e.into()),
-                _ => {}
-            }
-        }
-        if watts.is_empty() {
+        let w = window(rx.try_iter(), t0, t1, &names)?;
+        if w.watts.is_empty() {
             return Err(SuiteError::Invalid(format!(
                 "{}: no power sample in {:.2} s: raise --min-seconds or --rate",
                 kernel.name,
                 t1 - t0
             )));
         }
-        let mut counter_rates = BTreeMap::new();
-        if let Some(c) = &self.counters {
-            for (name, (sum, secs)) in weighted {
-                if let (Some((canonical, factor)), true) = (c.to_canonical.get(&name), secs > 0.0) {
-                    *counter_rates.entry(canonical.clone()).or_insert(0.0) += factor * sum / secs;
-                }
-            }
-        }
+        let (watts, core, mem, metric_rates) = (w.watts, w.core, w.mem, w.metric_rates);
+        let counter_rates =
+            self.counters.as_ref().map(|c| c.map.canonical(c.kind, &metric_rates)).unwrap_or_default();
         let mean = |v: &[f64]| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
         Ok(Measurement {
             seconds: t1 - t0,
@@ -287,6 +294,58 @@ impl SuiteDevice for CudaSuiteDevice {
             counter_rates,
         })
     }
+}
+
+/// What the samplers saw during one run window.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Window {
+    /// Power samples inside the window, W.
+    pub watts: Vec<f64>,
+    /// Core / memory clocks of those samples, MHz.
+    pub core: Vec<f64>,
+    pub mem: Vec<f64>,
+    /// Per metric: the rate averaged over the window, each interval weighted by its overlap with it.
+    pub metric_rates: BTreeMap<String, f64>,
+}
+
+/// Reduces sampler events to the window [t0, t1]: power samples outside it are dropped (warm-up,
+/// shutdown), counter intervals count in proportion to their overlap with it. A failed sampler fails
+/// the run.
+pub(crate) fn window(
+    events: impl Iterator<Item = Event>,
+    t0: f64,
+    t1: f64,
+    names: &[String],
+) -> Result<Window, SuiteError> {
+    let mut w = Window::default();
+    let mut weighted: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for ev in events {
+        match ev {
+            Event::Power(p) if p.t_s >= t0 && p.t_s <= t1 => {
+                w.watts.push(p.reading.power.get());
+                w.core.extend(p.reading.core.map(|m| m.get()));
+                w.mem.extend(p.reading.mem.map(|m| m.get()));
+            }
+            Event::Counters(intervals) => {
+                for iv in intervals {
+                    let overlap = (iv.end_s.min(t1) - iv.start_s.max(t0)).max(0.0);
+                    for (name, rate) in names.iter().zip(&iv.rates) {
+                        let e = weighted.entry(name.clone()).or_default();
+                        e.0 += rate * overlap;
+                        e.1 += overlap;
+                    }
+                }
+            }
+            Event::Failed(e) => return Err(e.into()),
+            _ => {}
+        }
+    }
+    w.metric_rates = weighted
+        .into_iter()
+        .filter(|(_, (_, secs))| *secs > 0.0)
+        .map(|(name, (sum, secs))| (name, sum / secs))
+        .collect();
+    Ok(w)
 }
 
 /// Placeholder while the real counter source is on the sampler thread.
@@ -341,5 +400,49 @@ pub(crate) fn texture_with_format<T>(
             return Err(SuiteError::Cuda { call: "cuTexObjectCreate", message: format!("{r:?}") });
         }
         Ok(tex)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::CounterInterval;
+    use crate::power::PowerReading;
+    use crate::sampler::PowerSample;
+    use gpumodel_models::{Mhz, Watts};
+
+    fn power(t_s: f64, w: f64) -> Event {
+        Event::Power(PowerSample {
+            t_s,
+            reading: PowerReading { power: Watts(w), core: Some(Mhz(1410.0)), mem: None },
+            late_s: 0.0,
+        })
+    }
+
+    #[test]
+    fn the_window_keeps_its_own_samples_and_weights_intervals_by_overlap() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let events = vec![
+            power(0.5, 999.0), // warm-up, before the window
+            power(1.0, 100.0),
+            power(1.5, 200.0),
+            power(2.5, 999.0), // after the window
+            // Half of this interval is inside [1, 2]: it counts for 0.5 s.
+            Event::Counters(vec![CounterInterval { start_s: 0.5, end_s: 1.5, rates: vec![10.0, 1.0] }]),
+            Event::Counters(vec![CounterInterval { start_s: 1.5, end_s: 2.0, rates: vec![40.0, 1.0] }]),
+        ];
+        let w = window(events.into_iter(), 1.0, 2.0, &names).unwrap();
+        assert_eq!(w.watts, [100.0, 200.0]);
+        assert_eq!(w.core, [1410.0, 1410.0]);
+        assert!(w.mem.is_empty());
+        assert_eq!(w.metric_rates["a"], (10.0 * 0.5 + 40.0 * 0.5) / 1.0);
+        assert_eq!(w.metric_rates["b"], 1.0);
+    }
+
+    #[test]
+    fn a_failed_sampler_fails_the_run() {
+        let events = vec![power(1.0, 100.0), Event::Failed(crate::Error::Thread("gone".into()))];
+        let err = window(events.into_iter(), 0.0, 2.0, &[]).unwrap_err();
+        assert!(err.to_string().contains("gone"), "{err}");
     }
 }

@@ -170,7 +170,7 @@ fn k(name: &str, entry: &str, knob: i32, grid_fraction: f64, iters: i32) -> Suit
     SuiteKernel { name: name.into(), entry: entry.into(), knob, grid_fraction, iters }
 }
 
-/// The whole suite, in run order: every pattern at several intensities (52 kernels).
+/// The whole suite, in run order: every pattern at several intensities (48 kernels).
 pub fn kernels() -> Vec<SuiteKernel> {
     let mut v = Vec::new();
     for s in [1, 2, 4, 8, 32] {
@@ -301,7 +301,7 @@ pub fn select_kernels(filter: &[String]) -> Result<Vec<SuiteKernel>, SuiteError>
 pub struct GpuInfo {
     /// Name as the driver reports it.
     pub name: String,
-    /// Chip (`GA102`), when known.
+    /// Chip (`GA102`) or, from NVML on a real GPU, the architecture family (`Ampere`): NVML does not name chips.
     pub chip: Option<String>,
     /// Driver version.
     pub driver: Option<String>,

@@ -88,7 +88,8 @@ pub struct CgCase {
     /// Evaluate the CPU from DVFS laws at `cpu_clock_ghz` (or at its most energy-efficient clock).
     #[serde(default)]
     pub cpu_law: Option<CpuLaw>,
-    /// Clock to run the CPU at when `cpu_law` is given; default: the law's least energy per element.
+    /// Clock to run the CPU at when `cpu_law` is given; default: the clock whose best run minimizes
+    /// the objective.
     #[serde(default)]
     pub cpu_clock_ghz: Option<f64>,
 }
@@ -164,7 +165,21 @@ impl CgCase {
                             "cg cpu_clock_ghz = {f} is not in cpu_law.clocks_ghz: add it or pick one of them"
                         ))
                     })?,
-                    None => *table.iter().min_by(|a, b| a.3.total_cmp(&b.3)).unwrap_or(&table[0]),
+                    None => {
+                        // No clock given: the clock whose best run minimizes the objective.
+                        let mut best: Option<(f64, CgReport)> = None;
+                        for r in &table {
+                            let fixed = CgCase { cpu_clock_ghz: Some(r.0), ..self.clone() };
+                            let rep = fixed.solve(objective)?;
+                            let v = objective.log_value(rep.choice.energy_j, rep.choice.time_s);
+                            if best.as_ref().is_none_or(|(bv, _)| v < *bv) {
+                                best = Some((v, rep));
+                            }
+                        }
+                        return best
+                            .map(|(_, rep)| rep)
+                            .ok_or_else(|| SplitError::EmptyTable { what: "cg cpu_law clocks_ghz".into() });
+                    }
                 };
                 (Some(row.0), row.1, row.2, table)
             }
@@ -245,6 +260,29 @@ mod tests {
         assert!((r.3 * 1e6 - 266.31).abs() < 0.01, "{r:?}");
         // f = 3.0: P = 59.4 + 87 + 24 = 170.4 W; v = 596 el/ms → 285.9 µJ, the ≈286 µJ of their example.
         assert!((t[3].3 * 1e6 - 285.91).abs() < 0.01);
+    }
+
+    #[test]
+    fn without_a_clock_the_best_clock_for_the_objective_is_chosen() {
+        let c = CgCase {
+            elements: 1.0,
+            cpu_cores: 8.0,
+            cpu_time_per_element_s: None,
+            cpu_power_w: None,
+            cpu_idle_power_w: 0.0,
+            gpu_time_per_element_s: 1e-3, // a GPU so slow that CPU-only wins at every clock
+            gpu_power_w: 1000.0,
+            gpu_idle_power_w: 0.0,
+            copy_time_per_element_s: 0.0,
+            cpu_law: Some(law()),
+            cpu_clock_ghz: None,
+        };
+        // CPU-only energy per element is P(f)/v(f): least at 2.0 GHz of {1.6, 2.0, 2.4, 3.0} (266.3 µJ,
+        // vs 278.4, 268.0, 285.9); CPU-only time is least at the highest clock.
+        let e = c.solve(Objective::ENERGY).unwrap();
+        assert_eq!((e.cpu_clock_ghz, e.choice.choice), (Some(2.0), CgChoice::CpuOnly));
+        let t = c.solve(Objective::TIME).unwrap();
+        assert_eq!(t.cpu_clock_ghz, Some(3.0));
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub struct FromModel {
     /// Memory clock, MHz (default: the architecture's).
     #[serde(default)]
     pub mem_mhz: Option<f64>,
+    /// Predict at each of these core clocks (MHz) instead, giving the GPU a clock table for the
+    /// coupled DVFS search (then the CPU needs a `[cpu.dvfs]` table too).
+    #[serde(default)]
+    pub core_mhz_sweep: Option<Vec<f64>>,
 }
 
 /// What the models predicted, and the device parameters derived from it.

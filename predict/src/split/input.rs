@@ -220,6 +220,8 @@ pub enum Report {
         global: Vec<GlobalBest>,
         chosen: String,
         savings: Option<Savings>,
+        /// The GPU's per-clock predictions, when the clock table came from our models.
+        gpu_from_model: Vec<Derived>,
     },
     /// Exact Pareto fronts over measured profiles.
     Pareto {
@@ -334,9 +336,35 @@ impl CaseFile {
         };
         let step = self.step()?;
         let (objs, k) = objectives(chosen);
-        match (&cpu.dvfs, &gpu.dvfs) {
+        // The GPU's clock table: given, or predicted by our models at each core clock of a sweep.
+        let mut swept: Vec<Derived> = Vec::new();
+        let sweep = gpu.from_model.as_ref().and_then(|f| f.core_mhz_sweep.as_ref().map(|c| (f, c)));
+        let gpu_dvfs = match (&gpu.dvfs, sweep) {
+            (Some(_), Some(_)) => {
+                return Err(SplitError::Case(
+                    "give either [gpu.dvfs] or gpu.from_model.core_mhz_sweep, not both".into(),
+                ));
+            }
+            (Some(d), None) => Some(d.clone()),
+            (None, Some((fm, clocks))) => {
+                if clocks.is_empty() {
+                    return Err(SplitError::EmptyTable { what: "gpu.from_model.core_mhz_sweep".into() });
+                }
+                for &c in clocks {
+                    let one = FromModel { core_mhz: Some(c), core_mhz_sweep: None, ..fm.clone() };
+                    swept.push(super::from_model::derive(&one, &self.base_dir)?);
+                }
+                Some(DeviceDvfs {
+                    clocks: clocks.clone(),
+                    rate: dvfs::Curve::Table(swept.iter().map(|d| d.rate).collect()),
+                    dynamic_power_w: dvfs::Curve::Table(swept.iter().map(|d| d.dynamic_power_w).collect()),
+                })
+            }
+            (None, None) => None,
+        };
+        match (&cpu.dvfs, &gpu_dvfs) {
             (Some(cd), Some(gd)) => {
-                if gpu.from_model.is_some() {
+                if gpu.from_model.is_some() && swept.is_empty() {
                     return Err(SplitError::Case(
                         "[gpu.from_model] gives one clock pair: drop [gpu.dvfs], or set core_mhz / mem_mhz in from_model"
                             .into(),
@@ -364,6 +392,7 @@ impl CaseFile {
                     global,
                     chosen: objs[k].to_string(),
                     savings,
+                    gpu_from_model: swept,
                 })
             }
             (None, None) => {
@@ -422,7 +451,9 @@ impl CaseFile {
                 })
             }
             _ => Err(SplitError::Case(
-                "give a clock table ([cpu.dvfs] and [gpu.dvfs]) for both devices or for neither".into(),
+                "give a clock table ([cpu.dvfs], and [gpu.dvfs] or gpu.from_model.core_mhz_sweep) for both devices \
+                 or for neither (a table with one clock is fine)"
+                    .into(),
             )),
         }
     }
