@@ -76,7 +76,8 @@ fn fake_run_writes_a_trace_and_forwards_the_exit_code() {
     // ~0.2 s at 60 Hz: about 12 rows; a loaded CI box may drop some, never adds any.
     let rows = csv.lines().count() - 1;
     assert!((3..=16).contains(&rows), "{rows}");
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
     assert_eq!(meta["status"]["failed"], "the program exited with code 7");
     assert_eq!(meta["summary"]["samples"], rows as u64);
     assert_eq!(meta["summary"]["exit_code"], 7);
@@ -93,7 +94,8 @@ fn short_programs_are_repeated_up_to_min_seconds() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
     let reps = meta["summary"]["repetitions"].as_u64().unwrap();
     assert!(reps >= 3, "{reps}");
     assert!(meta["summary"]["duration_s"].as_f64().unwrap() >= 0.3);
@@ -105,7 +107,8 @@ fn an_existing_trace_is_never_overwritten() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.csv");
     std::fs::write(&out, "precious\n").unwrap();
-    let o = fake().args(["collect", "--idle-seconds", "0", "-o"]).arg(&out).arg("/bin/true").output().unwrap();
+    let o =
+        fake().args(["collect", "--idle-seconds", "0", "-o"]).arg(&out).arg("/bin/true").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious\n");
@@ -132,7 +135,8 @@ fn interrupt_keeps_what_was_measured() {
     assert!(ok.success());
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(130));
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
     assert_eq!(meta["status"], "interrupted");
     let rows = std::fs::read_to_string(&out).unwrap().lines().count() - 1;
     assert!(rows >= 5, "{rows}");

@@ -9,7 +9,11 @@ fn require_libs() -> bool {
 }
 
 fn counters_json(chip: &str) -> serde_json::Value {
-    let o = Command::cargo_bin("gpumodel").unwrap().args(["counters", "--chip", chip, "--format", "json"]).output().unwrap();
+    let o = Command::cargo_bin("gpumodel")
+        .unwrap()
+        .args(["counters", "--chip", chip, "--format", "json"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
 }

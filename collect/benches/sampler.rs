@@ -51,7 +51,11 @@ fn main() {
         );
     }
     match stats.cpu_per_sample_s() {
-        Some(c) => println!("sampler thread CPU: {:.1} us per sample ({:.4} s total)", c * 1e6, stats.cpu_s.unwrap_or(0.0)),
+        Some(c) => println!(
+            "sampler thread CPU: {:.1} us per sample ({:.4} s total)",
+            c * 1e6,
+            stats.cpu_s.unwrap_or(0.0)
+        ),
         None => println!("sampler thread CPU: unknown (no /proc/thread-self/schedstat)"),
     }
 }

@@ -26,7 +26,9 @@ pub enum Error {
     )]
     InsufficientPrivileges,
     /// A metric of the counter map does not exist on this chip for this profiler.
-    #[error("metric '{metric}' does not exist on {chip} for {profiler}; fix models/counters/{file}.toml or pass --no-counters")]
+    #[error(
+        "metric '{metric}' does not exist on {chip} for {profiler}; fix models/counters/{file}.toml or pass --no-counters"
+    )]
     MissingMetric { metric: String, chip: String, profiler: String, file: String },
     /// A CUPTI call failed.
     #[error("{call} failed: {message} (CUPTI error {code})")]

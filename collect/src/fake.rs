@@ -109,7 +109,11 @@ pub struct FakeCounters {
 
 impl FakeCounters {
     /// Counters `names`, intervals of `interval_s`, rates `f(start_s)` (one per name).
-    pub fn new(names: &[&str], interval_s: f64, f: impl FnMut(f64) -> Vec<f64> + Send + 'static) -> FakeCounters {
+    pub fn new(
+        names: &[&str],
+        interval_s: f64,
+        f: impl FnMut(f64) -> Vec<f64> + Send + 'static,
+    ) -> FakeCounters {
         FakeCounters {
             names: names.iter().map(|s| s.to_string()).collect(),
             interval_s,

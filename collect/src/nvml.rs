@@ -24,7 +24,9 @@ const FI_DEV_POWER_INSTANT: u32 = 186;
 pub fn open_nvml() -> Result<Arc<Nvml>> {
     match Nvml::init() {
         Ok(n) => Ok(Arc::new(n)),
-        Err(NvmlError::LibloadingError(e)) => Err(Error::NoDriver { detail: format!("libnvidia-ml.so: {e}") }),
+        Err(NvmlError::LibloadingError(e)) => {
+            Err(Error::NoDriver { detail: format!("libnvidia-ml.so: {e}") })
+        }
         Err(NvmlError::DriverNotLoaded) => {
             Err(Error::NoDriver { detail: "the NVIDIA kernel driver is not loaded".into() })
         }
@@ -95,7 +97,10 @@ impl PowerSource for NvmlPower {
                     .field_values_for(&[FieldId(FI_DEV_POWER_INSTANT)])
                     .map_err(nvml_err("nvmlDeviceGetFieldValues"))?;
                 let mw = v.into_iter().next().and_then(|r| r.ok()).and_then(|s| instant_mw(&s)).ok_or(
-                    Error::Nvml { call: "nvmlDeviceGetFieldValues", message: "no POWER_INSTANT value".into() },
+                    Error::Nvml {
+                        call: "nvmlDeviceGetFieldValues",
+                        message: "no POWER_INSTANT value".into(),
+                    },
                 )?;
                 Watts(mw / 1000.0)
             }
@@ -127,7 +132,7 @@ mod tests {
         if std::path::Path::new("/proc/driver/nvidia").exists() {
             return;
         }
-        let e = open_nvml().err().expect("NVML must not open without a driver");
+        let Err(e) = open_nvml() else { panic!("NVML must not open without a driver") };
         let msg = e.to_string();
         assert!(msg.starts_with("no NVIDIA driver"), "{msg}");
         assert!(msg.contains("install the NVIDIA driver"), "{msg}");

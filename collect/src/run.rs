@@ -74,7 +74,9 @@ pub fn resolve_program(program: &str) -> Result<PathBuf> {
     let candidates: Vec<PathBuf> = if program.contains('/') {
         vec![PathBuf::from(program)]
     } else {
-        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).map(|d| d.join(program)).collect()).unwrap_or_default()
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).map(|d| d.join(program)).collect())
+            .unwrap_or_default()
     };
     for c in &candidates {
         if let Ok(md) = std::fs::metadata(c) {
@@ -132,7 +134,8 @@ impl Merger {
                 w += o;
             }
         }
-        let mut out: Vec<f64> = if w > 0.0 { sum.iter().map(|s| s / w).collect() } else { vec![f64::NAN; self.n_counters] };
+        let mut out: Vec<f64> =
+            if w > 0.0 { sum.iter().map(|s| s / w).collect() } else { vec![f64::NAN; self.n_counters] };
         let derived: Vec<f64> = self.inputs.iter().map(|ix| ix.iter().map(|&i| out[i]).sum()).collect();
         out.extend(derived);
         out
@@ -263,8 +266,9 @@ pub fn run<P: PowerSource + 'static>(
     let inputs = derived_inputs(&counter_names);
     let mut columns = counter_names.clone();
     columns.extend(inputs.iter().map(|(n, _)| n.clone()));
-    let kernel =
-        Path::new(&opts.program[0]).file_name().map_or("program".into(), |s| s.to_string_lossy().into_owned());
+    let kernel = Path::new(&opts.program[0])
+        .file_name()
+        .map_or("program".into(), |s| s.to_string_lossy().into_owned());
     let mut meta = TraceMeta {
         format: TRACE_FORMAT.into(),
         host: opts.host.clone(),
@@ -432,8 +436,11 @@ pub fn run<P: PowerSource + 'static>(
     let written = c.merger.written.clone();
     let duration_s = run_end - c.merger.run_start;
     let power_integral_j: f64 = written.iter().map(|(p, dt)| p * dt).sum();
-    let mean_power_w =
-        if written.is_empty() { f64::NAN } else { written.iter().map(|(p, _)| p).sum::<f64>() / written.len() as f64 };
+    let mean_power_w = if written.is_empty() {
+        f64::NAN
+    } else {
+        written.iter().map(|(p, _)| p).sum::<f64>() / written.len() as f64
+    };
     // Energy counter: the reading at the run's start (first after the mark) and at the stop (last).
     let after_start: Vec<&(f64, Option<f64>)> =
         c.energies.iter().filter(|(t, _)| *t >= c.merger.run_start - 1.0).collect();
@@ -548,7 +555,8 @@ mod tests {
             run_start: 0.0,
             written: vec![],
         };
-        let reading = crate::power::PowerReading { power: gpumodel_models::Watts(1.0), core: None, mem: None };
+        let reading =
+            crate::power::PowerReading { power: gpumodel_models::Watts(1.0), core: None, mem: None };
         m.push_power(PowerSample { t_s: 0.0, reading, late_s: 0.0 });
         m.push_power(PowerSample { t_s: 1.0, reading, late_s: 0.0 });
         // Not covered yet: nothing is ready.
@@ -603,9 +611,18 @@ mod tests {
         let clock = Clock::new();
         let mut o = opts(dir.path(), &["/bin/sleep", "20"]);
         o.idle_seconds = 0.0;
-        let r = run(&o, FakePower::constant(clock, 1.0).failing_after(10), None, Arc::new(AtomicBool::new(false)))
-            .unwrap();
-        assert!(matches!(r.meta.status, RunStatus::Failed(ref m) if m.contains("GPU is lost")), "{:?}", r.meta.status);
+        let r = run(
+            &o,
+            FakePower::constant(clock, 1.0).failing_after(10),
+            None,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        assert!(
+            matches!(r.meta.status, RunStatus::Failed(ref m) if m.contains("GPU is lost")),
+            "{:?}",
+            r.meta.status
+        );
         assert_eq!(r.exit, ProgramExit::Killed);
         let rows = std::fs::read_to_string(&o.out).unwrap().lines().count() - 1;
         assert!((8..=10).contains(&rows), "{rows}");

@@ -123,7 +123,9 @@ pub fn thread_cpu_s() -> Option<f64> {
 
 fn check_rate(rate_hz: f64) -> Result<Duration> {
     if !rate_hz.is_finite() || rate_hz <= 0.0 || rate_hz > 10_000.0 {
-        return Err(Error::Invalid(format!("--rate {rate_hz}: give a sampling rate in Hz between 0 and 10000")));
+        return Err(Error::Invalid(format!(
+            "--rate {rate_hz}: give a sampling rate in Hz between 0 and 10000"
+        )));
     }
     Ok(Duration::from_secs_f64(1.0 / rate_hz))
 }

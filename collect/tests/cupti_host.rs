@@ -93,7 +93,10 @@ fn a_metric_missing_on_the_chip_is_named() {
     // Per-opcode counts do not exist for PM sampling on GH100 (DESIGN.md).
     let mut host = HostProfiler::new("GH100", ProfilerKind::PmSampling, None).unwrap();
     let e = host.add_metrics(&["smsp__inst_executed_op_global_ld.sum"]).unwrap_err().to_string();
-    assert!(e.contains("'smsp__inst_executed_op_global_ld.sum' does not exist on GH100 for PM sampling"), "{e}");
+    assert!(
+        e.contains("'smsp__inst_executed_op_global_ld.sum' does not exist on GH100 for PM sampling"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -62,8 +62,10 @@ impl CounterMap {
 
     /// Parses and checks a map.
     pub fn parse(text: &str, source: &str) -> Result<CounterMap> {
-        let map: CounterMap = toml::from_str(text)
-            .map_err(|e| Error::Document { file: source.into(), message: format!("not a counter map: {}", e.message()) })?;
+        let map: CounterMap = toml::from_str(text).map_err(|e| Error::Document {
+            file: source.into(),
+            message: format!("not a counter map: {}", e.message()),
+        })?;
         map.check(source)?;
         Ok(map)
     }
@@ -72,10 +74,14 @@ impl CounterMap {
         for (section, m) in [("range", &self.range), ("pm", &self.pm)] {
             for (k, metrics) in m {
                 if !CANONICAL_COUNTERS.iter().any(|(c, _)| c == k) {
-                    return Err(Error::Invalid(format!("{source}: [{section}] unknown canonical counter '{k}'")));
+                    return Err(Error::Invalid(format!(
+                        "{source}: [{section}] unknown canonical counter '{k}'"
+                    )));
                 }
                 if metrics.is_empty() || metrics.iter().any(|s| s.trim().is_empty()) {
-                    return Err(Error::Invalid(format!("{source}: [{section}] {k}: give at least one metric name")));
+                    return Err(Error::Invalid(format!(
+                        "{source}: [{section}] {k}: give at least one metric name"
+                    )));
                 }
             }
         }

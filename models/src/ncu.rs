@@ -115,7 +115,8 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
     let body: String = text.lines().filter(|l| !l.starts_with("==")).collect::<Vec<_>>().join("\n");
     let recs = read_records(&body, source)?;
     let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
-    let header = recs.first().ok_or_else(|| fmt("empty file: expected the output of `ncu --csv --page raw`"))?;
+    let header =
+        recs.first().ok_or_else(|| fmt("empty file: expected the output of `ncu --csv --page raw`"))?;
     let col = |name: &str| header.iter().position(|h| h == name);
     let kname = col("Kernel Name").ok_or_else(|| {
         fmt("no 'Kernel Name' column: expected the output of `ncu --csv --page raw` (not --page details)")
@@ -134,7 +135,9 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
         .map(|(i, _)| i)
         .collect();
     let dur = col("gpu__time_duration.sum");
-    let dur_scale = dur.and_then(|i| units.get(i)).map_or(Some(1e-9), |u| if u.is_empty() { Some(1e-9) } else { time_scale(u) });
+    let dur_scale = dur
+        .and_then(|i| units.get(i))
+        .map_or(Some(1e-9), |u| if u.is_empty() { Some(1e-9) } else { time_scale(u) });
     // Canonical counters from the range map (the same metric names on every chip).
     let map = CounterMap::builtin("GA102")?;
     let mut out = Vec::new();
@@ -157,8 +160,10 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
                 grid: g,
                 block: b,
                 registers_per_thread: number(cell(regs)).map_or(0, |r| r as u32),
-                shared_mem_per_block: smem.iter().filter_map(|&i| rec.get(i).and_then(|s| number(s))).sum::<f64>()
-                    as u32,
+                shared_mem_per_block: smem
+                    .iter()
+                    .filter_map(|&i| rec.get(i).and_then(|s| number(s)))
+                    .sum::<f64>() as u32,
             }),
             _ if grid.is_some() => {
                 return Err(Error::Parse {
@@ -177,17 +182,21 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
         out.push(ImportedKernel { name, launch, time_s, counters });
     }
     if out.is_empty() {
-        return Err(fmt("no kernel rows: was the program's kernel profiled (check ncu's --kernel-name filter)?"));
+        return Err(fmt(
+            "no kernel rows: was the program's kernel profiled (check ncu's --kernel-name filter)?",
+        ));
     }
     Ok(out)
 }
 
 /// Reads `nvprof --csv --metrics …` or `--events …` output (per-kernel averages over invocations).
 pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Vec<String>)> {
-    let body: String = text.lines().filter(|l| !l.starts_with("==") && !l.trim().is_empty()).collect::<Vec<_>>().join("\n");
+    let body: String =
+        text.lines().filter(|l| !l.starts_with("==") && !l.trim().is_empty()).collect::<Vec<_>>().join("\n");
     let recs = read_records(&body, source)?;
     let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
-    let header = recs.first().ok_or_else(|| fmt("empty file: expected the output of `nvprof --csv --metrics …`"))?;
+    let header =
+        recs.first().ok_or_else(|| fmt("empty file: expected the output of `nvprof --csv --metrics …`"))?;
     let col = |name: &str| header.iter().position(|h| h == name);
     let (Some(kernel), Some(metric), Some(avg)) =
         (col("Kernel"), col("Metric Name").or(col("Event Name")), col("Avg"))
@@ -220,7 +229,12 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Vec
         let i = match kernels.iter().position(|x| &x.name == k) {
             Some(i) => i,
             None => {
-                kernels.push(ImportedKernel { name: k.clone(), launch: None, time_s: None, counters: BTreeMap::new() });
+                kernels.push(ImportedKernel {
+                    name: k.clone(),
+                    launch: None,
+                    time_s: None,
+                    counters: BTreeMap::new(),
+                });
                 kernels.len() - 1
             }
         };
@@ -313,7 +327,8 @@ mod tests {
         assert_eq!(ignored, ["warps_launched"]);
         let e = k[0].to_profile("n.csv", None).unwrap_err().to_string();
         assert!(e.contains("no launch configuration"), "{e}");
-        let launch = Launch { grid: [10, 1, 1], block: [128, 1, 1], registers_per_thread: 0, shared_mem_per_block: 0 };
+        let launch =
+            Launch { grid: [10, 1, 1], block: [128, 1, 1], registers_per_thread: 0, shared_mem_per_block: 0 };
         assert_eq!(k[0].to_profile("n.csv", Some(launch)).unwrap().launch.blocks(), 10);
     }
 

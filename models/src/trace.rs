@@ -155,7 +155,8 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
 }
 
 fn write_meta(path: &Path, meta: &TraceMeta) -> Result<()> {
-    let text = serde_json::to_string_pretty(meta).map_err(|e| Error::Invalid(format!("trace metadata: {e}")))?;
+    let text =
+        serde_json::to_string_pretty(meta).map_err(|e| Error::Invalid(format!("trace metadata: {e}")))?;
     write_atomic(&sidecar_path(path), &(text + "\n"))
 }
 
@@ -191,7 +192,8 @@ impl TraceWriter {
     /// Appends rows and flushes them to disk.
     pub fn write(&mut self, rows: &[TraceRow]) -> Result<()> {
         for r in rows {
-            let mut cells = vec![cell(r.t_s), cell(r.dt_s), cell(r.power_w), cell(r.core_mhz), cell(r.mem_mhz)];
+            let mut cells =
+                vec![cell(r.t_s), cell(r.dt_s), cell(r.power_w), cell(r.core_mhz), cell(r.mem_mhz)];
             for j in 0..self.n_counters {
                 cells.push(cell(r.counters.get(j).copied().unwrap_or(f64::NAN)));
             }
@@ -249,7 +251,11 @@ pub fn merge_traces(inputs: &[PathBuf], out: &Path) -> Result<MergeReport> {
     for p in inputs {
         let m = read_meta(p)?;
         if m.format != TRACE_FORMAT {
-            return Err(Error::Invalid(format!("{}: format '{}', expected '{TRACE_FORMAT}'", p.display(), m.format)));
+            return Err(Error::Invalid(format!(
+                "{}: format '{}', expected '{TRACE_FORMAT}'",
+                p.display(),
+                m.format
+            )));
         }
         if !seen.insert((m.host.clone(), m.device, m.kernel.clone(), p.clone())) {
             return Err(Error::Invalid(format!("{} is given twice", p.display())));
@@ -270,7 +276,10 @@ pub fn merge_traces(inputs: &[PathBuf], out: &Path) -> Result<MergeReport> {
     columns.push(crate::table::GROUP_COLUMN.into());
     let file = std::fs::OpenOptions::new().write(true).create_new(true).open(out).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
-            Error::Invalid(format!("{}: already exists; choose another --out (nothing was overwritten)", out.display()))
+            Error::Invalid(format!(
+                "{}: already exists; choose another --out (nothing was overwritten)",
+                out.display()
+            ))
         } else {
             Error::io(out, e)
         }
@@ -280,12 +289,16 @@ pub fn merge_traces(inputs: &[PathBuf], out: &Path) -> Result<MergeReport> {
     w.write_record(&columns).map_err(csv_err)?;
     let mut rows = 0;
     for (p, m) in inputs.iter().zip(&metas) {
-        let mut r = csv::ReaderBuilder::new().flexible(false).from_path(p).map_err(|e| Error::Format {
-            file: p.display().to_string(),
-            message: e.to_string(),
-        })?;
-        let header: Vec<String> =
-            r.headers().map_err(|e| crate::table::csv_error(&p.display().to_string(), e))?.iter().map(String::from).collect();
+        let mut r = csv::ReaderBuilder::new()
+            .flexible(false)
+            .from_path(p)
+            .map_err(|e| Error::Format { file: p.display().to_string(), message: e.to_string() })?;
+        let header: Vec<String> = r
+            .headers()
+            .map_err(|e| crate::table::csv_error(&p.display().to_string(), e))?
+            .iter()
+            .map(String::from)
+            .collect();
         let idx: Vec<Option<usize>> =
             columns[2..].iter().map(|c| header.iter().position(|h| h == c)).collect();
         for rec in r.records() {
@@ -331,7 +344,14 @@ mod tests {
     }
 
     fn row(t: f64, c: &[f64]) -> TraceRow {
-        TraceRow { t_s: t, dt_s: 0.5, power_w: 100.5, core_mhz: 1000.0, mem_mhz: f64::NAN, counters: c.to_vec() }
+        TraceRow {
+            t_s: t,
+            dt_s: 0.5,
+            power_w: 100.5,
+            core_mhz: 1000.0,
+            mem_mhz: f64::NAN,
+            counters: c.to_vec(),
+        }
     }
 
     #[test]

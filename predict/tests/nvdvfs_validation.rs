@@ -9,9 +9,13 @@ use gpumodel_predict::validation::validate;
 use std::path::PathBuf;
 
 fn data_dir() -> PathBuf {
+    // A relative GPUMODEL_DATA_DIR (`../shared/datasets`) is relative to the workspace root, while
+    // this crate's tests run in predict/.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = std::env::var_os("GPUMODEL_DATA_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets"));
+        .map(|d| if d.is_relative() { root.join(d) } else { d })
+        .unwrap_or_else(|| root.join("../shared/datasets"));
     assert!(
         dir.join("nvdvfs").is_dir(),
         "the public datasets are not at {}: set GPUMODEL_DATA_DIR",

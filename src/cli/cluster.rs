@@ -90,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .filter_map(|o| o.argmin(&ed).map(|i| (o.label(), points[i].nodes, o.value(ed[i].0, ed[i].1))))
         .collect();
+    let mut sink = crate::cli::predict::Out::new();
     match args.format {
         OutputFormat::Json => {
             let v = serde_json::json!({
@@ -101,16 +102,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 })).collect::<Vec<_>>(),
                 "optima": optima.iter().map(|(o, n, v)| serde_json::json!({"objective": o, "nodes": n, "value": v})).collect::<Vec<_>>(),
             });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            writeln!(sink, "{}", serde_json::to_string_pretty(&v)?);
         }
         OutputFormat::Csv => {
-            println!("nodes,time_s,energy_j");
+            writeln!(sink, "nodes,time_s,energy_j");
             for p in &points {
-                println!("{},{},{}", p.nodes, p.time_s, p.energy_j());
+                writeln!(sink, "{},{},{}", p.nodes, p.time_s, p.energy_j());
             }
         }
         OutputFormat::Table => {
-            println!(
+            writeln!(
+                sink,
                 "fitted on {} point(s) of {source}: T(n) = {:.4} + {:.4}/n s, GPU busy {:.4} + {:.4}/n s",
                 measured.len(),
                 model.serial_s,
@@ -138,12 +140,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 })
                 .collect();
             let h: Vec<&str> = header.iter().map(String::as_str).collect();
-            print!("{}", render_table(&h, &rows));
-            println!();
+            write!(sink, "{}", render_table(&h, &rows));
+            writeln!(sink);
             for (o, n, v) in &optima {
-                println!("optimum {o:>6}: {n} node(s) ({o} = {v:.4e})");
+                writeln!(sink, "optimum {o:>6}: {n} node(s) ({o} = {v:.4e})");
             }
         }
     }
+    sink.emit()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,9 +3,9 @@
 use anyhow::Context;
 use gpumodel_collect::counters::CounterSource;
 use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
-use gpumodel_collect::power::PowerSource;
 use gpumodel_collect::fake::{FakeCounters, FakePower};
 use gpumodel_collect::nvml::{NvmlPower, open_nvml};
+use gpumodel_collect::power::PowerSource;
 use gpumodel_collect::run::{ProgramExit, RunOptions, resolve_program, run as run_program};
 use gpumodel_collect::sampler::Clock;
 use gpumodel_models::trace::{RunStatus, sidecar_path};
@@ -70,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_or("program".into(), |s| s.to_string_lossy().into_owned());
     let out =
         args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{host}-gpu{}.csv", args.device)));
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         program: args.program.clone(),
         out: out.clone(),
         rate_hz: args.rate,
@@ -114,6 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let pm = PmOptions { device: args.device, interval_s: 1.0 / args.rate, ..PmOptions::default() };
             let c = CuptiPmCounters::open(&pm, sysclk_hz)
                 .context("CUPTI PM sampling (pass --no-counters to sample power only)")?;
+            opts.chip = Some(c.chip().to_string());
             Some(Box::new(c))
         };
         run_program(&opts, power, counters, interrupted)

@@ -125,6 +125,38 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A command's output, collected and written at once: a closed pipe (`gpumodel predict | head`) ends the
+/// command quietly instead of panicking in `println!`.
+pub(crate) struct Out(pub String);
+
+impl Out {
+    pub(crate) fn new() -> Out {
+        Out(String::new())
+    }
+
+    /// What `write!` / `writeln!` call.
+    pub(crate) fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) {
+        // Writing into a String cannot fail.
+        let _ = std::fmt::Write::write_fmt(&mut self.0, args);
+    }
+
+    /// Writes everything to stdout; a reader that went away is not an error.
+    pub(crate) fn emit(self) -> anyhow::Result<()> {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        match stdout.write_all(self.0.as_bytes()).and_then(|()| stdout.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => Ok(r?),
+        }
+    }
+}
+
+/// The dataset name in the model artifact's training metadata, when it has one.
+fn args_model_dataset(args: &Args) -> Option<String> {
+    let m = load_model(&args.model).ok()?;
+    m.training.get("dataset")?.get("name")?.as_str().map(str::to_string)
+}
+
 fn print_prediction(
     p: &Prediction,
     k: &KernelProfile,
@@ -133,6 +165,7 @@ fn print_prediction(
     format: OutputFormat,
 ) -> anyhow::Result<()> {
     let d = &p.detail;
+    let mut sink = Out::new();
     match format {
         OutputFormat::Json => {
             let v = serde_json::json!({
@@ -141,13 +174,15 @@ fn print_prediction(
                 "model": args.model,
                 "prediction": p,
             });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            writeln!(sink, "{}", serde_json::to_string_pretty(&v)?);
         }
         OutputFormat::Csv => {
-            println!(
+            writeln!(
+                sink,
                 "kernel,arch,core_mhz,mem_mhz,warps_per_sm,time_s,power_w,energy_j,bottleneck,bottleneck_share"
             );
-            println!(
+            writeln!(
+                sink,
                 "{},{},{},{},{},{},{},{},{},{}",
                 k.name,
                 arch.name,
@@ -162,20 +197,32 @@ fn print_prediction(
             );
         }
         OutputFormat::Table => {
-            println!(
+            writeln!(
+                sink,
                 "kernel      {} ({})",
                 k.name,
                 if k.source.is_empty() { "no source given" } else { &k.source }
             );
             if let Some(measured_on) = k.arch.as_deref().filter(|a| *a != arch.name) {
-                println!("note        counters measured on {measured_on}, predicted on {}", arch.name);
+                writeln!(sink, "note        counters measured on {measured_on}, predicted on {}", arch.name);
             }
-            println!(
+            // A power model describes the GPU it was trained on: say so when the architecture differs.
+            let trained_on = args_model_dataset(args);
+            if let Some(ds) = trained_on.as_deref().filter(|d| !d.replace('-', "").contains(&arch.name)) {
+                writeln!(
+                    sink,
+                    "note        the power model was trained on {ds}; its watts describe that GPU, not {}",
+                    arch.name
+                );
+            }
+            writeln!(
+                sink,
                 "gpu         {} at {} / {} MHz (core / memory)",
                 arch.display_name, d.clocks.core_mhz, d.clocks.mem_mhz
             );
             let o = &d.occupancy;
-            println!(
+            writeln!(
+                sink,
                 "occupancy   {} warps/SM ({} blocks of {} warps, limited by {}), {} rounds on {} SMs",
                 o.active_warps_per_sm,
                 o.active_blocks_per_sm,
@@ -184,18 +231,20 @@ fn print_prediction(
                 o.rounds,
                 o.active_sms
             );
-            println!("time        {:.4} ms", p.time_s * 1e3);
-            println!(
+            writeln!(sink, "time        {:.4} ms", p.time_s * 1e3);
+            writeln!(
+                sink,
                 "power       {:.1} W ({} model; inputs = counter rates at the predicted time)",
                 p.power_w, args.model
             );
-            println!("energy      {:.4} J", p.energy_j);
-            println!(
+            writeln!(sink, "energy      {:.4} J", p.energy_j);
+            writeln!(
+                sink,
                 "bottleneck  {} ({:.0}% of the component total)",
                 d.bottleneck,
                 100.0 * d.bottleneck_share
             );
-            println!();
+            writeln!(sink);
             let rows: Vec<Vec<String>> = d
                 .components
                 .iter()
@@ -208,10 +257,10 @@ fn print_prediction(
                     ]
                 })
                 .collect();
-            print!("{}", render_table(&["component", "time ms", "share %", "access ratio"], &rows));
+            write!(sink, "{}", render_table(&["component", "time ms", "share %", "access ratio"], &rows));
         }
     }
-    Ok(())
+    sink.emit()
 }
 
 fn print_sweep(s: &Sweep, k: &KernelProfile, arch: &ArchProfile, format: OutputFormat) -> anyhow::Result<()> {
@@ -219,19 +268,20 @@ fn print_sweep(s: &Sweep, k: &KernelProfile, arch: &ArchProfile, format: OutputF
         gpumodel_predict::sweep::SweepKind::Warps => "warps/SM",
         gpumodel_predict::sweep::SweepKind::CoreClock => "core MHz",
     };
+    let mut sink = Out::new();
     match format {
         OutputFormat::Json => {
             let v = serde_json::json!({ "kernel": k.name, "arch": arch.name, "sweep": s });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            writeln!(sink, "{}", serde_json::to_string_pretty(&v)?);
         }
         OutputFormat::Csv => {
-            println!("x,time_s,power_w,energy_j,bottleneck");
+            writeln!(sink, "x,time_s,power_w,energy_j,bottleneck");
             for p in &s.points {
-                println!("{},{},{},{},{}", p.x, p.time_s, p.power_w, p.energy_j, p.bottleneck);
+                writeln!(sink, "{},{},{},{},{}", p.x, p.time_s, p.power_w, p.energy_j, p.bottleneck);
             }
         }
         OutputFormat::Table => {
-            println!("kernel {} on {}", k.name, arch.display_name);
+            writeln!(sink, "kernel {} on {}", k.name, arch.display_name);
             let rows: Vec<Vec<String>> = s
                 .points
                 .iter()
@@ -245,12 +295,16 @@ fn print_sweep(s: &Sweep, k: &KernelProfile, arch: &ArchProfile, format: OutputF
                     ]
                 })
                 .collect();
-            print!("{}", render_table(&[xname, "time ms", "power W", "energy J", "bottleneck"], &rows));
-            println!();
+            write!(sink, "{}", render_table(&[xname, "time ms", "power W", "energy J", "bottleneck"], &rows));
+            writeln!(sink);
             for o in &s.optima {
-                println!("optimum {:>8}: {xname} = {} ({} = {:.6e})", o.objective, o.x, o.objective, o.value);
+                writeln!(
+                    sink,
+                    "optimum {:>8}: {xname} = {} ({} = {:.6e})",
+                    o.objective, o.x, o.objective, o.value
+                );
             }
         }
     }
-    Ok(())
+    sink.emit()
 }

@@ -32,14 +32,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let arch = ArchProfile::resolve(&args.arch)?;
     let opened = open(&args.data, Some(Format::Nvdvfs), BadRows::Fail, &Locator::from_env())?;
     let report = validate(&opened.imported.table, &arch, &objectives)?;
+    let mut sink = crate::cli::predict::Out::new();
     match args.format {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        OutputFormat::Json => writeln!(sink, "{}", serde_json::to_string_pretty(&report)?),
         OutputFormat::Csv => {
-            println!(
+            writeln!(
+                sink,
                 "kernel,core_mhz,mem_mhz,measured_time_s,model_time_s,predicted_time_s,measured_power_w,predicted_power_w"
             );
             for r in &report.per_row {
-                println!(
+                writeln!(
+                    sink,
                     "{},{},{},{},{},{},{},{}",
                     r.kernel,
                     r.core_mhz,
@@ -73,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     r
                 })
                 .collect();
-            print!("{}", render_table(&header, &rows));
+            write!(sink, "{}", render_table(&header, &rows));
             if args.rows {
                 let rows: Vec<Vec<String>> = report
                     .per_row
@@ -90,8 +93,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         ]
                     })
                     .collect();
-                println!();
-                print!(
+                writeln!(sink);
+                write!(
+                    sink,
                     "{}",
                     render_table(
                         &[
@@ -107,18 +111,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     )
                 );
             }
-            println!();
-            println!(
+            writeln!(sink);
+            writeln!(
+                sink,
                 "{} rows, {} kernels on {} ({})",
                 report.rows, report.kernels, arch.display_name, report.data
             );
-            println!(
+            writeln!(
+                sink,
                 "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold; worst kernel {} at {:.1}%",
                 report.model_mape_pct, report.mape_pct, report.worst_kernel, report.worst_kernel_mape_pct
             );
-            println!("power MAPE (out-of-fold MLR, for the optima): {:.1}%", report.power_mape_pct);
+            writeln!(sink, "power MAPE (out-of-fold MLR, for the optima): {:.1}%", report.power_mape_pct);
             for o in &report.objectives {
-                println!(
+                writeln!(
+                    sink,
                     "{:>5} optimum: median regret {:.2}%, mean {:.2}%, max {:.2}%, exact best pair picked for {:.0}% of kernels",
                     o.objective,
                     o.median_regret_pct,
@@ -128,9 +135,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
             }
             for m in &report.method {
-                println!("method: {m}");
+                writeln!(sink, "method: {m}");
             }
         }
     }
+    sink.emit()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -212,7 +212,9 @@ impl HostProfiler {
             configImageSize: 0,
         };
         // SAFETY: valid host object.
-        check("cuptiProfilerHostGetConfigImageSize", unsafe { sys::cuptiProfilerHostGetConfigImageSize(&mut s) })?;
+        check("cuptiProfilerHostGetConfigImageSize", unsafe {
+            sys::cuptiProfilerHostGetConfigImageSize(&mut s)
+        })?;
         let mut image = vec![0u8; s.configImageSize];
         let mut p = sys::CUpti_Profiler_Host_GetConfigImage_Params {
             structSize: std::mem::size_of::<sys::CUpti_Profiler_Host_GetConfigImage_Params>(),
@@ -248,7 +250,9 @@ impl HostProfiler {
             pMetricValues: values.as_mut_ptr(),
         };
         // SAFETY: arrays sized numMetrics, image alive across the call.
-        check("cuptiProfilerHostEvaluateToGpuValues", unsafe { sys::cuptiProfilerHostEvaluateToGpuValues(&mut p) })?;
+        check("cuptiProfilerHostEvaluateToGpuValues", unsafe {
+            sys::cuptiProfilerHostEvaluateToGpuValues(&mut p)
+        })?;
         Ok(values)
     }
 }

@@ -65,12 +65,16 @@ pub fn load_cupti() -> Result<CuptiLibs> {
             let d: Vec<String> = cuda_lib_dirs().iter().map(|p| p.display().to_string()).collect();
             format!("not found in {}", d.join(":"))
         };
-        let nvperf_host = preload(&["libnvperf_host.so"]).ok_or_else(|| ("libnvperf_host.so".to_string(), searched()))?;
+        let nvperf_host =
+            preload(&["libnvperf_host.so"]).ok_or_else(|| ("libnvperf_host.so".to_string(), searched()))?;
         let cupti = preload(&["libcupti.so.12", "libcupti.so", "libcupti.so.13"])
             .ok_or_else(|| ("libcupti.so".to_string(), searched()))?;
         // SAFETY: only probes dlopen by name; the library is already resident.
         if !unsafe { cudarc::cupti::sys::is_culib_present() } {
-            return Err(("libcupti.so".into(), format!("loaded {} but cudarc cannot see it", cupti.display())));
+            return Err((
+                "libcupti.so".into(),
+                format!("loaded {} but cudarc cannot see it", cupti.display()),
+            ));
         }
         Ok(CuptiLibs { cupti, nvperf_host })
     });

@@ -47,7 +47,11 @@ pub enum Trigger {
 impl Trigger {
     /// The trigger a chip supports (CUPTI docs: GPU-time interval from GA10x on).
     pub fn for_chip(chip: &str, sysclk_hz: f64) -> Trigger {
-        if chip.starts_with("TU") || chip == "GA100" { Trigger::SysClk { hz: sysclk_hz } } else { Trigger::GpuTime }
+        if chip.starts_with("TU") || chip == "GA100" {
+            Trigger::SysClk { hz: sysclk_hz }
+        } else {
+            Trigger::GpuTime
+        }
     }
 }
 
@@ -129,7 +133,10 @@ impl CuptiPmCounters {
     /// `sysclk_hz` is used on chips that trigger on system-clock cycles.
     pub fn open(opts: &PmOptions, sysclk_hz: f64) -> Result<CuptiPmCounters> {
         if !(opts.interval_s.is_finite() && opts.interval_s > 0.0) {
-            return Err(Error::Invalid(format!("PM sampling interval {} s: give a positive interval", opts.interval_s)));
+            return Err(Error::Invalid(format!(
+                "PM sampling interval {} s: give a positive interval",
+                opts.interval_s
+            )));
         }
         init_target()?;
         let chip = chip_name(opts.device)?;
@@ -143,11 +150,15 @@ impl CuptiPmCounters {
             pCounterAvailabilityImage: ptr::null_mut(),
         };
         // SAFETY: size query with a null image.
-        check("cuptiPmSamplingGetCounterAvailability", unsafe { sys::cuptiPmSamplingGetCounterAvailability(&mut a) })?;
+        check("cuptiPmSamplingGetCounterAvailability", unsafe {
+            sys::cuptiPmSamplingGetCounterAvailability(&mut a)
+        })?;
         let mut availability = vec![0u8; a.counterAvailabilityImageSize];
         a.pCounterAvailabilityImage = availability.as_mut_ptr();
         // SAFETY: buffer of the size CUPTI asked for.
-        check("cuptiPmSamplingGetCounterAvailability", unsafe { sys::cuptiPmSamplingGetCounterAvailability(&mut a) })?;
+        check("cuptiPmSamplingGetCounterAvailability", unsafe {
+            sys::cuptiPmSamplingGetCounterAvailability(&mut a)
+        })?;
 
         let mut host = HostProfiler::new(&chip, ProfilerKind::PmSampling, Some(&availability))?;
         let names = map.metrics(MapKind::Pm);
@@ -173,12 +184,14 @@ impl CuptiPmCounters {
         let obj = e.pPmSamplingObject;
         let trigger = Trigger::for_chip(&chip, sysclk_hz);
         let (mode, interval) = match trigger {
-            Trigger::GpuTime => {
-                (sys::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, (opts.interval_s * 1e9) as u64)
-            }
-            Trigger::SysClk { hz } => {
-                (sys::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL, (opts.interval_s * hz) as u64)
-            }
+            Trigger::GpuTime => (
+                sys::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL,
+                (opts.interval_s * 1e9) as u64,
+            ),
+            Trigger::SysClk { hz } => (
+                sys::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL,
+                (opts.interval_s * hz) as u64,
+            ),
         };
         let mut this = CuptiPmCounters {
             map,
@@ -221,7 +234,9 @@ impl CuptiPmCounters {
             counterDataSize: 0,
         };
         // SAFETY: metric-name array alive across the call.
-        check("cuptiPmSamplingGetCounterDataSize", unsafe { sys::cuptiPmSamplingGetCounterDataSize(&mut d) })?;
+        check("cuptiPmSamplingGetCounterDataSize", unsafe {
+            sys::cuptiPmSamplingGetCounterDataSize(&mut d)
+        })?;
         this.counter_data = vec![0u8; d.counterDataSize];
         this.init_counter_data()?;
         Ok(this)
@@ -253,7 +268,8 @@ impl CuptiPmCounters {
                 pPmSamplingObject: self.obj,
                 pCounterDataImage: self.counter_data.as_mut_ptr(),
                 counterDataImageSize: self.counter_data.len(),
-                decodeStopReason: sys::CUpti_PmSampling_DecodeStopReason::CUPTI_PM_SAMPLING_DECODE_STOP_REASON_OTHER,
+                decodeStopReason:
+                    sys::CUpti_PmSampling_DecodeStopReason::CUPTI_PM_SAMPLING_DECODE_STOP_REASON_OTHER,
                 overflow: 0,
             };
             // SAFETY: counter-data image alive and initialized.
@@ -268,7 +284,9 @@ impl CuptiPmCounters {
                 numCompletedSamples: 0,
             };
             // SAFETY: as above.
-            check("cuptiPmSamplingGetCounterDataInfo", unsafe { sys::cuptiPmSamplingGetCounterDataInfo(&mut info) })?;
+            check("cuptiPmSamplingGetCounterDataInfo", unsafe {
+                sys::cuptiPmSamplingGetCounterDataInfo(&mut info)
+            })?;
             for i in self.next_sample..info.numCompletedSamples {
                 let mut si = sys::CUpti_PmSampling_CounterData_GetSampleInfo_Params {
                     structSize: size::<sys::CUpti_PmSampling_CounterData_GetSampleInfo_Params>(),
@@ -291,14 +309,11 @@ impl CuptiPmCounters {
                 if dur <= 0.0 {
                     continue;
                 }
-                let by_name: std::collections::BTreeMap<String, f64> = self
-                    .metrics
-                    .iter()
-                    .map(|c| c.to_string_lossy().into_owned())
-                    .zip(values)
-                    .collect();
+                let by_name: std::collections::BTreeMap<String, f64> =
+                    self.metrics.iter().map(|c| c.to_string_lossy().into_owned()).zip(values).collect();
                 let canonical = self.map.canonical(MapKind::Pm, &by_name);
-                let rates = self.map.pm.keys().map(|k| canonical.get(k).map_or(f64::NAN, |v| v / dur)).collect();
+                let rates =
+                    self.map.pm.keys().map(|k| canonical.get(k).map_or(f64::NAN, |v| v / dur)).collect();
                 out.push(CounterInterval { start_s, end_s, rates });
             }
             self.next_sample = info.numCompletedSamples;
@@ -310,6 +325,13 @@ impl CuptiPmCounters {
             }
             return Ok(out);
         }
+    }
+}
+
+impl CuptiPmCounters {
+    /// The chip CUPTI reported for the device.
+    pub fn chip(&self) -> &str {
+        &self.map.chip
     }
 }
 
@@ -407,7 +429,8 @@ mod tests {
         if std::path::Path::new("/proc/driver/nvidia").exists() || load_cupti().is_err() {
             return;
         }
-        let e = CuptiPmCounters::open(&PmOptions::default(), 1e9).err().expect("no GPU here").to_string();
+        let Err(e) = CuptiPmCounters::open(&PmOptions::default(), 1e9) else { panic!("no GPU here") };
+        let e = e.to_string();
         assert!(e.starts_with("no NVIDIA driver"), "{e}");
     }
 }
