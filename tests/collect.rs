@@ -32,7 +32,7 @@ fn collect_without_a_driver_says_so_in_one_line() {
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(e.starts_with("gpumodel: error: no NVIDIA driver"), "{e}");
-    assert!(e.contains("install the NVIDIA driver"), "{e}");
+    assert!(e.contains("run on a machine with an NVIDIA GPU and its driver installed"), "{e}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing may be written");
 }
 

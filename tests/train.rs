@@ -308,3 +308,33 @@ fn mlr_works_like_scikit_learn() {
         assert!((m["rmse_w"].as_f64().unwrap() - rmse).abs() < 1e-6, "{model}: {m}");
     }
 }
+
+#[test]
+fn ensemble_writes_one_wider_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let v = json(&[
+        "train",
+        "--models",
+        "bpann",
+        "--ensemble",
+        "--restarts",
+        "2",
+        "--epochs",
+        "100",
+        "--folds",
+        "0",
+        "--group-folds",
+        "0",
+        "--format",
+        "json",
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(v["models"]["bpann"]["held-out"]["mape_pct"].as_f64().unwrap().is_finite());
+    let a = gpumodel_models_artifact(&out.join("titanx-bpann.json"));
+    let widths: Vec<usize> =
+        a["layers"].as_array().unwrap().iter().map(|l| l["bias"].as_array().unwrap().len()).collect();
+    assert_eq!(widths, vec![8, 8, 1], "two 10-4-4-1 restarts side by side");
+    assert_eq!(a["training"]["bpann"]["ensemble_of_restarts"], true);
+}

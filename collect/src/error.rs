@@ -6,8 +6,8 @@
 pub enum Error {
     /// `libnvidia-ml.so` (the NVIDIA driver) cannot be loaded: no driver on this machine.
     #[error(
-        "no NVIDIA driver: {detail}; install the NVIDIA driver (libnvidia-ml.so) and run on a machine with a GPU, \
-         or import existing measurements with `gpumodel import ncu|nvprof FILE`"
+        "no NVIDIA driver: {detail}; run on a machine with an NVIDIA GPU and its driver installed \
+         (libnvidia-ml.so, libcuda.so)"
     )]
     NoDriver { detail: String },
     /// The driver is there but the GPU index is not.

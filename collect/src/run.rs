@@ -350,6 +350,12 @@ pub fn run<P: PowerSource + 'static>(
     let mut exit;
     let mut status = RunStatus::Complete;
     'runs: loop {
+        if interrupted.load(Ordering::SeqCst) {
+            // Interrupted during the idle phases: the program is not started at all.
+            status = RunStatus::Interrupted;
+            exit = ProgramExit::Killed;
+            break;
+        }
         let mut child: Child = match Command::new(&program).args(&opts.program[1..]).spawn() {
             Ok(ch) => ch,
             Err(e) => {

@@ -111,8 +111,10 @@ pub struct KernelProfile {
     /// Canonical counter totals for one launch.
     #[serde(default)]
     pub counters: BTreeMap<String, f64>,
-    /// Inputs of the timing model that come from code analysis when counters lack them (free-form,
-    /// documented by the timing model).
+    /// Inputs of the timing model that come from code analysis when counters lack them: any canonical
+    /// counter name (used when `counters` lacks it), `barriers` (barriers each warp executes) and
+    /// `achieved_occupancy` (0–1, the resident-warp fraction when no `--warps` is given). See
+    /// `timing::TimingInputs::from_profile`.
     #[serde(default)]
     pub code: BTreeMap<String, f64>,
     #[serde(default)]

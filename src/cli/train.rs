@@ -52,6 +52,9 @@ pub struct Args {
     /// BP-ANN restarts inside each cross-validation fold (kept small so that CV stays affordable).
     #[arg(long, default_value_t = 1)]
     pub cv_restarts: usize,
+    /// Average all BP-ANN restarts into one (wider) network instead of keeping the best one.
+    #[arg(long)]
+    pub ensemble: bool,
     /// Epoch budget per restart (full-batch Adam steps).
     #[arg(long, default_value_t = 2000)]
     pub epochs: usize,
@@ -283,6 +286,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         patience: args.patience,
         learning_rate: args.learning_rate,
         validation_fraction: args.validation,
+        ensemble: args.ensemble,
         ..BpannParams::default()
     }
     .check()?;
@@ -436,6 +440,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "hidden": bp.hidden, "restarts": bp.restarts, "max_epochs": bp.max_epochs,
                 "patience": bp.patience, "learning_rate": bp.learning_rate, "adam_epsilon": bp.epsilon,
                 "validation_fraction": bp.validation_fraction, "validation": "grouped (whole kernels)",
+                "ensemble_of_restarts": bp.ensemble,
                 "backend": "burn 0.22.1 Flex (f64), full-batch Adam",
             })),
             "metrics": {

@@ -41,6 +41,10 @@ pub struct BpannParams {
     pub validation_fraction: f64,
     /// Name of the feature set, recorded in the artifact.
     pub feature_set: String,
+    /// Keep every restart and average them (one wider network with block-diagonal hidden layers, so the
+    /// artifact format is unchanged) instead of keeping the best one. Off by default: the paper's model
+    /// is one 10-4-4-1 network.
+    pub ensemble: bool,
 }
 
 impl Default for BpannParams {
@@ -55,6 +59,7 @@ impl Default for BpannParams {
             epsilon: 1e-8,
             validation_fraction: 0.2,
             feature_set: "custom".into(),
+            ensemble: false,
         }
     }
 }
@@ -165,6 +170,43 @@ fn init_layers(sizes: &[usize], rng: &mut ChaCha8Rng) -> Vec<Dense> {
         .collect()
 }
 
+/// One network that outputs the mean of `nets` (same input width, same depth): the first layers are
+/// stacked, the hidden-to-hidden layers block-diagonal, and the output layer concatenated and divided by
+/// the number of networks. Exact, because the output layer is linear.
+pub fn average_networks(nets: &[Vec<Dense>]) -> Vec<Dense> {
+    let k = nets.len() as f64;
+    let depth = nets[0].len();
+    (0..depth)
+        .map(|l| {
+            let act = nets[0][l].activation;
+            if l + 1 == depth {
+                let mut w = Vec::new();
+                for n in nets {
+                    w.extend(n[l].weights[0].iter().map(|x| x / k));
+                }
+                let b = nets.iter().map(|n| n[l].bias[0]).sum::<f64>() / k;
+                return Dense { weights: vec![w], bias: vec![b], activation: act };
+            }
+            let in_widths: Vec<usize> = nets.iter().map(|n| n[l].weights[0].len()).collect();
+            let total_in: usize = if l == 0 { in_widths[0] } else { in_widths.iter().sum() };
+            let mut weights = Vec::new();
+            let mut bias = Vec::new();
+            let mut offset = 0;
+            for (n, &wi) in nets.iter().zip(&in_widths) {
+                for (row, b) in n[l].weights.iter().zip(&n[l].bias) {
+                    let mut full = vec![0.0; total_in];
+                    let at = if l == 0 { 0 } else { offset };
+                    full[at..at + wi].copy_from_slice(row);
+                    weights.push(full);
+                    bias.push(*b);
+                }
+                offset += wi;
+            }
+            Dense { weights, bias, activation: act }
+        })
+        .collect()
+}
+
 /// Plain-Rust forward pass of standardized rows through `layers` (standardized output).
 fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
     let art = ModelArtifact {
@@ -253,6 +295,7 @@ impl BpannParams {
 
         let mut reports = Vec::new();
         let mut best: Option<(f64, Vec<Dense>)> = None;
+        let mut all: Vec<Vec<Dense>> = Vec::new();
         for r in 0..self.restarts {
             let seed = self.seed.wrapping_add(r as u64);
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -290,11 +333,15 @@ impl BpannParams {
                 best_epoch: kept.2,
                 validation_rmse_w: kept.0.sqrt() * ts,
             });
+            all.push(kept.1.clone());
             if best.as_ref().is_none_or(|(b, _)| kept.0 < *b) {
                 best = Some((kept.0, kept.1));
             }
         }
-        let (_, layers) = best.ok_or_else(|| Error::Invalid("no restart finished".into()))?;
+        let (_, mut layers) = best.ok_or_else(|| Error::Invalid("no restart finished".into()))?;
+        if self.ensemble && all.len() > 1 {
+            layers = average_networks(&all);
+        }
         let chosen = reports
             .iter()
             .enumerate()
@@ -351,6 +398,19 @@ mod tests {
             feature_names: vec!["a".into(), "b".into()],
             target_name: "power_w".into(),
             groups: (0..n).map(|i| format!("g{}", i % 10)).collect(),
+        }
+    }
+
+    #[test]
+    fn averaged_network_is_the_mean_of_its_members() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let nets: Vec<Vec<Dense>> = (0..3).map(|_| init_layers(&[3, 4, 2, 1], &mut rng)).collect();
+        let avg = average_networks(&nets);
+        let z = Array2::from_shape_fn((7, 3), |(i, j)| (i as f64 - 3.0) * 0.4 + j as f64 * 0.3);
+        let mean: Vec<f64> =
+            (0..7).map(|r| nets.iter().map(|n| forward_std(n, &z)[r]).sum::<f64>() / 3.0).collect();
+        for (a, b) in forward_std(&avg, &z).iter().zip(&mean) {
+            assert!((a - b).abs() < 1e-12, "{a} vs {b}");
         }
     }
 

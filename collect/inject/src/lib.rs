@@ -1,0 +1,444 @@
+//! # gpumodel-inject — per-kernel counter totals inside the profiled program
+//!
+//! The CUPTI Range Profiler must run in the process that launches the kernels. The CUDA driver loads
+//! this library into a program started with `CUDA_INJECTION64_PATH=/path/libgpumodel_inject.so` and calls
+//! its `InitializeInjection` (the mechanism of Nsight Compute and CUPTI's injection samples). It then:
+//!
+//! 1. subscribes to CUPTI callbacks: context creation (resource domain) and `cuLaunchKernel` /
+//!    `cuLaunchKernel_ptsz` (driver API, on entry) to record each launch's name, grid, block, registers
+//!    (`cuFuncGetAttribute(NUM_REGS)`) and shared memory (static + dynamic); calls
+//!    `cuptiProfilerInitialize`;
+//! 2. on the first context: `cuptiRangeProfilerEnable(ctx)` → `cuptiProfilerGetCounterAvailability(ctx)`
+//!    → `cuptiDeviceGetChipName` → host `cuptiProfilerHostInitialize(RANGE_PROFILER, chip, availability)`
+//!    with the chip's `range` map plus `gpu__time_duration.sum` → config image →
+//!    `cuptiRangeProfilerGetCounterDataSize` → `cuptiRangeProfilerCounterDataImageInitialize` →
+//!    `cuptiRangeProfilerSetConfig(AutoRange, KernelReplay)` → `cuptiRangeProfilerStart`;
+//! 3. at process exit: `cuptiRangeProfilerStop` → `cuptiRangeProfilerDecodeData` →
+//!    `cuptiRangeProfilerGetCounterDataInfo` → per range `cuptiProfilerHostGetRangeName` and
+//!    `cuptiProfilerHostEvaluateToGpuValues` → one CSV row per kernel launch in `GPUMODEL_INJECT_OUT`
+//!    (default `gpumodel-kernels.csv`) → `cuptiRangeProfilerDisable` → `cuptiProfilerDeInitialize`.
+//!
+//! Rows: `index, name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread,
+//! shared_mem_bytes, duration_s, <canonical counters…>`. Kernel replay serializes and replays every
+//! kernel, so its timings are not the program's: power is measured in a separate, unprofiled run.
+//!
+//! Needs a GPU: on our machines only its building and its row format are tested.
+
+use cudarc::cupti::sys;
+use gpumodel_collect::cupti::host::{HostProfiler, ProfilerKind};
+use gpumodel_collect::cupti::pm::chip_name;
+use gpumodel_models::counters::{CounterMap, MapKind};
+use std::ffi::{CStr, CString, c_void};
+use std::io::Write;
+use std::ptr;
+use std::sync::Mutex;
+
+/// Metric for the kernel's duration (ns), added to the range map.
+const DURATION_METRIC: &str = "gpu__time_duration.sum";
+/// Ranges (kernel launches) held before the counter data is full.
+const MAX_RANGES: usize = 2048;
+
+/// One launch as the driver API saw it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LaunchInfo {
+    pub name: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub registers_per_thread: u32,
+    pub shared_mem_bytes: u32,
+}
+
+struct Profiler {
+    obj: *mut sys::CUpti_RangeProfiler_Object,
+    host: HostProfiler,
+    map: CounterMap,
+    metrics: Vec<CString>,
+    counter_data: Vec<u8>,
+    _config: Vec<u8>,
+}
+
+// SAFETY: used under the STATE mutex only.
+unsafe impl Send for Profiler {}
+
+struct State {
+    launches: Vec<LaunchInfo>,
+    profiler: Option<Profiler>,
+    errors: Vec<String>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State { launches: Vec::new(), profiler: None, errors: Vec::new() });
+
+fn ok(call: &str, r: sys::CUptiResult) -> Result<(), String> {
+    if r == sys::CUptiResult::CUPTI_SUCCESS { Ok(()) } else { Err(format!("{call}: {r:?}")) }
+}
+
+fn size<T>() -> usize {
+    std::mem::size_of::<T>()
+}
+
+fn setup(ctx: cudarc::driver::sys::CUcontext) -> Result<Profiler, String> {
+    let mut e = sys::CUpti_RangeProfiler_Enable_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_Enable_Params>(),
+        pPriv: ptr::null_mut(),
+        ctx,
+        pRangeProfilerObject: ptr::null_mut(),
+    };
+    // SAFETY: params initialized with their size; ctx from the context-created callback.
+    ok("cuptiRangeProfilerEnable", unsafe { sys::cuptiRangeProfilerEnable(&mut e) })?;
+    let obj = e.pRangeProfilerObject;
+    let mut a = sys::CUpti_Profiler_GetCounterAvailability_Params {
+        structSize: size::<sys::CUpti_Profiler_GetCounterAvailability_Params>(),
+        pPriv: ptr::null_mut(),
+        ctx,
+        counterAvailabilityImageSize: 0,
+        pCounterAvailabilityImage: ptr::null_mut(),
+    };
+    // SAFETY: size query, then the image of that size.
+    ok("cuptiProfilerGetCounterAvailability", unsafe { sys::cuptiProfilerGetCounterAvailability(&mut a) })?;
+    let mut avail = vec![0u8; a.counterAvailabilityImageSize];
+    a.pCounterAvailabilityImage = avail.as_mut_ptr();
+    // SAFETY: as above.
+    ok("cuptiProfilerGetCounterAvailability", unsafe { sys::cuptiProfilerGetCounterAvailability(&mut a) })?;
+    let mut dev: u32 = 0;
+    // SAFETY: ctx is a valid context; writes one u32.
+    ok("cuptiGetDeviceId", unsafe { sys::cuptiGetDeviceId(ctx, &mut dev) })?;
+    let chip = chip_name(dev).map_err(|e| e.to_string())?;
+    let map = CounterMap::builtin(&chip).map_err(|e| e.to_string())?;
+    let mut names = map.metrics(MapKind::Range);
+    names.push(DURATION_METRIC.into());
+    let mut host = HostProfiler::new(&chip, ProfilerKind::Range, Some(&avail)).map_err(|e| e.to_string())?;
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    host.add_metrics(&refs).map_err(|e| e.to_string())?;
+    let config = host.config_image().map_err(|e| e.to_string())?;
+    let metrics: Vec<CString> = names.iter().filter_map(|n| CString::new(n.as_str()).ok()).collect();
+    let mut ptrs: Vec<*const std::ffi::c_char> = metrics.iter().map(|c| c.as_ptr()).collect();
+    let mut d = sys::CUpti_RangeProfiler_GetCounterDataSize_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_GetCounterDataSize_Params>(),
+        pPriv: ptr::null_mut(),
+        pRangeProfilerObject: obj,
+        pMetricNames: ptrs.as_mut_ptr(),
+        numMetrics: ptrs.len(),
+        maxNumOfRanges: MAX_RANGES,
+        maxNumRangeTreeNodes: MAX_RANGES as u32,
+        counterDataSize: 0,
+    };
+    // SAFETY: metric names alive across the call.
+    ok("cuptiRangeProfilerGetCounterDataSize", unsafe { sys::cuptiRangeProfilerGetCounterDataSize(&mut d) })?;
+    let mut counter_data = vec![0u8; d.counterDataSize];
+    let mut i = sys::CUpti_RangeProfiler_CounterDataImage_Initialize_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(),
+        pPriv: ptr::null_mut(),
+        pRangeProfilerObject: obj,
+        counterDataSize: counter_data.len(),
+        pCounterData: counter_data.as_mut_ptr(),
+    };
+    // SAFETY: buffer of the size CUPTI asked for.
+    ok("cuptiRangeProfilerCounterDataImageInitialize", unsafe {
+        sys::cuptiRangeProfilerCounterDataImageInitialize(&mut i)
+    })?;
+    let mut s = sys::CUpti_RangeProfiler_SetConfig_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_SetConfig_Params>(),
+        pPriv: ptr::null_mut(),
+        pRangeProfilerObject: obj,
+        configSize: config.len(),
+        pConfig: config.as_ptr(),
+        counterDataImageSize: counter_data.len(),
+        pCounterDataImage: counter_data.as_mut_ptr(),
+        range: sys::CUpti_ProfilerRange::CUPTI_AutoRange,
+        replayMode: sys::CUpti_ProfilerReplayMode::CUPTI_KernelReplay,
+        maxRangesPerPass: MAX_RANGES,
+        numNestingLevels: 1,
+        minNestingLevel: 1,
+        passIndex: 0,
+        targetNestingLevel: 1,
+    };
+    // SAFETY: config and counter data stay alive in the Profiler (moved, heap buffers do not move).
+    ok("cuptiRangeProfilerSetConfig", unsafe { sys::cuptiRangeProfilerSetConfig(&mut s) })?;
+    let mut st = sys::CUpti_RangeProfiler_Start_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_Start_Params>(),
+        pPriv: ptr::null_mut(),
+        pRangeProfilerObject: obj,
+    };
+    // SAFETY: configured object.
+    ok("cuptiRangeProfilerStart", unsafe { sys::cuptiRangeProfilerStart(&mut st) })?;
+    Ok(Profiler { obj, host, map, metrics, counter_data, _config: config })
+}
+
+/// Turns one range's metric values into a CSV row.
+pub fn row(index: usize, launch: &LaunchInfo, map: &CounterMap, values: &[(String, f64)]) -> String {
+    let by_name: std::collections::BTreeMap<String, f64> = values.iter().cloned().collect();
+    let canonical = map.canonical(MapKind::Range, &by_name);
+    let duration_s = by_name.get(DURATION_METRIC).map_or(f64::NAN, |ns| ns * 1e-9);
+    let mut cells = vec![
+        index.to_string(),
+        format!("\"{}\"", launch.name.replace('"', "'")),
+        launch.grid[0].to_string(),
+        launch.grid[1].to_string(),
+        launch.grid[2].to_string(),
+        launch.block[0].to_string(),
+        launch.block[1].to_string(),
+        launch.block[2].to_string(),
+        launch.registers_per_thread.to_string(),
+        launch.shared_mem_bytes.to_string(),
+        format!("{duration_s}"),
+    ];
+    for k in map.range.keys() {
+        cells.push(canonical.get(k).map_or("nan".into(), |v| format!("{v}")));
+    }
+    cells.join(",")
+}
+
+/// The CSV header matching [`row`].
+pub fn header(map: &CounterMap) -> String {
+    let mut h: Vec<String> = [
+        "index",
+        "name",
+        "grid_x",
+        "grid_y",
+        "grid_z",
+        "block_x",
+        "block_y",
+        "block_z",
+        "registers_per_thread",
+        "shared_mem_bytes",
+        "duration_s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    h.extend(map.range.keys().cloned());
+    h.join(",")
+}
+
+fn finish_profiler(p: &mut Profiler, launches: &[LaunchInfo]) -> Result<(), String> {
+    let mut stop = sys::CUpti_RangeProfiler_Stop_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_Stop_Params>(),
+        pPriv: ptr::null_mut(),
+        pRangeProfilerObject: p.obj,
+        passIndex: 0,
+        targetNestingLevel: 0,
+        isAllPassSubmitted: 0,
+    };
+    // SAFETY: started object.
+    ok("cuptiRangeProfilerStop", unsafe { sys::cuptiRangeProfilerStop(&mut stop) })?;
+    let mut dec = sys::CUpti_RangeProfiler_DecodeData_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_DecodeData_Params>(),
+        pPriv: ptr::null_mut(),
+        pRangeProfilerObject: p.obj,
+        numOfRangeDropped: 0,
+    };
+    // SAFETY: stopped object; decodes into the counter data given to SetConfig.
+    ok("cuptiRangeProfilerDecodeData", unsafe { sys::cuptiRangeProfilerDecodeData(&mut dec) })?;
+    let mut info = sys::CUpti_RangeProfiler_GetCounterDataInfo_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_GetCounterDataInfo_Params>(),
+        pPriv: ptr::null_mut(),
+        pCounterDataImage: p.counter_data.as_ptr(),
+        counterDataImageSize: p.counter_data.len(),
+        numTotalRanges: 0,
+    };
+    // SAFETY: decoded image.
+    ok("cuptiRangeProfilerGetCounterDataInfo", unsafe {
+        sys::cuptiRangeProfilerGetCounterDataInfo(&mut info)
+    })?;
+    let out = std::env::var("GPUMODEL_INJECT_OUT").unwrap_or_else(|_| "gpumodel-kernels.csv".into());
+    let mut f = std::fs::File::create(&out).map_err(|e| format!("{out}: {e}"))?;
+    writeln!(f, "{}", header(&p.map)).map_err(|e| format!("{out}: {e}"))?;
+    let delim = CString::new("/").unwrap_or_default();
+    for r in 0..info.numTotalRanges {
+        let mut n = sys::CUpti_Profiler_Host_GetRangeName_Params {
+            structSize: size::<sys::CUpti_Profiler_Host_GetRangeName_Params>(),
+            pPriv: ptr::null_mut(),
+            pCounterDataImage: p.counter_data.as_ptr(),
+            counterDataImageSize: p.counter_data.len(),
+            rangeIndex: r,
+            delimiter: delim.as_ptr(),
+            pRangeName: ptr::null(),
+        };
+        // SAFETY: r < numTotalRanges.
+        ok("cuptiProfilerHostGetRangeName", unsafe { sys::cuptiProfilerHostGetRangeName(&mut n) })?;
+        let range_name = if n.pRangeName.is_null() {
+            String::new()
+        } else {
+            // SAFETY: CUPTI returns a NUL-terminated string.
+            unsafe { CStr::from_ptr(n.pRangeName) }.to_string_lossy().into_owned()
+        };
+        let values = p.host.evaluate(&p.counter_data, r, &p.metrics).map_err(|e| e.to_string())?;
+        let named: Vec<(String, f64)> =
+            p.metrics.iter().map(|c| c.to_string_lossy().into_owned()).zip(values).collect();
+        // Auto ranges follow the launches in order; the range name is the kernel's when no launch was seen.
+        let launch =
+            launches.get(r).cloned().unwrap_or(LaunchInfo { name: range_name, ..LaunchInfo::default() });
+        writeln!(f, "{}", row(r, &launch, &p.map, &named)).map_err(|e| format!("{out}: {e}"))?;
+    }
+    if dec.numOfRangeDropped > 0 {
+        eprintln!(
+            "gpumodel-inject: {} kernel launches dropped (more than {MAX_RANGES})",
+            dec.numOfRangeDropped
+        );
+    }
+    let mut dis = sys::CUpti_RangeProfiler_Disable_Params {
+        structSize: size::<sys::CUpti_RangeProfiler_Disable_Params>(),
+        pPriv: ptr::null_mut(),
+        pRangeProfilerObject: p.obj,
+    };
+    // SAFETY: enabled object, disabled once.
+    ok("cuptiRangeProfilerDisable", unsafe { sys::cuptiRangeProfilerDisable(&mut dis) })
+}
+
+extern "C" fn at_exit() {
+    let Ok(mut st) = STATE.lock() else { return };
+    let launches = std::mem::take(&mut st.launches);
+    if let Some(mut p) = st.profiler.take() {
+        if let Err(e) = finish_profiler(&mut p, &launches) {
+            eprintln!("gpumodel-inject: {e}");
+        }
+    }
+    for e in &st.errors {
+        eprintln!("gpumodel-inject: {e}");
+    }
+    let mut de = sys::CUpti_Profiler_DeInitialize_Params {
+        structSize: size::<sys::CUpti_Profiler_DeInitialize_Params>(),
+        pPriv: ptr::null_mut(),
+    };
+    // SAFETY: pairs cuptiProfilerInitialize.
+    let _ = unsafe { sys::cuptiProfilerDeInitialize(&mut de) };
+}
+
+unsafe extern "C" {
+    fn atexit(cb: extern "C" fn()) -> i32;
+}
+
+unsafe extern "C" fn callback(
+    _: *mut c_void,
+    domain: sys::CUpti_CallbackDomain,
+    cbid: sys::CUpti_CallbackId,
+    data: *const c_void,
+) {
+    let Ok(mut st) = STATE.lock() else { return };
+    if domain == sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RESOURCE
+        && cbid == sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED as u32
+    {
+        if st.profiler.is_none() {
+            // SAFETY: the resource domain passes CUpti_ResourceData.
+            let ctx = unsafe { (*(data as *const sys::CUpti_ResourceData)).context };
+            match setup(ctx) {
+                Ok(p) => st.profiler = Some(p),
+                Err(e) => st.errors.push(e),
+            }
+        }
+        return;
+    }
+    if domain != sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API {
+        return;
+    }
+    // SAFETY: the driver-API domain passes CUpti_CallbackData.
+    let cb = unsafe { &*(data as *const sys::CUpti_CallbackData) };
+    if cb.callbackSite != sys::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
+        return;
+    }
+    let name = if cb.symbolName.is_null() {
+        String::new()
+    } else {
+        // SAFETY: NUL-terminated symbol name owned by the driver.
+        unsafe { CStr::from_ptr(cb.symbolName) }.to_string_lossy().into_owned()
+    };
+    // cuLaunchKernel and cuLaunchKernel_ptsz share the parameter layout.
+    // SAFETY: functionParams of these two callbacks is cuLaunchKernel_params.
+    let p = unsafe { &*(cb.functionParams as *const sys::cuLaunchKernel_params_st) };
+    let attr = |a: cudarc::driver::sys::CUfunction_attribute| {
+        let mut v: i32 = 0;
+        // SAFETY: f is the launched function; v receives one int.
+        let r = unsafe { cudarc::driver::sys::cuFuncGetAttribute(&mut v, a, p.f) };
+        if r == cudarc::driver::sys::CUresult::CUDA_SUCCESS { v.max(0) as u32 } else { 0 }
+    };
+    let regs = attr(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS);
+    let smem = attr(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+    st.launches.push(LaunchInfo {
+        name,
+        grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
+        block: [p.blockDimX, p.blockDimY, p.blockDimZ],
+        registers_per_thread: regs,
+        shared_mem_bytes: smem + p.sharedMemBytes,
+    });
+}
+
+/// Called by the CUDA driver when `CUDA_INJECTION64_PATH` names this library. Returns 1 on success.
+#[unsafe(no_mangle)]
+pub extern "C" fn InitializeInjection() -> i32 {
+    if let Err(e) = gpumodel_collect::cupti::loader::load_cupti() {
+        eprintln!("gpumodel-inject: {e}");
+        return 0;
+    }
+    let mut sub: sys::CUpti_SubscriberHandle = ptr::null_mut();
+    // SAFETY: registers a callback with static lifetime.
+    let r = unsafe { sys::cuptiSubscribe(&mut sub, Some(callback), ptr::null_mut()) };
+    let steps = ok("cuptiSubscribe", r)
+        .and_then(|_| {
+            // SAFETY: valid subscriber.
+            ok("cuptiEnableCallback", unsafe {
+                sys::cuptiEnableCallback(
+                    1,
+                    sub,
+                    sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RESOURCE,
+                    sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED as u32,
+                )
+            })
+        })
+        .and_then(|_| {
+            for cbid in [
+                sys::CUpti_driver_api_trace_cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                sys::CUpti_driver_api_trace_cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+            ] {
+                // SAFETY: valid subscriber.
+                ok("cuptiEnableCallback", unsafe {
+                    sys::cuptiEnableCallback(
+                        1,
+                        sub,
+                        sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+                        cbid as u32,
+                    )
+                })?;
+            }
+            Ok(())
+        })
+        .and_then(|_| {
+            let mut p = sys::CUpti_Profiler_Initialize_Params {
+                structSize: size::<sys::CUpti_Profiler_Initialize_Params>(),
+                pPriv: ptr::null_mut(),
+            };
+            // SAFETY: params initialized with their size.
+            ok("cuptiProfilerInitialize", unsafe { sys::cuptiProfilerInitialize(&mut p) })
+        });
+    if let Err(e) = steps {
+        eprintln!("gpumodel-inject: {e}");
+        return 0;
+    }
+    // SAFETY: registers a plain extern "C" function.
+    unsafe { atexit(at_exit) };
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_match_the_header() {
+        let map = CounterMap::builtin("GA102").unwrap();
+        let launch = LaunchInfo {
+            name: "k".into(),
+            grid: [2, 1, 1],
+            block: [64, 1, 1],
+            registers_per_thread: 32,
+            shared_mem_bytes: 0,
+        };
+        let values =
+            vec![("smsp__inst_executed.sum".to_string(), 100.0), (DURATION_METRIC.to_string(), 2500.0)];
+        let r = row(0, &launch, &map, &values);
+        assert_eq!(r.split(',').count(), header(&map).split(',').count());
+        assert!(r.starts_with("0,\"k\",2,1,1,64,1,1,32,0,0.0000025"), "{r}");
+        let h = header(&map);
+        let col = h.split(',').position(|c| c == "inst_executed").unwrap();
+        assert_eq!(r.split(',').nth(col), Some("100"));
+    }
+}
