@@ -166,3 +166,30 @@ fn merge_joins_per_host_traces() {
     let rows_in: usize = outs.iter().map(|p| std::fs::read_to_string(p).unwrap().lines().count() - 1).sum();
     assert_eq!(text.lines().count() - 1, rows_in);
 }
+
+/// Without a driver the injection library is never loaded: `--kernel-totals` must say so in one line,
+/// after the trace is complete (which stays on disk).
+#[test]
+fn kernel_totals_without_a_driver_say_why_and_keep_the_trace() {
+    if !no_driver_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.csv");
+    let o = fake()
+        .args(["collect", "--idle-seconds", "0", "--min-seconds", "0", "--kernel-totals", "-o"])
+        .arg(&out)
+        .arg("/bin/true")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    // Built by `cargo test --workspace` next to the binary; a narrower build may lack it: also one line.
+    assert!(
+        e.contains("k.kernels.csv was not written: the CUDA driver did not load")
+            || e.contains("cannot load libgpumodel_inject.so"),
+        "{e}"
+    );
+    assert!(out.exists() && out.with_extension("json").exists());
+}

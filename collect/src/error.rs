@@ -59,3 +59,9 @@ pub enum Error {
 
 /// Result with the collector's error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<std::path::PathBuf>, source: std::io::Error) -> Error {
+        Error::Io { path: path.into(), source }
+    }
+}

@@ -23,6 +23,7 @@ pub mod counters;
 pub mod cupti;
 pub mod error;
 pub mod fake;
+pub mod kernels;
 pub mod nvml;
 pub mod nvrtc;
 pub mod power;

@@ -341,3 +341,55 @@ mod tests {
         assert!(t.column("T_hits").unwrap()[0].is_nan());
     }
 }
+
+/// Reads the rows written by gpumodel's injection library (`collect --kernel-totals`): `index, name,
+/// grid_x…z, block_x…z, registers_per_thread, shared_mem_bytes, duration_s, <canonical counters…>`.
+pub fn read_inject_rows(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
+    let recs = read_records(text, source)?;
+    let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
+    let header = recs
+        .first()
+        .ok_or_else(|| fmt("empty: the program launched no kernel, or CUPTI failed (see its stderr)"))?;
+    let col = |n: &str| header.iter().position(|h| h == n);
+    let need = ["name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "duration_s"];
+    if need.iter().any(|n| col(n).is_none()) {
+        return Err(fmt("not a gpumodel-inject kernel table (missing launch columns)"));
+    }
+    let num = |rec: &Vec<String>, n: &str| col(n).and_then(|i| rec.get(i)).and_then(|s| number(s));
+    let mut out = Vec::new();
+    for rec in recs.iter().skip(1) {
+        let u = |n: &str| num(rec, n).map_or(0, |v| v as u32);
+        let counters: BTreeMap<String, f64> =
+            CANONICAL_COUNTERS.iter().filter_map(|(c, _)| num(rec, c).map(|v| (c.to_string(), v))).collect();
+        let grid = [u("grid_x"), u("grid_y"), u("grid_z")];
+        let block = [u("block_x"), u("block_y"), u("block_z")];
+        let launch = (grid.iter().all(|&g| g > 0) && block.iter().all(|&b| b > 0)).then_some(Launch {
+            grid,
+            block,
+            registers_per_thread: u("registers_per_thread"),
+            shared_mem_per_block: u("shared_mem_bytes"),
+        });
+        let name = col("name").and_then(|i| rec.get(i)).cloned().unwrap_or_default();
+        out.push(ImportedKernel { name, launch, time_s: num(rec, "duration_s"), counters });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod inject_tests {
+    use super::*;
+
+    #[test]
+    fn inject_rows_become_profiles() {
+        let csv = "index,name,grid_x,grid_y,grid_z,block_x,block_y,block_z,registers_per_thread,shared_mem_bytes,duration_s,inst_executed,branch\n\
+                   0,\"k(int)\",8,1,1,128,1,1,24,512,0.000002,1000,nan\n";
+        let k = read_inject_rows(csv, "x.csv").unwrap();
+        let p = k[0].to_profile("x.csv", None).unwrap();
+        assert_eq!(p.name, "k(int)");
+        assert_eq!(p.launch.blocks(), 8);
+        assert_eq!(p.launch.registers_per_thread, 24);
+        assert_eq!(p.counter("inst_executed"), Some(1000.0));
+        assert_eq!(p.counter("branch"), None);
+        assert_eq!(p.measured.time_s, Some(0.000002));
+    }
+}

@@ -41,6 +41,11 @@ pub struct Args {
     /// Sample power only, without CUPTI counters.
     #[arg(long)]
     pub no_counters: bool,
+    /// After the trace, run the program once more under the CUPTI Range Profiler (injection library,
+    /// kernel replay) for exact per-kernel totals: `<out>.kernels.csv` (rows) and `<out>.kernels.json`
+    /// (kernel profiles for `predict`).
+    #[arg(long)]
+    pub kernel_totals: bool,
     /// The program to run and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
@@ -122,6 +127,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     .with_context(|| format!("collect {}", first))?;
 
     let meta = &outcome.meta;
+    if args.kernel_totals && matches!(meta.status, RunStatus::Complete) {
+        let rows = out.with_extension("kernels.csv");
+        let (profiles, code) = gpumodel_collect::kernels::collect_kernel_totals(&args.program, &rows)
+            .context("per-kernel totals (--kernel-totals)")?;
+        let json = out.with_extension("kernels.json");
+        let text = serde_json::to_string_pretty(&profiles)?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&json)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+            .with_context(|| format!("{}: cannot write (it must not exist yet)", json.display()))?;
+        eprintln!(
+            "{}: {} kernel profiles from {} (program exit {:?})",
+            json.display(),
+            profiles.len(),
+            rows.display(),
+            code
+        );
+    }
     let s = meta.summary.clone().unwrap_or_default();
     let fmt_opt = |x: Option<f64>, unit: &str| x.map_or("n/a".to_string(), |v| format!("{v:.2} {unit}"));
     eprintln!(

@@ -53,3 +53,10 @@ fn titanx_linear_models_agree_too() {
 fn gtx1080ti_bpann_burn_and_models_agree() {
     check("gtx1080ti-bpann.json", "nvdvfs-gtx1080ti");
 }
+
+#[test]
+fn the_ensemble_and_clock_physics_models_agree_too() {
+    // Derived inputs (SP*core_mhz, core_mhz^3, …) rebuilt by input_vector; a 10-20-20-1 network.
+    check("titanx-physics-bpann.json", "guerreiro-titanx-real");
+    check("titanx-physics-ensemble-bpann.json", "guerreiro-titanx-real");
+}

@@ -288,10 +288,10 @@ fn finish_profiler(p: &mut Profiler, launches: &[LaunchInfo]) -> Result<(), Stri
 extern "C" fn at_exit() {
     let Ok(mut st) = STATE.lock() else { return };
     let launches = std::mem::take(&mut st.launches);
-    if let Some(mut p) = st.profiler.take() {
-        if let Err(e) = finish_profiler(&mut p, &launches) {
-            eprintln!("gpumodel-inject: {e}");
-        }
+    if let Some(mut p) = st.profiler.take()
+        && let Err(e) = finish_profiler(&mut p, &launches)
+    {
+        eprintln!("gpumodel-inject: {e}");
     }
     for e in &st.errors {
         eprintln!("gpumodel-inject: {e}");

@@ -1,0 +1,74 @@
+//! Per-kernel totals: runs the program once more with gpumodel's injection library
+//! (`CUDA_INJECTION64_PATH`, see `collect/inject`), which profiles every launch with the CUPTI Range
+//! Profiler (auto range, kernel replay) and writes one row per launch; the rows become kernel profiles.
+//! Kernel replay serializes and repeats kernels, so this is a separate run from the power trace.
+
+use crate::error::{Error, Result};
+use gpumodel_models::ncu::read_inject_rows;
+use gpumodel_models::profile::KernelProfile;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// File name of the injection library.
+pub const INJECT_LIB: &str = "libgpumodel_inject.so";
+
+/// Finds the injection library: `GPUMODEL_INJECT_LIB`, else next to the running executable (or its
+/// parent folder, where cargo puts it for tests).
+pub fn find_inject_lib() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("GPUMODEL_INJECT_LIB") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
+    for dir in exe.ancestors().skip(1).take(2) {
+        let p = dir.join(INJECT_LIB);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    Err(Error::MissingLibrary {
+        library: INJECT_LIB.into(),
+        detail: "not next to the gpumodel executable; build it (cargo build -p gpumodel-inject) or set GPUMODEL_INJECT_LIB".into(),
+    })
+}
+
+/// Runs `program` under the injection library, writing rows to `rows_csv` (must not exist), and returns
+/// the kernel profiles and the program's exit code.
+pub fn collect_kernel_totals(
+    program: &[String],
+    rows_csv: &Path,
+) -> Result<(Vec<KernelProfile>, Option<i32>)> {
+    if rows_csv.exists() {
+        return Err(Error::Invalid(format!(
+            "{}: already exists; choose another --out (nothing was overwritten)",
+            rows_csv.display()
+        )));
+    }
+    let lib = find_inject_lib()?;
+    let exe = crate::run::resolve_program(program.first().map_or("", String::as_str))?;
+    let mut ld: Vec<PathBuf> = crate::cupti::loader::cuda_lib_dirs();
+    ld.retain(|d| d.is_dir());
+    let st = Command::new(&exe)
+        .args(&program[1..])
+        .env("CUDA_INJECTION64_PATH", &lib)
+        .env("GPUMODEL_INJECT_OUT", rows_csv)
+        .env("LD_LIBRARY_PATH", std::env::join_paths(&ld).unwrap_or_default())
+        .status()
+        .map_err(|e| Error::Program { program: exe.display().to_string(), detail: e.to_string() })?;
+    if !rows_csv.exists() {
+        return Err(Error::Invalid(format!(
+            "{} was not written: the CUDA driver did not load {} (no driver or GPU here?) or the program \
+             launched no kernel",
+            rows_csv.display(),
+            lib.display()
+        )));
+    }
+    let text = std::fs::read_to_string(rows_csv).map_err(|e| Error::io(rows_csv, e))?;
+    let source = rows_csv.display().to_string();
+    let kernels = read_inject_rows(&text, &source)?;
+    let profiles = kernels
+        .iter()
+        .filter(|k| k.launch.is_some())
+        .map(|k| k.to_profile(&source, None))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((profiles, st.code()))
+}
