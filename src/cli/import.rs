@@ -1,4 +1,5 @@
-//! `gpumodel import guerreiro|nvdvfs FILE --out table.csv` — public formats → training table.
+//! `gpumodel import guerreiro|nvdvfs|ncu|nvprof FILE --out table.csv` — measurement files → training table
+//! (and, for ncu / nvprof, kernel profiles for `predict` with `--profiles DIR`).
 
 use anyhow::Context;
 use gpumodel_models::import::{BadRows, Format, import_file};
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Source format.
-    #[arg(value_parser = ["guerreiro", "nvdvfs"])]
+    #[arg(value_parser = ["guerreiro", "nvdvfs", "ncu", "nvprof"])]
     pub format: String,
     /// The file to import.
     pub file: PathBuf,
@@ -18,9 +19,21 @@ pub struct Args {
     /// Skip malformed rows (counted on stderr) instead of stopping at the first one.
     #[arg(long)]
     pub skip_bad_rows: bool,
+    /// ncu / nvprof: also write one kernel profile (JSON, the input of `predict --kernel`) per kernel here.
+    #[arg(long, value_name = "DIR")]
+    pub profiles: Option<PathBuf>,
+    /// nvprof (which records no launch shape): grid size `GX,GY,GZ` for the kernel profiles.
+    #[arg(long, value_delimiter = ',', num_args = 3, value_name = "GX,GY,GZ")]
+    pub grid: Option<Vec<u32>>,
+    /// nvprof: block size `BX,BY,BZ` for the kernel profiles.
+    #[arg(long, value_delimiter = ',', num_args = 3, value_name = "BX,BY,BZ")]
+    pub block: Option<Vec<u32>>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.format == "ncu" || args.format == "nvprof" {
+        return run_profiler(&args);
+    }
     let format = Format::from_name(&args.format)?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
     let imported = import_file(&args.file, format, bad)?;
@@ -32,8 +45,57 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             imported.skipped[0]
         );
     }
-    let t = &imported.table;
-    match &args.out {
+    write_table(&imported.table, args.out.as_ref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Nsight Compute / nvprof CSV → training table (one row per kernel) and, optionally, kernel profiles.
+fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
+    use gpumodel_models::ncu::{kernels_table, read_ncu, read_nvprof};
+    use gpumodel_models::profile::Launch;
+    let source = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file).with_context(|| source.clone())?;
+    let kernels = if args.format == "ncu" {
+        read_ncu(&text, &source)?
+    } else {
+        let (kernels, ignored) = read_nvprof(&text, &source)?;
+        if !ignored.is_empty() {
+            eprintln!("gpumodel: ignored nvprof metrics with no canonical counter: {}", ignored.join(", "));
+        }
+        kernels
+    };
+    let launch = match (&args.grid, &args.block) {
+        (Some(g), Some(b)) => Some(Launch {
+            grid: [g[0], g[1], g[2]],
+            block: [b[0], b[1], b[2]],
+            registers_per_thread: 0,
+            shared_mem_per_block: 0,
+        }),
+        (None, None) => None,
+        _ => anyhow::bail!("give both --grid and --block, or neither"),
+    };
+    if let Some(dir) = &args.profiles {
+        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+        for (i, k) in kernels.iter().enumerate() {
+            let profile = k.to_profile(&source, launch.clone())?;
+            let safe: String = k
+                .name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+                .take(60)
+                .collect();
+            let path = dir.join(format!("{:03}-{safe}.json", i + 1));
+            std::fs::write(&path, serde_json::to_string_pretty(&profile)? + "\n")
+                .with_context(|| path.display().to_string())?;
+        }
+        eprintln!("gpumodel: wrote {} kernel profile(s) to {}", kernels.len(), dir.display());
+    }
+    write_table(&kernels_table(&kernels, &source), args.out.as_ref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_table(t: &gpumodel_models::Table, out: Option<&PathBuf>) -> anyhow::Result<()> {
+    match out {
         Some(out) => {
             // Write beside the target and rename: a failure never leaves a half-written table behind.
             let tmp = out.with_extension("csv.part");
@@ -50,5 +112,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => t.write_csv_to(std::io::stdout().lock())?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -63,12 +63,8 @@ pub fn run(args: &super::collect::Args) -> anyhow::Result<ExitCode> {
             plan.out.display()
         );
     }
-    let mut device: Box<dyn SuiteDevice> = if fake_gpu() {
-        Box::new(FakeSuiteDevice::new())
-    } else {
-        // CUPTI PM sampling for the suite is not available yet (issue 4): no counter source to pass.
-        Box::new(suite::cuda::CudaSuiteDevice::open(args.device, args.rate, None)?)
-    };
+    let mut device: Box<dyn SuiteDevice> =
+        if fake_gpu() { Box::new(FakeSuiteDevice::new()) } else { Box::new(open_real_device(args)?) };
 
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -130,4 +126,29 @@ fn print_kernels() {
         })
         .collect();
     print!("{}", super::output::render_table(&["kernel", "knob", "grid", "drives", "pattern"], &rows));
+}
+
+/// The real GPU with CUPTI PM sampling of the chip's `pm` counter map. The driver is checked first, so a
+/// machine without a GPU gets that one line rather than a CUPTI error.
+fn open_real_device(args: &super::collect::Args) -> anyhow::Result<suite::cuda::CudaSuiteDevice> {
+    use gpumodel_collect::counters::CounterSource;
+    use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
+    use gpumodel_collect::power::PowerSource;
+    use gpumodel_models::counters::{CounterMap, MapKind};
+    let nvml = suite::cuda::check_driver(args.device)?;
+    // Turing and GA100 trigger PM samples on system-clock cycles: the SM clock read now stands in for it.
+    let sysclk_hz = gpumodel_collect::nvml::NvmlPower::open(nvml, args.device)
+        .ok()
+        .and_then(|mut p| p.read().ok())
+        .and_then(|r| r.core)
+        .map_or(1.0e9, |m| m.hz());
+    let pm = PmOptions { device: args.device, interval_s: 1.0 / args.rate, ..PmOptions::default() };
+    let source = CuptiPmCounters::open(&pm, sysclk_hz).context("CUPTI PM sampling for the suite")?;
+    let map = CounterMap::builtin(source.chip())?;
+    let counters = suite::cuda::SuiteCounters {
+        source: Box::new(source) as Box<dyn CounterSource>,
+        map,
+        kind: MapKind::Pm,
+    };
+    Ok(suite::cuda::CudaSuiteDevice::open(args.device, args.rate, Some(counters))?)
 }
