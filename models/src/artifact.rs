@@ -158,28 +158,28 @@ impl ModelArtifact {
 
     /// Predicts one row; `x` is in the order of `inputs`.
     pub fn predict_one(&self, x: &[f64]) -> f64 {
-        let mut buf_a = [0.0f64; 64];
-        let mut buf_b = [0.0f64; 64];
+        let mut buf_a = [0.0f64; MAX_WIDTH];
+        let mut buf_b = [0.0f64; MAX_WIDTH];
         let n = x.len();
-        if n > 64 || self.layers.iter().any(|l| l.bias.len() > 64) {
+        if n > MAX_WIDTH || self.layers.iter().any(|l| l.bias.len() > MAX_WIDTH) {
             return self.predict_one_alloc(x);
         }
         for i in 0..n {
             buf_a[i] = (x[i] - self.input_scaling.mean[i]) / self.input_scaling.std[i];
         }
+        // Ping-pong between two stack buffers by reference: swapping the arrays themselves would copy
+        // 1 KiB per layer per row, which dominated the forward pass.
+        let (mut cur, mut next) = (&mut buf_a, &mut buf_b);
         let mut width = n;
         for layer in &self.layers {
             for (o, (w, b)) in layer.weights.iter().zip(&layer.bias).enumerate() {
-                let mut s = *b;
-                for i in 0..width {
-                    s += w[i] * buf_a[i];
-                }
-                buf_b[o] = activate(layer.activation, s);
+                let s = b + w[..width].iter().zip(&cur[..width]).map(|(a, c)| a * c).sum::<f64>();
+                next[o] = activate(layer.activation, s);
             }
             width = layer.bias.len();
-            std::mem::swap(&mut buf_a, &mut buf_b);
+            std::mem::swap(&mut cur, &mut next);
         }
-        buf_a[0] * self.target_scaling.std[0] + self.target_scaling.mean[0]
+        cur[0] * self.target_scaling.std[0] + self.target_scaling.mean[0]
     }
 
     fn predict_one_alloc(&self, x: &[f64]) -> f64 {
@@ -201,25 +201,64 @@ impl ModelArtifact {
         h[0] * self.target_scaling.std[0] + self.target_scaling.mean[0]
     }
 
-    /// Predicts every row of `records` (columns in the order of `inputs`). Row by row through stack
-    /// buffers: for a network this small that beats per-layer matrix products (measured; BENCHMARKS.md).
+    /// Predicts every row of `records` (columns in the order of `inputs`).
+    ///
+    /// Rows go through the network in chunks of [`CHUNK`], unit-major: the inner loops run over the rows of
+    /// a chunk, so the multiply-adds vectorize and the chunk's `exp` calls are independent and pipeline,
+    /// instead of one row's dependent chain of layers at a time.
     pub fn predict(&self, records: ArrayView2<'_, f64>) -> Array1<f64> {
-        let mut out = Array1::zeros(records.nrows());
-        let mut row = vec![0.0; records.ncols()];
-        for (i, r) in records.rows().into_iter().enumerate() {
-            out[i] = match r.as_slice() {
-                Some(x) => self.predict_one(x),
-                None => {
-                    for (d, s) in row.iter_mut().zip(r.iter()) {
-                        *d = *s;
-                    }
-                    self.predict_one(&row)
+        let n = records.nrows();
+        let width_in = records.ncols();
+        let mut out = Array1::zeros(n);
+        if width_in > MAX_WIDTH || self.layers.iter().any(|l| l.bias.len() > MAX_WIDTH) {
+            for (i, r) in records.rows().into_iter().enumerate() {
+                out[i] = self.predict_one(&r.to_vec());
+            }
+            return out;
+        }
+        let mut buf_a = [[0.0f64; CHUNK]; MAX_WIDTH];
+        let mut buf_b = [[0.0f64; CHUNK]; MAX_WIDTH];
+        let (mean, std) = (&self.input_scaling.mean, &self.input_scaling.std);
+        let (t_mean, t_std) = (self.target_scaling.mean[0], self.target_scaling.std[0]);
+        let mut start = 0;
+        while start < n {
+            let m = CHUNK.min(n - start);
+            let (mut cur, mut next) = (&mut buf_a, &mut buf_b);
+            for r in 0..m {
+                let row = records.row(start + r);
+                for i in 0..width_in {
+                    cur[i][r] = (row[i] - mean[i]) / std[i];
                 }
-            };
+            }
+            let mut width = width_in;
+            for layer in &self.layers {
+                for (o, (w, b)) in layer.weights.iter().zip(&layer.bias).enumerate() {
+                    let mut acc = [*b; CHUNK];
+                    for (wi, xi) in w[..width].iter().zip(cur[..width].iter()) {
+                        for r in 0..CHUNK {
+                            acc[r] += wi * xi[r];
+                        }
+                    }
+                    for r in 0..CHUNK {
+                        next[o][r] = activate(layer.activation, acc[r]);
+                    }
+                }
+                width = layer.bias.len();
+                std::mem::swap(&mut cur, &mut next);
+            }
+            for r in 0..m {
+                out[start + r] = cur[0][r] * t_std + t_mean;
+            }
+            start += m;
         }
         out
     }
 }
+
+/// Rows per chunk of the batched forward pass.
+const CHUNK: usize = 8;
+/// Widest layer the stack-buffer forward passes take (wider networks use the allocating path).
+const MAX_WIDTH: usize = 64;
 
 fn activate(a: Activation, x: f64) -> f64 {
     match a {
@@ -274,7 +313,10 @@ mod tests {
     #[test]
     fn batched_predict_matches_row_by_row() {
         let a = tiny();
-        let x = ndarray::array![[3.0, 1.0], [1.0, -2.0], [0.5, 7.0]];
+        // 19 rows: two full chunks of 8 and a partial one, so every path of the chunked loop runs.
+        let x = ndarray::Array2::from_shape_fn((19, 2), |(i, j)| {
+            (i as f64 * 0.37 - 3.0) * if j == 0 { 1.0 } else { -0.6 }
+        });
         let batch = a.predict(x.view());
         for (i, r) in x.rows().into_iter().enumerate() {
             assert!((batch[i] - a.predict_one(&r.to_vec())).abs() < 1e-12);
