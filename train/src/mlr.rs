@@ -48,10 +48,19 @@ pub fn fit_mlr(ds: &Dataset, feature_set: &str, kind: ModelKind) -> Result<Model
     ds.check_finite("training data")?;
     let scaling = input_scaling(&ds.records);
     let z = standardize(&ds.records, &scaling);
-    let data = linfa::Dataset::new(z, ds.targets.clone());
+    // An input that is constant in the training rows (e.g. local-memory traffic when the fold holds out
+    // every spilling kernel) carries no information and makes the normal equations singular: the solver
+    // then gives it an arbitrary, huge weight that explodes on test rows where it is not constant. Fit on
+    // the varying inputs only and give the constant ones weight 0 (the intercept absorbs their value).
+    let varying: Vec<usize> =
+        (0..z.ncols()).filter(|&j| z.column(j).iter().any(|v| v.abs() > 1e-12)).collect();
+    let data = linfa::Dataset::new(z.select(Axis(1), &varying), ds.targets.clone());
     let fitted =
         linfa_linear::LinearRegression::new().fit(&data).map_err(|e| Error::Linear(e.to_string()))?;
-    let weights = fitted.params().to_vec();
+    let mut weights = vec![0.0; z.ncols()];
+    for (&j, w) in varying.iter().zip(fitted.params().iter()) {
+        weights[j] = *w;
+    }
     if weights.iter().any(|w| !w.is_finite()) || !fitted.intercept().is_finite() {
         return Err(Error::Linear("the solution is not finite".into()));
     }
@@ -77,6 +86,25 @@ pub fn fit_mlr(ds: &Dataset, feature_set: &str, kind: ModelKind) -> Result<Model
 mod tests {
     use super::*;
     use ndarray::Array1;
+
+    #[test]
+    fn a_constant_input_gets_weight_zero_not_an_explosion() {
+        // Regression: grouped folds can leave an input all-zero in training (found on suite tables, where
+        // only the spill kernels have local loads); the fit must ignore it rather than blow up on test rows.
+        let records = Array2::from_shape_fn((30, 2), |(i, j)| if j == 0 { i as f64 } else { 0.0 });
+        let targets = Array1::from_shape_fn(30, |i| 10.0 + i as f64);
+        let ds = Dataset {
+            records,
+            targets,
+            feature_names: vec!["a".into(), "b".into()],
+            target_name: "power_w".into(),
+            groups: (0..30).map(|i| i.to_string()).collect(),
+        };
+        let m = fit_mlr(&ds, "t", ModelKind::MlrPlus).unwrap();
+        assert_eq!(m.layers[0].weights[0][1], 0.0);
+        // A test row with b ≠ 0 is predicted from a alone: 10 + 5 = 15.
+        assert!((m.predict_one(&[5.0, 1000.0]) - 15.0).abs() < 1e-9);
+    }
 
     #[test]
     fn recovers_an_exact_plane() {
