@@ -1,30 +1,11 @@
 //! `gpumodel dataset` and `gpumodel import` driven through the real binary, on the real public files
 //! (GPUMODEL_DATA_DIR, set by .ci/run to ../shared/datasets).
 
-use assert_cmd::Command;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
 
-fn data_dir() -> PathBuf {
-    let dir = std::env::var_os("GPUMODEL_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
-    assert!(
-        dir.join("guerreiro-titanx").is_dir(),
-        "the public datasets are not at {} — set GPUMODEL_DATA_DIR (CI sets it to ../shared/datasets)",
-        dir.display()
-    );
-    dir
-}
-
-fn gpumodel() -> Command {
-    let mut c = Command::cargo_bin("gpumodel").unwrap();
-    c.env("GPUMODEL_DATA_DIR", data_dir());
-    c.env("GPUMODEL_CACHE_DIR", std::env::temp_dir().join("gpumodel-test-empty-cache"));
-    c.env_remove("GPUMODEL_DATASET_MIRROR");
-    c
-}
+mod common;
+use common::{data_dir, gpumodel};
 
 fn show_json(name: &str) -> serde_json::Value {
     let out = gpumodel().args(["dataset", "show", name, "--format", "json"]).output().unwrap();

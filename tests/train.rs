@@ -2,28 +2,10 @@
 //! .ci/run to ../shared/datasets): the JSON document scripts read, the artifacts, the NV-DVFS run, the
 //! bad-input errors, and the CI regression guard on the Titan X held-out error.
 
-use assert_cmd::Command;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn data_dir() -> PathBuf {
-    let dir = std::env::var_os("GPUMODEL_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
-    assert!(
-        dir.join("guerreiro-titanx").is_dir(),
-        "the public datasets are not at {} — set GPUMODEL_DATA_DIR (CI sets it to ../shared/datasets)",
-        dir.display()
-    );
-    dir
-}
-
-fn gpumodel() -> Command {
-    let mut c = Command::cargo_bin("gpumodel").unwrap();
-    c.env("GPUMODEL_DATA_DIR", data_dir());
-    c.env("GPUMODEL_CACHE_DIR", std::env::temp_dir().join("gpumodel-test-empty-cache"));
-    c.env_remove("GPUMODEL_DATASET_MIRROR");
-    c
-}
+mod common;
+use common::gpumodel;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let out = gpumodel().args(args).output().unwrap();

@@ -1,26 +1,7 @@
 //! `gpumodel validate` on the real NV-DVFS data (GPUMODEL_DATA_DIR, set by .ci/run to ../shared/datasets).
 
-use assert_cmd::Command;
-use std::path::PathBuf;
-
-fn data_dir() -> PathBuf {
-    let dir = std::env::var_os("GPUMODEL_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
-    assert!(
-        dir.join("nvdvfs").is_dir(),
-        "the public datasets are not at {}: set GPUMODEL_DATA_DIR",
-        dir.display()
-    );
-    dir
-}
-
-fn gpumodel() -> Command {
-    let mut c = Command::cargo_bin("gpumodel").unwrap();
-    c.env("GPUMODEL_DATA_DIR", data_dir());
-    c.env("GPUMODEL_CACHE_DIR", std::env::temp_dir().join("gpumodel-test-empty-cache"));
-    c
-}
+mod common;
+use common::{data_dir, gpumodel};
 
 #[test]
 fn gtx1080ti_json_report() {

@@ -206,6 +206,8 @@ impl ModelArtifact {
     /// Rows go through the network in chunks of [`CHUNK`], unit-major: the inner loops run over the rows of
     /// a chunk, so the multiply-adds vectorize and the chunk's `exp` calls are independent and pipeline,
     /// instead of one row's dependent chain of layers at a time.
+    // The loops index several buffers by the same row or unit, which iterators would only obscure.
+    #[allow(clippy::needless_range_loop)]
     pub fn predict(&self, records: ArrayView2<'_, f64>) -> Array1<f64> {
         let n = records.nrows();
         let width_in = records.ncols();

@@ -1,0 +1,28 @@
+//! Shared by the integration tests: where the public datasets are, and the binary with a clean environment.
+#![allow(dead_code)] // each test file uses its own part
+
+use assert_cmd::Command;
+use std::path::PathBuf;
+
+/// The public datasets (GPUMODEL_DATA_DIR, set by scripts/test to ../shared/datasets). Fails loudly when
+/// they are missing: these tests exist to run on the real files.
+pub fn data_dir() -> PathBuf {
+    let dir = std::env::var_os("GPUMODEL_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
+    assert!(
+        dir.join("guerreiro-titanx").is_dir() && dir.join("nvdvfs").is_dir(),
+        "the public datasets are not at {} — set GPUMODEL_DATA_DIR (CI sets it to ../shared/datasets)",
+        dir.display()
+    );
+    dir
+}
+
+/// The `gpumodel` binary reading the public datasets, with an empty cache and no download mirror.
+pub fn gpumodel() -> Command {
+    let mut c = Command::cargo_bin("gpumodel").unwrap();
+    c.env("GPUMODEL_DATA_DIR", data_dir());
+    c.env("GPUMODEL_CACHE_DIR", std::env::temp_dir().join("gpumodel-test-empty-cache"));
+    c.env_remove("GPUMODEL_DATASET_MIRROR");
+    c
+}
