@@ -34,7 +34,7 @@ fn without_a_gpu_the_suite_fails_with_one_clear_line() {
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("gpumodel: error: no NVIDIA driver"), "{err}");
-    assert!(err.contains("install the NVIDIA driver"), "{err}");
+    assert!(err.contains("run on a machine with an NVIDIA GPU and its driver installed"), "{err}");
     assert!(!out.exists(), "nothing is written when no GPU can run the suite");
 }
 

@@ -11,24 +11,32 @@ use gpumodel_collect::cupti::host::{HostProfiler, ProfilerKind, supported_chips}
 use gpumodel_collect::cupti::loader::load_cupti;
 use gpumodel_models::counters::{CounterMap, MapKind};
 
-fn libs_or_skip() -> bool {
+/// The test harness runs tests on parallel threads, and CUPTI's profiler host API keeps process-wide
+/// state: concurrent host sessions failed intermittently with CUPTI_ERROR_UNKNOWN. `gpumodel` itself uses
+/// one session at a time, so the tests take turns too.
+static HOST_API: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The libraries are loaded and this test holds the host API; `None` means skip (libraries absent and not
+/// required).
+fn libs_or_skip() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let guard = HOST_API.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     match load_cupti() {
-        Ok(_) => true,
+        Ok(_) => Some(guard),
         Err(e) => {
             if std::env::var("GPUMODEL_REQUIRE_CUDA_LIBS").is_ok_and(|v| v == "1") {
                 panic!("GPUMODEL_REQUIRE_CUDA_LIBS=1 but {e}");
             }
             eprintln!("skipping: {e}");
-            false
+            None
         }
     }
 }
 
 #[test]
 fn host_api_knows_every_mapped_chip() {
-    if !libs_or_skip() {
+    let Some(_host) = libs_or_skip() else {
         return;
-    }
+    };
     let chips = supported_chips().unwrap();
     for chip in CounterMap::builtin_chips() {
         assert!(chips.iter().any(|c| c == chip), "{chip} not in {chips:?}");
@@ -66,9 +74,9 @@ fn check_map(kind: MapKind, profiler: ProfilerKind) -> Vec<(String, usize)> {
 
 #[test]
 fn pm_maps_exist_for_pm_sampling_and_fit_one_pass() {
-    if !libs_or_skip() {
+    let Some(_host) = libs_or_skip() else {
         return;
-    }
+    };
     for (chip, n) in check_map(MapKind::Pm, ProfilerKind::PmSampling) {
         assert_eq!(n, 1, "{chip}: the pm map needs {n} passes; PM sampling can only do 1");
     }
@@ -76,9 +84,9 @@ fn pm_maps_exist_for_pm_sampling_and_fit_one_pass() {
 
 #[test]
 fn range_maps_exist_for_the_range_profiler() {
-    if !libs_or_skip() {
+    let Some(_host) = libs_or_skip() else {
         return;
-    }
+    };
     for (chip, n) in check_map(MapKind::Range, ProfilerKind::Range) {
         eprintln!("{chip}: range map needs {n} passes");
         assert!(n >= 1, "{chip}");
@@ -87,9 +95,9 @@ fn range_maps_exist_for_the_range_profiler() {
 
 #[test]
 fn a_metric_missing_on_the_chip_is_named() {
-    if !libs_or_skip() {
+    let Some(_host) = libs_or_skip() else {
         return;
-    }
+    };
     // Per-opcode counts do not exist for PM sampling on GH100 (DESIGN.md).
     let mut host = HostProfiler::new("GH100", ProfilerKind::PmSampling, None).unwrap();
     let e = host.add_metrics(&["smsp__inst_executed_op_global_ld.sum"]).unwrap_err().to_string();
@@ -101,9 +109,9 @@ fn a_metric_missing_on_the_chip_is_named() {
 
 #[test]
 fn unknown_chip_is_a_clear_error() {
-    if !libs_or_skip() {
+    let Some(_host) = libs_or_skip() else {
         return;
-    }
+    };
     let e = HostProfiler::new("XY999", ProfilerKind::Range, None).err().unwrap().to_string();
     assert!(e.contains("CUPTI cannot profile chip 'XY999'") && e.contains("GA100"), "{e}");
 }

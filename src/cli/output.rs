@@ -40,20 +40,32 @@ pub fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let numeric = |s: &str| s.trim_end_matches('%').parse::<f64>().is_ok();
+    // A column is right-aligned, header included, when every non-empty body cell in it is a number.
+    let right: Vec<bool> = (0..n)
+        .map(|j| {
+            let mut cells =
+                rows.iter().filter_map(|r| r.get(j)).filter(|c| !c.is_empty() && c.as_str() != "-");
+            let mut any = false;
+            let all = cells.all(|c| {
+                any = true;
+                numeric(c)
+            });
+            any && all
+        })
+        .collect();
     let mut out = String::new();
     let line = |cells: Vec<&str>, out: &mut String| {
-        let parts: Vec<String> =
-            cells
-                .iter()
-                .enumerate()
-                .map(|(j, c)| {
-                    if numeric(c) {
-                        format!("{c:>w$}", w = width[j])
-                    } else {
-                        format!("{c:<w$}", w = width[j])
-                    }
-                })
-                .collect();
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                if right.get(j).copied().unwrap_or(false) {
+                    format!("{c:>w$}", w = width[j])
+                } else {
+                    format!("{c:<w$}", w = width[j])
+                }
+            })
+            .collect();
         out.push_str(parts.join("  ").trim_end());
         out.push('\n');
     };
@@ -72,7 +84,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_aligns_numbers_right() {
+    fn table_aligns_number_columns_right_with_their_header() {
         let t = render_table(
             &["name", "W"],
             &[vec!["a".into(), "1.5".into()], vec!["bcd".into(), "10.25".into()]],
