@@ -25,6 +25,7 @@ pub mod import;
 pub mod ncu;
 pub mod profile;
 pub mod registry;
+pub mod stats;
 pub mod table;
 pub mod timing;
 pub mod trace;

@@ -23,6 +23,7 @@ use crate::power::{UTILIZATIONS, base_values};
 use gpumodel_models::Table;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::energy::Objective;
+use gpumodel_models::stats::median;
 use gpumodel_models::timing::{Clocks, TimingInputs, occupancy, predict_time};
 use serde::Serialize;
 
@@ -224,18 +225,6 @@ fn mape(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
         n += 1;
     }
     if n == 0 { f64::NAN } else { 100.0 * s / n as f64 }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
 
 struct Prepared {
@@ -483,11 +472,5 @@ mod tests {
             "{c:?}"
         );
         assert_eq!(c.a[2], 1.0, "no shared-bound rows: factor stays 1");
-    }
-
-    #[test]
-    fn median_of_even_and_odd() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 }

@@ -6,6 +6,7 @@ use anyhow::{Context, bail};
 use gpumodel_models::artifact::{ModelArtifact, ModelKind};
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::{self, Locator, Opened};
+use gpumodel_models::stats::median;
 use gpumodel_models::{Dataset, FeatureSet, Table, features};
 use gpumodel_train::eval::{ModelSpec, correlation_ranking, cross_validate, evaluate, select_by_correlation};
 use gpumodel_train::{BpannParams, Metrics};
@@ -145,18 +146,6 @@ struct Median {
     mape_pct: f64,
     rmse_w: f64,
     kernel_error_pct: f64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn parse_kind(s: &str) -> anyhow::Result<ModelKind> {
