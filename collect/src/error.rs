@@ -13,6 +13,13 @@ pub enum Error {
     /// The driver is there but the GPU index is not.
     #[error("no GPU with index {index} ({detail}); list GPUs with `nvidia-smi -L` and pass --device N")]
     NoGpu { index: u32, detail: String },
+    /// The CUDA device has no NVML device with the same PCI bus id, so its power cannot be read.
+    #[error(
+        "CUDA device {cuda_device} (PCI bus id {pci_bus_id}) has no NVML device with that bus id, so its power \
+         cannot be read; check that `nvidia-smi --query-gpu=index,pci.bus_id --format=csv` lists it and that \
+         CUDA_VISIBLE_DEVICES selects the GPU you mean"
+    )]
+    NoNvmlMatch { cuda_device: u32, pci_bus_id: String },
     /// A CUDA host library (libcupti, libnvperf_host) cannot be loaded.
     #[error(
         "cannot load {library}: {detail}; install the CUDA toolkit's CUPTI or `pip install nvidia-cuda-cupti-cu12` \

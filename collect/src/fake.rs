@@ -72,6 +72,7 @@ impl PowerSource for FakePower {
             compute_capability: None,
             field: PowerField::Scripted,
             energy_counter: self.energy,
+            pci_bus_id: None,
         }
     }
 

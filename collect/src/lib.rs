@@ -26,6 +26,7 @@ pub mod fake;
 pub mod kernels;
 pub mod nvml;
 pub mod nvrtc;
+pub mod pci;
 pub mod power;
 pub mod run;
 pub mod sampler;

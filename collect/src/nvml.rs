@@ -5,8 +5,16 @@
 //! (older driver or GPU) every later reading uses `nvmlDeviceGetPowerUsage`, which on Ampere and newer is a
 //! 1-second average. The choice is in [`PowerInfo::field`] and so in every trace's metadata. NVML's mW and
 //! mJ are converted to watts and joules here, once.
+//!
+//! Which GPU: [`NvmlPower::open_cuda_device`] takes the CUDA ordinal that the program and CUPTI use and
+//! finds the NVML device with the same PCI bus id ([`crate::pci`]), because CUDA's numbering
+//! (`CUDA_VISIBLE_DEVICES`, fastest first) and NVML's (PCI order, all GPUs) can differ. The sequence:
+//! `cuInit(0)` → `cuDeviceGet(ordinal)` → `cuDeviceGetPCIBusId` → `nvmlDeviceGetHandleByPciBusId_v2`
+//! (checked against the handle's `nvmlDeviceGetPciInfo` busId, and if that lookup fails a scan of
+//! `nvmlDeviceGetPciInfo` over every NVML device) → `nvmlDeviceGetIndex`.
 
 use crate::error::{Error, Result};
+use crate::pci::{PciBusId, find_by_pci_bus_id};
 use crate::power::{PowerField, PowerInfo, PowerReading, PowerSource};
 use gpumodel_models::{Joules, Mhz, Watts};
 use nvml_wrapper::Nvml;
@@ -79,9 +87,82 @@ impl NvmlPower {
             PowerField::Average
         };
         let energy_counter = dev.total_energy_consumption().is_ok();
-        let info = PowerInfo { gpu, driver, compute_capability, field, energy_counter };
+        let pci_bus_id = dev.pci_info().ok().map(|p| p.bus_id);
+        let info = PowerInfo { gpu, driver, compute_capability, field, energy_counter, pci_bus_id };
         Ok(NvmlPower { nvml, index, info })
     }
+
+    /// Opens the NVML device that is CUDA device `cuda_ordinal` of this process (the same physical GPU,
+    /// matched by PCI bus id), whatever the two numberings.
+    pub fn open_cuda_device(nvml: Arc<Nvml>, cuda_ordinal: u32) -> Result<NvmlPower> {
+        let bus_id = cuda_pci_bus_id(cuda_ordinal)?;
+        let index = nvml_index_by_pci_bus_id(&nvml, &bus_id).ok_or_else(|| Error::NoNvmlMatch {
+            cuda_device: cuda_ordinal,
+            pci_bus_id: bus_id.cuda_form(),
+        })?;
+        let mut power = NvmlPower::open(nvml, index)?;
+        power.info.pci_bus_id = Some(bus_id.to_string());
+        Ok(power)
+    }
+
+    /// The NVML index of the GPU read.
+    pub fn nvml_index(&self) -> u32 {
+        self.index
+    }
+}
+
+/// The PCI bus id of CUDA device `ordinal` as this process numbers devices (after `CUDA_VISIBLE_DEVICES`
+/// and `CUDA_DEVICE_ORDER`, which the measured program inherits): `cuInit(0)` → `cuDeviceGet` →
+/// `cuDeviceGetPCIBusId`.
+pub fn cuda_pci_bus_id(ordinal: u32) -> Result<PciBusId> {
+    use cudarc::driver::sys;
+    // SAFETY: only probes dlopen of libcuda by name.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(Error::NoDriver { detail: "libcuda.so cannot be loaded".into() });
+    }
+    cudarc::driver::result::init().map_err(|e| Error::NoDriver { detail: format!("cuInit: {e:?}") })?;
+    let Ok(c_ordinal) = i32::try_from(ordinal) else {
+        return Err(Error::NoGpu { index: ordinal, detail: "not a CUDA device ordinal".into() });
+    };
+    let dev = cudarc::driver::result::device::get(c_ordinal).map_err(|e| {
+        let count = cudarc::driver::result::device::get_count().map_or("?".into(), |n| n.to_string());
+        let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into());
+        Error::NoGpu {
+            index: ordinal,
+            detail: format!(
+                "cuDeviceGet: {e:?}; CUDA sees {count} device(s), CUDA_VISIBLE_DEVICES={visible}"
+            ),
+        }
+    })?;
+    // cuDeviceGetPCIBusId: "13 characters will be sufficient"; a wider buffer covers 8-digit domains.
+    let mut buf = [0 as std::ffi::c_char; 32];
+    // SAFETY: buf holds buf.len() bytes; the driver writes a NUL-terminated string into it.
+    let r = unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, dev) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(Error::NoGpu { index: ordinal, detail: format!("cuDeviceGetPCIBusId: {r:?}") });
+    }
+    // SAFETY: NUL-terminated within buf (zero-initialised, and the driver terminates what it writes).
+    let text = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+    text.parse().map_err(|e: crate::pci::ParsePciBusIdError| Error::NoGpu {
+        index: ordinal,
+        detail: format!("cuDeviceGetPCIBusId: {e}"),
+    })
+}
+
+/// The NVML index of the GPU with PCI bus id `bus_id`, or `None` when NVML has no such device. NVML's
+/// own lookup is tried first (its answer is checked against the device's bus id), then every device.
+pub fn nvml_index_by_pci_bus_id(nvml: &Nvml, bus_id: &PciBusId) -> Option<u32> {
+    let direct = nvml.device_by_pci_bus_id(bus_id.to_string()).ok().and_then(|dev| {
+        let same = dev.pci_info().ok()?.bus_id.parse::<PciBusId>().ok()? == *bus_id;
+        if same { dev.index().ok() } else { None }
+    });
+    direct.or_else(|| {
+        let count = nvml.device_count().ok()?;
+        let ids: Vec<(u32, String)> = (0..count)
+            .filter_map(|i| Some((i, nvml.device_by_index(i).ok()?.pci_info().ok()?.bus_id)))
+            .collect();
+        find_by_pci_bus_id(bus_id, ids.iter().map(|(i, s)| (*i, s.as_str())))
+    })
 }
 
 impl PowerSource for NvmlPower {
@@ -136,5 +217,26 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.starts_with("no NVIDIA driver"), "{msg}");
         assert!(msg.contains("run on a machine with an NVIDIA GPU"), "{msg}");
+    }
+
+    /// Matching NVML to CUDA needs libcuda: without it, the CUDA side is the same clear no-driver error
+    /// (not a panic in the dynamic loader). Skipped where a driver exists.
+    #[test]
+    fn cuda_bus_id_without_a_driver_is_a_clear_error() {
+        if std::path::Path::new("/proc/driver/nvidia").exists() {
+            return;
+        }
+        let Err(e) = cuda_pci_bus_id(0) else { panic!("no CUDA device without a driver") };
+        let msg = e.to_string();
+        assert!(msg.starts_with("no NVIDIA driver"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+    }
+
+    #[test]
+    fn no_matching_nvml_device_is_one_line_that_says_what_to_check() {
+        let e = Error::NoNvmlMatch { cuda_device: 1, pci_bus_id: "0000:b3:00.0".into() }.to_string();
+        assert!(e.starts_with("CUDA device 1 (PCI bus id 0000:b3:00.0) has no NVML device"), "{e}");
+        assert!(e.contains("CUDA_VISIBLE_DEVICES") && e.contains("nvidia-smi"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 }

@@ -34,6 +34,8 @@ pub struct PowerInfo {
     pub field: PowerField,
     /// Whether the total-energy counter (Volta and newer) can be read.
     pub energy_counter: bool,
+    /// PCI bus id of the GPU read (NVML's spelling), when the source knows it.
+    pub pci_bus_id: Option<String>,
 }
 
 /// One power reading.

@@ -273,6 +273,7 @@ pub fn run<P: PowerSource + 'static>(
         format: TRACE_FORMAT.into(),
         host: opts.host.clone(),
         device: opts.device,
+        pci_bus_id: info.pci_bus_id.clone(),
         gpu: info.gpu.clone(),
         chip: opts.chip.clone(),
         compute_capability: info.compute_capability,

@@ -203,7 +203,7 @@ impl ModelArtifact {
 
     /// Predicts every row of `records` (columns in the order of `inputs`).
     ///
-    /// Rows go through the network in chunks of [`CHUNK`], unit-major: the inner loops run over the rows of
+    /// Rows go through the network in chunks of `CHUNK` (8) rows, unit-major: the inner loops run over the rows of
     /// a chunk, so the multiply-adds vectorize and the chunk's `exp` calls are independent and pipeline,
     /// instead of one row's dependent chain of layers at a time.
     // The loops index several buffers by the same row or unit, which iterators would only obscure.
@@ -220,16 +220,32 @@ impl ModelArtifact {
         }
         let mut buf_a = [[0.0f64; CHUNK]; MAX_WIDTH];
         let mut buf_b = [[0.0f64; CHUNK]; MAX_WIDTH];
-        let (mean, std) = (&self.input_scaling.mean, &self.input_scaling.std);
+        let mean = &self.input_scaling.mean;
+        // One division per input, not per input and row: standardizing by multiplication.
+        let inv_std: Vec<f64> = self.input_scaling.std.iter().map(|s| 1.0 / s).collect();
+        // Row-major contiguous input (the usual case) is read as one slice, without per-row views.
+        let contiguous = records.as_slice();
         let (t_mean, t_std) = (self.target_scaling.mean[0], self.target_scaling.std[0]);
         let mut start = 0;
         while start < n {
             let m = CHUNK.min(n - start);
             let (mut cur, mut next) = (&mut buf_a, &mut buf_b);
-            for r in 0..m {
-                let row = records.row(start + r);
-                for i in 0..width_in {
-                    cur[i][r] = (row[i] - mean[i]) / std[i];
+            match contiguous {
+                Some(all) => {
+                    let rows = &all[start * width_in..(start + m) * width_in];
+                    for (r, row) in rows.chunks_exact(width_in.max(1)).enumerate() {
+                        for i in 0..width_in {
+                            cur[i][r] = (row[i] - mean[i]) * inv_std[i];
+                        }
+                    }
+                }
+                None => {
+                    for r in 0..m {
+                        let row = records.row(start + r);
+                        for i in 0..width_in {
+                            cur[i][r] = (row[i] - mean[i]) * inv_std[i];
+                        }
+                    }
                 }
             }
             let mut width = width_in;
@@ -241,8 +257,14 @@ impl ModelArtifact {
                             acc[r] += wi * xi[r];
                         }
                     }
-                    for r in 0..CHUNK {
-                        next[o][r] = activate(layer.activation, acc[r]);
+                    // The activation is chosen once per unit, so the row loop has no branch in it.
+                    match layer.activation {
+                        Activation::Identity => next[o] = acc,
+                        Activation::Sigmoid => {
+                            for r in 0..CHUNK {
+                                next[o][r] = sigmoid(acc[r]);
+                            }
+                        }
                     }
                 }
                 width = layer.bias.len();
@@ -265,8 +287,13 @@ const MAX_WIDTH: usize = 64;
 fn activate(a: Activation, x: f64) -> f64 {
     match a {
         Activation::Identity => x,
-        Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        Activation::Sigmoid => sigmoid(x),
     }
+}
+
+#[inline(always)]
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
 }
 
 #[cfg(test)]
@@ -320,8 +347,14 @@ mod tests {
             (i as f64 * 0.37 - 3.0) * if j == 0 { 1.0 } else { -0.6 }
         });
         let batch = a.predict(x.view());
+        // The same rows in column-major order take the strided (non-slice) input path.
+        let mut fortran = ndarray::Array2::zeros(ndarray::ShapeBuilder::f((19, 2)));
+        fortran.assign(&x);
+        assert!(fortran.as_slice().is_none());
+        let strided = a.predict(fortran.view());
         for (i, r) in x.rows().into_iter().enumerate() {
-            assert!((batch[i] - a.predict_one(&r.to_vec())).abs() < 1e-12);
+            let one = a.predict_one(&r.to_vec());
+            assert!((batch[i] - one).abs() < 1e-12 && (strided[i] - one).abs() < 1e-12);
         }
     }
 

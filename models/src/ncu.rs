@@ -4,10 +4,14 @@
 //!   units, then one row per kernel launch with the launch columns (`Kernel Name`, `Block Size`,
 //!   `Grid Size`, `launch__registers_per_thread`, `launch__shared_mem_per_block_*`,
 //!   `gpu__time_duration.sum`) and one column per metric. Metrics are turned into canonical counters with
-//!   the `range` maps of `models/counters/*.toml` (the same Perfworks names on every chip).
+//!   the `range` maps of `models/counters/*.toml` (the same Perfworks names on every chip). Values are
+//!   brought back to base units with the units row (ncu scales to `Kbyte`, `Msector`, `usecond`, … unless
+//!   run with `--print-units base`, which keeps every digit: `8.19 Kbyte/block` is read as 8190 bytes).
+//!   Lines before the header row (the profiled program's own output) are skipped.
 //! * **nvprof** `nvprof --csv --metrics …` or `--events …`: `==` log lines, then rows of
 //!   `Device, Kernel, Invocations, Metric Name|Event Name, [Metric Description,] Min, Max, Avg`, one per
-//!   kernel and metric. Names equal to a canonical counter (they are the paper's Fermi event names) are
+//!   kernel and metric; with both `--events` and `--metrics`, two tables, each with its own header (the
+//!   metric table has an extra `Metric Description` column). Names equal to a canonical counter (they are the paper's Fermi event names) are
 //!   taken as they are; a few nvprof metrics with the same meaning are mapped ([`NVPROF_ALIASES`]).
 //!   nvprof's metric CSV has no launch configuration: those profiles need one from the user.
 
@@ -99,6 +103,26 @@ fn time_scale(unit: &str) -> Option<f64> {
     }
 }
 
+/// Factor from a count unit as ncu prints it to the base unit. ncu scales values to a fitting magnitude
+/// with decimal prefixes unless run with `--print-units base` (e.g. `Kbyte` = 1000 byte, `Msector`,
+/// `Kbyte/block`); base units (`byte`, `inst`, `sector`, `register/thread`), ratios and empty units are 1.
+fn count_scale(unit: &str) -> f64 {
+    let head = unit.trim().split('/').next().unwrap_or("");
+    let mut chars = head.chars();
+    let prefix = chars.next();
+    let rest = chars.as_str();
+    if !rest.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return 1.0;
+    }
+    match prefix {
+        Some('K') => 1e3,
+        Some('M') => 1e6,
+        Some('G') => 1e9,
+        Some('T') => 1e12,
+        _ => 1.0,
+    }
+}
+
 fn read_records(text: &str, source: &str) -> Result<Vec<Vec<String>>> {
     let mut r = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(text.as_bytes());
     let mut out = Vec::new();
@@ -111,8 +135,11 @@ fn read_records(text: &str, source: &str) -> Result<Vec<Vec<String>>> {
 
 /// Reads `ncu --csv --page raw` output.
 pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
-    // ncu may print "==PROF==" log lines before the table.
-    let body: String = text.lines().filter(|l| !l.starts_with("==")).collect::<Vec<_>>().join("\n");
+    // ncu prints "==PROF==" log lines, and the profiled program's own output lands in the same stream
+    // when stdout is redirected: the table starts at the header row, the first with a "Kernel Name" cell.
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("==")).collect();
+    let start = lines.iter().position(|l| l.contains("\"Kernel Name\"")).unwrap_or(0);
+    let body = lines[start..].join("\n");
     let recs = read_records(&body, source)?;
     let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
     let header =
@@ -134,6 +161,10 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
         })
         .map(|(i, _)| i)
         .collect();
+    // Per column: the factor to the base unit (1 without a units row).
+    let scale: Vec<f64> = (0..header.len())
+        .map(|i| if data_start == 2 { units.get(i).map_or(1.0, |u| count_scale(u)) } else { 1.0 })
+        .collect();
     let dur = col("gpu__time_duration.sum");
     let dur_scale = dur
         .and_then(|i| units.get(i))
@@ -151,7 +182,7 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
         let mut values = BTreeMap::new();
         for (i, h) in header.iter().enumerate() {
             if let Some(v) = rec.get(i).and_then(|s| number(s)) {
-                values.insert(h.clone(), v);
+                values.insert(h.clone(), v * scale[i]);
             }
         }
         let counters = map.canonical(MapKind::Range, &values);
@@ -162,8 +193,9 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
                 registers_per_thread: number(cell(regs)).map_or(0, |r| r as u32),
                 shared_mem_per_block: smem
                     .iter()
-                    .filter_map(|&i| rec.get(i).and_then(|s| number(s)))
-                    .sum::<f64>() as u32,
+                    .filter_map(|&i| rec.get(i).and_then(|s| number(s)).map(|v| v * scale[i]))
+                    .sum::<f64>()
+                    .round() as u32,
             }),
             _ if grid.is_some() => {
                 return Err(Error::Parse {
@@ -191,16 +223,30 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
 
 /// Reads `nvprof --csv --metrics …` or `--events …` output (per-kernel averages over invocations).
 pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Vec<String>)> {
-    let body: String =
-        text.lines().filter(|l| !l.starts_with("==") && !l.trim().is_empty()).collect::<Vec<_>>().join("\n");
-    let recs = read_records(&body, source)?;
+    // nvprof's "==PID==" log lines and the program's own output (same stream with `2>&1`) come before
+    // and between the tables: the table starts at the first header row.
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("==") && !l.trim().is_empty()).collect();
+    let start = lines
+        .iter()
+        .position(|l| {
+            l.contains("\"Kernel\"") && (l.contains("\"Metric Name\"") || l.contains("\"Event Name\""))
+        })
+        .unwrap_or(0);
+    let recs = read_records(&lines[start..].join("\n"), source)?;
     let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
     let header =
         recs.first().ok_or_else(|| fmt("empty file: expected the output of `nvprof --csv --metrics …`"))?;
-    let col = |name: &str| header.iter().position(|h| h == name);
-    let (Some(kernel), Some(metric), Some(avg)) =
-        (col("Kernel"), col("Metric Name").or(col("Event Name")), col("Avg"))
-    else {
+    // (Kernel, Metric/Event Name, Avg) column indices of a header row. nvprof run with both --events and
+    // --metrics prints two tables, each with its own header: the metric table has an extra
+    // "Metric Description" column, so the indices are taken again at every header row.
+    let columns = |h: &[String]| {
+        let col = |name: &str| h.iter().position(|x| x == name);
+        match (col("Kernel"), col("Metric Name").or(col("Event Name")), col("Avg")) {
+            (Some(k), Some(m), Some(a)) => Some((k, m, a)),
+            _ => None,
+        }
+    };
+    let Some(mut cols) = columns(header) else {
         return Err(fmt(
             "expected columns Kernel, Metric Name (or Event Name) and Avg: the output of `nvprof --csv --metrics …` or `--events …`",
         ));
@@ -208,6 +254,11 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Vec
     let mut kernels: Vec<ImportedKernel> = Vec::new();
     let mut ignored: Vec<String> = Vec::new();
     for (n, rec) in recs.iter().enumerate().skip(1) {
+        if let Some(next) = columns(rec) {
+            cols = next;
+            continue;
+        }
+        let (kernel, metric, avg) = cols;
         let (Some(k), Some(m), Some(a)) = (rec.get(kernel), rec.get(metric), rec.get(avg)) else { continue };
         let canonical = if CANONICAL_COUNTERS.iter().any(|(c, _)| c == m) {
             Some(m.as_str())
@@ -330,6 +381,34 @@ mod tests {
         let launch =
             Launch { grid: [10, 1, 1], block: [128, 1, 1], registers_per_thread: 0, shared_mem_per_block: 0 };
         assert_eq!(k[0].to_profile("n.csv", Some(launch)).unwrap().launch.blocks(), 10);
+    }
+
+    #[test]
+    fn ncu_units_are_scaled_back_to_base_units() {
+        assert_eq!(count_scale("Kbyte"), 1e3);
+        assert_eq!(count_scale("Mbyte"), 1e6);
+        assert_eq!(count_scale("Gbyte"), 1e9);
+        assert_eq!(count_scale("Ksector"), 1e3);
+        assert_eq!(count_scale("Minst"), 1e6);
+        assert_eq!(count_scale("Kbyte/block"), 1e3);
+        for base in ["", "byte", "inst", "sector", "byte/block", "register/thread", "%", "cycle", "K"] {
+            assert_eq!(count_scale(base), 1.0, "{base}");
+        }
+    }
+
+    /// With --events and --metrics, nvprof prints two tables whose Avg columns differ by one.
+    #[test]
+    fn nvprof_reads_each_table_with_its_own_header() {
+        let text = "==1== Event result:\n\
+\"Device\",\"Kernel\",\"Invocations\",\"Event Name\",\"Min\",\"Max\",\"Avg\",\"Total\"\n\
+\"D (0)\",\"k\",2,\"gld_request\",10,30,20,40\n\
+==1== Metric result:\n\
+\"Device\",\"Kernel\",\"Invocations\",\"Metric Name\",\"Metric Description\",\"Min\",\"Max\",\"Avg\"\n\
+\"D (0)\",\"k\",2,\"gst_transactions\",\"Global Store Transactions\",5,9,7\n";
+        let (k, ignored) = read_nvprof(text, "n.csv").unwrap();
+        assert_eq!(k[0].counters.get("gld_request"), Some(&20.0));
+        assert_eq!(k[0].counters.get("global_store_transaction"), Some(&7.0));
+        assert!(ignored.is_empty(), "{ignored:?}");
     }
 
     #[test]

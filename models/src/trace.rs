@@ -83,8 +83,12 @@ pub struct TraceMeta {
     pub format: String,
     /// Host name (for merging traces from many nodes).
     pub host: String,
-    /// GPU index on that host.
+    /// GPU index on that host (the CUDA ordinal the collector was given).
     pub device: u32,
+    /// PCI bus id of that GPU (NVML's spelling, `00000000:65:00.0`): the physical board whose power and
+    /// counters were read, whatever the CUDA and NVML numberings; absent for scripted sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
     /// GPU name as the driver reports it.
     pub gpu: String,
     /// Chip (e.g. "GA102"), when known.
@@ -325,6 +329,7 @@ mod tests {
             format: TRACE_FORMAT.into(),
             host: host.into(),
             device: 0,
+            pci_bus_id: None,
             gpu: "Fake".into(),
             chip: None,
             compute_capability: None,
@@ -402,5 +407,22 @@ mod tests {
         assert_eq!(t.column("x").unwrap()[0], 1.0);
         assert!(t.column("x").unwrap()[1].is_nan());
         assert_eq!(t.column("y").unwrap()[2], 3.0);
+    }
+
+    /// The sidecar names the physical GPU by PCI bus id; sidecars written before that field read back
+    /// without it.
+    #[test]
+    fn sidecar_keeps_the_pci_bus_id_and_reads_old_sidecars() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        let mut m = meta("a", &[]);
+        m.pci_bus_id = Some("00000000:65:00.0".into());
+        TraceWriter::create(&p, &m).unwrap();
+        assert_eq!(read_meta(&p).unwrap().pci_bus_id.as_deref(), Some("00000000:65:00.0"));
+        let mut json: serde_json::Value = serde_json::to_value(&m).unwrap();
+        json.as_object_mut().unwrap().remove("pci_bus_id");
+        let old: TraceMeta = serde_json::from_value(json).unwrap();
+        assert_eq!(old.pci_bus_id, None);
+        assert!(!serde_json::to_string(&meta("a", &[])).unwrap().contains("pci_bus_id"));
     }
 }

@@ -2,53 +2,53 @@
 //!
 //! `cargo bench -p gpumodel-predict --bench split_pareto`
 //!
-//! A plain timing harness (criterion is not a dev-dependency of this crate): for each instance, one
-//! warm-up run, then repeated runs until 0.5 s or 200 runs have passed; prints the median and the
-//! min–max range of the per-run wall time. Instances are `random_problem(p, g, 1, n, seed)`: p devices
-//! profiled at sizes 1..=g units, n units to place (here g = n, the finest grid).
+//! Instances are `random_problem(p, n, 1, n, 42)`: p devices profiled at sizes 1..=n units, n units to
+//! place (the finest grid). Group `exact_front` grows p and n; group `exact_vs_brute_force` times both
+//! solvers on the instances small enough to enumerate. Each benchmark's id is `p{p}_n{n}`; the number of
+//! front points is printed once per instance so the table in BENCHMARKS.md can show it.
 
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use gpumodel_predict::split::pareto::{Problem, brute_force, random_problem};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-fn time_it(mut f: impl FnMut() -> usize) -> (Duration, Duration, Duration, usize, usize) {
-    let points = f();
-    let mut samples = Vec::new();
-    let start = Instant::now();
-    while samples.len() < 5 || (start.elapsed() < Duration::from_millis(500) && samples.len() < 200) {
-        let t = Instant::now();
-        black_box(f());
-        samples.push(t.elapsed());
-    }
-    samples.sort();
-    (samples[samples.len() / 2], samples[0], samples[samples.len() - 1], samples.len(), points)
+fn front_len(pr: &Problem) -> usize {
+    pr.front_dynamic().map(|f| f.len()).unwrap_or(0)
 }
 
-fn row(label: &str, pr: &Problem, f: impl FnMut() -> usize) {
-    let (med, min, max, runs, points) = time_it(f);
-    println!(
-        "{label:<12} p={:<2} n={:<4} front={points:<4} median {:>12.3?}  (min {:.3?}, max {:.3?}, {runs} runs)",
-        pr.devices.len(),
-        pr.units,
-        med,
-        min,
-        max
-    );
+fn id(pr: &Problem) -> String {
+    let id = format!("p{}_n{}", pr.devices.len(), pr.units);
+    println!("{id}: {} front points", front_len(pr));
+    id
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; ignore arguments.
-    println!("exact front (dynamic programme over devices), dynamic energy:");
+fn exact_front(c: &mut Criterion) {
+    let mut g = c.benchmark_group("exact_front");
+    g.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
     for p in [2usize, 4, 8] {
         for n in [16u64, 64, 256] {
             let pr = random_problem(p, n, 1, n, 42);
-            row("exact", &pr, || pr.front_dynamic().map(|f| f.len()).unwrap_or(0));
+            g.bench_with_input(BenchmarkId::from_parameter(id(&pr)), &pr, |b, pr| {
+                b.iter(|| front_len(black_box(pr)))
+            });
         }
     }
-    println!("brute force over every distribution, for comparison:");
+    g.finish();
+}
+
+fn exact_vs_brute_force(c: &mut Criterion) {
+    let mut g = c.benchmark_group("exact_vs_brute_force");
+    g.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
     for (p, n) in [(2usize, 16u64), (4, 16), (6, 16), (3, 64), (4, 64)] {
         let pr = random_problem(p, n, 1, n, 42);
-        row("brute force", &pr, || brute_force(&pr, false).map(|f| f.len()).unwrap_or(0));
-        row("exact", &pr, || pr.front_dynamic().map(|f| f.len()).unwrap_or(0));
+        let name = id(&pr);
+        g.bench_with_input(BenchmarkId::new("exact", &name), &pr, |b, pr| b.iter(|| front_len(black_box(pr))));
+        g.bench_with_input(BenchmarkId::new("brute_force", &name), &pr, |b, pr| {
+            b.iter(|| brute_force(black_box(pr), false).map(|f| f.len()).unwrap_or(0))
+        });
     }
+    g.finish();
 }
+
+criterion_group!(benches, exact_front, exact_vs_brute_force);
+criterion_main!(benches);

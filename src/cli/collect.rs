@@ -31,7 +31,8 @@ pub struct Args {
     /// Repeat short programs (or suite kernels) until at least this long.
     #[arg(long, default_value_t = 1.0)]
     pub min_seconds: f64,
-    /// GPU index (NVML / CUDA ordinal).
+    /// GPU: the CUDA device ordinal, numbered as the program sees it (after CUDA_VISIBLE_DEVICES). Power
+    /// is read from the NVML device with the same PCI bus id, so the two numberings need not agree.
     #[arg(long, default_value_t = 0)]
     pub device: u32,
     /// Idle measurement before the program, seconds (once with power only, once with the counter
@@ -109,7 +110,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
     } else {
         let nvml = open_nvml()?;
-        let mut power = NvmlPower::open(nvml, args.device)?;
+        // NVML's numbering can differ from CUDA's: match the physical GPU by its PCI bus id.
+        let mut power = NvmlPower::open_cuda_device(nvml, args.device)?;
         let counters: Option<Box<dyn CounterSource>> = if args.no_counters {
             None
         } else {

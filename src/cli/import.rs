@@ -23,10 +23,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub profiles: Option<PathBuf>,
     /// nvprof (which records no launch shape): grid size `GX,GY,GZ` for the kernel profiles.
-    #[arg(long, value_delimiter = ',', num_args = 3, value_name = "GX,GY,GZ")]
+    // One argument split at commas (`num_args = 3` would demand three separate arguments).
+    #[arg(long, value_delimiter = ',', value_name = "GX,GY,GZ")]
     pub grid: Option<Vec<u32>>,
     /// nvprof: block size `BX,BY,BZ` for the kernel profiles.
-    #[arg(long, value_delimiter = ',', num_args = 3, value_name = "BX,BY,BZ")]
+    #[arg(long, value_delimiter = ',', value_name = "BX,BY,BZ")]
     pub block: Option<Vec<u32>>,
 }
 
@@ -53,6 +54,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
     use gpumodel_models::ncu::{kernels_table, read_ncu, read_nvprof};
     use gpumodel_models::profile::Launch;
+    // The flags first: a bad --grid must not cost reading the file.
+    for (flag, v) in [("--grid", &args.grid), ("--block", &args.block)] {
+        if v.as_ref().is_some_and(|v| v.len() != 3 || v.contains(&0)) {
+            anyhow::bail!("{flag} takes three sizes of at least 1, like {flag} 128,1,1");
+        }
+    }
+    let launch = match (&args.grid, &args.block) {
+        (Some(g), Some(b)) => Some(Launch {
+            grid: [g[0], g[1], g[2]],
+            block: [b[0], b[1], b[2]],
+            registers_per_thread: 0,
+            shared_mem_per_block: 0,
+        }),
+        (None, None) => None,
+        _ => anyhow::bail!("give both --grid and --block, or neither"),
+    };
     let source = args.file.display().to_string();
     let text = std::fs::read_to_string(&args.file).with_context(|| source.clone())?;
     let kernels = if args.format == "ncu" {
@@ -63,16 +80,6 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
             eprintln!("gpumodel: ignored nvprof metrics with no canonical counter: {}", ignored.join(", "));
         }
         kernels
-    };
-    let launch = match (&args.grid, &args.block) {
-        (Some(g), Some(b)) => Some(Launch {
-            grid: [g[0], g[1], g[2]],
-            block: [b[0], b[1], b[2]],
-            registers_per_thread: 0,
-            shared_mem_per_block: 0,
-        }),
-        (None, None) => None,
-        _ => anyhow::bail!("give both --grid and --block, or neither"),
     };
     if let Some(dir) = &args.profiles {
         std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;

@@ -137,7 +137,7 @@ fn open_real_device(args: &super::collect::Args) -> anyhow::Result<suite::cuda::
     use gpumodel_models::counters::{CounterMap, MapKind};
     let nvml = suite::cuda::check_driver(args.device)?;
     // Turing and GA100 trigger PM samples on system-clock cycles: the SM clock read now stands in for it.
-    let sysclk_hz = gpumodel_collect::nvml::NvmlPower::open(nvml, args.device)
+    let sysclk_hz = gpumodel_collect::nvml::NvmlPower::open_cuda_device(nvml, args.device)
         .ok()
         .and_then(|mut p| p.read().ok())
         .and_then(|r| r.core)

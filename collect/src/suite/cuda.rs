@@ -62,6 +62,7 @@ pub struct CudaSuiteDevice {
     output: CudaSlice<f32>,
     tex: u64,
     nvml: Arc<Nvml>,
+    /// NVML index of the GPU (matched to the CUDA device by PCI bus id), for clocks and power.
     index: u32,
     rate_hz: f64,
     info: GpuInfo,
@@ -90,7 +91,9 @@ impl CudaSuiteDevice {
                     .into(),
             ));
         };
-        let power = NvmlPower::open(nvml.clone(), device)?;
+        // The NVML device that is this CUDA device (matched by PCI bus id; the numberings may differ).
+        let power = NvmlPower::open_cuda_device(nvml.clone(), device)?;
+        let nvml_index = power.nvml_index();
         let pinfo = crate::power::PowerSource::info(&power);
         let ctx = CudaContext::new(device as usize).map_err(cuda("cuCtxCreate"))?;
         let (major, minor) = ctx.compute_capability().map_err(cuda("cuDeviceGetAttribute"))?;
@@ -110,7 +113,7 @@ impl CudaSuiteDevice {
         let output = stream.alloc_zeros::<f32>(super::BUFFER_ELEMS as usize).map_err(cuda("cuMemAlloc"))?;
         let tex = texture_over(&input, super::BUFFER_ELEMS)?;
         let chip =
-            nvml.device_by_index(device).ok().and_then(|d| d.architecture().ok()).map(|a| format!("{a:?}"));
+            nvml.device_by_index(nvml_index).ok().and_then(|d| d.architecture().ok()).map(|a| format!("{a:?}"));
         let info = GpuInfo {
             name: pinfo.gpu,
             chip,
@@ -125,7 +128,7 @@ impl CudaSuiteDevice {
             output,
             tex,
             nvml,
-            index: device,
+            index: nvml_index,
             rate_hz,
             info,
             sm_count,
