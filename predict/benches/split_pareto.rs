@@ -42,7 +42,9 @@ fn exact_vs_brute_force(c: &mut Criterion) {
     for (p, n) in [(2usize, 16u64), (4, 16), (6, 16), (3, 64), (4, 64)] {
         let pr = random_problem(p, n, 1, n, 42);
         let name = id(&pr);
-        g.bench_with_input(BenchmarkId::new("exact", &name), &pr, |b, pr| b.iter(|| front_len(black_box(pr))));
+        g.bench_with_input(BenchmarkId::new("exact", &name), &pr, |b, pr| {
+            b.iter(|| front_len(black_box(pr)))
+        });
         g.bench_with_input(BenchmarkId::new("brute_force", &name), &pr, |b, pr| {
             b.iter(|| brute_force(black_box(pr), false).map(|f| f.len()).unwrap_or(0))
         });

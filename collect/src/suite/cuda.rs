@@ -112,8 +112,11 @@ impl CudaSuiteDevice {
         let input = stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
         let output = stream.alloc_zeros::<f32>(super::BUFFER_ELEMS as usize).map_err(cuda("cuMemAlloc"))?;
         let tex = texture_over(&input, super::BUFFER_ELEMS)?;
-        let chip =
-            nvml.device_by_index(nvml_index).ok().and_then(|d| d.architecture().ok()).map(|a| format!("{a:?}"));
+        let chip = nvml
+            .device_by_index(nvml_index)
+            .ok()
+            .and_then(|d| d.architecture().ok())
+            .map(|a| format!("{a:?}"));
         let info = GpuInfo {
             name: pinfo.gpu,
             chip,
