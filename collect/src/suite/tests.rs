@@ -41,6 +41,46 @@ fn ptx_check_catches_a_missing_instruction() {
     assert!(!ptx_has(ptx_function(two, "b").unwrap(), "ld.shared"));
 }
 
+/// A kernel whose only branches are loops over the `iters` parameter (uniform across the warp).
+const UNIFORM_CONTROL: &str = "fp32_fma";
+
+/// The divergence check follows the predicate back to the lane, so a uniform loop back-edge does not pass
+/// for a divergent branch.
+#[test]
+fn lane_dependent_branch_check_is_selective() {
+    let uniform_loop = "\tld.param.u32 %r1, [k_param_0];\n\tmov.u32 %r2, 0;\n$L__BB0_1:\n\
+        \tadd.s32 %r2, %r2, 1;\n\tsetp.lt.s32 %p1, %r2, %r1;\n\t@%p1 bra $L__BB0_1;\n\tret;\n";
+    assert!(ptx_has(uniform_loop, "@%p bra"), "the plain pattern matches any back-edge");
+    assert!(!ptx_has(uniform_loop, LANE_DEPENDENT_BRANCH));
+    // The same loop bounded by a lane-derived value, through a chain and a predicated mov.
+    let lane_loop = uniform_loop.replace(
+        "\tmov.u32 %r2, 0;",
+        "\tmov.u32 %r7, %tid.x;\n\tand.b32 %r8, %r7, 31;\n\t@%p9 mov.u32 %r1, %r8;\n\tmov.u32 %r2, 0;",
+    );
+    assert!(ptx_has(&lane_loop, LANE_DEPENDENT_BRANCH));
+    // A uniform branch on a lane-derived predicate is `bra.uni` only if the compiler proved it uniform;
+    // `bra.uni` never counts.
+    assert!(!ptx_has(&lane_loop.replace("@%p1 bra ", "@%p1 bra.uni "), LANE_DEPENDENT_BRANCH));
+    // Taint carried around a loop: %r3 depends on the lane only through the loop-carried %r4.
+    let carried = "$L1:\n\tsetp.ne.s32 %p2, %r3, 0;\n\t@!%p2 bra $L2;\n\tadd.s32 %r3, %r4, 1;\n\
+        \tmov.u32 %r4, %laneid;\n\tbra.uni $L1;\n$L2:\n\tret;\n";
+    assert!(ptx_has(carried, LANE_DEPENDENT_BRANCH));
+}
+
+/// On the real NVRTC output, the divergence kernel has a lane-dependent branch and a kernel whose only
+/// branches are loops over a parameter has none.
+#[test]
+fn real_ptx_divergence_check_tells_the_kernels_apart() {
+    let Some(ptxs) = compile_all() else { return };
+    for (arch, ptx) in &ptxs {
+        let div = ptx_function(ptx, "branch_divergence").unwrap();
+        assert!(ptx_has(div, LANE_DEPENDENT_BRANCH), "{arch}: branch_divergence");
+        let uniform = ptx_function(ptx, UNIFORM_CONTROL).unwrap();
+        assert!(ptx_has(uniform, "@%p bra"), "{arch}: {UNIFORM_CONTROL} has a loop branch");
+        assert!(!ptx_has(uniform, LANE_DEPENDENT_BRANCH), "{arch}: {UNIFORM_CONTROL}:\n{uniform}");
+    }
+}
+
 #[test]
 fn every_kernel_names_an_entry_and_canonical_counters() {
     let ks = kernels();
