@@ -40,9 +40,11 @@ impl CudaCalibrationDevice {
             functions.insert(e.name, module.load_function(e.name).map_err(cuda("cuModuleGetFunction"))?);
         }
         let attr = |a: A| ctx.attribute(a).map(f64::from).map_err(cuda("cuDeviceGetAttribute"));
+        // The NVML device that is this CUDA device (matched by PCI bus id; the numberings may differ).
+        let nvml_index = crate::nvml::NvmlPower::open_cuda_device(nvml.clone(), device)?.nvml_index();
         let dev = nvml
-            .device_by_index(device)
-            .map_err(|e| crate::Error::NoGpu { index: device, detail: e.to_string() })?;
+            .device_by_index(nvml_index)
+            .map_err(|e| crate::Error::NoGpu { index: nvml_index, detail: e.to_string() })?;
         let name = dev.name().or_else(|_| ctx.name()).unwrap_or_else(|_| "NVIDIA GPU".into());
         let mut sources = BTreeMap::new();
         sources.insert("driver".to_string(), format!("CUDA driver cuDeviceGetAttribute on {name}"));
