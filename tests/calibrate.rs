@@ -53,7 +53,8 @@ fn the_fake_gpu_profile_loads_as_an_architecture() {
             "cyc_r",
             "alu_latency",
             "in_warp_delay",
-            "out_warp_delay"
+            "out_warp_delay",
+            "l2_bandwidth_gbs"
         ]
     );
     let a = ArchProfile::resolve(out.to_str().unwrap()).unwrap();

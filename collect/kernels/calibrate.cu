@@ -135,3 +135,22 @@ extern "C" __global__ void out_warp_loads(CAL_ARGS) {
         out[2 * w + 1] = j;
     }
 }
+
+// l2_bandwidth_gbs: the whole grid streams a footprint that fits in L2 (n unsigned ints, a multiple of 4;
+// the host sizes it to half the L2) `steps` times with 16-byte loads that bypass L1 (ld.global.cg), so
+// after the first pass every load is an L2 hit. The host times two launches with CUDA events and divides
+// the bytes of the extra passes by the extra time, which cancels the launch overhead. `knob` is a value
+// no sum of loads is expected to hit; it only keeps the loads alive.
+extern "C" __global__ void l2_stream(CAL_ARGS) {
+    const uint4 *v = (const uint4 *)chain;
+    unsigned quads = (unsigned)n / 4u;
+    unsigned stride = gridDim.x * blockDim.x;
+    unsigned acc = 0;
+    for (int s = 0; s < steps; ++s) {
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < quads; i += stride) {
+            uint4 q = __ldcg(&v[i]);
+            acc += q.x ^ q.y ^ q.z ^ q.w;
+        }
+    }
+    if (acc == (unsigned)knob) out[1] = acc;
+}

@@ -61,6 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             alu_latency: 4.0,
             in_warp_delay: 3.2,
             out_warp_delay: 1.5,
+            l2_bandwidth_gbs: 4800.0,
         }))
     } else {
         Box::new(calibrate::cuda::CudaCalibrationDevice::open(args.device)?)
@@ -90,9 +91,9 @@ fn print_estimates(est: &[Estimate], format: OutputFormat) -> anyhow::Result<()>
     match format {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(est)?),
         OutputFormat::Csv => {
-            println!("constant,median_cycles,q1,q3,min,max,n");
+            println!("constant,median,q1,q3,min,max,n,unit");
             for e in est {
-                println!("{},{},{},{},{},{},{}", e.field, e.median, e.q1, e.q3, e.min, e.max, e.n);
+                println!("{},{},{},{},{},{},{},{}", e.field, e.median, e.q1, e.q3, e.min, e.max, e.n, e.unit);
             }
         }
         OutputFormat::Table => {
@@ -102,6 +103,7 @@ fn print_estimates(est: &[Estimate], format: OutputFormat) -> anyhow::Result<()>
                     vec![
                         e.field.to_string(),
                         format!("{:.2}", e.median),
+                        e.unit.to_string(),
                         format!("{:.2}", e.q1),
                         format!("{:.2}", e.q3),
                         e.n.to_string(),
@@ -109,7 +111,7 @@ fn print_estimates(est: &[Estimate], format: OutputFormat) -> anyhow::Result<()>
                     ]
                 })
                 .collect();
-            print!("{}", render_table(&["constant", "cycles", "q1", "q3", "n", "method"], &rows));
+            print!("{}", render_table(&["constant", "median", "unit", "q1", "q3", "n", "method"], &rows));
         }
     }
     Ok(())

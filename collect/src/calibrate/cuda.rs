@@ -62,12 +62,6 @@ impl CudaCalibrationDevice {
             "guide_tx".to_string(),
             "CUDA C++ Programming Guide, global memory accesses: 32-byte sectors on compute capability 5.x and newer".into(),
         );
-        sources.insert(
-            "assume_l2".to_string(),
-            "assumption, not measured: L2 bandwidth taken as 3x the DRAM bandwidth (order of magnitude of published \
-             Volta-Hopper measurements); replace with a measured value"
-                .into(),
-        );
         let mem_mhz = dev
             .max_clock_info(Clock::Memory)
             .map(f64::from)
@@ -98,7 +92,6 @@ impl CudaCalibrationDevice {
             ("core_mhz", core_mhz, "nvml"),
             ("mem_mhz", mem_mhz, "nvml"),
             ("mem_bandwidth_gbs", bw, "driver"),
-            ("l2_bandwidth_gbs", 3.0 * bw, "assume_l2"),
             ("transaction_bytes", 32.0, "guide_tx"),
             ("tdp_w", tdp, "nvml"),
             (
@@ -149,6 +142,7 @@ impl CudaCalibrationDevice {
             ),
             mem_clocks_mhz: (if mem_clocks.is_empty() { vec![mem_mhz] } else { mem_clocks }, "nvml".into()),
             sources,
+            l2_cache_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
         };
         Ok(CudaCalibrationDevice { stream: ctx.default_stream(), functions, chains: BTreeMap::new(), facts })
     }
@@ -202,6 +196,40 @@ impl CalibrationDevice for CudaCalibrationDevice {
         launched?;
         synced?;
         self.stream.clone_dtoh(&out).map_err(cuda("cuMemcpyDtoH"))
+    }
+
+    fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, SuiteError> {
+        let f = self
+            .functions
+            .get(l.entry)
+            .ok_or_else(|| SuiteError::Invalid(format!("no calibration kernel {}", l.entry)))?
+            .clone();
+        let Chain { elems, stride, seed } = l.chain;
+        if !self.chains.contains_key(&(elems, stride, seed)) {
+            let host = l.chain.build();
+            let dev = self.stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
+            self.chains.insert((elems, stride, seed), dev);
+        }
+        let chain = &self.chains[&(elems, stride, seed)];
+        let mut out = self.stream.alloc_zeros::<u64>(2).map_err(cuda("cuMemAlloc"))?;
+        let (tex, n) = (0u64, elems as i32);
+        let cfg =
+            LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: 0 };
+        // Events that keep timing (CU_EVENT_DEFAULT; cudarc's `None` would disable it), recorded on the
+        // launch's stream around the launch only.
+        let ctx = self.stream.context();
+        let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = ctx.new_event(timing).map_err(cuda("cuEventCreate"))?;
+        let end = ctx.new_event(timing).map_err(cuda("cuEventCreate"))?;
+        start.record(&self.stream).map_err(cuda("cuEventRecord"))?;
+        let mut b = self.stream.launch_builder(&f);
+        b.arg(chain).arg(&mut out).arg(&tex).arg(&n).arg(&l.steps).arg(&l.knob);
+        // SAFETY: the argument list matches CAL_ARGS in calibrate.cu; the timed kernels write at most out[1].
+        unsafe { b.launch(cfg) }.map_err(cuda("cuLaunchKernel"))?;
+        end.record(&self.stream).map_err(cuda("cuEventRecord"))?;
+        end.synchronize().map_err(cuda("cuEventSynchronize"))?;
+        let ms = start.elapsed_ms(&end).map_err(cuda("cuEventElapsedTime"))?;
+        Ok(f64::from(ms) / 1e3)
     }
 }
 

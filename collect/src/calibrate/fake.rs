@@ -6,7 +6,7 @@ use super::{CalLaunch, CalibrationDevice, DeviceFacts};
 use crate::suite::SuiteError;
 use gpumodel_models::arch::ArchProfile;
 
-/// The constants the fake GPU has (core cycles).
+/// The constants the fake GPU has (core cycles; the L2 bandwidth in GB/s).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrueConstants {
     pub cyc_load: f64,
@@ -17,6 +17,7 @@ pub struct TrueConstants {
     pub alu_latency: f64,
     pub in_warp_delay: f64,
     pub out_warp_delay: f64,
+    pub l2_bandwidth_gbs: f64,
 }
 
 /// The scripted GPU: facts from the built-in `a100` profile, timings from [`TrueConstants`].
@@ -51,7 +52,8 @@ const TIMER_OVERHEAD: f64 = 40.0;
 impl CalibrationDevice for FakeCalibrationDevice {
     fn facts(&self) -> DeviceFacts {
         let a100 = ArchProfile::builtin("a100").expect("the built-in a100 profile parses (tested in models)");
-        let mut f = DeviceFacts::from_profile(&a100, super::MEASURED);
+        // A100's L2: 40 MB (NVIDIA A100 Tensor Core GPU Architecture whitepaper).
+        let mut f = DeviceFacts::from_profile(&a100, super::MEASURED, 40 << 20);
         f.display_name = "NVIDIA A100-SXM4-40GB (fake)".into();
         f
     }
@@ -87,4 +89,25 @@ impl CalibrationDevice for FakeCalibrationDevice {
         let c = steps * per_step * self.jitter() + TIMER_OVERHEAD;
         Ok(vec![c.round() as u64, 7])
     }
+
+    fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, SuiteError> {
+        self.launches += 1;
+        self.log.push((l.entry, l.chain));
+        if l.entry != "l2_stream" || blocks == 0 || l.threads == 0 {
+            return Err(SuiteError::Invalid(format!(
+                "fake GPU: no timed kernel {} over {blocks} blocks",
+                l.entry
+            )));
+        }
+        // The first pass fills the L2 from DRAM; every later pass streams from L2. Plus launch overhead.
+        let bytes = 4.0 * f64::from(l.chain.elems);
+        let dram_gbs = 1555.0;
+        let t = bytes / (dram_gbs * 1e9)
+            + bytes * f64::from(l.steps - 1) / (self.truth.l2_bandwidth_gbs * 1e9) * self.jitter()
+            + LAUNCH_OVERHEAD_S;
+        Ok(t)
+    }
 }
+
+/// Seconds a kernel launch costs on top of its work, included in every fake timed launch.
+const LAUNCH_OVERHEAD_S: f64 = 6e-6;

@@ -15,12 +15,21 @@ pub use fake::{FakeCalibrationDevice, TrueConstants};
 pub use profile::{DeviceFacts, arch_toml, profile_name};
 
 /// Profile fields calibration measures (the others come from [`DeviceFacts`]).
-pub const MEASURED: &[&str] =
-    &["cyc_load", "cyc_store", "cyc_s", "cyc_t", "cyc_r", "alu_latency", "in_warp_delay", "out_warp_delay"];
+pub const MEASURED: &[&str] = &[
+    "cyc_load",
+    "cyc_store",
+    "cyc_s",
+    "cyc_t",
+    "cyc_r",
+    "alu_latency",
+    "in_warp_delay",
+    "out_warp_delay",
+    "l2_bandwidth_gbs",
+];
 
 /// Launches [`calibrate`] makes (for a progress bar).
 pub fn launches(p: CalParams) -> usize {
-    p.repeats * (6 + LOADS.len() + WARPS.len())
+    p.repeats * (6 + LOADS.len() + WARPS.len() + 2)
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`, for the profile's citations.
@@ -68,6 +77,7 @@ pub const ENTRIES: &[CalEntry] = &[
     CalEntry { name: "register_issue", measures: "cyc_r", ptx: &["add.s32", "xor.b32", "%clock64"] },
     CalEntry { name: "in_warp_loads", measures: "in_warp_delay", ptx: &["ld.global.cg.u32", "%clock64"] },
     CalEntry { name: "out_warp_loads", measures: "out_warp_delay", ptx: &["ld.global.cg.u32", "%clock64"] },
+    CalEntry { name: "l2_stream", measures: "l2_bandwidth_gbs", ptx: &["ld.global.cg.v4.u32", "%nctaid.x"] },
 ];
 
 /// The buffer a calibration kernel chases: a random cycle through `elems / stride` slots, `stride`
@@ -111,12 +121,16 @@ pub struct CalLaunch {
     pub knob: i32,
 }
 
-/// A GPU as calibration uses it: launches one block and returns the `out` array (u64 per slot).
+/// A GPU as calibration uses it: launches one block and returns the `out` array (u64 per slot), or
+/// launches a whole grid and returns its GPU time.
 pub trait CalibrationDevice {
     /// What the driver says about the GPU (everything the profile needs that is not measured).
     fn facts(&self) -> DeviceFacts;
     /// Runs one launch and returns `out` (at least `2 × warps` values).
     fn run(&mut self, launch: &CalLaunch) -> Result<Vec<u64>, SuiteError>;
+    /// Runs `launch` over `blocks` blocks of `launch.threads` threads and returns its GPU time in seconds,
+    /// measured with CUDA events recorded around it on the same stream.
+    fn run_timed(&mut self, launch: &CalLaunch, blocks: u32) -> Result<f64, SuiteError>;
 }
 
 /// One measured constant: the median over repetitions and the spread.
@@ -124,7 +138,7 @@ pub trait CalibrationDevice {
 pub struct Estimate {
     /// Field of the arch profile (`cyc_load`).
     pub field: &'static str,
-    /// Median over the repetitions, core cycles.
+    /// Median over the repetitions, in [`Estimate::unit`].
     pub median: f64,
     /// First and third quartiles.
     pub q1: f64,
@@ -135,6 +149,8 @@ pub struct Estimate {
     pub n: usize,
     /// How it was measured, in words.
     pub method: &'static str,
+    /// Unit of the figures (`core cycles`, `GB/s`).
+    pub unit: &'static str,
 }
 
 impl Estimate {
@@ -164,6 +180,7 @@ impl Estimate {
             max: v[v.len() - 1],
             n: v.len(),
             method,
+            unit: "core cycles",
         })
     }
 }
@@ -315,7 +332,51 @@ pub fn calibrate(
         "slope of the last warp's finish (cycles per dependent load) over 1-32 warps of one block",
         slopes,
     )?);
+    est.push(l2_bandwidth(dev, p, progress)?);
     Ok(est)
+}
+
+/// Bytes the L2 stream moves per timed launch pair, at least: enough that the extra passes take
+/// milliseconds even at the ~10 TB/s of recent L2s.
+const L2_STREAM_BYTES: f64 = 8e9;
+
+/// L2 bandwidth: the whole grid reads a footprint of half the L2 (between 256 KiB and 32 MiB) `k` and
+/// `2k` times; bandwidth = footprint · k / (t(2k) − t(k)), so launch overhead and the cold first pass
+/// cancel. `p.repeats` pairs; the median is reported in GB/s.
+fn l2_bandwidth(
+    dev: &mut dyn CalibrationDevice,
+    p: CalParams,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Estimate, SuiteError> {
+    let mut timed = |dev: &mut dyn CalibrationDevice, launch: &CalLaunch, blocks| {
+        let t = dev.run_timed(launch, blocks)?;
+        progress(launch.entry);
+        Ok::<f64, SuiteError>(t)
+    };
+    let facts = dev.facts();
+    let sm = facts.values.iter().find(|(f, _, _)| f == "sm_count").map_or(1.0, |v| v.1).max(1.0);
+    // Half the L2, in whole 16-byte quads; u32 elements, so `elems` is a multiple of 4.
+    let footprint = (facts.l2_cache_bytes / 2).clamp(256 << 10, 32 << 20) / 16 * 16;
+    let chain = Chain { elems: (footprint / 4) as u32, stride: 1, seed: 0x12b4 };
+    let k = (L2_STREAM_BYTES / footprint as f64).ceil().max(1.0) as i32;
+    // 8 blocks of 256 threads per SM: 64 warps, the most any SM since Kepler can hold (extra blocks queue).
+    let blocks = (8.0 * sm) as u32;
+    let mut v = Vec::with_capacity(p.repeats);
+    for _ in 0..p.repeats {
+        let launch = |steps| CalLaunch { entry: "l2_stream", threads: 256, chain, steps, knob: -1 };
+        let t1 = timed(dev, &launch(k), blocks)?;
+        let t2 = timed(dev, &launch(2 * k), blocks)?;
+        let dt = t2 - t1;
+        v.push(if dt > 0.0 { footprint as f64 * f64::from(k) / dt / 1e9 } else { f64::NAN });
+    }
+    let mut e = Estimate::from_samples(
+        "l2_bandwidth_gbs",
+        "whole grid (8 blocks of 256 threads per SM) streaming half the L2 with 16-byte ld.global.cg loads; \
+         extra bytes over extra time between k and 2k passes, CUDA events",
+        v,
+    )?;
+    e.unit = "GB/s";
+    Ok(e)
 }
 
 fn first(out: &[u64], entry: &str) -> Result<f64, SuiteError> {

@@ -22,11 +22,14 @@ pub struct DeviceFacts {
     pub mem_clocks_mhz: (Vec<f64>, String),
     /// Source key → citation.
     pub sources: BTreeMap<String, String>,
+    /// L2 cache size, bytes (sizes the L2 bandwidth measurement's footprint).
+    pub l2_cache_bytes: u64,
 }
 
 impl DeviceFacts {
     /// Facts taken from an existing profile (the fake GPU uses a built-in one), keeping its sources.
-    pub fn from_profile(p: &ArchProfile, measured: &[&str]) -> DeviceFacts {
+    /// Profiles do not record the L2 size: `l2_cache_bytes` is the caller's.
+    pub fn from_profile(p: &ArchProfile, measured: &[&str], l2_cache_bytes: u64) -> DeviceFacts {
         DeviceFacts {
             display_name: p.display_name.clone(),
             chip: p.chip.clone(),
@@ -40,6 +43,7 @@ impl DeviceFacts {
             core_clocks_mhz: (p.core_clocks_mhz.value.clone(), p.core_clocks_mhz.src.clone()),
             mem_clocks_mhz: (p.mem_clocks_mhz.value.clone(), p.mem_clocks_mhz.src.clone()),
             sources: p.sources.clone(),
+            l2_cache_bytes,
         }
     }
 }
@@ -115,8 +119,8 @@ pub fn arch_toml(
             key,
             format!(
                 "measured by `gpumodel calibrate` on {gpu}, {when}: {}; median of {} repetitions, \
-                 quartiles {:.3}-{:.3}, range {:.3}-{:.3} core cycles",
-                e.method, e.n, e.q1, e.q3, e.min, e.max
+                 quartiles {:.3}-{:.3}, range {:.3}-{:.3} {}",
+                e.method, e.n, e.q1, e.q3, e.min, e.max, e.unit
             ),
         );
     }

@@ -13,6 +13,7 @@ const TRUTH: TrueConstants = TrueConstants {
     alu_latency: 4.0,
     in_warp_delay: 3.2,
     out_warp_delay: 1.5,
+    l2_bandwidth_gbs: 4800.0,
 };
 
 #[test]
@@ -47,6 +48,7 @@ fn the_estimators_recover_the_fake_gpus_constants() {
         ("alu_latency", TRUTH.alu_latency),
         ("in_warp_delay", TRUTH.in_warp_delay),
         ("out_warp_delay", TRUTH.out_warp_delay),
+        ("l2_bandwidth_gbs", TRUTH.l2_bandwidth_gbs),
     ];
     assert_eq!(est.len(), want.len());
     for (e, (field, truth)) in est.iter().zip(want) {
@@ -59,7 +61,7 @@ fn the_estimators_recover_the_fake_gpus_constants() {
         assert_eq!(e.n, 9);
     }
     assert_eq!(launches, dev.launches);
-    assert_eq!(launches, 6 * 9 + 8 * 9 + 6 * 9);
+    assert_eq!(launches, 6 * 9 + 8 * 9 + 6 * 9 + 2 * 9);
     assert_eq!(launches, super::launches(CalParams::default()));
 }
 
@@ -75,6 +77,34 @@ fn the_profile_loads_with_the_models_loader_and_cites_the_spread() {
     let src = a.source_of(&a.cyc_load);
     assert!(src.contains("median of 5 repetitions") && src.contains("quartiles"), "{src}");
     assert!(src.contains("NVIDIA A100 (fake)") && src.contains("2026-11-22"), "{src}");
+    // The L2 bandwidth is measured now, not the old "3x DRAM" assumption, and its spread is in GB/s.
+    assert!((a.l2_bandwidth_gbs.value - TRUTH.l2_bandwidth_gbs).abs() / TRUTH.l2_bandwidth_gbs < 0.05);
+    let l2 = a.source_of(&a.l2_bandwidth_gbs);
+    assert!(l2.contains("half the L2") && l2.contains("GB/s") && !l2.contains("assum"), "{l2}");
+}
+
+/// Equal times for k and 2k passes (a kernel that did no work) give no bandwidth, not an infinite one.
+#[test]
+fn an_l2_stream_that_takes_no_time_is_an_error() {
+    struct Flat(FakeCalibrationDevice);
+    impl CalibrationDevice for Flat {
+        fn facts(&self) -> DeviceFacts {
+            self.0.facts()
+        }
+        fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
+            self.0.run(l)
+        }
+        fn run_timed(&mut self, _: &CalLaunch, _: u32) -> Result<f64, SuiteError> {
+            Ok(1e-3)
+        }
+    }
+    let err = calibrate(
+        &mut Flat(FakeCalibrationDevice::new(TRUTH)),
+        CalParams { repeats: 2, steps: 64 },
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("l2_bandwidth_gbs produced no finite measurement"), "{err}");
 }
 
 #[test]
@@ -86,6 +116,9 @@ fn a_kernel_that_did_not_run_is_an_error_not_a_zero() {
         }
         fn run(&mut self, _: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
             Ok(vec![0, 0])
+        }
+        fn run_timed(&mut self, _: &CalLaunch, _: u32) -> Result<f64, SuiteError> {
+            Ok(0.0)
         }
     }
     let err = calibrate(&mut Dead, CalParams::default(), &mut |_| {}).unwrap_err();
