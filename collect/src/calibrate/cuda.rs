@@ -160,24 +160,37 @@ fn throughput(major: i32, minor: i32) -> (f64, f64, f64, f64) {
     }
 }
 
+impl CudaCalibrationDevice {
+    /// The launch's kernel; its chain is on the device afterwards, under [`chain_key`] (uploaded on first
+    /// use, then reused).
+    fn prepare(&mut self, l: &CalLaunch) -> Result<CudaFunction, SuiteError> {
+        let f = self
+            .functions
+            .get(l.entry)
+            .ok_or_else(|| SuiteError::Invalid(format!("no calibration kernel {}", l.entry)))?
+            .clone();
+        if !self.chains.contains_key(&chain_key(l.chain)) {
+            let host = l.chain.build();
+            let dev = self.stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
+            self.chains.insert(chain_key(l.chain), dev);
+        }
+        Ok(f)
+    }
+}
+
+fn chain_key(c: Chain) -> (u32, u32, u64) {
+    (c.elems, c.stride, c.seed)
+}
+
 impl CalibrationDevice for CudaCalibrationDevice {
     fn facts(&self) -> DeviceFacts {
         self.facts.clone()
     }
 
     fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
-        let f = self
-            .functions
-            .get(l.entry)
-            .ok_or_else(|| SuiteError::Invalid(format!("no calibration kernel {}", l.entry)))?
-            .clone();
-        let Chain { elems, stride, seed } = l.chain;
-        if !self.chains.contains_key(&(elems, stride, seed)) {
-            let host = l.chain.build();
-            let dev = self.stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
-            self.chains.insert((elems, stride, seed), dev);
-        }
-        let chain = &self.chains[&(elems, stride, seed)];
+        let f = self.prepare(l)?;
+        let chain = &self.chains[&chain_key(l.chain)];
+        let elems = l.chain.elems;
         let warps = l.threads.div_ceil(32).max(1) as usize;
         let mut out = self.stream.alloc_zeros::<u64>(2 * warps).map_err(cuda("cuMemAlloc"))?;
         let tex = if l.entry == "chase_texture" { texture_over(chain, elems)? } else { 0 };
@@ -199,18 +212,9 @@ impl CalibrationDevice for CudaCalibrationDevice {
     }
 
     fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, SuiteError> {
-        let f = self
-            .functions
-            .get(l.entry)
-            .ok_or_else(|| SuiteError::Invalid(format!("no calibration kernel {}", l.entry)))?
-            .clone();
-        let Chain { elems, stride, seed } = l.chain;
-        if !self.chains.contains_key(&(elems, stride, seed)) {
-            let host = l.chain.build();
-            let dev = self.stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
-            self.chains.insert((elems, stride, seed), dev);
-        }
-        let chain = &self.chains[&(elems, stride, seed)];
+        let f = self.prepare(l)?;
+        let chain = &self.chains[&chain_key(l.chain)];
+        let elems = l.chain.elems;
         let mut out = self.stream.alloc_zeros::<u64>(2).map_err(cuda("cuMemAlloc"))?;
         let (tex, n) = (0u64, elems as i32);
         let cfg =
