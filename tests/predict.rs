@@ -3,7 +3,9 @@
 //! whose inputs a kernel profile cannot provide).
 
 use assert_cmd::Command;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+mod common;
 
 fn gpumodel() -> Command {
     Command::cargo_bin("gpumodel").unwrap()
@@ -162,4 +164,141 @@ fn core_clock_sweep_needs_a_clock_input() {
 fn bad_objective_and_unknown_kernel() {
     fails_with(&["predict", "--objective", "ed-2"], &["objective 'ed-2'"]);
     fails_with(&["predict", "--kernel", "nope.toml"], &["'nope.toml' not found", "reduction"]);
+}
+
+/// A number of a `key = value` line of a saved calibration, read by hand (not by the code under test).
+fn toml_number(text: &str, key: &str) -> f64 {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(key)
+                .filter(|r| r.starts_with([' ', '=']))
+                .and_then(|r| r.trim_start().strip_prefix('='))
+        })
+        .unwrap_or_else(|| panic!("no '{key} =' line in:\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A calibration saved by `gpumodel validate` on the real GTX 1080 Ti data.
+fn saved_calibration(dir: &tempfile::TempDir) -> PathBuf {
+    let file = dir.path().join("cal.toml");
+    let out = common::gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx1080ti", "--arch", "gtx1080ti", "--save-calibration"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    file
+}
+
+fn json_with(args: &[&str], cal: Option<&Path>) -> serde_json::Value {
+    let mut c = gpumodel();
+    c.args(args).args(["--format", "json"]);
+    if let Some(p) = cal {
+        c.arg("--calibration").arg(p);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `predict --calibration` changes the time by exactly T = ((a_m·M)^p + (a_c·C)^p + (a_s·S)^p)^(1/p) + sync,
+/// with the coefficients read from the saved file and M, C, S, sync from the uncalibrated prediction's
+/// components; energy follows.
+#[test]
+fn calibration_changes_the_time_by_exactly_its_formula() {
+    let dir = tempfile::tempdir().unwrap();
+    let cal = saved_calibration(&dir);
+    let text = std::fs::read_to_string(&cal).unwrap();
+    let (am, ac, as_, p) = (
+        toml_number(&text, "a_memory"),
+        toml_number(&text, "a_compute"),
+        toml_number(&text, "a_shared"),
+        toml_number(&text, "p"),
+    );
+    assert!(p >= 1.0, "{p}");
+    let mut kinds = std::collections::BTreeSet::new();
+    for kernel in ["reduction", "transpose", "matrixmul"] {
+        for clocks in [&[][..], &["--core-mhz", "1800", "--mem-mhz", "4500"][..]] {
+            let args: Vec<&str> = ["predict", "--arch", "gtx1080ti", "--kernel", kernel]
+                .iter()
+                .chain(clocks)
+                .copied()
+                .collect();
+            let plain = json_with(&args, None);
+            assert_eq!(plain["calibration"]["applied"], false);
+            let t = &plain["prediction"]["detail"]["timing"];
+            kinds.insert(t["bound_kind"].as_str().unwrap().to_string());
+            // Components in the order global load, global store, shared, bank conflicts, texture,
+            // compute, sync.
+            let c: Vec<f64> =
+                t["components_s"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            let (m, comp, s) = (c[0] + c[1] + c[4], c[5], c[2] + c[3]);
+            let want = ((am * m).powf(p) + (ac * comp).powf(p) + (as_ * s).powf(p)).powf(1.0 / p) + c[6];
+            let calibrated = json_with(&args, Some(&cal));
+            let p = &calibrated["prediction"];
+            let got = p["time_s"].as_f64().unwrap();
+            assert!((got - want).abs() <= 1e-12 * want, "{kernel} {clocks:?}: {got} vs {want}");
+            assert_ne!(got, plain["prediction"]["time_s"].as_f64().unwrap());
+            let e = p["energy_j"].as_f64().unwrap();
+            assert!((e - p["power_w"].as_f64().unwrap() * got).abs() <= 1e-12 * e, "E = P·T");
+            assert_eq!(calibrated["calibration"]["applied"], true);
+            assert_eq!(calibrated["calibration"]["file"], cal.display().to_string());
+            assert_eq!(p["detail"]["calibrated"], true);
+        }
+    }
+    assert!(kinds.len() >= 2, "the examples should exercise more than one bound: {kinds:?}");
+
+    // The table says so, and names the file.
+    let out =
+        gpumodel().args(["predict", "--arch", "gtx1080ti", "--calibration"]).arg(&cal).output().unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains(&format!("calibrated by {}", cal.display())), "{s}");
+
+    // Sweeps use it: each calibrated sweep point is the calibrated single prediction at that clock.
+    let sweep = json_with(&["predict", "--arch", "gtx1080ti", "--sweep", "core-clock"], Some(&cal));
+    assert_eq!(sweep["calibration"]["applied"], true);
+    let pt = &sweep["sweep"]["points"][2];
+    let x = pt["x"].as_f64().unwrap().to_string();
+    let single = json_with(&["predict", "--arch", "gtx1080ti", "--core-mhz", &x], Some(&cal));
+    assert_eq!(pt["time_s"], single["prediction"]["time_s"]);
+}
+
+/// Every way a calibration file can be wrong is one line that says what to do.
+#[test]
+fn bad_calibration_files_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cal = saved_calibration(&dir);
+    let text = std::fs::read_to_string(&cal).unwrap();
+    let one_line = |args: &[&str], file: &Path, needles: &[&str]| {
+        let out = gpumodel().args(args).arg("--calibration").arg(file).output().unwrap();
+        assert!(!out.status.success(), "expected failure with {}", file.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        for n in needles {
+            assert!(err.contains(n), "stderr lacks '{n}': {err}");
+        }
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    };
+    // Fitted for another architecture than --arch (the default is titanx).
+    one_line(&["predict"], &cal, &["fitted for architecture 'gtx1080ti', not 'titanx'", "--arch gtx1080ti"]);
+    let gtx = ["predict", "--arch", "gtx1080ti"];
+    let variant = |name: &str, t: String| {
+        let p = write(&dir, name, &t);
+        assert_ne!(t, text, "{name}: the replacement must change the file");
+        p
+    };
+    one_line(
+        &gtx,
+        &variant("v9.toml", text.replace("format_version = 1", "format_version = 9")),
+        &["format version 9", "--save-calibration"],
+    );
+    one_line(&gtx, &variant("junk.toml", "not = [toml".into()), &["not a usable gpumodel time calibration"]);
+    one_line(
+        &gtx,
+        &variant("neg.toml", text.replace("a_shared = ", "a_shared = -")),
+        &["coefficients.a_shared", "≥ 0"],
+    );
+    one_line(&gtx, &variant("other.toml", KERNEL.to_string()), &["not a usable gpumodel time calibration"]);
+    one_line(&gtx, &dir.path().join("missing.toml"), &["cannot read calibration"]);
 }

@@ -14,8 +14,10 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
+    // Regression guard: the power-mean calibration reaches 15.2% out-of-fold here (BENCHMARKS.md, issue 3
+    // section); the form it replaced reached 18.3%.
     let mape = v["mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 20.0, "{mape}");
+    assert!(mape > 0.0 && mape <= 16.0, "{mape}");
     let objs: Vec<&str> =
         v["objectives"].as_array().unwrap().iter().map(|o| o["objective"].as_str().unwrap()).collect();
     assert_eq!(objs, vec!["E", "ED", "ED^2"]);
@@ -46,4 +48,82 @@ fn unknown_arch_and_non_nvdvfs_data_are_clear_errors() {
     let out = gpumodel().args(["validate", "--arch", "gtx1080ti", "--data"]).arg(&p).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("not an NV-DVFS file"), "{err}");
+}
+
+/// A value of a `key = value` line of a saved calibration (read by hand: the test must not trust the code
+/// that wrote the file to read it back).
+fn toml_value<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(key)
+                .filter(|r| r.starts_with([' ', '=']))
+                .and_then(|r| r.trim_start().strip_prefix('='))
+        })
+        .unwrap_or_else(|| panic!("no '{key} =' line in:\n{text}"))
+        .trim()
+}
+
+#[test]
+fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cal.toml");
+    let run = |extra: &[&str]| {
+        gpumodel()
+            .args(["validate", "--data", "nvdvfs-gtx1080ti", "--arch", "gtx1080ti", "--format", "json"])
+            .arg("--save-calibration")
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // stdout stays valid JSON; the note about the file goes to stderr.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("# gpumodel time calibration"), "{text}");
+    assert_eq!(toml_value(&text, "format_version"), "1");
+    assert_eq!(toml_value(&text, "arch"), "\"gtx1080ti\"");
+    assert_eq!(toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
+    // The registry's checksum of the file that was read.
+    let shown =
+        gpumodel().args(["dataset", "show", "nvdvfs-gtx1080ti", "--format", "json"]).output().unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(toml_value(&text, "sha256"), format!("\"{}\"", shown["sha256"].as_str().unwrap()));
+    // The out-of-fold figure is the report's; the coefficients are the report's all-kernel fit.
+    // (serde_json's default float parsing may differ from the exact value in the last bit.)
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-14 * a.abs();
+    let oof: f64 = toml_value(&text, "out_of_fold_mape_pct").parse().unwrap();
+    assert!(close(oof, v["mape_pct"].as_f64().unwrap()), "{oof} vs {}", v["mape_pct"]);
+    let a_compute: f64 = toml_value(&text, "a_compute").parse().unwrap();
+    assert!(close(a_compute, v["calibration"]["a"][1].as_f64().unwrap()), "{a_compute}");
+    let in_sample: f64 = toml_value(&text, "in_sample_mape_pct").parse().unwrap();
+    assert!(in_sample <= oof, "fitted on the rows it is scored on: {in_sample} vs {oof}");
+
+    // A second run without --force refuses, with one line, and leaves the file as it was.
+    std::fs::write(&file, "# mine\n").unwrap();
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("already exists") && err.contains("--force"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "# mine\n");
+    let out = run(&["--force"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
+
+/// `--rows` shows, per measured row, the model's bound and both times, so a user can see where the error
+/// comes from.
+#[test]
+fn rows_show_the_bound_and_both_times() {
+    let out = gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx1080ti", "--arch", "gtx1080ti", "--rows"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("model bound") && s.contains("model ms") && s.contains("calibrated ms"), "{s}");
+    let gaussian_rows = s.lines().filter(|l| l.starts_with("gaussian ")).count();
+    // One summary line plus its 20 clock pairs.
+    assert_eq!(gaussian_rows, 21, "{s}");
 }

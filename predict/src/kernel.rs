@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::power::base_values;
+use crate::validation::TimeCalibration;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::features::input_vector;
@@ -37,11 +38,15 @@ pub struct TimePrediction {
     pub arch: String,
     pub clocks: Clocks,
     pub occupancy: Occupancy,
+    /// Predicted kernel time, seconds: the timing model's, calibrated when a calibration was given.
     pub time_s: f64,
+    /// Whether `time_s` is calibrated (`gpumodel predict --calibration`).
+    pub calibrated: bool,
     pub bottleneck: &'static str,
     pub bottleneck_share: f64,
     pub components: Vec<Component>,
-    #[serde(skip)]
+    /// The timing model's own result (uncalibrated): its time, bound, overlapped and sync parts, which a
+    /// calibration combines.
     pub timing: Timing,
 }
 
@@ -82,14 +87,31 @@ pub(crate) fn warps_cap(k: &KernelProfile, arch: &ArchProfile, cfg: &Config) -> 
     })
 }
 
+/// The predicted time at `clocks`: the timing model's, with `cal` applied when given.
+pub(crate) fn time_at(
+    x: &TimingInputs,
+    arch: &ArchProfile,
+    occ: &Occupancy,
+    clocks: Clocks,
+    cal: Option<&TimeCalibration>,
+) -> Timing {
+    let t = predict_time(x, arch, occ, clocks);
+    match cal {
+        Some(c) => c.apply(&t),
+        None => t,
+    }
+}
+
 fn time_with(
     k: &KernelProfile,
     x: &TimingInputs,
     arch: &ArchProfile,
     occ: Occupancy,
     clocks: Clocks,
+    cal: Option<&TimeCalibration>,
 ) -> TimePrediction {
     let timing = predict_time(x, arch, &occ, clocks);
+    let time_s = cal.map_or(timing.time_s, |c| c.apply(&timing).time_s);
     let shares = timing.shares();
     let ratio = |tx: f64| if x.inst > 0.0 { Some(tx / x.inst) } else { None };
     let access = [
@@ -115,7 +137,8 @@ fn time_with(
         arch: arch.name.clone(),
         clocks,
         occupancy: occ,
-        time_s: timing.time_s,
+        time_s,
+        calibrated: cal.is_some(),
         bottleneck,
         bottleneck_share,
         components,
@@ -125,10 +148,20 @@ fn time_with(
 
 /// Predicts a kernel's time and breakdown (no power model needed).
 pub fn predict_time_only(k: &KernelProfile, arch: &ArchProfile, cfg: &Config) -> Result<TimePrediction> {
+    predict_time_calibrated(k, arch, cfg, None)
+}
+
+/// [`predict_time_only`] with an optional time calibration (`gpumodel validate --save-calibration`).
+pub fn predict_time_calibrated(
+    k: &KernelProfile,
+    arch: &ArchProfile,
+    cfg: &Config,
+    cal: Option<&TimeCalibration>,
+) -> Result<TimePrediction> {
     let clocks = checked_clocks(arch, cfg)?;
     let x = TimingInputs::from_profile(k)?;
     let occ = occupancy(&k.launch, arch, warps_cap(k, arch, cfg))?;
-    Ok(time_with(k, &x, arch, occ, clocks))
+    Ok(time_with(k, &x, arch, occ, clocks, cal))
 }
 
 /// Predicts time (the timing model at `cfg`), power (`model` fed with the kernel's counter rates at the
@@ -140,12 +173,25 @@ pub fn predict_kernel(
     model: &ModelArtifact,
     cfg: &Config,
 ) -> Result<Prediction> {
+    predict_kernel_calibrated(k, arch, model, cfg, None)
+}
+
+/// [`predict_kernel`] with an optional time calibration: the calibrated time is the predicted time
+/// everywhere — at the requested clocks and at the default clocks where the utilizations are taken — so
+/// power (counter rates = totals / time) and energy follow it.
+pub fn predict_kernel_calibrated(
+    k: &KernelProfile,
+    arch: &ArchProfile,
+    model: &ModelArtifact,
+    cfg: &Config,
+    cal: Option<&TimeCalibration>,
+) -> Result<Prediction> {
     let clocks = checked_clocks(arch, cfg)?;
     let x = TimingInputs::from_profile(k)?;
     let occ = occupancy(&k.launch, arch, warps_cap(k, arch, cfg))?;
     let default = Clocks::default_for(arch);
-    let t0 = if clocks == default { None } else { Some(predict_time(&x, arch, &occ, default).time_s) };
-    let detail = time_with(k, &x, arch, occ, clocks);
+    let t0 = if clocks == default { None } else { Some(time_at(&x, arch, &occ, default, cal).time_s) };
+    let detail = time_with(k, &x, arch, occ, clocks, cal);
     let base = base_values(k, &x, arch, t0.unwrap_or(detail.time_s), detail.time_s, clocks);
     let inputs = input_vector(model, |c| base.get(c)).map_err(|e| {
         Error::Mismatch(format!(

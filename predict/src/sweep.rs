@@ -1,13 +1,14 @@
 //! Sweeps over warps per SM (paper Fig. 5.16) and core clocks, with the E^a·D^b optimum of each objective.
 
 use crate::error::{Error, Result};
-use crate::kernel::{Config, predict_kernel};
+use crate::kernel::{Config, predict_kernel_calibrated, time_at};
+use crate::validation::TimeCalibration;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::features::{Input, base_columns};
 use gpumodel_models::profile::KernelProfile;
-use gpumodel_models::timing::{Clocks, TimingInputs, occupancy, predict_time};
+use gpumodel_models::timing::{Clocks, TimingInputs, occupancy};
 use serde::Serialize;
 
 /// What a sweep varies.
@@ -51,7 +52,7 @@ pub struct Sweep {
 }
 
 /// The per-point work of a sweep without the allocations of a full [`crate::Prediction`]: the model's
-/// input names are parsed once. The first point goes through [`predict_kernel`], so its errors (missing
+/// input names are parsed once. The first point goes through [`predict_kernel_calibrated`], so its errors (missing
 /// profile fields, inputs the profile cannot provide) are the same.
 struct Lean<'a> {
     k: &'a KernelProfile,
@@ -59,21 +60,30 @@ struct Lean<'a> {
     arch: &'a ArchProfile,
     model: &'a ModelArtifact,
     inputs: Vec<Input>,
+    cal: Option<&'a TimeCalibration>,
 }
 
 impl<'a> Lean<'a> {
-    fn new(k: &'a KernelProfile, arch: &'a ArchProfile, model: &'a ModelArtifact) -> Result<Lean<'a>> {
+    fn new(
+        k: &'a KernelProfile,
+        arch: &'a ArchProfile,
+        model: &'a ModelArtifact,
+        cal: Option<&'a TimeCalibration>,
+    ) -> Result<Lean<'a>> {
         let inputs = model.inputs.iter().map(|n| Input::parse(n)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Lean { k, x: TimingInputs::from_profile(k)?, arch, model, inputs })
+        Ok(Lean { k, x: TimingInputs::from_profile(k)?, arch, model, inputs, cal })
     }
 
     fn point(&self, x_value: f64, cfg: &Config, buf: &mut Vec<f64>) -> Result<SweepPoint> {
         let default = Clocks::default_for(self.arch);
         let clocks = cfg.clocks.unwrap_or(default);
         let occ = occupancy(&self.k.launch, self.arch, crate::kernel::warps_cap(self.k, self.arch, cfg))?;
-        let t = predict_time(&self.x, self.arch, &occ, clocks);
-        let t0 =
-            if clocks == default { t.time_s } else { predict_time(&self.x, self.arch, &occ, default).time_s };
+        let t = time_at(&self.x, self.arch, &occ, clocks, self.cal);
+        let t0 = if clocks == default {
+            t.time_s
+        } else {
+            time_at(&self.x, self.arch, &occ, default, self.cal).time_s
+        };
         let base = crate::power::base_values(self.k, &self.x, self.arch, t0, t.time_s, clocks);
         buf.clear();
         for i in &self.inputs {
@@ -116,14 +126,26 @@ pub fn sweep_warps(
     cfg: &Config,
     objectives: &[Objective],
 ) -> Result<Sweep> {
+    sweep_warps_calibrated(k, arch, model, cfg, objectives, None)
+}
+
+/// [`sweep_warps`] with an optional time calibration applied at every point.
+pub fn sweep_warps_calibrated(
+    k: &KernelProfile,
+    arch: &ArchProfile,
+    model: &ModelArtifact,
+    cfg: &Config,
+    objectives: &[Objective],
+    cal: Option<&TimeCalibration>,
+) -> Result<Sweep> {
     let wpb = arch.warps_per_block(k.launch.threads_per_block()).max(1);
     let max = arch.max_warps_per_sm.value as u32;
     let mut points = Vec::with_capacity(max as usize);
     if wpb <= max {
         // The first point through the full path: its errors are the ones users should see.
-        predict_kernel(k, arch, model, &Config { warps: Some(wpb), ..*cfg })?;
+        predict_kernel_calibrated(k, arch, model, &Config { warps: Some(wpb), ..*cfg }, cal)?;
     }
-    let lean = Lean::new(k, arch, model)?;
+    let lean = Lean::new(k, arch, model, cal)?;
     let mut buf = Vec::with_capacity(model.inputs.len());
     for w in wpb..=max {
         points.push(lean.point(f64::from(w), &Config { warps: Some(w), ..*cfg }, &mut buf)?);
@@ -146,6 +168,18 @@ pub fn sweep_core_clock(
     cfg: &Config,
     objectives: &[Objective],
 ) -> Result<Sweep> {
+    sweep_core_clock_calibrated(k, arch, model, cfg, objectives, None)
+}
+
+/// [`sweep_core_clock`] with an optional time calibration applied at every point.
+pub fn sweep_core_clock_calibrated(
+    k: &KernelProfile,
+    arch: &ArchProfile,
+    model: &ModelArtifact,
+    cfg: &Config,
+    objectives: &[Objective],
+    cal: Option<&TimeCalibration>,
+) -> Result<Sweep> {
     let cols = base_columns(&model.inputs)?;
     if !cols.iter().any(|c| c == "core_mhz") {
         return Err(Error::Mismatch(format!(
@@ -156,13 +190,13 @@ pub fn sweep_core_clock(
         )));
     }
     let mem = cfg.clocks.map_or(arch.mem_mhz.value, |c| c.mem_mhz);
-    let lean = Lean::new(k, arch, model)?;
+    let lean = Lean::new(k, arch, model, cal)?;
     let mut buf = Vec::with_capacity(model.inputs.len());
     let mut points = Vec::with_capacity(arch.core_clocks_mhz.value.len());
     for (i, &f) in arch.core_clocks_mhz.value.iter().enumerate() {
         let c = Config { clocks: Some(Clocks { core_mhz: f, mem_mhz: mem }), ..*cfg };
         if i == 0 {
-            predict_kernel(k, arch, model, &c)?;
+            predict_kernel_calibrated(k, arch, model, &c, cal)?;
         }
         points.push(lean.point(f, &c, &mut buf)?);
     }
@@ -173,6 +207,7 @@ pub fn sweep_core_clock(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::predict_kernel;
 
     /// The sweeps' allocation-free path must give exactly what `predict_kernel` gives at every point.
     #[test]
@@ -199,5 +234,34 @@ mod tests {
         let best = s.points.iter().map(|p| p.energy_j).fold(f64::INFINITY, f64::min);
         let e = s.optima.iter().find(|o| o.objective == "E").unwrap();
         assert_eq!(e.value, best);
+    }
+
+    /// With a calibration, every sweep point is the calibrated full prediction, and the time differs from
+    /// the uncalibrated one (so the calibration reached the sweep).
+    #[test]
+    fn calibrated_sweep_points_equal_calibrated_predictions() {
+        let k = crate::examples::kernel("reduction").unwrap().unwrap();
+        let arch = ArchProfile::builtin("titanx").unwrap();
+        let model = ModelArtifact::from_json_str(crate::examples::MODELS[0].1, "m").unwrap();
+        let cal = TimeCalibration { a: [1.3, 1.6, 1.1], p: 6.0 };
+        let objs = Objective::DEFAULTS.to_vec();
+        let plain = sweep_core_clock(&k, &arch, &model, &Config::default(), &objs).unwrap();
+        let s =
+            sweep_core_clock_calibrated(&k, &arch, &model, &Config::default(), &objs, Some(&cal)).unwrap();
+        for (p, q) in s.points.iter().zip(&plain.points) {
+            let c = Config {
+                clocks: Some(Clocks { core_mhz: p.x, mem_mhz: arch.mem_mhz.value }),
+                ..Config::default()
+            };
+            let full = predict_kernel_calibrated(&k, &arch, &model, &c, Some(&cal)).unwrap();
+            assert_eq!((p.time_s, p.power_w), (full.time_s, full.power_w));
+            assert!(p.time_s > q.time_s * 1.05, "{} vs {}", p.time_s, q.time_s);
+        }
+        let s = sweep_warps_calibrated(&k, &arch, &model, &Config::default(), &objs, Some(&cal)).unwrap();
+        for p in &s.points {
+            let c = Config { warps: Some(p.x as u32), ..Config::default() };
+            let full = predict_kernel_calibrated(&k, &arch, &model, &c, Some(&cal)).unwrap();
+            assert_eq!((p.time_s, p.energy_j), (full.time_s, full.energy_j));
+        }
     }
 }

@@ -12,9 +12,11 @@ use gpumodel_models::energy::Objective;
 use gpumodel_models::profile::KernelProfile;
 use gpumodel_models::timing::Clocks;
 use gpumodel_predict::examples;
-use gpumodel_predict::sweep::{Sweep, sweep_core_clock, sweep_warps};
-use gpumodel_predict::{Config, Prediction, predict_kernel};
-use std::path::Path;
+use gpumodel_predict::kernel::predict_kernel_calibrated;
+use gpumodel_predict::sweep::{Sweep, sweep_core_clock_calibrated, sweep_warps_calibrated};
+use gpumodel_predict::validation::calibration::CalibrationFile;
+use gpumodel_predict::{Config, Prediction};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// What to sweep.
@@ -52,6 +54,10 @@ pub struct Args {
     /// Objectives E^a·D^b: e, ed, ed2, ed3 or a,b (repeatable; default e, ed, ed2, ed3).
     #[arg(long = "objective")]
     pub objectives: Vec<String>,
+    /// Time calibration written by `gpumodel validate --save-calibration` for the same --arch: applied to
+    /// the predicted time, hence to power, energy, sweeps and optima.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
 }
@@ -99,6 +105,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let arch = ArchProfile::resolve(&args.arch)?;
+    let calibration = match &args.calibration {
+        Some(p) => {
+            let c = CalibrationFile::read(p)?;
+            c.check_arch(&arch, &p.display().to_string())?;
+            Some(c)
+        }
+        None => None,
+    };
+    let cal = calibration.as_ref().map(CalibrationFile::calibration);
     let kernel = load_kernel(&args.kernel)?;
     let model = load_model(&args.model)?;
     let clocks = match (args.core_mhz, args.mem_mhz) {
@@ -111,15 +126,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = Config { clocks, warps: args.warps };
     match args.sweep {
         None => {
-            let p = predict_kernel(&kernel, &arch, &model, &cfg)?;
-            print_prediction(&p, &kernel, &arch, &args, args.format)?;
+            let p = predict_kernel_calibrated(&kernel, &arch, &model, &cfg, cal.as_ref())?;
+            print_prediction(&p, &kernel, &arch, &args, calibration.as_ref(), args.format)?;
         }
         Some(s) => {
             let sweep = match s {
-                SweepArg::Warps => sweep_warps(&kernel, &arch, &model, &cfg, &objectives)?,
-                SweepArg::CoreClock => sweep_core_clock(&kernel, &arch, &model, &cfg, &objectives)?,
+                SweepArg::Warps => {
+                    sweep_warps_calibrated(&kernel, &arch, &model, &cfg, &objectives, cal.as_ref())?
+                }
+                SweepArg::CoreClock => {
+                    sweep_core_clock_calibrated(&kernel, &arch, &model, &cfg, &objectives, cal.as_ref())?
+                }
             };
-            print_sweep(&sweep, &kernel, &arch, args.format)?;
+            print_sweep(&sweep, &kernel, &arch, &args, calibration.as_ref(), args.format)?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -162,6 +181,7 @@ fn print_prediction(
     k: &KernelProfile,
     arch: &ArchProfile,
     args: &Args,
+    calibration: Option<&CalibrationFile>,
     format: OutputFormat,
 ) -> anyhow::Result<()> {
     let d = &p.detail;
@@ -172,6 +192,7 @@ fn print_prediction(
                 "kernel": k.name,
                 "arch": arch.name,
                 "model": args.model,
+                "calibration": calibration_json(args, calibration),
                 "prediction": p,
             });
             writeln!(sink, "{}", serde_json::to_string_pretty(&v)?);
@@ -179,11 +200,11 @@ fn print_prediction(
         OutputFormat::Csv => {
             writeln!(
                 sink,
-                "kernel,arch,core_mhz,mem_mhz,warps_per_sm,time_s,power_w,energy_j,bottleneck,bottleneck_share"
+                "kernel,arch,core_mhz,mem_mhz,warps_per_sm,time_s,power_w,energy_j,bottleneck,bottleneck_share,calibration"
             );
             writeln!(
                 sink,
-                "{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{}",
                 k.name,
                 arch.name,
                 d.clocks.core_mhz,
@@ -193,7 +214,8 @@ fn print_prediction(
                 p.power_w,
                 p.energy_j,
                 d.bottleneck,
-                d.bottleneck_share
+                d.bottleneck_share,
+                args.calibration.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
             );
         }
         OutputFormat::Table => {
@@ -231,7 +253,19 @@ fn print_prediction(
                 o.rounds,
                 o.active_sms
             );
-            writeln!(sink, "time        {:.4} ms", p.time_s * 1e3);
+            match (&args.calibration, calibration) {
+                (Some(file), Some(c)) => writeln!(
+                    sink,
+                    "time        {:.4} ms, calibrated by {} ({:.4} ms from the timing model alone; fitted on {}, \
+                     {:.1}% out-of-fold MAPE there)",
+                    p.time_s * 1e3,
+                    file.display(),
+                    d.timing.time_s * 1e3,
+                    c.dataset.name,
+                    c.fit.out_of_fold_mape_pct
+                ),
+                _ => writeln!(sink, "time        {:.4} ms", p.time_s * 1e3),
+            }
             writeln!(
                 sink,
                 "power       {:.1} W ({} model; inputs = counter rates at the predicted time)",
@@ -263,7 +297,24 @@ fn print_prediction(
     sink.emit()
 }
 
-fn print_sweep(s: &Sweep, k: &KernelProfile, arch: &ArchProfile, format: OutputFormat) -> anyhow::Result<()> {
+/// What the JSON says about the calibration: the file and what it holds, or null.
+fn calibration_json(args: &Args, calibration: Option<&CalibrationFile>) -> serde_json::Value {
+    match (&args.calibration, calibration) {
+        (Some(p), Some(c)) => {
+            serde_json::json!({ "applied": true, "file": p.display().to_string(), "content": c })
+        }
+        _ => serde_json::json!({ "applied": false }),
+    }
+}
+
+fn print_sweep(
+    s: &Sweep,
+    k: &KernelProfile,
+    arch: &ArchProfile,
+    args: &Args,
+    calibration: Option<&CalibrationFile>,
+    format: OutputFormat,
+) -> anyhow::Result<()> {
     let xname = match s.kind {
         gpumodel_predict::sweep::SweepKind::Warps => "warps/SM",
         gpumodel_predict::sweep::SweepKind::CoreClock => "core MHz",
@@ -271,7 +322,12 @@ fn print_sweep(s: &Sweep, k: &KernelProfile, arch: &ArchProfile, format: OutputF
     let mut sink = Out::new();
     match format {
         OutputFormat::Json => {
-            let v = serde_json::json!({ "kernel": k.name, "arch": arch.name, "sweep": s });
+            let v = serde_json::json!({
+                "kernel": k.name,
+                "arch": arch.name,
+                "calibration": calibration_json(args, calibration),
+                "sweep": s,
+            });
             writeln!(sink, "{}", serde_json::to_string_pretty(&v)?);
         }
         OutputFormat::Csv => {
@@ -282,6 +338,9 @@ fn print_sweep(s: &Sweep, k: &KernelProfile, arch: &ArchProfile, format: OutputF
         }
         OutputFormat::Table => {
             writeln!(sink, "kernel {} on {}", k.name, arch.display_name);
+            if let Some(file) = &args.calibration {
+                writeln!(sink, "times calibrated by {}", file.display());
+            }
             let rows: Vec<Vec<String>> = s
                 .points
                 .iter()

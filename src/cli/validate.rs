@@ -5,8 +5,10 @@ use crate::cli::output::{OutputFormat, render_table};
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::import::{BadRows, Format};
-use gpumodel_models::registry::{Locator, open};
+use gpumodel_models::registry::{Locator, open, sha256_hex};
+use gpumodel_predict::validation::calibration::{CalibrationFile, DatasetInfo};
 use gpumodel_predict::validation::validate;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -23,6 +25,12 @@ pub struct Args {
     /// Show every measured row, not only the per-kernel summary.
     #[arg(long)]
     pub rows: bool,
+    /// Write the time calibration fitted on all kernels (TOML) for `gpumodel predict --calibration`.
+    #[arg(long, value_name = "FILE")]
+    pub save_calibration: Option<PathBuf>,
+    /// Overwrite the --save-calibration file if it exists.
+    #[arg(long, requires = "save_calibration")]
+    pub force: bool,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
 }
@@ -30,8 +38,35 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let objectives = args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?;
     let arch = ArchProfile::resolve(&args.arch)?;
+    // Refuse an existing calibration file before the work, not after.
+    if let Some(p) = &args.save_calibration
+        && p.exists()
+        && !args.force
+    {
+        anyhow::bail!("{} already exists: pass --force to overwrite it, or choose another file", p.display());
+    }
     let opened = open(&args.data, Some(Format::Nvdvfs), BadRows::Fail, &Locator::from_env())?;
     let report = validate(&opened.imported.table, &arch, &objectives)?;
+    if let Some(p) = &args.save_calibration {
+        let bytes = std::fs::read(&opened.path)
+            .map_err(|e| anyhow::anyhow!("cannot read {} to checksum it: {e}", opened.path.display()))?;
+        let dataset = DatasetInfo {
+            name: opened.entry.as_ref().map_or_else(|| args.data.clone(), |e| e.name.clone()),
+            path: opened.path.display().to_string(),
+            sha256: sha256_hex(&bytes),
+            rows: report.rows,
+            kernels: report.kernels,
+        };
+        CalibrationFile::from_report(&report, dataset).write(p, args.force)?;
+        // The note goes to stderr so that JSON/CSV on stdout stay machine-readable.
+        eprintln!(
+            "wrote {} (time calibration for {}, fitted on all {} kernels; out-of-fold MAPE {:.1}%)",
+            p.display(),
+            arch.name,
+            report.kernels,
+            report.mape_pct
+        );
+    }
     let mut sink = crate::cli::predict::Out::new();
     match args.format {
         OutputFormat::Json => writeln!(sink, "{}", serde_json::to_string_pretty(&report)?),
@@ -86,7 +121,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                             r.kernel.clone(),
                             format!("{}", r.core_mhz),
                             format!("{}", r.mem_mhz),
+                            r.bound_kind.to_string(),
                             format!("{:.4}", r.measured_time_s * 1e3),
+                            format!("{:.4}", r.model_time_s * 1e3),
                             format!("{:.4}", r.predicted_time_s * 1e3),
                             format!("{:.1}", r.measured_power_w),
                             format!("{:.1}", r.predicted_power_w),
@@ -102,8 +139,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                             "kernel",
                             "core MHz",
                             "mem MHz",
+                            "model bound",
                             "measured ms",
-                            "predicted ms",
+                            "model ms",
+                            "calibrated ms",
                             "measured W",
                             "predicted W"
                         ],
@@ -121,6 +160,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 sink,
                 "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold; worst kernel {} at {:.1}%",
                 report.model_mape_pct, report.mape_pct, report.worst_kernel, report.worst_kernel_mape_pct
+            );
+            let c = report.calibration;
+            writeln!(
+                sink,
+                "calibration on all kernels: a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
+                c.a[0], c.a[1], c.a[2], c.p, report.calibration_in_sample_mape_pct
             );
             writeln!(sink, "power MAPE (out-of-fold MLR, for the optima): {:.1}%", report.power_mape_pct);
             for o in &report.objectives {

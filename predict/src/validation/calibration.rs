@@ -1,0 +1,285 @@
+//! The time calibration as a file: `gpumodel validate --save-calibration FILE` writes it,
+//! `gpumodel predict --calibration FILE` applies it.
+//!
+//! The file is small, versioned TOML: the calibration form, the architecture it was fitted for, the
+//! dataset it was fitted on (name, path, sha256), the coefficients (fitted on *all* kernels of that
+//! dataset), and the leave-one-kernel-out MAPE the same form reached there — the honest figure for a
+//! kernel the calibration has not seen. Reading checks the version, the form, every field and every
+//! coefficient, so a hand-edited or foreign file is a one-line error, never a silent misprediction.
+
+use super::{Report, TimeCalibration};
+use crate::error::{Error, Result};
+use gpumodel_models::arch::ArchProfile;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The calibration form, written into every file; a file with another form is refused.
+pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C)^p + (a_shared*S)^p)^(1/p) + sync";
+
+/// What `kind` says, so a calibration is never mistaken for another TOML document.
+const KIND: &str = "gpumodel-time-calibration";
+
+/// The dataset a calibration was fitted on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetInfo {
+    /// The registered name (`nvdvfs-gtx1080ti`), or the path the user gave.
+    pub name: String,
+    /// The file that was read.
+    pub path: String,
+    /// sha256 of that file (lower-case hex).
+    pub sha256: String,
+    pub rows: usize,
+    pub kernels: usize,
+}
+
+/// The coefficients of [`FORM`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Coefficients {
+    /// Factor on the timing model's memory time `M` (global load + store + texture).
+    pub a_memory: f64,
+    /// Factor on its compute time `C`.
+    pub a_compute: f64,
+    /// Factor on its shared-memory time `S` (incl. bank conflicts).
+    pub a_shared: f64,
+    /// The power-mean exponent `p` (≥ 1).
+    pub p: f64,
+}
+
+/// How well the form did on the dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitInfo {
+    /// Kernel-time MAPE of the form fitted leave-one-kernel-out (each kernel predicted by coefficients
+    /// fitted on the others), percent: what to expect on a kernel outside the dataset.
+    pub out_of_fold_mape_pct: f64,
+    /// Kernel-time MAPE of these coefficients on the rows they were fitted on, percent (optimistic).
+    pub in_sample_mape_pct: f64,
+    /// Kernel-time MAPE of the timing model without calibration, percent.
+    pub uncalibrated_mape_pct: f64,
+}
+
+/// A time calibration file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationFile {
+    pub format_version: u32,
+    pub kind: String,
+    pub form: String,
+    /// The architecture profile's name the coefficients were fitted for.
+    pub arch: String,
+    pub dataset: DatasetInfo,
+    pub coefficients: Coefficients,
+    pub fit: FitInfo,
+}
+
+impl CalibrationFile {
+    /// The calibration a validation report fitted on all its kernels.
+    pub fn from_report(report: &Report, dataset: DatasetInfo) -> CalibrationFile {
+        let c = report.calibration;
+        CalibrationFile {
+            format_version: FORMAT_VERSION,
+            kind: KIND.into(),
+            form: FORM.into(),
+            arch: report.arch.clone(),
+            dataset,
+            coefficients: Coefficients { a_memory: c.a[0], a_compute: c.a[1], a_shared: c.a[2], p: c.p },
+            fit: FitInfo {
+                out_of_fold_mape_pct: report.mape_pct,
+                in_sample_mape_pct: report.calibration_in_sample_mape_pct,
+                uncalibrated_mape_pct: report.model_mape_pct,
+            },
+        }
+    }
+
+    /// The calibration to apply.
+    pub fn calibration(&self) -> TimeCalibration {
+        let c = &self.coefficients;
+        TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared], p: c.p }
+    }
+
+    /// The file's text: comment lines saying what it is, then the TOML.
+    pub fn to_toml(&self) -> Result<String> {
+        let body = toml::to_string(self)
+            .map_err(|e| Error::Invalid(format!("cannot write the calibration as TOML: {e}")))?;
+        Ok(format!(
+            "# gpumodel time calibration: predicted kernel time T = ((a_memory*M)^p + (a_compute*C)^p +\n\
+             # (a_shared*S)^p)^(1/p) + sync, where M (global load + store + texture), C (compute), S (shared incl.\n\
+             # bank conflicts) and sync are the timing model's times of the kernel. Written by\n\
+             # `gpumodel validate --save-calibration`, fitted on every kernel of the dataset below; apply it with\n\
+             # `gpumodel predict --arch {} --calibration FILE`.\n\
+             # fit.out_of_fold_mape_pct is what to expect on unseen kernels (leave-one-kernel-out).\n{body}",
+            self.arch
+        ))
+    }
+
+    /// Writes the file; an existing file is kept unless `force` (then it is replaced atomically, so a
+    /// failed write never leaves half a file).
+    pub fn write(&self, path: &Path, force: bool) -> Result<()> {
+        let text = self.to_toml()?;
+        let io = |e: std::io::Error| Error::Invalid(format!("cannot write {}: {e}", path.display()));
+        if !force {
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    Error::Invalid(format!(
+                        "{} already exists: pass --force to overwrite it, or choose another file",
+                        path.display()
+                    ))
+                } else {
+                    io(e)
+                }
+            })?;
+            return f.write_all(text.as_bytes()).map_err(io);
+        }
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, text).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(e)
+        })
+    }
+
+    /// Parses and checks a calibration; `source` names it in errors.
+    pub fn parse(text: &str, source: &str) -> Result<CalibrationFile> {
+        let bad = |what: String| {
+            Error::Invalid(format!(
+                "{source}: not a usable gpumodel time calibration ({what}): write one with \
+                 `gpumodel validate --data D --arch A --save-calibration FILE`"
+            ))
+        };
+        let value: toml::Table = toml::from_str(text).map_err(|e| bad(one_line(e.message())))?;
+        match value.get("format_version") {
+            Some(toml::Value::Integer(v)) if *v == i64::from(FORMAT_VERSION) => {}
+            Some(toml::Value::Integer(v)) => {
+                return Err(Error::Invalid(format!(
+                    "{source}: calibration format version {v} is not one this gpumodel reads \
+                     ({FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
+                )));
+            }
+            _ => return Err(bad("no integer format_version".into())),
+        }
+        let file: CalibrationFile =
+            toml::Value::Table(value).try_into().map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
+        if file.kind != KIND {
+            return Err(bad(format!("kind is '{}', expected '{KIND}'", file.kind)));
+        }
+        if file.form != FORM {
+            return Err(bad(format!("form '{}' is not this build's '{FORM}'", file.form)));
+        }
+        let c = file.coefficients;
+        for (name, v) in [("a_memory", c.a_memory), ("a_compute", c.a_compute), ("a_shared", c.a_shared)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad(format!("coefficients.{name} = {v}; it must be a finite number ≥ 0")));
+            }
+        }
+        if c.a_memory == 0.0 || c.a_compute == 0.0 || c.a_shared == 0.0 {
+            return Err(bad("an a_* coefficient is 0, which would predict zero time".into()));
+        }
+        if !(c.p.is_finite() && c.p >= 1.0) {
+            return Err(bad(format!("coefficients.p = {}; it must be a finite number ≥ 1", c.p)));
+        }
+        Ok(file)
+    }
+
+    /// Reads and checks a calibration file.
+    pub fn read(path: &Path) -> Result<CalibrationFile> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::Invalid(format!(
+                "cannot read calibration {}: {e} (write one with `gpumodel validate --save-calibration FILE`)",
+                path.display()
+            ))
+        })?;
+        CalibrationFile::parse(&text, &path.display().to_string())
+    }
+
+    /// Refuses to apply the calibration to another architecture: its factors describe how far one GPU
+    /// runs from one profile's constants.
+    pub fn check_arch(&self, arch: &ArchProfile, source: &str) -> Result<()> {
+        if self.arch == arch.name {
+            return Ok(());
+        }
+        Err(Error::Mismatch(format!(
+            "{source} was fitted for architecture '{}', not '{}': pass --arch {} or write a calibration for {} \
+             with `gpumodel validate --arch {} --save-calibration FILE`",
+            self.arch, arch.name, self.arch, arch.name, arch.name
+        )))
+    }
+}
+
+/// TOML messages can span lines; errors here are one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> CalibrationFile {
+        CalibrationFile {
+            format_version: FORMAT_VERSION,
+            kind: KIND.into(),
+            form: FORM.into(),
+            arch: "gtx1080ti".into(),
+            dataset: DatasetInfo {
+                name: "nvdvfs-gtx1080ti".into(),
+                path: "x.csv".into(),
+                sha256: "ab".into(),
+                rows: 600,
+                kernels: 30,
+            },
+            coefficients: Coefficients { a_memory: 1.1, a_compute: 1.7, a_shared: 0.9, p: 6.0 },
+            fit: FitInfo {
+                out_of_fold_mape_pct: 18.3,
+                in_sample_mape_pct: 15.0,
+                uncalibrated_mape_pct: 27.0,
+            },
+        }
+    }
+
+    #[test]
+    fn round_trips_through_toml_with_a_comment_header() {
+        let f = sample();
+        let text = f.to_toml().unwrap();
+        assert!(text.starts_with("# gpumodel time calibration"), "{text}");
+        assert_eq!(CalibrationFile::parse(&text, "f").unwrap(), f);
+        assert_eq!(f.calibration(), TimeCalibration { a: [1.1, 1.7, 0.9], p: 6.0 });
+    }
+
+    #[test]
+    fn bad_files_are_one_line_errors() {
+        let text = sample().to_toml().unwrap();
+        let err = |t: &str| CalibrationFile::parse(t, "f.toml").unwrap_err().to_string();
+        for (t, needle) in [
+            (text.replace("format_version = 1", "format_version = 7"), "version 7"),
+            (text.replace("format_version = 1\n", ""), "no integer format_version"),
+            (text.replace("a_compute = 1.7", "a_compute = -1.7"), "coefficients.a_compute = -1.7"),
+            (text.replace("a_shared = 0.9", "a_shared = nan"), "a_shared = NaN"),
+            (text.replace("a_memory = 1.1\n", ""), "a_memory"),
+            (text.replace("p = 6.0", "p = 0.5"), "coefficients.p = 0.5"),
+            (text.replace("kind = ", "kinds = "), "kinds"),
+            ("[[[".to_string(), "not a usable"),
+        ] {
+            let e = err(&t);
+            assert!(e.contains(needle) && !e.contains('\n'), "{needle}: {e}");
+        }
+    }
+
+    #[test]
+    fn refuses_to_overwrite_without_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(&p, "keep me").unwrap();
+        let e = sample().write(&p, false).unwrap_err().to_string();
+        assert!(e.contains("already exists") && e.contains("--force"), "{e}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "keep me");
+        sample().write(&p, true).unwrap();
+        assert_eq!(CalibrationFile::read(&p).unwrap(), sample());
+    }
+}
