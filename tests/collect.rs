@@ -167,6 +167,145 @@ fn merge_joins_per_host_traces() {
     assert_eq!(text.lines().count() - 1, rows_in);
 }
 
+/// `--pm-passes all` on the scripted GPU: one run per PM-sampling group of the GA102 map, merged on
+/// time since the program started. The fake's extra groups read documented constants (counter j of pass
+/// k: (k·10 + j)·1e6 events/s, in the group's alphabetical order), so every merged column is checked
+/// against a value written here, not one taken from the collector.
+#[test]
+fn pm_passes_all_merges_every_group_into_one_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("app.csv");
+    let o = fake()
+        .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
+        .arg(&out)
+        .args(["/bin/sleep", "0.3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("passes are separate runs: run time"), "{}", stderr(&o));
+    let t = gpumodel_models::Table::read_csv(&out, "kernel").unwrap();
+    let want = [
+        // models/counters/ga102.toml: pass 2 = global loads and stores, pass 3 = texture, pass 4 =
+        // local, pass 5 = FP32, pass 6 = FP64, integer, special.
+        ("global_store_transaction", 20e6),
+        ("l1_global_load_hit", 21e6),
+        ("l1_global_load_miss", 22e6),
+        ("tex0_cache_sector_misses", 30e6),
+        ("tex0_cache_sector_queries", 31e6),
+        ("local_load", 40e6),
+        ("local_store", 41e6),
+        ("inst_fp_32", 50e6),
+        ("inst_fp_64", 60e6),
+        ("inst_integer", 61e6),
+        ("inst_special", 62e6),
+        // Model inputs derived across passes: T_hits = texture queries, L_store = local stores.
+        ("T_hits", 31e6),
+        ("L_store", 41e6),
+        // Pass 1, as without replay: a constant DRAM read rate.
+        ("dram_read_bytes", 5e8),
+    ];
+    for (name, v) in want {
+        let col = t.column(name).unwrap_or_else(|| panic!("no column {name}"));
+        let known: Vec<f64> = col.iter().copied().filter(|x| x.is_finite()).collect();
+        // The last rows may outlast a pass that ended a little sooner: those are unknown (NaN).
+        assert!(known.len() * 10 >= col.len() * 8, "{name}: {} of {} rows known", known.len(), col.len());
+        assert!(known.iter().all(|x| (x - v).abs() <= 1e-6 * v), "{name}: {known:?}");
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "complete");
+    assert_eq!(meta["summary"]["samples"], t.n_rows() as u64);
+    let passes = meta["replay"]["passes"].as_array().unwrap();
+    assert_eq!(passes.len(), 6);
+    for (k, p) in passes.iter().enumerate() {
+        assert_eq!(p["pass"], k + 1);
+        assert_eq!(p["status"], "complete");
+        assert!(p["duration_s"].as_f64().unwrap() >= 0.3, "{p}");
+        assert!(dir.path().join(format!("app.pass{}.csv", k + 1)).exists());
+    }
+    assert_eq!(
+        passes[2]["counters"],
+        serde_json::json!(["tex0_cache_sector_misses", "tex0_cache_sector_queries"])
+    );
+    assert!(meta["replay"]["duration_spread"]["range_pct"].as_f64().unwrap() >= 0.0);
+
+    // `gpumodel merge` takes the merged trace like any other.
+    let all = dir.path().join("all.csv");
+    let o = gpumodel().arg("merge").arg(&out).arg("-o").arg(&all).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = gpumodel_models::Table::read_csv(&all, "kernel").unwrap();
+    assert_eq!(m.n_rows(), t.n_rows());
+    assert!((m.column("inst_fp_32").unwrap()[0] - 50e6).abs() <= 1e-6 * 50e6);
+}
+
+/// SIGINT while pass 2 runs: exit 130, pass 1's trace complete and untouched, the merged trace says
+/// "interrupted" and holds pass 1's rows, and no later pass starts.
+#[test]
+fn interrupt_during_pass_2_keeps_pass_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("app.csv");
+    let bin = assert_cmd::cargo::cargo_bin("gpumodel");
+    let mut child = std::process::Command::new(bin)
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
+        .arg(&out)
+        .args(["/bin/sleep", "1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pass2 = dir.path().join("app.pass2.csv");
+    let t0 = std::time::Instant::now();
+    while !pass2.exists() {
+        assert!(t0.elapsed().as_secs() < 30, "pass 2 never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let ok = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(ok.success());
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let read = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    assert_eq!(read(&dir.path().join("app.pass1.json"))["status"], "complete");
+    assert_eq!(read(&dir.path().join("app.pass2.json"))["status"], "interrupted");
+    let meta = read(&out.with_extension("json"));
+    assert_eq!(meta["status"], "interrupted");
+    assert_eq!(meta["replay"]["passes"].as_array().unwrap().len(), 2);
+    assert!(!dir.path().join("app.pass3.csv").exists());
+    let rows = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count() - 1;
+    assert_eq!(rows(&out), rows(&dir.path().join("app.pass1.csv")));
+    assert!(rows(&out) >= 30, "{}", rows(&out));
+}
+
+/// A program that fails in pass 1 ends the replay there: its exit code is forwarded, the merged trace
+/// says which pass failed, and no second pass runs.
+#[test]
+fn pm_passes_all_stops_at_a_failing_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("app.csv");
+    let o = fake()
+        .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
+        .arg(&out)
+        .args(["/bin/sh", "-c", "sleep 0.1; exit 7"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(meta["status"]["failed"], "pass 1: the program exited with code 7");
+    assert_eq!(meta["replay"]["passes"].as_array().unwrap().len(), 1);
+    assert!(!dir.path().join("app.pass2.csv").exists());
+}
+
+#[test]
+fn pm_passes_all_without_counters_is_refused() {
+    let o = fake().args(["collect", "--pm-passes", "all", "--no-counters", "/bin/true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("drop --no-counters or --pm-passes"), "{e}");
+}
+
 /// Without a driver the injection library is never loaded: `--kernel-totals` must say so in one line,
 /// after the trace is complete (which stays on disk).
 #[test]

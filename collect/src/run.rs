@@ -9,6 +9,15 @@
 //!    kernels we run multiple repetitions"), until it fails or the user interrupts;
 //! 4. samplers stopped; the sidecar gets the summary.
 //!
+//! Application replay ([`run_replay`], `collect --pm-passes all`): the chip's counters do not fit one
+//! PM-sampling pass, so the whole run above is repeated once per counter group, each pass writing its
+//! own trace (`<out>.pass<k>.csv`, power sampled in every pass), and the passes are merged into `<out>`
+//! on time since the program started. Pass 1's rows give the time axis, power and clocks; the counter
+//! rates of pass k are time-weighted onto them ([`gpumodel_models::trace::align_rates`]). The sidecar's
+//! `replay` names each pass's counters, run time, power and status, and the spread of run time and power
+//! across passes: the passes are separate executions, so run-to-run variation enters the merged rows.
+//! A pass that fails or is interrupted ends the replay; the passes before it stay on disk as they were.
+//!
 //! Only phase-3 samples become trace rows. A row covers `(t_prev, t]` of the power sampler; its counter
 //! rates are the time-weighted mean of the counter intervals overlapping it. Rows are written once the
 //! counter intervals reach them (PM sampling delivers with a delay), so each row is final when written.
@@ -18,7 +27,10 @@ use crate::error::{Error, Result};
 use crate::power::PowerSource;
 use crate::sampler::{Clock, Event, PowerSample, spawn_counters, spawn_power};
 use gpumodel_models::profile::MODEL_INPUTS;
-use gpumodel_models::trace::{RunStatus, TRACE_FORMAT, TraceMeta, TraceRow, TraceSummary, TraceWriter};
+use gpumodel_models::trace::{
+    PassRecord, Replay, RunStatus, Spread, TRACE_FORMAT, TraceMeta, TraceRow, TraceSummary, TraceWriter,
+    align_rates, read_rows, sidecar_path,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
@@ -63,6 +75,8 @@ pub enum ProgramExit {
 pub struct RunOutcome {
     pub meta: TraceMeta,
     pub exit: ProgramExit,
+    /// The counter source's own columns (without the model inputs derived from them).
+    pub counter_names: Vec<String>,
 }
 
 /// Checks that the program exists and is executable; returns its path.
@@ -165,10 +179,13 @@ impl Merger {
     }
 }
 
-/// Model-input columns computable from the counter names: (input name, indices summed).
+/// Model-input columns computable from the counter names: (input name, indices summed). An input whose
+/// name is already a counter column (`branch` = the `branch` counter alone) is left out, so no column
+/// name appears twice.
 fn derived_inputs(names: &[String]) -> Vec<(String, Vec<usize>)> {
     MODEL_INPUTS
         .iter()
+        .filter(|(input, _)| !names.iter().any(|n| n == input))
         .filter_map(|(input, parts)| {
             let ix: Option<Vec<usize>> = parts.iter().map(|p| names.iter().position(|n| n == p)).collect();
             ix.map(|ix| (input.to_string(), ix))
@@ -254,6 +271,16 @@ pub fn run<P: PowerSource + 'static>(
     counters: Option<Box<dyn CounterSource>>,
     interrupted: Arc<AtomicBool>,
 ) -> Result<RunOutcome> {
+    run_once(opts, power, counters, interrupted).map(|(outcome, _)| outcome)
+}
+
+/// [`run`], handing the power source back for the next pass.
+fn run_once<P: PowerSource + 'static>(
+    opts: &RunOptions,
+    power: P,
+    counters: Option<Box<dyn CounterSource>>,
+    interrupted: Arc<AtomicBool>,
+) -> Result<(RunOutcome, P)> {
     let program = resolve_program(opts.program.first().map_or("", String::as_str))?;
     if !(opts.min_seconds.is_finite() && opts.min_seconds >= 0.0) {
         return Err(Error::Invalid(format!("--min-seconds {}: give a duration ≥ 0", opts.min_seconds)));
@@ -292,6 +319,7 @@ pub fn run<P: PowerSource + 'static>(
         status: RunStatus::Running,
         summary: None,
         warnings: vec![],
+        replay: None,
     };
     let clock = Clock::new();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -431,7 +459,7 @@ pub fn run<P: PowerSource + 'static>(
     let run_end = clock.now_s();
 
     // Phase 4: stop the samplers (the power sampler sends the final energy reading), write the rest.
-    let (_, pstats) = psampler.stop()?;
+    let (power, pstats) = psampler.stop()?;
     let cstats = match csampler {
         Some(s) => Some(s.stop()?.1),
         None => None,
@@ -486,7 +514,189 @@ pub fn run<P: PowerSource + 'static>(
     meta.status = status;
     meta.warnings = c.warnings;
     writer.finish(&meta)?;
-    Ok(RunOutcome { meta, exit })
+    Ok((RunOutcome { meta, exit, counter_names }, power))
+}
+
+/// The trace of application-replay pass `pass` (1-based) of the merged trace `out`:
+/// `app.csv` → `app.pass2.csv` (sidecar `app.pass2.json`).
+pub fn pass_path(out: &Path, pass: usize) -> PathBuf {
+    out.with_extension(format!("pass{pass}.csv"))
+}
+
+/// Application replay: runs the program once per counter group (`passes` of them), pass k with the
+/// counter source `counters_for(k)` (k from 0), each pass a full [`run`] into [`pass_path`]`(out, k+1)`,
+/// then merges the passes into `opts.out` (see the module docs). The same power source samples every
+/// pass. `Err` means nothing was measured (pass 1 could not start, or an output already exists — all are
+/// checked before anything runs); a later pass that cannot start, fails or is interrupted ends the replay
+/// and the merged trace holds the passes before it, with the sidecar saying what happened.
+pub fn run_replay<P, F>(
+    opts: &RunOptions,
+    power: P,
+    passes: usize,
+    mut counters_for: F,
+    interrupted: Arc<AtomicBool>,
+) -> Result<RunOutcome>
+where
+    P: PowerSource + 'static,
+    F: FnMut(usize) -> Result<Box<dyn CounterSource>>,
+{
+    if passes == 0 {
+        return Err(Error::Invalid("application replay needs at least one counter group".into()));
+    }
+    resolve_program(opts.program.first().map_or("", String::as_str))?;
+    // Nothing is overwritten, and a name clash is found before the first pass, not after the third.
+    let outputs = std::iter::once(opts.out.clone()).chain((1..=passes).map(|k| pass_path(&opts.out, k)));
+    for p in outputs {
+        for f in [sidecar_path(&p), p] {
+            if f.exists() {
+                return Err(Error::Invalid(format!(
+                    "{}: already exists; choose another --out or remove it (nothing was overwritten)",
+                    f.display()
+                )));
+            }
+        }
+    }
+    let mut power = Some(power);
+    let mut done: Vec<(PathBuf, RunOutcome)> = Vec::new();
+    let mut failure: Option<String> = None;
+    for k in 0..passes {
+        if k > 0 && interrupted.load(Ordering::SeqCst) {
+            break;
+        }
+        let Some(p) = power.take() else { break };
+        let counters = match counters_for(k) {
+            Ok(c) => c,
+            Err(e) if k == 0 => return Err(e),
+            Err(e) => {
+                failure = Some(format!("pass {} of {passes} could not start: {e}", k + 1));
+                break;
+            }
+        };
+        let mut o = opts.clone();
+        o.out = pass_path(&opts.out, k + 1);
+        match run_once(&o, p, Some(counters), interrupted.clone()) {
+            Ok((outcome, p)) => {
+                power = Some(p);
+                let go_on = matches!(outcome.meta.status, RunStatus::Complete)
+                    && outcome.exit == ProgramExit::Code(0);
+                done.push((o.out, outcome));
+                if !go_on {
+                    break;
+                }
+            }
+            Err(e) if k == 0 => return Err(e),
+            Err(e) => {
+                failure = Some(format!("pass {} of {passes} could not start: {e}", k + 1));
+                break;
+            }
+        }
+    }
+    merge_passes(&opts.out, &done, passes, failure)
+}
+
+/// Merges the passes run so far (at least pass 1) into `out`: pass 1's rows, with the counters of every
+/// pass aligned onto them, and the model inputs derived over all of them.
+fn merge_passes(
+    out: &Path,
+    done: &[(PathBuf, RunOutcome)],
+    planned: usize,
+    failure: Option<String>,
+) -> Result<RunOutcome> {
+    let (base_path, base) = done.first().ok_or_else(|| Error::Invalid("no pass ran".into()))?;
+    let base_rows = read_rows(base_path, &base.meta)?;
+    // Columns of the merged trace, pass by pass (a name met twice keeps its first pass).
+    let mut names: Vec<String> = Vec::new();
+    let mut columns: Vec<Vec<f64>> = Vec::new(); // one Vec per column, one value per base row
+    let mut records = Vec::new();
+    for (k, (path, o)) in done.iter().enumerate() {
+        let rows = if k == 0 { base_rows.clone() } else { read_rows(path, &o.meta)? };
+        let mut idx = Vec::new();
+        let mut mine = Vec::new();
+        for n in &o.counter_names {
+            if names.contains(n) {
+                continue;
+            }
+            if let Some(i) = o.meta.counters.iter().position(|c| c == n) {
+                idx.push(i);
+                mine.push(n.clone());
+            }
+        }
+        let aligned = align_rates(&base_rows, &rows, &idx);
+        for j in 0..idx.len() {
+            columns.push(aligned.iter().map(|r| r[j]).collect());
+        }
+        names.extend(mine.iter().cloned());
+        let s = o.meta.summary.clone();
+        records.push(PassRecord {
+            pass: k + 1,
+            trace: path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+            counters: mine,
+            counter_source: o.meta.counter_source.clone(),
+            status: o.meta.status.clone(),
+            duration_s: s.as_ref().map(|s| s.duration_s),
+            mean_power_w: s.as_ref().map(|s| s.mean_power_w),
+            energy_j: s.as_ref().map(|s| s.energy_j),
+            repetitions: s.as_ref().map_or(0, |s| s.repetitions),
+            idle_power_w: s.as_ref().and_then(|s| s.idle_power_w),
+            profiler_overhead_w: s.as_ref().and_then(|s| s.profiler_overhead_w),
+        });
+    }
+    let derived = derived_inputs(&names);
+    let mut meta = base.meta.clone();
+    meta.counters = names.clone();
+    meta.counters.extend(derived.iter().map(|(n, _)| n.clone()));
+    meta.counter_source = Some(format!(
+        "application replay: {} of {planned} PM-sampling passes, one run of the program each (see replay.passes)",
+        done.len()
+    ));
+    let complete: Vec<&PassRecord> =
+        records.iter().filter(|r| matches!(r.status, RunStatus::Complete)).collect();
+    meta.replay = Some(Replay {
+        mode: "application".into(),
+        note:
+            "one run of the program per PM-sampling group; pass 1 gives time, power, clocks and the summary, \
+               the counters of pass k are time-weighted onto its rows by time since the program started; the \
+               passes are separate runs, so run-to-run variation enters (see the spreads)"
+                .into(),
+        duration_spread: Spread::of(&complete.iter().filter_map(|r| r.duration_s).collect::<Vec<_>>()),
+        mean_power_spread: Spread::of(&complete.iter().filter_map(|r| r.mean_power_w).collect::<Vec<_>>()),
+        passes: records,
+    });
+    meta.warnings = done
+        .iter()
+        .enumerate()
+        .flat_map(|(k, (_, o))| o.meta.warnings.iter().map(move |w| format!("pass {}: {w}", k + 1)))
+        .collect();
+    let last = &done[done.len() - 1].1;
+    meta.status = match (&failure, done.iter().find(|(_, o)| !matches!(o.meta.status, RunStatus::Complete))) {
+        (Some(f), _) => RunStatus::Failed(f.clone()),
+        (None, Some((_, o))) => match &o.meta.status {
+            RunStatus::Failed(why) => RunStatus::Failed(format!("pass {}: {why}", done.len())),
+            other => other.clone(),
+        },
+        (None, None) if last.exit != ProgramExit::Code(0) => {
+            RunStatus::Failed(format!("pass {}: the program did not exit with 0", done.len()))
+        }
+        (None, None) if done.len() < planned => RunStatus::Interrupted,
+        (None, None) => RunStatus::Complete,
+    };
+    let rows: Vec<TraceRow> = base_rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut c: Vec<f64> = columns.iter().map(|col| col[i]).collect();
+            let d: Vec<f64> = derived.iter().map(|(_, ix)| ix.iter().map(|&j| c[j]).sum()).collect();
+            c.extend(d);
+            TraceRow { counters: c, ..r.clone() }
+        })
+        .collect();
+    if let Some(s) = meta.summary.as_mut() {
+        s.samples = rows.len() as u64;
+    }
+    let mut w = TraceWriter::create(out, &meta)?;
+    w.write(&rows)?;
+    w.finish(&meta)?;
+    Ok(RunOutcome { meta, exit: last.exit, counter_names: names })
 }
 
 #[derive(Default)]
@@ -633,5 +843,175 @@ mod tests {
         assert_eq!(r.exit, ProgramExit::Killed);
         let rows = std::fs::read_to_string(&o.out).unwrap().lines().count() - 1;
         assert!((8..=10).contains(&rows), "{rows}");
+    }
+
+    fn replay_opts(dir: &Path, program: &[&str]) -> RunOptions {
+        RunOptions { idle_seconds: 0.0, ..opts(dir, program) }
+    }
+
+    /// Pass 1 samples `gld_request` = 100 + 1000·t, pass 2 the L1 hits and misses = 200 + 1000·t and
+    /// 300 + 1000·t, t in seconds since the pass's run clock started (≈ since its program started). On
+    /// the merged rows, aligned by time since the program started, hit − gld_request stays ≈ 100 (the
+    /// tolerance of 150 allows 150 ms of start-up jitter between passes on a loaded machine); had pass 2
+    /// been placed after pass 1 on one clock, the difference would be ≈ 100 − 1000 × 0.5 s. G_load is
+    /// derived across the passes.
+    #[test]
+    fn replay_merges_every_group_on_time_since_the_program_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let o = replay_opts(dir.path(), &["/bin/sleep", "0.5"]);
+        let groups: Vec<Vec<&'static str>> =
+            vec![vec!["gld_request"], vec!["l1_global_load_hit", "l1_global_load_miss"]];
+        let r = run_replay(
+            &o,
+            FakePower::constant(clock, 70.0),
+            2,
+            |k| {
+                let g = groups[k].clone();
+                let base = 100.0 * (k as f64 + 1.0);
+                let n = g.len();
+                Ok(Box::new(FakeCounters::new(&g, 0.01, move |t| {
+                    (0..n).map(|j| base + 100.0 * j as f64 + 1000.0 * t).collect()
+                })) as Box<dyn CounterSource>)
+            },
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        assert_eq!(r.meta.status, RunStatus::Complete);
+        assert_eq!(r.exit, ProgramExit::Code(0));
+        let t = Table::read_csv(&o.out, "kernel").unwrap();
+        let gld = t.column("gld_request").unwrap();
+        let hit = t.column("l1_global_load_hit").unwrap();
+        let miss = t.column("l1_global_load_miss").unwrap();
+        let g_load = t.column("G_load").unwrap();
+        assert!(t.n_rows() >= 10, "{}", t.n_rows());
+        // Interior rows: both passes cover them (the last rows may outlast the shorter pass).
+        for i in 1..t.n_rows() - 3 {
+            assert!((hit[i] - gld[i] - 100.0).abs() < 150.0, "row {i}: {} vs {}", hit[i], gld[i]);
+            assert!((miss[i] - hit[i] - 100.0).abs() < 1e-6, "row {i}");
+            assert!((g_load[i] - (gld[i] + hit[i] + miss[i])).abs() < 1e-6, "row {i}");
+        }
+        let rp = r.meta.replay.unwrap();
+        assert_eq!(rp.passes.len(), 2);
+        assert_eq!(rp.passes[0].counters, ["gld_request"]);
+        assert_eq!(rp.passes[1].counters, ["l1_global_load_hit", "l1_global_load_miss"]);
+        assert_eq!(rp.passes[1].trace, "t.pass2.csv");
+        for p in &rp.passes {
+            let d = p.duration_s.unwrap();
+            assert!((0.5..2.0).contains(&d), "{d}");
+            assert_eq!(p.mean_power_w, Some(70.0));
+        }
+        let spread = rp.duration_spread.unwrap();
+        assert!(spread.min >= 0.5 && spread.max >= spread.min);
+        // Each pass keeps its own trace, with its power series.
+        for k in 1..=2 {
+            let m = gpumodel_models::trace::read_meta(&pass_path(&o.out, k)).unwrap();
+            assert_eq!(m.status, RunStatus::Complete);
+        }
+    }
+
+    /// Ctrl-C during pass 2 of 3: pass 1's trace is left exactly as it was written, the merged trace
+    /// holds pass 1's rows with what pass 2 measured, the sidecar says "interrupted", and pass 3 never
+    /// runs.
+    #[test]
+    fn interrupting_pass_2_keeps_pass_1() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let dur = dir.path().join("dur");
+        std::fs::write(&dur, "0.2").unwrap();
+        let script = format!("sleep $(cat {})", dur.display());
+        let o = replay_opts(dir.path(), &["/bin/sh", "-c", &script]);
+        let interrupted = Arc::new(AtomicBool::new(false));
+        let flag = interrupted.clone();
+        let pass1 = pass_path(&o.out, 1);
+        let mut pass1_text = String::new();
+        let r = run_replay(
+            &o,
+            FakePower::constant(clock, 50.0),
+            3,
+            |k| {
+                if k == 1 {
+                    pass1_text = std::fs::read_to_string(&pass1).unwrap();
+                    // Pass 2's program would run for 30 s: interrupt it after 0.3 s.
+                    std::fs::write(&dur, "30").unwrap();
+                    let flag = flag.clone();
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_millis(300));
+                        flag.store(true, Ordering::SeqCst);
+                    });
+                }
+                Ok(Box::new(FakeCounters::new(&[["a", "b", "c"][k]], 0.01, |_| vec![1.0]))
+                    as Box<dyn CounterSource>)
+            },
+            interrupted,
+        )
+        .unwrap();
+        assert_eq!(r.meta.status, RunStatus::Interrupted);
+        assert_eq!(std::fs::read_to_string(&pass1).unwrap(), pass1_text);
+        assert!(!pass1_text.is_empty());
+        assert!(!pass_path(&o.out, 3).exists());
+        let rp = r.meta.replay.unwrap();
+        assert_eq!(rp.passes.len(), 2);
+        assert_eq!(rp.passes[0].status, RunStatus::Complete);
+        assert_eq!(rp.passes[1].status, RunStatus::Interrupted);
+        let t = Table::read_csv(&o.out, "kernel").unwrap();
+        assert_eq!(t.n_rows(), pass1_text.lines().count() - 1);
+        assert!(t.column("b").unwrap().iter().any(|v| *v == 1.0));
+        assert!(t.column("c").is_none());
+    }
+
+    /// Counters that refuse to start in pass 2 end the replay with the reason; pass 1 is merged.
+    #[test]
+    fn a_pass_that_cannot_start_ends_the_replay_and_says_which() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let o = replay_opts(dir.path(), &["/bin/sleep", "0.1"]);
+        let r = run_replay(
+            &o,
+            FakePower::constant(clock, 50.0),
+            2,
+            |k| {
+                let c = FakeCounters::new(&["a"], 0.01, |_| vec![1.0]);
+                Ok(Box::new(if k == 1 { c.restricted() } else { c }) as Box<dyn CounterSource>)
+            },
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        assert!(
+            matches!(r.meta.status, RunStatus::Failed(ref m) if m.starts_with("pass 2 of 2 could not start") && m.contains("admin")),
+            "{:?}",
+            r.meta.status
+        );
+        assert_eq!(r.meta.replay.unwrap().passes.len(), 1);
+        assert!(Table::read_csv(&o.out, "kernel").unwrap().n_rows() > 0);
+    }
+
+    /// A pass trace left from an earlier run stops the replay before the program runs at all.
+    #[test]
+    fn an_existing_pass_trace_stops_the_replay_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let marker = dir.path().join("ran");
+        let o = replay_opts(dir.path(), &["/bin/touch", marker.to_str().unwrap()]);
+        std::fs::write(pass_path(&o.out, 2), "precious").unwrap();
+        let e = run_replay(
+            &o,
+            FakePower::constant(clock, 1.0),
+            2,
+            |_| Ok(Box::new(FakeCounters::new(&["a"], 0.01, |_| vec![0.0])) as Box<dyn CounterSource>),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("t.pass2.csv: already exists"), "{e}");
+        assert!(!marker.exists() && !o.out.exists() && !pass_path(&o.out, 1).exists());
+        assert_eq!(std::fs::read_to_string(pass_path(&o.out, 2)).unwrap(), "precious");
+    }
+
+    /// `branch` is both a counter and a model input: the trace must not name the column twice.
+    #[test]
+    fn an_input_named_like_its_counter_is_not_repeated() {
+        let names: Vec<String> = ["branch", "inst_executed"].iter().map(|s| s.to_string()).collect();
+        let d: Vec<String> = derived_inputs(&names).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(d, ["exec_inst"]);
     }
 }

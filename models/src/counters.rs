@@ -1,7 +1,9 @@
 //! Per-chip counter maps (`models/counters/<chip>.toml`): which CUPTI metrics give each canonical counter
 //! (see [`crate::profile::CANONICAL_COUNTERS`]), once for the Range Profiler (`range`: exact equivalents
 //! of the paper's Table 5.2, per-kernel totals) and once for PM sampling (`pm`: what the ~60 Hz time series
-//! can have; stand-ins are explained in `pm_notes`).
+//! can have in one run; stand-ins are explained in `pm_notes`), plus further PM-sampling groups
+//! (`[[pm_pass]]`), each one hardware pass, that application replay records in separate runs of the
+//! program (`gpumodel collect --pm-passes all`).
 //!
 //! The maps are compiled into the binary so `gpumodel counters --chip GH100` works anywhere.
 
@@ -36,8 +38,12 @@ pub struct CounterMap {
     pub chip: String,
     /// Canonical counter → metrics summed, for the Range Profiler.
     pub range: BTreeMap<String, Vec<String>>,
-    /// Canonical counter → metrics summed, for PM sampling.
+    /// Canonical counter → metrics summed, for PM sampling: pass 1, the group a single run records.
     pub pm: BTreeMap<String, Vec<String>>,
+    /// Further PM-sampling groups (pass 2, 3, …), each one hardware pass, recorded by application replay
+    /// (one run of the program per group). A canonical counter is in at most one group.
+    #[serde(default)]
+    pub pm_pass: Vec<BTreeMap<String, Vec<String>>>,
     /// How a `pm` entry differs from the exact counter, or why it is missing.
     #[serde(default)]
     pub pm_notes: BTreeMap<String, String>,
@@ -71,16 +77,38 @@ impl CounterMap {
     }
 
     fn check(&self, source: &str) -> Result<()> {
-        for (section, m) in [("range", &self.range), ("pm", &self.pm)] {
+        let mut sections: Vec<(String, &BTreeMap<String, Vec<String>>)> =
+            vec![("[range]".into(), &self.range), ("[pm]".into(), &self.pm)];
+        for (i, g) in self.pm_pass.iter().enumerate() {
+            if g.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "{source}: [[pm_pass]] number {} is empty; give it counters or remove it",
+                    i + 1
+                )));
+            }
+            sections.push((format!("[[pm_pass]] number {}", i + 1), g));
+        }
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for (pass, g) in self.pm_groups().iter().enumerate() {
+            for k in g.keys() {
+                if let Some(first) = seen.insert(k, pass + 1) {
+                    return Err(Error::Invalid(format!(
+                        "{source}: '{k}' is in PM-sampling pass {first} and pass {}; keep it in one",
+                        pass + 1
+                    )));
+                }
+            }
+        }
+        for (section, m) in sections {
             for (k, metrics) in m {
                 if !CANONICAL_COUNTERS.iter().any(|(c, _)| c == k) {
                     return Err(Error::Invalid(format!(
-                        "{source}: [{section}] unknown canonical counter '{k}'"
+                        "{source}: {section} unknown canonical counter '{k}'"
                     )));
                 }
                 if metrics.is_empty() || metrics.iter().any(|s| s.trim().is_empty()) {
                     return Err(Error::Invalid(format!(
-                        "{source}: [{section}] {k}: give at least one metric name"
+                        "{source}: {section} {k}: give at least one metric name"
                     )));
                 }
             }
@@ -98,22 +126,30 @@ impl CounterMap {
 
     /// Distinct metric names of one map, sorted.
     pub fn metrics(&self, kind: MapKind) -> Vec<String> {
-        let mut v: Vec<String> = self.map(kind).values().flatten().cloned().collect();
-        v.sort();
-        v.dedup();
-        v
+        group_metrics(self.map(kind))
+    }
+
+    /// The PM-sampling groups in pass order: `[pm]` (pass 1), then each `[[pm_pass]]`.
+    pub fn pm_groups(&self) -> Vec<&BTreeMap<String, Vec<String>>> {
+        std::iter::once(&self.pm).chain(self.pm_pass.iter()).collect()
+    }
+
+    /// PM-sampling group `pass` (0 = `[pm]`), or a clear error naming how many there are.
+    pub fn pm_group(&self, pass: usize) -> Result<&BTreeMap<String, Vec<String>>> {
+        let n = self.pm_pass.len() + 1;
+        self.pm_groups().get(pass).copied().ok_or_else(|| {
+            Error::Invalid(format!(
+                "{}: PM-sampling pass {} does not exist (it has {n})",
+                self.chip,
+                pass + 1
+            ))
+        })
     }
 
     /// Canonical counters from metric values (sums per the map); a counter is left out when one of its
     /// metrics has no value.
     pub fn canonical(&self, kind: MapKind, metric_values: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
-        self.map(kind)
-            .iter()
-            .filter_map(|(c, ms)| {
-                let s = ms.iter().map(|m| metric_values.get(m).copied()).sum::<Option<f64>>()?;
-                Some((c.clone(), s))
-            })
-            .collect()
+        canonical_of(self.map(kind), metric_values)
     }
 
     /// For each of the ten model inputs: the metrics that feed it in a map (empty when one of its
@@ -131,6 +167,29 @@ impl CounterMap {
     }
 }
 
+/// Distinct metric names of one group (canonical counter → metrics), sorted.
+pub fn group_metrics(group: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    let mut v: Vec<String> = group.values().flatten().cloned().collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Canonical counters of one group from metric values (sums per the group); a counter is left out when
+/// one of its metrics has no value.
+pub fn canonical_of(
+    group: &BTreeMap<String, Vec<String>>,
+    metric_values: &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
+    group
+        .iter()
+        .filter_map(|(c, ms)| {
+            let s = ms.iter().map(|m| metric_values.get(m).copied()).sum::<Option<f64>>()?;
+            Some((c.clone(), s))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,13 +203,44 @@ mod tests {
             for (input, ms) in m.input_metrics(MapKind::Range) {
                 assert!(!ms.is_empty(), "{chip}: range map lacks {input}");
             }
-            // Every canonical counter missing from pm is explained.
+            // Every canonical counter in no PM-sampling group is explained.
             for (c, _) in CANONICAL_COUNTERS {
-                if !m.pm.contains_key(*c) && m.range.contains_key(*c) {
-                    assert!(m.pm_notes.contains_key(*c), "{chip}: pm lacks {c} without a note");
+                if !m.pm_groups().iter().any(|g| g.contains_key(*c)) {
+                    assert!(m.pm_notes.contains_key(*c), "{chip}: no PM pass has {c} and no note says why");
                 }
             }
         }
+    }
+
+    /// Application replay needs the extra groups: every built-in map has [pm] plus at least one
+    /// [[pm_pass]], and the paper's global, local and texture counters are in some pass.
+    #[test]
+    fn builtin_maps_have_extra_pm_passes_for_memory_counters() {
+        for chip in CounterMap::builtin_chips() {
+            let m = CounterMap::builtin(chip).unwrap();
+            assert!(m.pm_groups().len() >= 2, "{chip}");
+            for c in ["l1_global_load_hit", "local_load", "tex0_cache_sector_queries", "inst_integer"] {
+                let n = m.pm_groups().iter().filter(|g| g.contains_key(c)).count();
+                assert_eq!(n, 1, "{chip}: {c} is in {n} PM groups");
+            }
+            assert!(m.pm_group(m.pm_groups().len()).is_err());
+            // `gpumodel counters` shows the pass-1 map; the notes say where the other counters are.
+            for (k, g) in m.pm_groups().iter().enumerate().skip(1) {
+                for c in g.keys() {
+                    let note = m.pm_notes.get(c).map_or("", String::as_str);
+                    assert!(note.contains(&format!("PM-sampling pass {} ", k + 1)), "{chip} {c}: '{note}'");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_counter_in_two_pm_passes_is_refused() {
+        let text = "chip='X'\n[range]\n[pm]\nbranch=['a.sum']\n[[pm_pass]]\nbranch=['b.sum']\n";
+        let e = CounterMap::parse(text, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("'branch' is in PM-sampling pass 1 and pass 2"), "{e}");
+        let e = CounterMap::parse("chip='X'\n[range]\n[pm]\n[[pm_pass]]\n", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("[[pm_pass]] number 1 is empty"), "{e}");
     }
 
     #[test]

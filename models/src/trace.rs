@@ -10,6 +10,11 @@
 //!
 //! [`merge_traces`] joins traces written by many hosts and GPUs (`srun gpumodel collect …`) into one
 //! table with `host` and `device` columns.
+//!
+//! Application replay (`gpumodel collect --pm-passes all`) runs the program once per PM-sampling group
+//! and writes one trace per pass; [`read_rows`] reads them back and [`align_rates`] puts a pass's
+//! counter rates on the time axis of another (time since the program started), so the collector can
+//! merge the passes into one trace whose sidecar's [`Replay`] says which counter came from which run.
 
 use crate::error::{Error, Result};
 use crate::table::format_number;
@@ -117,6 +122,78 @@ pub struct TraceMeta {
     /// Warnings met during the run (a sampler that stopped, …).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Present on a trace merged from application-replay passes (`collect --pm-passes all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
+}
+
+/// How a merged multi-pass trace was made: the program ran once per PM-sampling group (application
+/// replay, as Nsight Compute's `--replay-mode application`). The passes are separate runs, so their
+/// counters describe different executions of the same program: run-to-run variation enters the merged
+/// rows, and the spreads below show how large it was for run time and power.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replay {
+    /// Always `"application"`.
+    pub mode: String,
+    /// One line for readers of the sidecar.
+    pub note: String,
+    /// The passes in order; pass 1 gives the rows' time axis, power and clocks.
+    pub passes: Vec<PassRecord>,
+    /// Program run time across the passes that ran to the end.
+    pub duration_spread: Option<Spread>,
+    /// Mean power across the passes that ran to the end.
+    pub mean_power_spread: Option<Spread>,
+}
+
+/// One application-replay pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassRecord {
+    /// 1-based pass number (1 = the `[pm]` group).
+    pub pass: usize,
+    /// The pass's own trace (file name, next to the merged one), with its power series.
+    pub trace: String,
+    /// Counter columns of the merged trace that come from this pass.
+    pub counters: Vec<String>,
+    /// The counter source of this pass.
+    pub counter_source: Option<String>,
+    /// How this pass ended.
+    pub status: RunStatus,
+    /// The pass's program run time (first start to last exit), seconds.
+    pub duration_s: Option<f64>,
+    /// The pass's mean power, watts.
+    pub mean_power_w: Option<f64>,
+    /// The pass's energy, joules.
+    pub energy_j: Option<f64>,
+    /// Program runs in this pass.
+    pub repetitions: u32,
+    /// The pass's idle power and its counter group's own overhead, watts.
+    pub idle_power_w: Option<f64>,
+    pub profiler_overhead_w: Option<f64>,
+}
+
+/// Spread of one figure across passes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// (max − min) / mean, percent.
+    pub range_pct: f64,
+}
+
+impl Spread {
+    /// The spread of finite `values`; `None` when there are none.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let range_pct = if mean != 0.0 { (max - min) / mean.abs() * 100.0 } else { 0.0 };
+        Some(Spread { min, max, mean, range_pct })
+    }
 }
 
 /// One CSV row.
@@ -235,6 +312,78 @@ pub fn read_meta(csv: &Path) -> Result<TraceMeta> {
     })
 }
 
+/// Reads a trace's rows back (counter columns in the order of `meta.counters`; `nan` cells and columns
+/// the file lacks are NaN). A trace cut by a crash may end in a partial line: the complete rows before
+/// it are returned.
+pub fn read_rows(csv_path: &Path, meta: &TraceMeta) -> Result<Vec<TraceRow>> {
+    let file = csv_path.display().to_string();
+    let mut r = csv::ReaderBuilder::new()
+        .flexible(false)
+        .from_path(csv_path)
+        .map_err(|e| Error::Format { file: file.clone(), message: e.to_string() })?;
+    let header: Vec<String> =
+        r.headers().map_err(|e| crate::table::csv_error(&file, e))?.iter().map(String::from).collect();
+    let pos = |c: &str| header.iter().position(|h| h == c);
+    let fixed: Vec<Option<usize>> = FIXED_COLUMNS.iter().map(|c| pos(c)).collect();
+    if fixed[0].is_none() {
+        return Err(Error::Format { file, message: "not a gpumodel trace: no t_s column".into() });
+    }
+    let counters: Vec<Option<usize>> = meta.counters.iter().map(|c| pos(c)).collect();
+    let num = |rec: &csv::StringRecord, i: Option<usize>| -> f64 {
+        i.and_then(|i| rec.get(i)).and_then(|s| s.trim().parse::<f64>().ok()).unwrap_or(f64::NAN)
+    };
+    let mut rows = Vec::new();
+    for rec in r.records() {
+        let Ok(rec) = rec else { break };
+        rows.push(TraceRow {
+            t_s: num(&rec, fixed[0]),
+            dt_s: num(&rec, fixed[1]),
+            power_w: num(&rec, fixed[2]),
+            core_mhz: num(&rec, fixed[3]),
+            mem_mhz: num(&rec, fixed[4]),
+            counters: counters.iter().map(|&i| num(&rec, i)).collect(),
+        });
+    }
+    Ok(rows)
+}
+
+/// Puts counter columns `cols` of `source` rows on the intervals of `target` rows: each target row
+/// covers `(t_s − dt_s, t_s]` and gets, per column, the mean of the source rows' values weighted by how
+/// much of each source interval overlaps it (NaN source values are left out; NaN where nothing
+/// overlaps). Both row lists are in time order, on the same axis (time since the program started).
+pub fn align_rates(target: &[TraceRow], source: &[TraceRow], cols: &[usize]) -> Vec<Vec<f64>> {
+    let mut out = Vec::with_capacity(target.len());
+    let mut first = 0;
+    for tr in target {
+        let (a, b) = (tr.t_s - tr.dt_s, tr.t_s);
+        // Source rows ending at or before `a` cannot overlap this or any later target row.
+        while first < source.len() && source[first].t_s <= a {
+            first += 1;
+        }
+        let mut sum = vec![0.0; cols.len()];
+        let mut w = vec![0.0; cols.len()];
+        for sr in &source[first..] {
+            let (sa, sb) = (sr.t_s - sr.dt_s, sr.t_s);
+            if sa >= b {
+                break;
+            }
+            let o = sb.min(b) - sa.max(a);
+            if o <= 0.0 {
+                continue;
+            }
+            for (j, &c) in cols.iter().enumerate() {
+                let v = sr.counters.get(c).copied().unwrap_or(f64::NAN);
+                if v.is_finite() {
+                    sum[j] += v * o;
+                    w[j] += o;
+                }
+            }
+        }
+        out.push(sum.iter().zip(&w).map(|(s, w)| if *w > 0.0 { s / w } else { f64::NAN }).collect());
+    }
+    out
+}
+
 /// What [`merge_traces`] did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MergeReport {
@@ -345,6 +494,7 @@ mod tests {
             status: RunStatus::Running,
             summary: None,
             warnings: vec![],
+            replay: None,
         }
     }
 
@@ -407,6 +557,47 @@ mod tests {
         assert_eq!(t.column("x").unwrap()[0], 1.0);
         assert!(t.column("x").unwrap()[1].is_nan());
         assert_eq!(t.column("y").unwrap()[2], 3.0);
+    }
+
+    fn timed(t: f64, dt: f64, c: &[f64]) -> TraceRow {
+        TraceRow { dt_s: dt, ..row(t, c) }
+    }
+
+    /// Hand-worked overlaps: target row (0, 1] overlaps source (0, 0.5] fully and (0.5, 1.5] by half
+    /// → (10·0.5 + 30·0.5) / 1 = 20; target (1, 2] overlaps (0.5, 1.5] by 0.5 and (1.5, 2.5] by 0.5,
+    /// whose NaN is left out → 30; target (3, 4] overlaps nothing → NaN.
+    #[test]
+    fn align_rates_weights_by_overlap_and_skips_unknowns() {
+        let source = [timed(0.5, 0.5, &[10.0]), timed(1.5, 1.0, &[30.0]), timed(2.5, 1.0, &[f64::NAN])];
+        let target = [timed(1.0, 1.0, &[]), timed(2.0, 1.0, &[]), timed(4.0, 1.0, &[])];
+        let got = align_rates(&target, &source, &[0]);
+        assert!((got[0][0] - 20.0).abs() < 1e-12, "{got:?}");
+        assert!((got[1][0] - 30.0).abs() < 1e-12, "{got:?}");
+        assert!(got[2][0].is_nan());
+    }
+
+    #[test]
+    fn rows_read_back_as_written_and_a_cut_line_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        let m = meta("a", &["x", "y"]);
+        let mut w = TraceWriter::create(&p, &m).unwrap();
+        w.write(&[row(0.5, &[1.5, f64::NAN]), row(1.0, &[2.5, 4.0])]).unwrap();
+        drop(w);
+        std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(b"1.5,0.5,3").unwrap();
+        let rows = read_rows(&p, &m).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].counters, [2.5, 4.0]);
+        assert!(rows[0].counters[1].is_nan() && rows[0].mem_mhz.is_nan());
+        assert_eq!((rows[0].t_s, rows[0].dt_s, rows[0].power_w), (0.5, 0.5, 100.5));
+    }
+
+    #[test]
+    fn spread_is_the_range_over_the_mean() {
+        let s = Spread::of(&[9.0, 11.0, f64::NAN]).unwrap();
+        assert_eq!((s.min, s.max, s.mean), (9.0, 11.0, 10.0));
+        assert!((s.range_pct - 20.0).abs() < 1e-12);
+        assert!(Spread::of(&[]).is_none());
     }
 
     /// The sidecar names the physical GPU by PCI bus id; sidecars written before that field read back

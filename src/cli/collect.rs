@@ -6,7 +6,7 @@ use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
 use gpumodel_collect::fake::{FakeCounters, FakePower};
 use gpumodel_collect::nvml::{NvmlPower, open_nvml};
 use gpumodel_collect::power::PowerSource;
-use gpumodel_collect::run::{ProgramExit, RunOptions, resolve_program, run as run_program};
+use gpumodel_collect::run::{ProgramExit, RunOptions, resolve_program, run as run_program, run_replay};
 use gpumodel_collect::sampler::Clock;
 use gpumodel_models::trace::{RunStatus, sidecar_path};
 use std::path::PathBuf;
@@ -42,6 +42,12 @@ pub struct Args {
     /// Sample power only, without CUPTI counters.
     #[arg(long)]
     pub no_counters: bool,
+    /// PM-sampling passes: `1` runs the program once with the chip's one-pass counter group (`[pm]`);
+    /// `all` runs it once per counter group of the chip's map (application replay) so the trace also has
+    /// the global, local and texture sectors and the instruction mix, each pass in `<out>.pass<k>.csv`
+    /// and all merged into `<out>`. The passes are separate runs: see the sidecar's `replay`.
+    #[arg(long, value_enum, default_value_t = PmPasses::One)]
+    pub pm_passes: PmPasses,
     /// After the trace, run the program once more under the CUPTI Range Profiler (injection library,
     /// kernel replay) for exact per-kernel totals: `<out>.kernels.csv` (rows) and `<out>.kernels.json`
     /// (kernel profiles for `predict`).
@@ -50,6 +56,39 @@ pub struct Args {
     /// The program to run and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
+}
+
+/// How many PM-sampling groups `collect` records. One is the default: a single run, with every
+/// counter sampled in the same execution as the power; `all` multiplies the run time by the number of
+/// groups (5–6 on the built-in chips) and mixes runs, so it is asked for, not imposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PmPasses {
+    /// One run, the `[pm]` group.
+    #[value(name = "1")]
+    One,
+    /// One run per PM-sampling group (application replay), merged.
+    All,
+}
+
+/// The scripted GPU's counter groups under `--pm-passes all`: pass 1 as without replay, then the extra
+/// groups of the built-in GA102 map (real canonical names, so model inputs are derived across passes).
+/// Counter j of extra pass k (k ≥ 2, j from 0) reads a constant (k·10 + j)·1e6 events/s, so tests can
+/// check every merged column against a known value.
+fn fake_counters(pass: usize) -> anyhow::Result<Box<dyn CounterSource>> {
+    if pass == 0 {
+        return Ok(Box::new(FakeCounters::new(&["inst_executed", "dram_read_bytes"], 0.01, |t| {
+            vec![1e9 + 1e8 * t, 5e8]
+        })));
+    }
+    let map = gpumodel_models::counters::CounterMap::builtin("GA102")?;
+    let names: Vec<String> = map.pm_group(pass)?.keys().cloned().collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let rates: Vec<f64> = (0..names.len()).map(|j| ((pass + 1) * 10 + j) as f64 * 1e6).collect();
+    Ok(Box::new(FakeCounters::new(&refs, 0.01, move |_| rates.clone())))
+}
+
+fn fake_pass_count() -> usize {
+    gpumodel_models::counters::CounterMap::builtin("GA102").map_or(1, |m| m.pm_groups().len())
 }
 
 fn host_name() -> String {
@@ -63,7 +102,13 @@ fn host_name() -> String {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.suite {
+        if args.pm_passes == PmPasses::All {
+            anyhow::bail!("--pm-passes all applies to a program, not to --suite; drop one of them");
+        }
         return super::suite::run(&args);
+    }
+    if args.pm_passes == PmPasses::All && args.no_counters {
+        anyhow::bail!("--pm-passes all records counters in several runs; drop --no-counters or --pm-passes");
     }
     // Stage 1: the flags and the program, before touching any hardware.
     let Some(first) = args.program.first() else {
@@ -97,34 +142,49 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = if super::suite::fake_gpu() {
         // The scripted GPU (GPUMODEL_FAKE_GPU=1): tests and demos on machines without one.
         let clock = Clock::new();
-        let counters: Option<Box<dyn CounterSource>> = (!args.no_counters).then(|| {
-            Box::new(FakeCounters::new(&["inst_executed", "dram_read_bytes"], 0.01, |t| {
-                vec![1e9 + 1e8 * t, 5e8]
-            })) as Box<dyn CounterSource>
-        });
-        run_program(
-            &opts,
-            FakePower::from_fn(clock, |t| 80.0 + 10.0 * (t * 3.0).sin()),
-            counters,
-            interrupted,
-        )
+        let power = FakePower::from_fn(clock, |t| 80.0 + 10.0 * (t * 3.0).sin());
+        if args.pm_passes == PmPasses::All {
+            opts.chip = Some("GA102".into());
+            let counters_for = |k: usize| {
+                fake_counters(k).map_err(|e| gpumodel_collect::Error::Invalid(format!("fake counters: {e}")))
+            };
+            run_replay(&opts, power, fake_pass_count(), counters_for, interrupted)
+        } else {
+            let counters = if args.no_counters { None } else { Some(fake_counters(0)?) };
+            run_program(&opts, power, counters, interrupted)
+        }
     } else {
         let nvml = open_nvml()?;
         // NVML's numbering can differ from CUDA's: match the physical GPU by its PCI bus id.
         let mut power = NvmlPower::open_cuda_device(nvml, args.device)?;
-        let counters: Option<Box<dyn CounterSource>> = if args.no_counters {
+        // Turing and GA100 trigger PM samples on system-clock cycles: the SM clock read now stands in
+        // for that clock's frequency.
+        let sysclk_hz = power.read().ok().and_then(|r| r.core).map_or(1.0e9, |m| m.hz());
+        let pm = PmOptions { device: args.device, interval_s: 1.0 / args.rate, ..PmOptions::default() };
+        let counters = if args.no_counters {
             None
         } else {
-            // Turing and GA100 trigger PM samples on system-clock cycles: the SM clock read now stands
-            // in for that clock's frequency.
-            let sysclk_hz = power.read().ok().and_then(|r| r.core).map_or(1.0e9, |m| m.hz());
-            let pm = PmOptions { device: args.device, interval_s: 1.0 / args.rate, ..PmOptions::default() };
             let c = CuptiPmCounters::open(&pm, sysclk_hz)
                 .context("CUPTI PM sampling (pass --no-counters to sample power only)")?;
             opts.chip = Some(c.chip().to_string());
-            Some(Box::new(c))
+            Some(c)
         };
-        run_program(&opts, power, counters, interrupted)
+        match counters {
+            Some(pass1) if args.pm_passes == PmPasses::All => {
+                // Application replay: pass 1 uses the source opened above; pass k opens group k once the
+                // previous pass has dropped its own (PM sampling is one configuration per device at a time).
+                let passes = pass1.pass_count();
+                let mut pass1 = Some(pass1);
+                let counters_for = move |k: usize| -> gpumodel_collect::Result<Box<dyn CounterSource>> {
+                    match pass1.take() {
+                        Some(c) if k == 0 => Ok(Box::new(c)),
+                        _ => Ok(Box::new(CuptiPmCounters::open_pass(&pm, sysclk_hz, k)?)),
+                    }
+                };
+                run_replay(&opts, power, passes, counters_for, interrupted)
+            }
+            c => run_program(&opts, power, c.map(|c| Box::new(c) as Box<dyn CounterSource>), interrupted),
+        }
     }
     .with_context(|| format!("collect {}", first))?;
 
@@ -166,6 +226,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         fmt_opt(s.profiler_overhead_w, "W"),
         fmt_opt(s.sampler_cpu_s, "s"),
     );
+    if let Some(rp) = &meta.replay {
+        for p in &rp.passes {
+            let status = match &p.status {
+                RunStatus::Running => "unfinished".to_string(),
+                RunStatus::Complete => "complete".to_string(),
+                RunStatus::Interrupted => "interrupted".to_string(),
+                RunStatus::Failed(why) => format!("failed: {why}"),
+            };
+            eprintln!(
+                "  pass {} ({}): {} s, mean power {}, {} run(s), {}; counters: {}",
+                p.pass,
+                p.trace,
+                p.duration_s.map_or("n/a".into(), |d| format!("{d:.3}")),
+                fmt_opt(p.mean_power_w, "W"),
+                p.repetitions,
+                status,
+                p.counters.join(", ")
+            );
+        }
+        let spread = |s: Option<gpumodel_models::trace::Spread>, unit: &str| {
+            s.map_or("n/a".to_string(), |s| {
+                format!("{:.3}–{:.3} {unit} ({:.1}% of the mean)", s.min, s.max, s.range_pct)
+            })
+        };
+        eprintln!(
+            "  passes are separate runs: run time {}, mean power {}",
+            spread(rp.duration_spread, "s"),
+            spread(rp.mean_power_spread, "W")
+        );
+    }
     eprintln!("metadata: {}", sidecar_path(&out).display());
     for w in &meta.warnings {
         eprintln!("gpumodel: warning: {w}");

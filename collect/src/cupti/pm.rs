@@ -23,6 +23,10 @@
 //! [`crate::sampler::Clock`] by the offset read at start. A `.sum` metric evaluates to the events of the
 //! sample's interval, so the rate is value / interval length.
 //!
+//! Application replay (`collect --pm-passes all`) opens one of these per PM-sampling group of the chip's
+//! map ([`CuptiPmCounters::open_pass`]): the whole sequence above, steps 1–7, once per run of the program,
+//! each group checked to be one pass.
+//!
 //! This path needs a GPU and a driver; on machines without them [`CuptiPmCounters::open`] returns
 //! [`Error::NoDriver`], which the tests check.
 
@@ -31,7 +35,8 @@ use super::loader::load_cupti;
 use crate::counters::{CounterInterval, CounterSource};
 use crate::error::{Error, Result};
 use cudarc::cupti::sys;
-use gpumodel_models::counters::{CounterMap, MapKind};
+use gpumodel_models::counters::{CounterMap, canonical_of, group_metrics};
+use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, c_char};
 use std::ptr;
 
@@ -74,9 +79,13 @@ impl Default for PmOptions {
     }
 }
 
-/// CUPTI PM sampling of the canonical counters in a chip's `pm` map.
+/// CUPTI PM sampling of the canonical counters in one PM-sampling group of a chip's map.
 pub struct CuptiPmCounters {
     map: CounterMap,
+    /// The group sampled: canonical counter → metrics summed.
+    group: BTreeMap<String, Vec<String>>,
+    /// 0-based index of the group (0 = `[pm]`).
+    pass: usize,
     host: HostProfiler,
     obj: *mut sys::CUpti_PmSampling_Object,
     metrics: Vec<CString>,
@@ -132,6 +141,13 @@ impl CuptiPmCounters {
     /// Opens PM sampling on `opts.device` for the chip's `pm` map (steps 1–5 of the sequence).
     /// `sysclk_hz` is used on chips that trigger on system-clock cycles.
     pub fn open(opts: &PmOptions, sysclk_hz: f64) -> Result<CuptiPmCounters> {
+        Self::open_pass(opts, sysclk_hz, 0)
+    }
+
+    /// Opens PM sampling for PM-sampling group `pass` of the chip's map (0 = `[pm]`, k = the k-th
+    /// `[[pm_pass]]`), steps 1–5 of the sequence. Application replay opens one per run of the program,
+    /// after the previous one is dropped (stop, disable, deinitialize).
+    pub fn open_pass(opts: &PmOptions, sysclk_hz: f64, pass: usize) -> Result<CuptiPmCounters> {
         if !(opts.interval_s.is_finite() && opts.interval_s > 0.0) {
             return Err(Error::Invalid(format!(
                 "PM sampling interval {} s: give a positive interval",
@@ -141,6 +157,7 @@ impl CuptiPmCounters {
         init_target()?;
         let chip = chip_name(opts.device)?;
         let map = CounterMap::builtin(&chip)?;
+        let group = map.pm_group(pass)?.clone();
         // Counter availability: size query, then the image.
         let mut a = sys::CUpti_PmSampling_GetCounterAvailability_Params {
             structSize: size::<sys::CUpti_PmSampling_GetCounterAvailability_Params>(),
@@ -161,13 +178,15 @@ impl CuptiPmCounters {
         })?;
 
         let mut host = HostProfiler::new(&chip, ProfilerKind::PmSampling, Some(&availability))?;
-        let names = map.metrics(MapKind::Pm);
+        let names = group_metrics(&group);
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         host.add_metrics(&refs)?;
         let passes = host.num_passes()?;
         if passes != 1 {
             return Err(Error::Invalid(format!(
-                "the pm map of {chip} needs {passes} passes on this device; PM sampling needs 1: trim models/counters/{}.toml",
+                "PM-sampling pass {} of {chip} needs {passes} hardware passes on this device; PM sampling needs 1: \
+                 split that group in models/counters/{}.toml",
+                pass + 1,
                 chip.to_lowercase()
             )));
         }
@@ -195,6 +214,8 @@ impl CuptiPmCounters {
         };
         let mut this = CuptiPmCounters {
             map,
+            group,
+            pass,
             host,
             obj,
             metrics: names.iter().map(|n| CString::new(n.as_str()).unwrap_or_default()).collect(),
@@ -311,9 +332,9 @@ impl CuptiPmCounters {
                 }
                 let by_name: std::collections::BTreeMap<String, f64> =
                     self.metrics.iter().map(|c| c.to_string_lossy().into_owned()).zip(values).collect();
-                let canonical = self.map.canonical(MapKind::Pm, &by_name);
+                let canonical = canonical_of(&self.group, &by_name);
                 let rates =
-                    self.map.pm.keys().map(|k| canonical.get(k).map_or(f64::NAN, |v| v / dur)).collect();
+                    self.group.keys().map(|k| canonical.get(k).map_or(f64::NAN, |v| v / dur)).collect();
                 out.push(CounterInterval { start_s, end_s, rates });
             }
             self.next_sample = info.numCompletedSamples;
@@ -333,11 +354,16 @@ impl CuptiPmCounters {
     pub fn chip(&self) -> &str {
         &self.map.chip
     }
+
+    /// How many PM-sampling groups (application-replay passes) the chip's map has.
+    pub fn pass_count(&self) -> usize {
+        self.map.pm_groups().len()
+    }
 }
 
 impl CounterSource for CuptiPmCounters {
     fn names(&self) -> Vec<String> {
-        self.map.pm.keys().cloned().collect()
+        self.group.keys().cloned().collect()
     }
 
     fn describe(&self) -> String {
@@ -345,7 +371,11 @@ impl CounterSource for CuptiPmCounters {
             Trigger::GpuTime => "GPU-time interval".to_string(),
             Trigger::SysClk { hz } => format!("system-clock interval at {:.0} MHz", hz / 1e6),
         };
-        format!("CUPTI PM sampling, {}, {:.2} ms {t}", self.map.chip, self.interval_s * 1e3)
+        let pass = match self.map.pm_groups().len() {
+            1 => String::new(),
+            n => format!(", pass {} of {n}", self.pass + 1),
+        };
+        format!("CUPTI PM sampling, {}{pass}, {:.2} ms {t}", self.map.chip, self.interval_s * 1e3)
     }
 
     fn start(&mut self, now_s: f64) -> Result<()> {
