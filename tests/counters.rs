@@ -37,6 +37,27 @@ fn every_chip_lists_the_ten_inputs_for_both_profilers() {
     }
 }
 
+/// The PM-sampling groups `collect --pm-passes all` runs: each is one hardware pass by CUPTI's own count,
+/// no canonical counter is in two groups, and together they hold more than the first group alone.
+#[test]
+fn every_pm_group_is_one_hardware_pass() {
+    for chip in ["TU102", "GA100", "GA102", "AD102", "GH100"] {
+        let r = counters_json(chip);
+        let groups = r["pm_groups"].as_array().unwrap();
+        assert!(groups.len() >= 2, "{chip}: {groups:?}");
+        let mut seen = std::collections::BTreeSet::new();
+        for (k, g) in groups.iter().enumerate() {
+            assert_eq!(g["run"], k + 1, "{chip}");
+            for c in g["counters"].as_array().unwrap() {
+                assert!(seen.insert(c.as_str().unwrap().to_string()), "{chip}: {c} in two groups");
+            }
+            if require_libs() {
+                assert_eq!(g["hardware_passes"], 1, "{chip} run {}: {g}", k + 1);
+            }
+        }
+    }
+}
+
 #[test]
 fn gh100_pm_has_no_divergent_branch_and_says_why() {
     let r = counters_json("GH100");

@@ -5,7 +5,7 @@
 use super::output::{OutputFormat, render_table};
 use gpumodel_collect::cupti::host::{HostProfiler, ProfilerKind};
 use gpumodel_collect::cupti::loader::load_cupti;
-use gpumodel_models::counters::{CounterMap, MapKind};
+use gpumodel_models::counters::{CounterMap, MapKind, group_metrics};
 use serde::Serialize;
 use std::process::ExitCode;
 
@@ -29,12 +29,26 @@ struct InputRow {
     note: Option<String>,
 }
 
+/// One PM-sampling counter group: one run of the program under `collect --pm-passes all`.
+#[derive(Debug, Serialize)]
+struct PmGroupRow {
+    /// 1-based run number (1 is the `[pm]` group, which `--pm-passes 1` uses alone).
+    run: usize,
+    counters: Vec<String>,
+    metrics: Vec<String>,
+    /// Hardware passes CUPTI needs for this group (must be 1; None: CUPTI not loaded).
+    hardware_passes: Option<usize>,
+}
+
 #[derive(Debug, Serialize)]
 struct Report {
     chip: String,
     cupti: Option<String>,
     range_passes: Option<usize>,
+    /// Hardware passes of the first PM-sampling group (`[pm]`).
     pm_passes: Option<usize>,
+    /// Every PM-sampling group, in run order.
+    pm_groups: Vec<PmGroupRow>,
     inputs: Vec<InputRow>,
 }
 
@@ -106,6 +120,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             None
         },
+        pm_groups: map
+            .pm_groups()
+            .into_iter()
+            .enumerate()
+            .map(|(k, g)| {
+                let metrics = group_metrics(g);
+                let hardware_passes =
+                    if have { passes(&chip, ProfilerKind::PmSampling, &metrics) } else { None };
+                PmGroupRow { run: k + 1, counters: g.keys().cloned().collect(), metrics, hardware_passes }
+            })
+            .collect(),
         inputs,
     };
     let yn = |b: Option<bool>| match b {
@@ -144,10 +169,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .collect();
             print!("{}", render_table(&["input", "profiler", "metrics", "in CUPTI", "note"], &rows));
             let p = |x: Option<usize>| x.map_or("?".to_string(), |n| n.to_string());
+            let groups: Vec<Vec<String>> = report
+                .pm_groups
+                .iter()
+                .map(|g| {
+                    vec![
+                        g.run.to_string(),
+                        g.counters.join(", "),
+                        g.metrics.len().to_string(),
+                        p(g.hardware_passes),
+                    ]
+                })
+                .collect();
+            println!();
+            print!(
+                "{}",
+                render_table(&["PM run", "canonical counters", "metrics", "hardware passes"], &groups)
+            );
             println!(
-                "\n{chip}: range map needs {} pass(es) (kernel replay); pm map needs {} pass(es) (PM sampling needs 1)",
+                "\n{chip}: range map needs {} pass(es) (kernel replay); PM sampling: {} counter group(s), each \
+                 must be 1 hardware pass; `collect --pm-passes all` runs the program once per group, \
+                 `--pm-passes 1` (default) samples run 1's group only",
                 p(report.range_passes),
-                p(report.pm_passes)
+                report.pm_groups.len()
             );
             if let Err(e) = &cupti {
                 println!("CUPTI not loaded, existence and passes unknown: {e}");
