@@ -58,9 +58,12 @@ fn gtx1080ti_time_and_optima() {
         );
     }
     assert_eq!((r.rows, r.kernels), (600, 30));
-    // Reached by this build: 27.0% uncalibrated, 15.2% calibrated out-of-fold (the issue's first target,
-    // 15%, is not reached yet); median regret ≤ 2% for ED and ED² (the issue's target).
+    // Reached by this build: 27.0% uncalibrated, 15.5% calibrated out-of-fold with the exponent chosen
+    // inside each fold (the issue's first target, 15%, is not reached yet); median regret ≤ 2% for ED and
+    // ED² (the issue's target).
     assert!(r.mape_pct <= 16.0, "calibrated time MAPE {:.2}%", r.mape_pct);
+    // Choosing p on the reported figure can only look better than choosing it inside each fold.
+    assert!(r.selected_on_reported_mape_pct <= r.mape_pct + 1e-9, "{r:?}");
     assert!(r.model_mape_pct <= 30.0, "timing model MAPE {:.2}%", r.model_mape_pct);
     for o in &r.objectives[1..] {
         assert!(o.median_regret_pct <= 2.0, "{} median regret {:.2}%", o.objective, o.median_regret_pct);
@@ -118,5 +121,49 @@ fn gtx980_validates_too() {
         r.model_mape_pct, r.mape_pct, r.objectives[0].median_regret_pct
     );
     assert_eq!((r.rows, r.kernels), (750, 30));
-    assert!(r.mape_pct.is_finite());
+    // Reached by this build (BENCHMARKS.md, issue 3 section): 15.4% time MAPE; ED median regret 0.00%
+    // once the power inputs with a free cost per core-clock level are chosen (out-of-fold) — it was 14.0%
+    // with clock polynomials only.
+    assert!(r.mape_pct <= 16.0, "calibrated time MAPE {:.2}%", r.mape_pct);
+    assert!(
+        r.objectives[0].median_regret_pct <= 2.0,
+        "ED median regret {:.2}%",
+        r.objectives[0].median_regret_pct
+    );
+}
+
+/// The guard of the nested procedure, end to end on real data: a kernel's predicted time and power are
+/// bit-identical whatever its own measured times and powers are, because neither the calibration's
+/// factors, nor its exponent, nor the power model's inputs and weights of its fold ever see them.
+#[test]
+fn a_kernel_s_predictions_never_see_its_own_measurements() {
+    let t = import_file(
+        &data_dir().join("nvdvfs/gtx1080ti-dvfs-real-Performance-Power.csv"),
+        Format::Nvdvfs,
+        BadRows::Fail,
+    )
+    .unwrap()
+    .table;
+    let arch = ArchProfile::builtin("gtx1080ti").unwrap();
+    let objs = [Objective::parse("ed").unwrap()];
+    let before = validate(&t, &arch, &objs).unwrap();
+    let (name, rows) = gpumodel_predict::nvdvfs::kernels(&t).into_iter().nth(3).unwrap();
+    let mut perturbed = t.clone();
+    let (tc, pc) = (t.column_index("time_s").unwrap(), t.column_index("power_w").unwrap());
+    for (i, &r) in rows.iter().enumerate() {
+        perturbed.data[[r, tc]] *= if i % 2 == 0 { 2.5 } else { 0.4 };
+        perturbed.data[[r, pc]] *= 1.3;
+    }
+    let after = validate(&perturbed, &arch, &objs).unwrap();
+    let mine = |rep: &gpumodel_predict::validation::Report| -> Vec<(f64, f64)> {
+        rep.per_row
+            .iter()
+            .filter(|r| r.kernel == name)
+            .map(|r| (r.predicted_time_s, r.predicted_power_w))
+            .collect()
+    };
+    assert_eq!(mine(&after), mine(&before), "{name}");
+    assert_eq!(mine(&before).len(), rows.len());
+    // The perturbation is seen where it should be: by the folds that train on it.
+    assert_ne!(after.per_row, before.per_row);
 }

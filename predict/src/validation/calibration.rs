@@ -55,8 +55,10 @@ pub struct Coefficients {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FitInfo {
-    /// Kernel-time MAPE of the form fitted leave-one-kernel-out (each kernel predicted by coefficients
-    /// fitted on the others), percent: what to expect on a kernel outside the dataset.
+    /// Kernel-time MAPE of the whole fitting procedure (exponent and factors) run leave-one-kernel-out:
+    /// each kernel predicted by coefficients fitted on the others, with `p` chosen by an inner
+    /// leave-one-kernel-out over those others (nested). Percent: what to expect on a kernel outside the
+    /// dataset.
     pub out_of_fold_mape_pct: f64,
     /// Kernel-time MAPE of these coefficients on the rows they were fitted on, percent (optimistic).
     pub in_sample_mape_pct: f64,
@@ -113,8 +115,12 @@ impl CalibrationFile {
              # bank conflicts) and sync are the timing model's times of the kernel. Written by\n\
              # `gpumodel validate --save-calibration`, fitted on every kernel of the dataset below; apply it with\n\
              # `gpumodel predict --arch {} --calibration FILE`.\n\
-             # fit.out_of_fold_mape_pct is what to expect on unseen kernels (leave-one-kernel-out).\n{body}",
-            self.arch
+             # p = {} was chosen among {} by leave-one-kernel-out error over those kernels.\n\
+             # fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
+             # the whole procedure, with p chosen inside each fold (nested).\n{body}",
+            self.arch,
+            self.coefficients.p,
+            super::nested::EXPONENTS.map(|p| p.to_string()).join(", ")
         ))
     }
 
