@@ -272,8 +272,15 @@ fn has_lane_dependent_branch(ptx: &str) -> bool {
             continue;
         }
         let operands = operands.trim_end_matches(';');
-        // The destination is the first operand (`setp` may name two: `%p1|%p2`).
-        let (dst, src) = operands.split_once(',').unwrap_or((operands, ""));
+        // The destination is the first operand (`setp` may name two: `%p1|%p2`; vector loads a brace list
+        // `{%r1, %r2}`).
+        let operands = operands.trim_start();
+        let split = if operands.starts_with('{') {
+            operands.find('}').map(|i| (&operands[..=i], operands[i + 1..].trim_start_matches(',')))
+        } else {
+            operands.split_once(',')
+        };
+        let (dst, src) = split.unwrap_or((operands, ""));
         let dst: Vec<&str> = ptx_registers(dst).collect();
         if !dst.is_empty() {
             defs.push((dst, ptx_registers(src).collect()));

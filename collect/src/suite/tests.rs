@@ -65,6 +65,16 @@ fn lane_dependent_branch_check_is_selective() {
     let carried = "$L1:\n\tsetp.ne.s32 %p2, %r3, 0;\n\t@!%p2 bra $L2;\n\tadd.s32 %r3, %r4, 1;\n\
         \tmov.u32 %r4, %laneid;\n\tbra.uni $L1;\n$L2:\n\tret;\n";
     assert!(ptx_has(carried, LANE_DEPENDENT_BRANCH));
+    // A vector load's destinations are the whole brace list: %r3 is written here, so the branch on it is
+    // lane-dependent only when the address is.
+    let vec_load = |addr: &str| {
+        format!(
+            "\tmov.u32 %r9, %tid.x;\n\tld.global.v2.u32 {{%r2, %r3}}, [{addr}];\n\
+             \tsetp.ne.s32 %p4, %r3, 0;\n\t@%p4 bra $L3;\n"
+        )
+    };
+    assert!(ptx_has(&vec_load("%r9"), LANE_DEPENDENT_BRANCH));
+    assert!(!ptx_has(&vec_load("%rd1"), LANE_DEPENDENT_BRANCH));
 }
 
 /// On the real NVRTC output, the divergence kernel has a lane-dependent branch and a kernel whose only
