@@ -203,21 +203,33 @@ fn json_with(args: &[&str], cal: Option<&Path>) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// `predict --calibration` changes the time by exactly T = ((a_m·M)^p + (a_c·C)^p + (a_s·S)^p)^(1/p) + sync,
-/// with the coefficients read from the saved file and M, C, S, sync from the uncalibrated prediction's
-/// components; energy follows.
+/// `predict --calibration` changes the time by exactly
+/// T = ((a_m·M)^p + (a_c·C)^p + (a_s·S)^p + (a_l·L)^p)^(1/p) + sync, with the coefficients read from the
+/// saved file and M, C, S, sync from the uncalibrated prediction's components, L from its `l2_s`; energy
+/// follows. A version-1 file (no L2 term) still applies, as the three-term form.
 #[test]
 fn calibration_changes_the_time_by_exactly_its_formula() {
     let dir = tempfile::tempdir().unwrap();
     let cal = saved_calibration(&dir);
     let text = std::fs::read_to_string(&cal).unwrap();
-    let (am, ac, as_, p) = (
+    let (am, ac, as_, al, p) = (
         toml_number(&text, "a_memory"),
         toml_number(&text, "a_compute"),
         toml_number(&text, "a_shared"),
+        toml_number(&text, "a_l2"),
         toml_number(&text, "p"),
     );
-    assert!(p >= 1.0, "{p}");
+    assert!(p >= 1.0 && al >= 0.0, "{p} {al}");
+    // The same coefficients as a version-1 file: the form before the L2 term, no a_l2.
+    let v1_text = text
+        .replace("format_version = 2", "format_version = 1")
+        .replace(" + (a_l2*L)^p)^(1/p)", ")^(1/p)")
+        .lines()
+        .filter(|l| !l.starts_with("a_l2"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(v1_text.contains("format_version = 1") && !v1_text.contains("a_l2 ="), "{v1_text}");
+    let v1 = write(&dir, "v1.toml", &v1_text);
     let mut kinds = std::collections::BTreeSet::new();
     for kernel in ["reduction", "transpose", "matrixmul"] {
         for clocks in [&[][..], &["--core-mhz", "1800", "--mem-mhz", "4500"][..]] {
@@ -235,7 +247,17 @@ fn calibration_changes_the_time_by_exactly_its_formula() {
             let c: Vec<f64> =
                 t["components_s"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
             let (m, comp, s) = (c[0] + c[1] + c[4], c[5], c[2] + c[3]);
-            let want = ((am * m).powf(p) + (ac * comp).powf(p) + (as_ * s).powf(p)).powf(1.0 / p) + c[6];
+            let l = t["l2_s"].as_f64().unwrap();
+            assert!(l > 0.0, "{kernel}: the examples move DRAM data");
+            let want = ((am * m).powf(p) + (ac * comp).powf(p) + (as_ * s).powf(p) + (al * l).powf(p))
+                .powf(1.0 / p)
+                + c[6];
+            let want_v1 = ((am * m).powf(p) + (ac * comp).powf(p) + (as_ * s).powf(p)).powf(1.0 / p) + c[6];
+            let got_v1 = json_with(&args, Some(&v1))["prediction"]["time_s"].as_f64().unwrap();
+            assert!(
+                (got_v1 - want_v1).abs() <= 1e-12 * want_v1,
+                "v1 {kernel} {clocks:?}: {got_v1} vs {want_v1}"
+            );
             let calibrated = json_with(&args, Some(&cal));
             let p = &calibrated["prediction"];
             let got = p["time_s"].as_f64().unwrap();
@@ -290,7 +312,7 @@ fn bad_calibration_files_are_one_line_errors() {
     };
     one_line(
         &gtx,
-        &variant("v9.toml", text.replace("format_version = 1", "format_version = 9")),
+        &variant("v9.toml", text.replace("format_version = 2", "format_version = 9")),
         &["format version 9", "--save-calibration"],
     );
     one_line(&gtx, &variant("junk.toml", "not = [toml".into()), &["not a usable gpumodel time calibration"]);

@@ -96,7 +96,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with("# gpumodel time calibration"), "{text}");
-    assert_eq!(toml_value(&text, "format_version"), "1");
+    assert_eq!(toml_value(&text, "format_version"), "2");
     assert_eq!(toml_value(&text, "arch"), "\"gtx1080ti\"");
     assert_eq!(toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
     // The registry's checksum of the file that was read.
@@ -111,6 +111,8 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     assert!(close(oof, v["mape_pct"].as_f64().unwrap()), "{oof} vs {}", v["mape_pct"]);
     let a_compute: f64 = toml_value(&text, "a_compute").parse().unwrap();
     assert!(close(a_compute, v["calibration"]["a"][1].as_f64().unwrap()), "{a_compute}");
+    let a_l2: f64 = toml_value(&text, "a_l2").parse().unwrap();
+    assert!(close(a_l2, v["calibration"]["a"][3].as_f64().unwrap()), "{a_l2}");
     // The exponent is recorded, and it is the candidate with the lowest leave-one-kernel-out error over
     // all kernels.
     let p: f64 = toml_value(&text, "p").parse().unwrap();

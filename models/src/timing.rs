@@ -240,6 +240,13 @@ pub struct Timing {
     pub sync_s: f64,
     /// Which pipeline is the bound: one of [`PIPELINES`].
     pub bound_kind: &'static str,
+    /// The time the kernel's DRAM traffic (read + write bytes; transactions × transaction bytes where the
+    /// profile has no byte counts, as for the load and store times) needs through the L2 cache at the
+    /// architecture's `l2_bandwidth_gbs` scaled with the core clock, seconds. DRAM traffic also crosses
+    /// L2, whose throughput scales with the core clock, so at a low core clock it can cap a memory-bound
+    /// kernel whatever the memory clock (measured on the GTX 980: ~7 DRAM transactions per core cycle).
+    /// Not a component and not part of `time_s`: the time calibration gives it a fitted factor.
+    pub l2_s: f64,
 }
 
 /// The pipelines whose longest sets a round's time.
@@ -324,6 +331,11 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
         .fold((0, 0.0f64), |(bk, bv), (k, &v)| if v > bv { (k, v) } else { (bk, bv) });
     let sum: f64 = parts.iter().sum();
     let to_s = rounds / (fc * 1e6);
+    // L2 runs on the core clock: its bandwidth scales with fc / the default core clock.
+    let tx_bytes = |bytes: Option<f64>, tx_count: f64| bytes.unwrap_or(tx_count * tx);
+    let l2_bytes = tx_bytes(x.dram_read_bytes, x.load_tx) + tx_bytes(x.dram_write_bytes, x.store_tx);
+    let l2_bw = arch.l2_bandwidth_gbs.value * 1e9 * fc / arch.core_mhz.value;
+    let l2_s = if l2_bw > 0.0 { l2_bytes / l2_bw } else { 0.0 };
     Timing {
         time_s: (bound + t_sync) * to_s,
         components_s: parts.map(|p| p * to_s),
@@ -331,6 +343,7 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
         overlapped_s: (sum - t_sync - bound).max(0.0) * to_s,
         sync_s: t_sync * to_s,
         bound_kind: PIPELINES[bound_kind],
+        l2_s,
     }
 }
 
@@ -436,6 +449,27 @@ mod tests {
         assert_eq!(t.bottleneck().0, "global load");
         let t2 = predict_time(&x, &a, &o, Clocks { core_mhz: c.core_mhz, mem_mhz: 2.0 * c.mem_mhz });
         assert!((t2.time_s / t.time_s - 0.5).abs() < 0.01, "{}", t2.time_s / t.time_s);
+    }
+
+    #[test]
+    fn l2_time_scales_with_the_core_clock_only() {
+        // 1e7 load transactions of 32 B and 2e6 written bytes through the GTX 980's L2 (500 GB/s at its
+        // 1126 MHz default core clock): 3.22e8 B / 500e9 B/s at the default clock.
+        let a = ArchProfile::builtin("gtx980").unwrap();
+        let mut x = inputs();
+        x.load_tx = 1e7;
+        x.dram_write_bytes = Some(2e6);
+        let o = occupancy(&launch(100_000, 256, 0, 0), &a, None).unwrap();
+        let c = Clocks::default_for(&a);
+        let t = predict_time(&x, &a, &o, c);
+        let want = (1e7 * 32.0 + 2e6) / (a.l2_bandwidth_gbs.value * 1e9);
+        assert!((t.l2_s - want).abs() / want < 1e-12, "{} vs {want}", t.l2_s);
+        let doubled = predict_time(&x, &a, &o, Clocks { core_mhz: 2.0 * c.core_mhz, mem_mhz: c.mem_mhz });
+        assert!((doubled.l2_s / t.l2_s - 0.5).abs() < 1e-12);
+        let mem = predict_time(&x, &a, &o, Clocks { core_mhz: c.core_mhz, mem_mhz: 0.5 * c.mem_mhz });
+        assert_eq!(mem.l2_s, t.l2_s);
+        // Not part of the uncalibrated time.
+        assert!((t.time_s - (t.bound_s + t.sync_s)).abs() <= 1e-15 * t.time_s);
     }
 
     #[test]

@@ -243,7 +243,7 @@ mod tests {
         let k = crate::examples::kernel("reduction").unwrap().unwrap();
         let arch = ArchProfile::builtin("titanx").unwrap();
         let model = ModelArtifact::from_json_str(crate::examples::MODELS[0].1, "m").unwrap();
-        let cal = TimeCalibration { a: [1.3, 1.6, 1.1], p: 6.0 };
+        let cal = TimeCalibration { a: [1.3, 1.6, 1.1, 1.2], p: 6.0 };
         let objs = Objective::DEFAULTS.to_vec();
         let plain = sweep_core_clock(&k, &arch, &model, &Config::default(), &objs).unwrap();
         let s =

@@ -5,8 +5,9 @@
 //! model predicts every clock pair. Two figures are reported:
 //!
 //! * **model** — the timing model as it is, with the architecture profile's constants (nothing fitted);
-//! * **calibrated** — `T = ((a_m·M)^p + (a_c·C)^p + (a_s·S)^p)^(1/p) + sync` over the model's memory,
-//!   compute and shared pipeline times (see [`TimeCalibration`]): three global factors (how far from the
+//! * **calibrated** — `T = ((a_m·M)^p + (a_c·C)^p + (a_s·S)^p + (a_l·L)^p)^(1/p) + sync` over the model's
+//!   memory, compute and shared pipeline times and the L2 time of its DRAM traffic at the core clock (see
+//!   [`TimeCalibration`]): four global factors (how far from the
 //!   model's peak each pipeline runs) and a soft maximum (how much the pipelines overlap), fitted on
 //!   relative error with **leave-one-kernel-out** cross-validation: a kernel's prediction comes from
 //!   factors fitted on the other kernels only (out-of-fold). The exponent `p` is chosen inside each
@@ -182,9 +183,11 @@ fn least_squares(x: &[Vec<f64>], y: &[f64], lambda: f64) -> Option<Vec<f64>> {
     Some((0..p).map(|i| a[i][p] / a[i][i]).collect())
 }
 
-/// Calibration: `T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p)^(1/p) + sync`, where `M` is the
-/// timing model's global load + store + texture time, `C` its compute time and `S` its shared-memory time
-/// incl. bank conflicts, and `p` ≥ 1 a power-mean exponent (chosen by cross-validation in `validate`).
+/// Calibration: `T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync`, where
+/// `M` is the timing model's global load + store + texture time, `C` its compute time, `S` its
+/// shared-memory time incl. bank conflicts, `L` the time its DRAM traffic needs through L2 at a bandwidth
+/// that scales with the core clock ([`Timing::l2_s`]: at low core clocks L2, not DRAM, caps a
+/// memory-bound kernel), and `p` ≥ 1 a power-mean exponent (chosen by cross-validation in `validate`).
 ///
 /// Each factor says how far from the model's peak that pipeline runs; the power mean is a soft maximum,
 /// so the longest scaled pipeline dominates while nearly equal ones add (partial overlap). The factors
@@ -192,26 +195,27 @@ fn least_squares(x: &[Vec<f64>], y: &[f64], lambda: f64) -> Option<Vec<f64>> {
 /// must not drag the factors of all the others. A pipeline with no time in the training rows keeps 1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TimeCalibration {
-    /// `a_memory`, `a_compute`, `a_shared`.
-    pub a: [f64; 3],
+    /// `a_memory`, `a_compute`, `a_shared`, `a_l2` (0 in a version-1 calibration file, which had no L2
+    /// term: then the form is exactly the three-term one).
+    pub a: [f64; 4],
     /// The power-mean exponent.
     pub p: f64,
 }
 
-/// One calibration row: the model's memory, compute and shared times, its sync time, and the measured
+/// One calibration row: the model's memory, compute, shared and L2 times, its sync time, and the measured
 /// time (seconds).
-pub type CalRow = ([f64; 3], f64, f64);
+pub type CalRow = ([f64; 4], f64, f64);
 
-/// The memory, compute and shared times of a timing-model result (see [`TimeCalibration`]).
-pub fn pipeline_parts(t: &Timing) -> [f64; 3] {
+/// The memory, compute, shared and L2 times of a timing-model result (see [`TimeCalibration`]).
+pub fn pipeline_parts(t: &Timing) -> [f64; 4] {
     let c = &t.components_s;
-    [c[0] + c[1] + c[4], c[5], c[2] + c[3]]
+    [c[0] + c[1] + c[4], c[5], c[2] + c[3], t.l2_s]
 }
 
 impl TimeCalibration {
     /// The calibrated time from the pipeline parts and the sync time.
-    pub fn time(&self, parts: [f64; 3], sync: f64) -> f64 {
-        let scaled = [self.a[0] * parts[0], self.a[1] * parts[1], self.a[2] * parts[2]];
+    pub fn time(&self, parts: [f64; 4], sync: f64) -> f64 {
+        let scaled: [f64; 4] = std::array::from_fn(|j| self.a[j] * parts[j]);
         let m = scaled.iter().copied().fold(0.0, f64::max);
         if m <= 0.0 {
             return sync;
@@ -227,16 +231,16 @@ impl TimeCalibration {
         Timing { time_s: self.time(pipeline_parts(t), t.sync_s), ..t.clone() }
     }
 
-    /// Fits the three factors on calibration rows with the exponent `p`.
+    /// Fits the four factors on calibration rows with the exponent `p`.
     pub fn fit(rows: &[CalRow], p: f64) -> TimeCalibration {
         Self::fit_to(rows, p, Precision::Full)
     }
 
     /// [`TimeCalibration::fit`] to a given precision.
     pub fn fit_to(rows: &[CalRow], p: f64, precision: Precision) -> TimeCalibration {
-        let present: Vec<usize> = (0..3).filter(|&j| rows.iter().any(|r| r.0[j] > 0.0)).collect();
+        let present: Vec<usize> = (0..4).filter(|&j| rows.iter().any(|r| r.0[j] > 0.0)).collect();
         let cal = |theta: &[f64]| {
-            let mut a = [1.0; 3];
+            let mut a = [1.0; 4];
             for (&j, t) in present.iter().zip(theta) {
                 a[j] = t.exp();
             }
@@ -244,10 +248,8 @@ impl TimeCalibration {
         };
         // The calibrated time is proportional to the parts and sync together, so each row is divided by
         // its measured time once: the objective is then mean |T − 1|.
-        let scaled: Vec<([f64; 3], f64)> = rows
-            .iter()
-            .map(|&(parts, sync, y)| ([parts[0] / y, parts[1] / y, parts[2] / y], sync / y))
-            .collect();
+        let scaled: Vec<([f64; 4], f64)> =
+            rows.iter().map(|&(parts, sync, y)| (parts.map(|v| v / y), sync / y)).collect();
         // Scaled by the measured time, the parts are of order 1, so the power sum cannot overflow and
         // skips `time`'s normalization by the largest part (this loop is most of `validate`'s run time).
         let objective = |theta: &[f64]| {
@@ -255,7 +257,10 @@ impl TimeCalibration {
             scaled
                 .iter()
                 .map(|&(x, sync)| {
-                    let s = power(a[0] * x[0], p) + power(a[1] * x[1], p) + power(a[2] * x[2], p);
+                    let s = power(a[0] * x[0], p)
+                        + power(a[1] * x[1], p)
+                        + power(a[2] * x[2], p)
+                        + power(a[3] * x[3], p);
                     (root(s, p) + sync - 1.0).abs()
                 })
                 .sum::<f64>()
@@ -448,7 +453,7 @@ struct Prepared {
     kernel: usize,
     clocks: Clocks,
     kind: &'static str,
-    parts: [f64; 3],
+    parts: [f64; 4],
     sync: f64,
     model: f64,
     components: [f64; 7],
@@ -682,7 +687,7 @@ pub fn validate(t: &Table, arch: &ArchProfile, objectives: &[Objective]) -> Resu
         method: vec![
             "one kernel profile per kernel, from its row nearest the architecture's default clocks; every clock pair predicted from it".into(),
             "model: the timing model with the architecture profile's constants, nothing fitted".into(),
-            "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times, factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
+            "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times and L, its DRAM traffic's time through L2 at a bandwidth scaled with the core clock; factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
             format!("nested selection: in each outer fold, p is chosen among {} by an inner leave-one-kernel-out over that fold's training kernels only; the headline MAPE is the outer out-of-fold error of that whole procedure", nested::EXPONENTS.map(|p| p.to_string()).join(", ")),
             "power for E·D^n: ridge MLR (this module's least squares, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
             "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
@@ -707,36 +712,44 @@ mod tests {
 
     #[test]
     fn calibrated_time_by_hand() {
-        let c = TimeCalibration { a: [2.0, 1.0, 1.0], p: 6.0 };
+        let c = TimeCalibration { a: [2.0, 1.0, 1.0, 0.5], p: 6.0 };
         // One pipeline: its scaled time plus sync.
-        assert!((c.time([1.5, 0.0, 0.0], 0.25) - 3.25).abs() < 1e-15);
+        assert!((c.time([1.5, 0.0, 0.0, 0.0], 0.25) - 3.25).abs() < 1e-15);
         // Two equal scaled parts: 2^(1/6) times one of them.
-        let t = c.time([1.0, 2.0, 0.0], 0.0);
+        let t = c.time([1.0, 2.0, 0.0, 0.0], 0.0);
         assert!((t - 2.0 * 2f64.powf(1.0 / 6.0)).abs() < 1e-14, "{t}");
+        // The L2 part counts like the others: 0.5 · 4 = 2 against the memory part's 2.
+        let t = c.time([1.0, 0.0, 0.0, 4.0], 0.0);
+        assert!((t - 2.0 * 2f64.powf(1.0 / 6.0)).abs() < 1e-14, "{t}");
+        // a_l2 = 0 (a version-1 file) is exactly the three-term form.
+        let v1 = TimeCalibration { a: [2.0, 1.0, 1.0, 0.0], p: 6.0 };
+        assert_eq!(v1.time([0.3, 0.5, 0.1, 9.0], 0.1), v1.time([0.3, 0.5, 0.1, 0.0], 0.1));
         // The generic exponent path agrees with the p = 6 fast path.
         let g = TimeCalibration { p: 6.0 + 1e-12, ..c };
-        assert!((g.time([0.3, 0.5, 0.1], 0.0) - c.time([0.3, 0.5, 0.1], 0.0)).abs() < 1e-9);
-        assert_eq!(c.time([0.0; 3], 0.5), 0.5);
+        assert!((g.time([0.3, 0.5, 0.1, 0.2], 0.0) - c.time([0.3, 0.5, 0.1, 0.2], 0.0)).abs() < 1e-9);
+        assert_eq!(c.time([0.0; 4], 0.5), 0.5);
     }
 
     #[test]
     fn time_fit_recovers_known_factors() {
         // Times generated by known factors on rows that mix the pipelines.
-        let truth = TimeCalibration { a: [1.2, 1.5, 1.0], p: 6.0 };
+        let truth = TimeCalibration { a: [1.2, 1.5, 1.0, 2.0], p: 6.0 };
         let rows: Vec<CalRow> = [
-            [1.0, 0.1, 0.0],
-            [0.2, 2.0, 0.0],
-            [0.5, 0.4, 0.0],
-            [0.1, 3.0, 0.0],
-            [2.0, 1.9, 0.0],
-            [1.5, 0.2, 0.0],
-            [0.9, 1.0, 0.0],
+            [1.0, 0.1, 0.0, 0.2],
+            [0.2, 2.0, 0.0, 0.1],
+            [0.5, 0.4, 0.0, 0.9],
+            [0.1, 3.0, 0.0, 0.05],
+            [2.0, 1.9, 0.0, 0.4],
+            [1.5, 0.2, 0.0, 1.6],
+            [0.9, 1.0, 0.0, 0.3],
+            [0.4, 0.3, 0.0, 1.1],
         ]
         .iter()
         .map(|&parts| (parts, 0.01, truth.time(parts, 0.01)))
         .collect();
         let c = TimeCalibration::fit(&rows, 6.0);
         assert!((c.a[0] - 1.2).abs() < 1e-5 && (c.a[1] - 1.5).abs() < 1e-5, "{c:?}");
+        assert!((c.a[3] - 2.0).abs() < 1e-5, "{c:?}");
         assert_eq!(c.a[2], 1.0, "no shared time in the rows: factor stays 1");
     }
 

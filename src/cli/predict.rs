@@ -292,6 +292,15 @@ fn print_prediction(
                 })
                 .collect();
             write!(sink, "{}", render_table(&["component", "time ms", "share %", "access ratio"], &rows));
+            if let Some(c) = calibration {
+                writeln!(
+                    sink,
+                    "L2 time {:.4} ms (the DRAM traffic through L2 at this core clock; not a component: the \
+                     calibration weighs it by a_l2 = {:.4})",
+                    d.timing.l2_s * 1e3,
+                    c.coefficients.a_l2
+                );
+            }
         }
     }
     sink.emit()

@@ -173,8 +173,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let c = report.calibration;
             writeln!(
                 sink,
-                "calibration on all kernels: a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
-                c.a[0], c.a[1], c.a[2], c.p, report.calibration_in_sample_mape_pct
+                "calibration on all kernels: a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
+                c.a[0], c.a[1], c.a[2], c.a[3], c.p, report.calibration_in_sample_mape_pct
             );
             // How often each power input set was chosen across the folds, in first-seen order.
             let mut chosen: Vec<(&str, usize)> = Vec::new();

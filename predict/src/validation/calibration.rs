@@ -14,11 +14,14 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes. It also reads version 1 (see [`FORM_V1`]).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The calibration form, written into every file; a file with another form is refused.
-pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C)^p + (a_shared*S)^p)^(1/p) + sync";
+pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C)^p + (a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync";
+
+/// The form of version-1 files: no L2 term. Such a file reads as `a_l2 = 0`, which is exactly this form.
+pub const FORM_V1: &str = "T = ((a_memory*M)^p + (a_compute*C)^p + (a_shared*S)^p)^(1/p) + sync";
 
 /// What `kind` says, so a calibration is never mistaken for another TOML document.
 const KIND: &str = "gpumodel-time-calibration";
@@ -47,6 +50,10 @@ pub struct Coefficients {
     pub a_compute: f64,
     /// Factor on its shared-memory time `S` (incl. bank conflicts).
     pub a_shared: f64,
+    /// Factor on `L`, the time its DRAM traffic needs through L2 at the core clock (absent from
+    /// version-1 files: 0, no L2 term).
+    #[serde(default)]
+    pub a_l2: f64,
     /// The power-mean exponent `p` (≥ 1).
     pub p: f64,
 }
@@ -90,7 +97,13 @@ impl CalibrationFile {
             form: FORM.into(),
             arch: report.arch.clone(),
             dataset,
-            coefficients: Coefficients { a_memory: c.a[0], a_compute: c.a[1], a_shared: c.a[2], p: c.p },
+            coefficients: Coefficients {
+                a_memory: c.a[0],
+                a_compute: c.a[1],
+                a_shared: c.a[2],
+                a_l2: c.a[3],
+                p: c.p,
+            },
             fit: FitInfo {
                 out_of_fold_mape_pct: report.mape_pct,
                 in_sample_mape_pct: report.calibration_in_sample_mape_pct,
@@ -102,7 +115,7 @@ impl CalibrationFile {
     /// The calibration to apply.
     pub fn calibration(&self) -> TimeCalibration {
         let c = &self.coefficients;
-        TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared], p: c.p }
+        TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared, c.a_l2], p: c.p }
     }
 
     /// The file's text: comment lines saying what it is, then the TOML.
@@ -111,8 +124,9 @@ impl CalibrationFile {
             .map_err(|e| Error::Invalid(format!("cannot write the calibration as TOML: {e}")))?;
         Ok(format!(
             "# gpumodel time calibration: predicted kernel time T = ((a_memory*M)^p + (a_compute*C)^p +\n\
-             # (a_shared*S)^p)^(1/p) + sync, where M (global load + store + texture), C (compute), S (shared incl.\n\
-             # bank conflicts) and sync are the timing model's times of the kernel. Written by\n\
+             # (a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync, where M (global load + store + texture), C (compute),\n\
+             # S (shared incl. bank conflicts), L (DRAM traffic through L2 at the core clock) and sync are the\n\
+             # timing model's times of the kernel. Written by\n\
              # `gpumodel validate --save-calibration`, fitted on every kernel of the dataset below; apply it with\n\
              # `gpumodel predict --arch {} --calibration FILE`.\n\
              # p = {} was chosen among {} by leave-one-kernel-out error over those kernels.\n\
@@ -160,26 +174,39 @@ impl CalibrationFile {
             ))
         };
         let value: toml::Table = toml::from_str(text).map_err(|e| bad(one_line(e.message())))?;
-        match value.get("format_version") {
-            Some(toml::Value::Integer(v)) if *v == i64::from(FORMAT_VERSION) => {}
+        let (version, form) = match value.get("format_version") {
+            Some(toml::Value::Integer(v)) if *v == i64::from(FORMAT_VERSION) => (FORMAT_VERSION, FORM),
+            Some(toml::Value::Integer(1)) => (1, FORM_V1),
             Some(toml::Value::Integer(v)) => {
                 return Err(Error::Invalid(format!(
                     "{source}: calibration format version {v} is not one this gpumodel reads \
-                     ({FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
+                     (1, {FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
                 )));
             }
             _ => return Err(bad("no integer format_version".into())),
+        };
+        if version == 1
+            && value.get("coefficients").and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2"))
+        {
+            return Err(bad("coefficients.a_l2 is not part of format version 1".into()));
+        }
+        if version != 1
+            && !value.get("coefficients").and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2"))
+        {
+            return Err(bad(format!("coefficients.a_l2 is missing (format version {version} has it)")));
         }
         let file: CalibrationFile =
             toml::Value::Table(value).try_into().map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
         if file.kind != KIND {
             return Err(bad(format!("kind is '{}', expected '{KIND}'", file.kind)));
         }
-        if file.form != FORM {
-            return Err(bad(format!("form '{}' is not this build's '{FORM}'", file.form)));
+        if file.form != form {
+            return Err(bad(format!("form '{}' is not format version {version}'s '{form}'", file.form)));
         }
         let c = file.coefficients;
-        for (name, v) in [("a_memory", c.a_memory), ("a_compute", c.a_compute), ("a_shared", c.a_shared)] {
+        for (name, v) in
+            [("a_memory", c.a_memory), ("a_compute", c.a_compute), ("a_shared", c.a_shared), ("a_l2", c.a_l2)]
+        {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(bad(format!("coefficients.{name} = {v}; it must be a finite number ≥ 0")));
             }
@@ -240,7 +267,7 @@ mod tests {
                 rows: 600,
                 kernels: 30,
             },
-            coefficients: Coefficients { a_memory: 1.1, a_compute: 1.7, a_shared: 0.9, p: 6.0 },
+            coefficients: Coefficients { a_memory: 1.1, a_compute: 1.7, a_shared: 0.9, a_l2: 0.4, p: 6.0 },
             fit: FitInfo {
                 out_of_fold_mape_pct: 18.3,
                 in_sample_mape_pct: 15.0,
@@ -255,7 +282,39 @@ mod tests {
         let text = f.to_toml().unwrap();
         assert!(text.starts_with("# gpumodel time calibration"), "{text}");
         assert_eq!(CalibrationFile::parse(&text, "f").unwrap(), f);
-        assert_eq!(f.calibration(), TimeCalibration { a: [1.1, 1.7, 0.9], p: 6.0 });
+        assert_eq!(f.calibration(), TimeCalibration { a: [1.1, 1.7, 0.9, 0.4], p: 6.0 });
+    }
+
+    /// A version-1 file (written before the L2 term) still reads, as `a_l2 = 0`: the three-term form.
+    #[test]
+    fn reads_version_1_files_as_no_l2_term() {
+        let v2 = sample().to_toml().unwrap();
+        let v1 = v2
+            .replace("format_version = 2", "format_version = 1")
+            .replace(&format!("form = \"{FORM}\""), &format!("form = \"{FORM_V1}\""))
+            .replace("a_l2 = 0.4\n", "");
+        assert_ne!(v1, v2);
+        let f = CalibrationFile::parse(&v1, "old.toml").unwrap();
+        assert_eq!((f.format_version, f.form.as_str()), (1, FORM_V1));
+        let c = f.calibration();
+        assert_eq!(c, TimeCalibration { a: [1.1, 1.7, 0.9, 0.0], p: 6.0 });
+        // Whatever the L2 time, the three-term result computed here by hand.
+        let (m, comp, sh, sync) = (0.3f64, 0.5f64, 0.1f64, 0.02);
+        let want =
+            ((1.1 * m).powf(6.0) + (1.7 * comp).powf(6.0) + (0.9 * sh).powf(6.0)).powf(1.0 / 6.0) + sync;
+        let got = c.time([m, comp, sh, 7.0], sync);
+        assert!((got / want - 1.0).abs() < 1e-13, "{got} vs {want}");
+        // A version-1 file with the new form, or with an a_l2, is not one.
+        let e = CalibrationFile::parse(&v1.replace("a_shared = 0.9", "a_shared = 0.9\na_l2 = 0.4"), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a_l2 is not part of format version 1"), "{e}");
+        let e = CalibrationFile::parse(&v2.replace("format_version = 2", "format_version = 1"), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a_l2 is not part of format version 1"), "{e}");
+        let e = CalibrationFile::parse(&v2.replace("a_l2 = 0.4\n", ""), "f").unwrap_err().to_string();
+        assert!(e.contains("a_l2 is missing"), "{e}");
     }
 
     #[test]
@@ -263,8 +322,9 @@ mod tests {
         let text = sample().to_toml().unwrap();
         let err = |t: &str| CalibrationFile::parse(t, "f.toml").unwrap_err().to_string();
         for (t, needle) in [
-            (text.replace("format_version = 1", "format_version = 7"), "version 7"),
-            (text.replace("format_version = 1\n", ""), "no integer format_version"),
+            (text.replace("format_version = 2", "format_version = 7"), "version 7"),
+            (text.replace("format_version = 2\n", ""), "no integer format_version"),
+            (text.replace("a_l2 = 0.4", "a_l2 = -0.4"), "coefficients.a_l2 = -0.4"),
             (text.replace("a_compute = 1.7", "a_compute = -1.7"), "coefficients.a_compute = -1.7"),
             (text.replace("a_shared = 0.9", "a_shared = nan"), "a_shared = NaN"),
             (text.replace("a_memory = 1.1\n", ""), "a_memory"),

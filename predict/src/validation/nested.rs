@@ -185,13 +185,18 @@ mod tests {
     /// Five kernels whose times follow known factors (with a kernel-specific level error, as real
     /// kernels have), mixing the memory and compute pipelines.
     fn synthetic() -> (Vec<CalRow>, Vec<usize>) {
-        let truth = TimeCalibration { a: [1.2, 1.6, 1.0], p: 4.0 };
+        let truth = TimeCalibration { a: [1.2, 1.6, 1.0, 1.5], p: 4.0 };
         let mut rows = Vec::new();
         let mut kernel = Vec::new();
         for k in 0..5 {
             let level = [1.0, 1.1, 0.9, 1.05, 0.97][k];
             for c in 0..4 {
-                let parts = [0.2 + 0.3 * k as f64, 0.1 + 0.25 * c as f64 + 0.1 * (k % 2) as f64, 0.0];
+                let parts = [
+                    0.2 + 0.3 * k as f64,
+                    0.1 + 0.25 * c as f64 + 0.1 * (k % 2) as f64,
+                    0.0,
+                    0.1 * (k + c) as f64,
+                ];
                 rows.push((parts, 0.01, level * truth.time(parts, 0.01)));
                 kernel.push(k);
             }
