@@ -168,16 +168,7 @@ fn bad_objective_and_unknown_kernel() {
 
 /// A number of a `key = value` line of a saved calibration, read by hand (not by the code under test).
 fn toml_number(text: &str, key: &str) -> f64 {
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix(key)
-                .filter(|r| r.starts_with([' ', '=']))
-                .and_then(|r| r.trim_start().strip_prefix('='))
-        })
-        .unwrap_or_else(|| panic!("no '{key} =' line in:\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
+    common::toml_value(text, key).parse().unwrap()
 }
 
 /// A calibration saved by `gpumodel validate` on the real GTX 1080 Ti data.

@@ -64,19 +64,6 @@ fn unknown_arch_and_non_nvdvfs_data_are_clear_errors() {
     assert!(!out.status.success() && err.contains("not an NV-DVFS file"), "{err}");
 }
 
-/// A value of a `key = value` line of a saved calibration (read by hand: the test must not trust the code
-/// that wrote the file to read it back).
-fn toml_value<'a>(text: &'a str, key: &str) -> &'a str {
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix(key)
-                .filter(|r| r.starts_with([' ', '=']))
-                .and_then(|r| r.trim_start().strip_prefix('='))
-        })
-        .unwrap_or_else(|| panic!("no '{key} =' line in:\n{text}"))
-        .trim()
-}
-
 #[test]
 fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let dir = tempfile::tempdir().unwrap();
@@ -96,26 +83,26 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with("# gpumodel time calibration"), "{text}");
-    assert_eq!(toml_value(&text, "format_version"), "2");
-    assert_eq!(toml_value(&text, "arch"), "\"gtx1080ti\"");
-    assert_eq!(toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
+    assert_eq!(common::toml_value(&text, "format_version"), "2");
+    assert_eq!(common::toml_value(&text, "arch"), "\"gtx1080ti\"");
+    assert_eq!(common::toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
     // The registry's checksum of the file that was read.
     let shown =
         gpumodel().args(["dataset", "show", "nvdvfs-gtx1080ti", "--format", "json"]).output().unwrap();
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-    assert_eq!(toml_value(&text, "sha256"), format!("\"{}\"", shown["sha256"].as_str().unwrap()));
+    assert_eq!(common::toml_value(&text, "sha256"), format!("\"{}\"", shown["sha256"].as_str().unwrap()));
     // The out-of-fold figure is the report's; the coefficients are the report's all-kernel fit.
     // (serde_json's default float parsing may differ from the exact value in the last bit.)
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-14 * a.abs();
-    let oof: f64 = toml_value(&text, "out_of_fold_mape_pct").parse().unwrap();
+    let oof: f64 = common::toml_value(&text, "out_of_fold_mape_pct").parse().unwrap();
     assert!(close(oof, v["mape_pct"].as_f64().unwrap()), "{oof} vs {}", v["mape_pct"]);
-    let a_compute: f64 = toml_value(&text, "a_compute").parse().unwrap();
+    let a_compute: f64 = common::toml_value(&text, "a_compute").parse().unwrap();
     assert!(close(a_compute, v["calibration"]["a"][1].as_f64().unwrap()), "{a_compute}");
-    let a_l2: f64 = toml_value(&text, "a_l2").parse().unwrap();
+    let a_l2: f64 = common::toml_value(&text, "a_l2").parse().unwrap();
     assert!(close(a_l2, v["calibration"]["a"][3].as_f64().unwrap()), "{a_l2}");
     // The exponent is recorded, and it is the candidate with the lowest leave-one-kernel-out error over
     // all kernels.
-    let p: f64 = toml_value(&text, "p").parse().unwrap();
+    let p: f64 = common::toml_value(&text, "p").parse().unwrap();
     let best = v["exponents"]
         .as_array()
         .unwrap()
@@ -123,7 +110,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
         .min_by(|a, b| a["loko_mape_pct"].as_f64().unwrap().total_cmp(&b["loko_mape_pct"].as_f64().unwrap()))
         .unwrap();
     assert_eq!(p, best["p"].as_f64().unwrap(), "{text}");
-    let in_sample: f64 = toml_value(&text, "in_sample_mape_pct").parse().unwrap();
+    let in_sample: f64 = common::toml_value(&text, "in_sample_mape_pct").parse().unwrap();
     assert!(in_sample <= oof, "fitted on the rows it is scored on: {in_sample} vs {oof}");
 
     // A second run without --force refuses, with one line, and leaves the file as it was.

@@ -24,15 +24,14 @@ fn data_dir() -> PathBuf {
     dir
 }
 
+/// One NV-DVFS file of the public datasets, imported strictly.
+fn nvdvfs(file: &str) -> gpumodel_models::Table {
+    import_file(&data_dir().join("nvdvfs").join(file), Format::Nvdvfs, BadRows::Fail).unwrap().table
+}
+
 #[test]
 fn gtx1080ti_time_and_optima() {
-    let t = import_file(
-        &data_dir().join("nvdvfs/gtx1080ti-dvfs-real-Performance-Power.csv"),
-        Format::Nvdvfs,
-        BadRows::Fail,
-    )
-    .unwrap()
-    .table;
+    let t = nvdvfs("gtx1080ti-dvfs-real-Performance-Power.csv");
     let arch = ArchProfile::builtin("gtx1080ti").unwrap();
     let objs: Vec<Objective> = ["e", "ed", "ed2"].iter().map(|o| Objective::parse(o).unwrap()).collect();
     let r = validate(&t, &arch, &objs).unwrap();
@@ -75,13 +74,7 @@ fn gtx1080ti_time_and_optima() {
 #[test]
 fn example_kernels_match_their_dataset_rows() {
     use gpumodel_predict::nvdvfs::profile_from_row;
-    let t = import_file(
-        &data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv"),
-        Format::Nvdvfs,
-        BadRows::Fail,
-    )
-    .unwrap()
-    .table;
+    let t = nvdvfs("gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
     for (name, _) in gpumodel_predict::examples::ALL {
         let example = gpumodel_predict::examples::kernel(name).unwrap().unwrap();
         let line: usize =
@@ -107,13 +100,7 @@ fn example_kernels_match_their_dataset_rows() {
 
 #[test]
 fn gtx980_validates_too() {
-    let t = import_file(
-        &data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv"),
-        Format::Nvdvfs,
-        BadRows::Fail,
-    )
-    .unwrap()
-    .table;
+    let t = nvdvfs("gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
     let arch = ArchProfile::builtin("gtx980").unwrap();
     let r = validate(&t, &arch, &[Objective::parse("ed").unwrap()]).unwrap();
     eprintln!(
@@ -139,13 +126,7 @@ fn gtx980_validates_too() {
 /// factors, nor its exponent, nor the power model's inputs and weights of its fold ever see them.
 #[test]
 fn a_kernel_s_predictions_never_see_its_own_measurements() {
-    let t = import_file(
-        &data_dir().join("nvdvfs/gtx1080ti-dvfs-real-Performance-Power.csv"),
-        Format::Nvdvfs,
-        BadRows::Fail,
-    )
-    .unwrap()
-    .table;
+    let t = nvdvfs("gtx1080ti-dvfs-real-Performance-Power.csv");
     let arch = ArchProfile::builtin("gtx1080ti").unwrap();
     let objs = [Objective::parse("ed").unwrap()];
     let before = validate(&t, &arch, &objs).unwrap();

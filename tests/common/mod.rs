@@ -26,3 +26,16 @@ pub fn gpumodel() -> Command {
     c.env_remove("GPUMODEL_DATASET_MIRROR");
     c
 }
+
+/// A value of a `key = value` line of a saved calibration (read by hand: the test must not trust the code
+/// that wrote the file to read it back).
+pub fn toml_value<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(key)
+                .filter(|r| r.starts_with([' ', '=']))
+                .and_then(|r| r.trim_start().strip_prefix('='))
+        })
+        .unwrap_or_else(|| panic!("no '{key} =' line in:\n{text}"))
+        .trim()
+}
