@@ -1,5 +1,6 @@
 //! Benchmarks of the timing model and of full sweeps (issue 3): one timing-model evaluation, one
-//! prediction with power, a warps sweep (57 settings on the Titan X) and a core-clock sweep (16 clocks).
+//! prediction with power, a warps sweep (57 settings on the Titan X) and a core-clock sweep (16 clocks),
+//! and the prediction and warps sweep with a time calibration applied (`predict --calibration`).
 //! Run: `cargo bench -p gpumodel-predict --bench timing`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -7,7 +8,9 @@ use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::timing::{Clocks, TimingInputs, occupancy, predict_time};
-use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps};
+use gpumodel_predict::kernel::predict_kernel_calibrated;
+use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps, sweep_warps_calibrated};
+use gpumodel_predict::validation::TimeCalibration;
 use gpumodel_predict::{Config, examples, predict_kernel};
 use std::hint::black_box;
 
@@ -32,6 +35,18 @@ fn benches(c: &mut Criterion) {
     });
     c.bench_function("sweep_core_clock_16_points_4_objectives", |b| {
         b.iter(|| sweep_core_clock(black_box(&k), &arch, &model, &Config::default(), &objs).unwrap())
+    });
+    // Coefficients of the order `validate --save-calibration` fits (BENCHMARKS.md); the cost does not
+    // depend on their values, only on the p-norm being evaluated.
+    let cal = TimeCalibration { a: [1.1, 1.5, 1.1, 0.5], p: 6.0 };
+    c.bench_function("predict_kernel_calibrated", |b| {
+        b.iter(|| predict_kernel_calibrated(black_box(&k), &arch, &model, &cfg, Some(&cal)).unwrap())
+    });
+    c.bench_function("sweep_warps_calibrated_57_points_4_objectives", |b| {
+        b.iter(|| {
+            sweep_warps_calibrated(black_box(&k), &arch, &model, &Config::default(), &objs, Some(&cal))
+                .unwrap()
+        })
     });
 }
 
