@@ -52,17 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("{} exists: choose another --out or pass --force to replace it", out.display());
     }
     let mut dev: Box<dyn CalibrationDevice> = if super::suite::fake_gpu() {
-        Box::new(FakeCalibrationDevice::new(calibrate::TrueConstants {
-            cyc_load: 480.0,
-            cyc_store: 260.0,
-            cyc_s: 29.0,
-            cyc_t: 34.0,
-            cyc_r: 1.0,
-            alu_latency: 4.0,
-            in_warp_delay: 3.2,
-            out_warp_delay: 1.5,
-            l2_bandwidth_gbs: 4800.0,
-        }))
+        Box::new(FakeCalibrationDevice::new(calibrate::TrueConstants::AMPERE_LIKE))
     } else {
         Box::new(calibrate::cuda::CudaCalibrationDevice::open(args.device)?)
     };

@@ -84,24 +84,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         [(MapKind::Range, ProfilerKind::Range, "range"), (MapKind::Pm, ProfilerKind::PmSampling, "pm")]
     {
         for (input, metrics) in map.input_metrics(kind) {
+            // The map's notes on the counters behind this input (why a PM entry is a stand-in or absent).
+            let notes: Vec<String> = gpumodel_models::profile::MODEL_INPUTS
+                .iter()
+                .find(|(n, _)| *n == input)
+                .map(|(_, p)| p.iter().filter_map(|c| map.pm_notes.get(*c).cloned()).collect())
+                .unwrap_or_default();
+            let notes = dedup(notes).join("; ");
             let note = if metrics.is_empty() {
-                let parts: Vec<String> = gpumodel_models::profile::MODEL_INPUTS
-                    .iter()
-                    .find(|(n, _)| *n == input)
-                    .map(|(_, p)| p.iter().filter_map(|c| map.pm_notes.get(*c).cloned()).collect())
-                    .unwrap_or_default();
-                let parts = dedup(parts);
-                Some(if parts.is_empty() { "not in this map".into() } else { parts.join("; ") })
-            } else if kind == MapKind::Pm {
-                let parts: Vec<String> = gpumodel_models::profile::MODEL_INPUTS
-                    .iter()
-                    .find(|(n, _)| *n == input)
-                    .map(|(_, p)| p.iter().filter_map(|c| map.pm_notes.get(*c).cloned()).collect())
-                    .unwrap_or_default();
-                let parts = dedup(parts);
-                (!parts.is_empty()).then(|| parts.join("; "))
+                Some(if notes.is_empty() { "not in this map".into() } else { notes })
             } else {
-                None
+                (kind == MapKind::Pm && !notes.is_empty()).then_some(notes)
             };
             let exists = if metrics.is_empty() || !have { None } else { check(&chip, pk, &metrics) };
             inputs.push(InputRow { input: input.into(), profiler: label, metrics, exists, note });

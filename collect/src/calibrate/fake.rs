@@ -20,6 +20,22 @@ pub struct TrueConstants {
     pub l2_bandwidth_gbs: f64,
 }
 
+impl TrueConstants {
+    /// Ampere-like orders of magnitude (chosen by hand, not measured): what `GPUMODEL_FAKE_GPU=1` and the
+    /// tests give the fake GPU.
+    pub const AMPERE_LIKE: TrueConstants = TrueConstants {
+        cyc_load: 480.0,
+        cyc_store: 260.0,
+        cyc_s: 29.0,
+        cyc_t: 34.0,
+        cyc_r: 1.0,
+        alu_latency: 4.0,
+        in_warp_delay: 3.2,
+        out_warp_delay: 1.5,
+        l2_bandwidth_gbs: 4800.0,
+    };
+}
+
 /// The scripted GPU: facts from the built-in `a100` profile, timings from [`TrueConstants`].
 pub struct FakeCalibrationDevice {
     pub truth: TrueConstants,
