@@ -3,8 +3,9 @@
 //! profiles, Lang & Rünger's CG split); `gpumodel split fit FILE` fits linear clock laws with R².
 
 use super::output::{OutputFormat, render_table};
+use gpumodel_predict::split::cg::{CgReport, Share};
 use gpumodel_predict::split::input::{self, FitRow, Front, Report};
-use gpumodel_predict::split::peach::{CoExecution, SplitPoint};
+use gpumodel_predict::split::peach::{CoExecution, SplitPoint, Winner};
 use gpumodel_predict::split::{Objective, SplitError};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -155,6 +156,7 @@ fn table(r: &Report) -> String {
             best,
             chosen,
             stafford,
+            stafford_case,
             at,
             gpu_from_model,
         } => {
@@ -218,8 +220,24 @@ fn table(r: &Report) -> String {
             };
             let _ = writeln!(
                 out,
-                "\nStafford et al. range test: {:.4} < S_G/S_C = {:.4} < {:.4} ? → {verdict}\n  (balanced CPU share, Stafford's α = {:.4}; GPU share, PEACH's α = {:.4}; no hosting power or offload in this test)",
-                stafford.lower, stafford.speed_ratio, stafford.upper, stafford.cpu_share, stafford.gpu_share
+                "\nStafford et al. range test: co-execution saves energy iff S_G/S_C lies in [{:.4}, {:.4}]; here S_G/S_C = {:.4} → {verdict}\n  (balanced CPU share, Stafford's α = {:.4}; GPU share, PEACH's α = {:.4}; no hosting power or offload in this test)",
+                stafford.lower, stafford.upper, stafford.speed_ratio, stafford.cpu_share, stafford.gpu_share
+            );
+            let s = stafford_case;
+            let _ = writeln!(
+                out,
+                "Stafford et al. model (α = CPU share; model check, not a measurement): α_opt = {:.6}, T(α_opt) = {:.3} s\n  E(0) GPU only {:.1} J, E(α_opt) {:.1} J, E(1) CPU only {:.1} J\n  EDP: GPU only {}, α_opt {}, CPU only {} J·s\n  least energy: {}; least EDP: {}{}",
+                s.alpha,
+                s.time_s,
+                s.e_gpu_only_j,
+                s.e_split_j,
+                s.e_cpu_only_j,
+                g(s.e_gpu_only_j * s.t_gpu_only_s),
+                g(s.e_split_j * s.time_s),
+                g(s.e_cpu_only_j * s.t_cpu_only_s),
+                winner(s.energy_best),
+                winner(s.edp_best),
+                if s.energy_best != s.edp_best { " (the energy and EDP optima differ)" } else { "" }
             );
         }
         Report::Dvfs {
@@ -352,42 +370,7 @@ fn table(r: &Report) -> String {
             if let Some(t) = title {
                 let _ = writeln!(out, "{t}");
             }
-            if let Some(f) = report.cpu_clock_ghz {
-                let _ = writeln!(out, "CPU clock {f} GHz (from the DVFS laws)");
-                let rows: Vec<Vec<String>> = report
-                    .cpu_law_table
-                    .iter()
-                    .map(|r| {
-                        vec![format!("{}", r.0), format!("{:.2}", r.1), g(r.2), format!("{:.1}", r.3 * 1e6)]
-                    })
-                    .collect();
-                out.push_str(&render_table(&["GHz", "power W", "s/element", "µJ/element"], &rows));
-            }
-            let _ = writeln!(
-                out,
-                "energy per element: CPU e_C {:.1} µJ, GPU e_G {:.1} µJ; balanced GPU share r = {:.4}",
-                report.cpu_energy_per_element_j * 1e6,
-                report.gpu_energy_per_element_j * 1e6,
-                report.balanced_gpu_share
-            );
-            let _ = writeln!(
-                out,
-                "split beats GPU-only when e_C < θ = {:.1} µJ: {}",
-                report.split_threshold_j * 1e6,
-                if report.cpu_energy_per_element_j < report.split_threshold_j { "yes" } else { "no" }
-            );
-            let rows: Vec<Vec<String>> = report
-                .runs
-                .iter()
-                .map(|r| {
-                    let name = serde_json::to_value(r.choice).ok().and_then(|v| v.as_str().map(String::from));
-                    vec![name.unwrap_or_default(), pct(r.gpu_share), g(r.time_s), g(r.energy_j)]
-                })
-                .collect();
-            out.push_str(&render_table(&["run", "gpu share", "time s", "energy J"], &rows));
-            let name =
-                serde_json::to_value(report.choice.choice).ok().and_then(|v| v.as_str().map(String::from));
-            let _ = writeln!(out, "decision for {objective}: {}", name.unwrap_or_default());
+            cg_table(&mut out, objective, report);
         }
         _ => {
             let _ = writeln!(out, "{}", serde_json::to_string_pretty(r).unwrap_or_default());
@@ -481,4 +464,270 @@ fn csv(r: &Report) -> String {
         _ => out.push_str(&serde_json::to_string(r).unwrap_or_default()),
     }
     out
+}
+
+fn winner(w: Winner) -> &'static str {
+    match w {
+        Winner::GpuOnly => "gpu-only",
+        Winner::Split => "split (α_opt)",
+        Winner::CpuOnly => "cpu-only",
+    }
+}
+
+fn uj(x: f64) -> String {
+    format!("{:.1} µJ", x * 1e6)
+}
+
+/// A published figure beside ours: "(paper: X)" when the file gives one, flagged when the two differ
+/// at the paper's printed precision (`half_unit` is half a unit of its last printed digit).
+fn beside(ours: f64, paper: Option<f64>, half_unit: f64, unit: &str) -> String {
+    match paper {
+        Some(v) if (ours - v).abs() > half_unit * (1.0 + 1e-9) => {
+            format!(" (paper prints {v}{unit}: differs at its printed precision, see the notes)")
+        }
+        Some(v) => format!(" (paper: {v}{unit})"),
+        None => String::new(),
+    }
+}
+
+fn cg_table(out: &mut String, objective: &str, r: &CgReport) {
+    let (cpu, gpu) = (&r.cpu, &r.gpu);
+    let published = r.published.clone().unwrap_or_default();
+    let d = &r.decisions[0];
+    let _ = writeln!(out, "Lang & Rünger CG model (JPDC 2014); equation numbers in brackets are the paper's");
+    let _ = writeln!(
+        out,
+        "inputs: p = {} threads, l = {} iterations per solver call\n  CPU: t_el,cpu {:.2} µs per thread ({:.2} µs with {} threads), E_el,cpu {}, E_el,dram {}, P_idle,cpu {} W, P_idle,dram {} W\n  GPU: t_el,gpu {:.2} µs, E_el,gpu {}, E_el,copy {}, t_el,copy {:.1} µs",
+        r.threads,
+        r.iterations,
+        cpu.time_per_element_s * 1e6,
+        r.cpu_time_per_element_s * 1e6,
+        r.threads,
+        uj(cpu.energy_per_element_j),
+        uj(cpu.dram_energy_per_element_j),
+        cpu.idle_power_w,
+        cpu.dram_idle_power_w,
+        gpu.time_per_element_s * 1e6,
+        uj(gpu.energy_per_element_j),
+        uj(gpu.copy_energy_per_element_j),
+        gpu.copy_time_per_element_s * 1e6,
+    );
+    let _ = writeln!(out, "E*_el,cpu = E_el,cpu + E_el,dram = {}  (36)", uj(r.e_star_el_cpu_j));
+    let _ = writeln!(out, "E*_el,gpu = E_el,gpu + E_el,copy / l = {}  (39)", uj(r.e_star_el_gpu_j));
+    let _ = writeln!(out, "P*_idle,cpu = P_idle,cpu + P_idle,dram = {:.1} W  (35)", r.p_star_idle_cpu_w);
+    let _ = writeln!(
+        out,
+        "idle CPU energy per GPU element P*_idle,cpu·t_el,gpu = {}{}",
+        uj(r.idle_cpu_energy_per_gpu_element_j),
+        beside(
+            r.idle_cpu_energy_per_gpu_element_j * 1e6,
+            published.idle_cpu_energy_per_gpu_element_j.map(|v| v * 1e6),
+            0.5,
+            " µJ"
+        )
+    );
+    let (ec, eg) = (r.e_star_el_cpu_j * 1e6, r.e_star_el_gpu_j * 1e6);
+    let _ = writeln!(
+        out,
+        "rule 1: CPU only if E*_el,cpu <= E*_el,gpu: {ec:.1} {} {eg:.1} µJ → {}",
+        if d.rule1 { "<=" } else { ">" },
+        if d.rule1 { "applies: CPU only" } else { "does not apply" }
+    );
+    let paper401 = published.rule2_threshold_j.map(|v| v * 1e6);
+    let _ = writeln!(
+        out,
+        "rule 2: GPU only if E*_el,cpu > E*_el,gpu + P*_idle,cpu·t_el,gpu = {}{}: {ec:.1} {} {:.1} µJ → {}",
+        uj(d.rule2_threshold_j),
+        paper401.map_or(String::new(), |v| format!(" (the paper prints {v} µJ)")),
+        if d.rule2 { ">" } else { "<=" },
+        d.rule2_threshold_j * 1e6,
+        if d.rule2 {
+            "applies: GPU only"
+        } else if d.rule1 {
+            "not reached"
+        } else {
+            "does not apply"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "decision: {} (decided by {})",
+        d.decision.name(),
+        match d.decided_by {
+            "neither rule" => "neither rule 1 nor rule 2 applying",
+            other => other,
+        }
+    );
+    let same = if d.exact_decision == d.decision {
+        "same verdict as the paper's rule".to_string()
+    } else {
+        format!(
+            "DIFFERS from the paper's rule: it says {}, the exact comparison {}",
+            d.decision.name(),
+            d.exact_decision.name()
+        )
+    };
+    let _ = writeln!(
+        out,
+        "exact condition beside rule 2: GPU only if E*_el,cpu > E*_el,gpu + P*_idle,cpu·(t_el,gpu + t_el,cpu/p) = {} → {}; {same}",
+        uj(d.exact_threshold_j),
+        d.exact_decision.name()
+    );
+    let observed = published.observed_gpu_share.as_ref().map(|s| match s {
+        Share::Number(v) => format!("{v:.4}"),
+        Share::Fraction(f) => f.clone(),
+    });
+    let _ = writeln!(
+        out,
+        "balanced GPU share r = (1 + p·t_el,gpu/t_el,cpu)⁻¹ = {:.4}  (26){}",
+        d.gpu_share,
+        observed.map_or(String::new(), |o| format!(
+            "; the paper observes about {o}: its measured GPU time includes the per-call transfers"
+        ))
+    );
+    match r.break_even_iterations {
+        Some(l) => {
+            let _ = writeln!(
+                out,
+                "break-even iterations l = E_el,copy / (E*_el,cpu − E_el,gpu) = {l:.1}: with more iterations per call a GPU element costs less than a CPU element{}",
+                published
+                    .break_even_iterations
+                    .as_ref()
+                    .map_or(String::new(), |t| format!(" (paper: \"{t}\")"))
+            );
+        }
+        None => {
+            let _ = writeln!(out, "break-even iterations: none (E_el,gpu alone is not below E*_el,cpu)");
+        }
+    }
+    if r.decisions.len() > 1 || d.gpus != 1 {
+        let _ =
+            writeln!(out, "\nwith q identical GPUs (t_el,gpu/q in (26), rule 2 and the exact condition):");
+        let rows: Vec<Vec<String>> = r
+            .decisions
+            .iter()
+            .map(|d| {
+                vec![
+                    d.gpus.to_string(),
+                    format!("{:.4}", d.gpu_share),
+                    format!("{:.1}", d.rule2_threshold_j * 1e6),
+                    format!("{:.1}", d.exact_threshold_j * 1e6),
+                    d.decision.name().into(),
+                    d.exact_decision.name().into(),
+                ]
+            })
+            .collect();
+        out.push_str(&render_table(
+            &["q", "r", "rule-2 threshold µJ", "exact threshold µJ", "paper's rules", "exact"],
+            &rows,
+        ));
+    }
+    if !r.cpu_law_table.is_empty() {
+        let _ =
+            writeln!(out, "\nCPU DVFS laws: E_el(f) = P(f) / v(f); E*_el,cpu(f) adds Table 2's E_el,dram");
+        let rows: Vec<Vec<String>> = r
+            .cpu_law_table
+            .iter()
+            .map(|row| {
+                vec![
+                    format!("{:.1}", row.clock_ghz),
+                    format!("{:.1}", row.power_w),
+                    format!("{:.1}", row.elements_per_ms),
+                    format!("{:.1}", row.e_el_j * 1e6),
+                    row.published_uj.map_or("-".into(), |v| format!("{v}")),
+                    format!("{:.1}", (row.e_el_j + cpu.dram_energy_per_element_j) * 1e6),
+                    row.decision.decision.name().into(),
+                ]
+            })
+            .collect();
+        out.push_str(&render_table(
+            &["GHz", "P(f) W", "v(f) el/ms", "E_el(f) µJ", "paper µJ", "E*_el,cpu µJ", "decision"],
+            &rows,
+        ));
+        if let Some(c) = &r.clock_choice {
+            let turbo = published.e_el_cpu_uj.get("turbo");
+            let _ = writeln!(
+                out,
+                "CPU clock for the least energy per element from the laws: {:.1} GHz ({}){}{}",
+                c.clock_ghz,
+                uj(c.e_el_j),
+                if c.at_edge {
+                    format!(
+                        "; it is at the edge of the listed clocks (the law's minimum between them: {:.2} GHz, {}), so a clock outside the fitted range may be cheaper",
+                        c.continuous_min.0,
+                        uj(c.continuous_min.1)
+                    )
+                } else {
+                    String::new()
+                },
+                turbo.map_or(String::new(), |t| format!(
+                    "; the paper measures {t} µJ at Turbo (outside the fit), the value Table 2 and the decision above use"
+                ))
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\none iteration of {} elements (q = {}; times without transfers, as in the paper's rules)",
+        r.elements, d.gpus
+    );
+    let rows: Vec<Vec<String>> = r
+        .runs
+        .iter()
+        .map(|run| vec![run.choice.name().into(), pct(run.gpu_share), g(run.time_s), g(run.energy_j)])
+        .collect();
+    out.push_str(&render_table(&["run", "gpu share", "time s", "energy J"], &rows));
+    let _ = writeln!(out, "least {objective}: {}", r.choice.choice.name());
+    if let Some((both, one)) = &r.example {
+        let _ = writeln!(
+            out,
+            "\nenergy example: per CG iteration, GPU share {:.4} with both CPUs{}",
+            both.gpu_share,
+            one.map_or(String::new(), |o| format!(", {:.4} with one CPU while the other idles", o.gpu_share))
+        );
+        let cell = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x}"));
+        let flag = |ours: f64, paper: Option<f64>| match paper {
+            Some(p) if (ours - p).abs() > 0.005 * (1.0 + 1e-9) => {
+                "differs at the printed precision (see notes)"
+            }
+            Some(_) => "same at the printed precision",
+            None => "",
+        };
+        let mut rows = Vec::new();
+        let mut push = |label: &str, ours: f64, paper: Option<f64>| {
+            rows.push(vec![
+                label.to_string(),
+                format!("{ours:.3}"),
+                cell(paper),
+                flag(ours, paper).to_string(),
+            ]);
+        };
+        push("both CPUs: CPU part", both.cpu_j, published.collaboration_cpu_j);
+        push("both CPUs: GPU part (compute + copy)", both.gpu_j, published.collaboration_gpu_j);
+        push("both CPUs: total", both.total_j, published.collaboration_total_j);
+        if let Some(o) = one {
+            let parts = published.one_cpu_parts_j;
+            push("one CPU: CPU part", o.cpu_j, parts.map(|p| p[0]));
+            push("one CPU: GPU part (compute + copy)", o.gpu_j, parts.map(|p| p[1]));
+            push("one CPU: idle second CPU", o.idle_cpu_j, parts.map(|p| p[2]));
+            push("one CPU: total", o.total_j, published.one_cpu_plus_gpu_total_j);
+        }
+        out.push_str(&render_table(&["", "ours J", "paper J", ""], &rows));
+        if let Some(o) = one {
+            let _ = writeln!(
+                out,
+                "→ {} ({:.3} J vs {:.3} J)",
+                if both.total_j < o.total_j {
+                    "using both CPUs with the GPU uses less energy"
+                } else {
+                    "one CPU with the GPU uses less energy"
+                },
+                both.total_j,
+                o.total_j
+            );
+        }
+    }
+    for n in &published.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
 }

@@ -7,7 +7,7 @@
 //! - `[cpu.dvfs]` and `[gpu.dvfs]` (clock lists with rate and power laws or tables): PEACH's coupled DVFS
 //!   search;
 //! - `[[device]]` tables (sizes, time_s, dynamic_energy_j): the exact Pareto front;
-//! - `[cg]`: Lang & Rünger's CG split.
+//! - `[cg]` with `[cg.cpu]` and `[cg.gpu]` (Table 2 of the paper): Lang & Rünger's CG split.
 //!
 //! See `datasets/examples/split/*.toml` for one file per paper.
 
@@ -15,7 +15,7 @@ use super::cg::{CgCase, CgReport};
 use super::dvfs::{self, Cell, DeviceDvfs, LineFit};
 use super::from_model::{Derived, FromModel};
 use super::pareto::{self, DeviceProfile, ParetoPoint, Problem};
-use super::peach::{self, SplitPoint, StaffordRange, TwoDevice};
+use super::peach::{self, SplitPoint, StaffordCase, StaffordRange, TwoDevice};
 use super::{Objective, Result, SplitError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -95,6 +95,9 @@ pub struct Cpu {
     /// R_C, work per second.
     #[serde(default)]
     pub rate: Option<f64>,
+    /// The CPU's own static power, W (Stafford's P^S_C); added to the top-level `static_power_w`.
+    #[serde(default)]
+    pub static_power_w: Option<f64>,
     /// Pd_C, W.
     #[serde(default)]
     pub dynamic_power_w: Option<f64>,
@@ -110,6 +113,9 @@ pub struct Gpu {
     /// R_G, work per second.
     #[serde(default)]
     pub rate: Option<f64>,
+    /// The GPU's own static power, W (Stafford's P^S_G); added to the top-level `static_power_w`.
+    #[serde(default)]
+    pub static_power_w: Option<f64>,
     /// Pd_G, W.
     #[serde(default)]
     pub dynamic_power_w: Option<f64>,
@@ -205,6 +211,8 @@ pub enum Report {
         best: Vec<Best>,
         chosen: String,
         stafford: StaffordRange,
+        /// GPU-only, balanced and CPU-only in Stafford et al.'s terms, with the energy and EDP winners.
+        stafford_case: StaffordCase,
         /// The model at the share asked for with `--gpu-share`, if any.
         at: Option<SplitPoint>,
         /// Where the GPU's rate and dynamic power came from, when predicted by our models.
@@ -271,9 +279,24 @@ fn objectives(chosen: Objective) -> (Vec<Objective>, usize) {
 impl CaseFile {
     fn two_device_base(&self, cpu_rate: f64, cpu_pd: f64, gpu_rate: f64, gpu_pd: f64) -> Result<TwoDevice> {
         let gpu = self.gpu.as_ref();
+        // P0 is the node's static power plus the devices' own, in whichever places the file gives them.
+        let parts = [
+            ("static_power_w", self.static_power_w),
+            ("[cpu] static_power_w", self.cpu.as_ref().and_then(|c| c.static_power_w)),
+            ("[gpu] static_power_w", gpu.and_then(|g| g.static_power_w)),
+        ];
+        let mut p0 = None;
+        for (key, v) in parts {
+            if let Some(v) = v {
+                p0 = Some(p0.unwrap_or(0.0) + super::non_negative(key, v)?);
+            }
+        }
         let sys = TwoDevice {
-            static_power_w: self.static_power_w.ok_or_else(|| {
-                SplitError::Case("the two-device model needs `static_power_w` (P0) at the top level".into())
+            static_power_w: p0.ok_or_else(|| {
+                SplitError::Case(
+                    "the two-device model needs `static_power_w` (P0) at the top level, or in [cpu] and [gpu]"
+                        .into(),
+                )
             })?,
             cpu_rate,
             cpu_dynamic_w: cpu_pd,
@@ -446,6 +469,7 @@ impl CaseFile {
                     best,
                     chosen: objs[k].to_string(),
                     stafford: peach::stafford_range(&sys),
+                    stafford_case: peach::stafford_case(&sys),
                     at: gpu_share.map(|a| sys.evaluate(a)).transpose()?,
                     gpu_from_model: derived,
                 })
@@ -588,7 +612,7 @@ mod tests {
 
     #[test]
     fn a_file_with_two_cases_or_none_is_refused() {
-        let f = parse("[cg]\ncpu_cores = 1\ncpu_idle_power_w = 1\ngpu_time_per_element_s = 1\ngpu_power_w = 1\ngpu_idle_power_w = 1\n[cpu]\nrate = 1\n", "t").unwrap();
+        let f = parse("[cg]\nthreads = 1\n[cpu]\nrate = 1\n", "t").unwrap();
         assert!(matches!(f.run(Objective::TIME), Err(SplitError::Case(_))));
         let f = parse("title = \"x\"\n", "t").unwrap();
         assert!(matches!(f.run(Objective::TIME), Err(SplitError::Case(_))));

@@ -38,6 +38,9 @@ pub mod input;
 pub mod pareto;
 pub mod peach;
 
+#[cfg(test)]
+mod pareto_props;
+
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
@@ -77,6 +80,16 @@ pub enum SplitError {
 
 /// Result alias of this module.
 pub type Result<T> = std::result::Result<T, SplitError>;
+
+/// Reads any TOML file as a generic JSON value, so that values can be looked up by key without a
+/// schema — e.g. the papers' test vectors beside the repository (`../shared/papers/*.toml`), which the
+/// integration tests compare `gpumodel split` against.
+pub fn read_toml_value(path: &std::path::Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| SplitError::Io { path: path.display().to_string(), source })?;
+    toml::from_str(&text)
+        .map_err(|e| SplitError::Parse { path: path.display().to_string(), message: e.message().to_string() })
+}
 
 /// Checks that `value` is finite and > 0.
 pub(crate) fn positive(what: &str, value: f64) -> Result<f64> {

@@ -216,6 +216,71 @@ pub fn stafford_range(sys: &TwoDevice) -> StaffordRange {
     }
 }
 
+/// Which run is best in Stafford et al.'s three-way comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Winner {
+    /// α = 0 in Stafford's terms: all work on the GPU.
+    GpuOnly,
+    /// The balanced split α_opt.
+    Split,
+    /// α = 1: all work on the CPU.
+    CpuOnly,
+}
+
+/// GPU-only, the balanced split and CPU-only in Stafford et al.'s notation (α = the CPU's share), with
+/// the winners for energy and for EDP. The balanced split is the time optimum; for E·T^n the optimum
+/// of the PEACH/Stafford model lies among these three (see the module docs), so the winners are exact.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StaffordCase {
+    /// α_opt = S_C / (S_C + S_G) (with an offload overhead: 1 − PEACH's balanced GPU share).
+    pub alpha: f64,
+    /// T(α_opt), s.
+    pub time_s: f64,
+    /// E(0): GPU only, J.
+    pub e_gpu_only_j: f64,
+    /// E(α_opt), J.
+    pub e_split_j: f64,
+    /// E(1): CPU only, J.
+    pub e_cpu_only_j: f64,
+    /// T(0) and T(1), s, for the EDP.
+    pub t_gpu_only_s: f64,
+    /// See `t_gpu_only_s`.
+    pub t_cpu_only_s: f64,
+    /// Least energy.
+    pub energy_best: Winner,
+    /// Least energy × time.
+    pub edp_best: Winner,
+}
+
+/// The three-way comparison of Stafford et al. for `sys` (its hosting power and offload included).
+pub fn stafford_case(sys: &TwoDevice) -> StaffordCase {
+    let bal = sys.balance_share();
+    let (gpu, split, cpu) = (sys.eval(1.0), sys.eval(bal), sys.eval(0.0));
+    let runs = [(Winner::GpuOnly, gpu), (Winner::Split, split), (Winner::CpuOnly, cpu)];
+    // Ties go to the earlier entry: GPU-only, then the split.
+    let pick = |key: &dyn Fn(&SplitPoint) -> f64| {
+        let mut best = runs[0];
+        for r in &runs[1..] {
+            if key(&r.1) < key(&best.1) {
+                best = *r;
+            }
+        }
+        best.0
+    };
+    StaffordCase {
+        alpha: 1.0 - bal,
+        time_s: split.time_s,
+        e_gpu_only_j: gpu.energy_j,
+        e_split_j: split.energy_j,
+        e_cpu_only_j: cpu.energy_j,
+        t_gpu_only_s: gpu.time_s,
+        t_cpu_only_s: cpu.time_s,
+        energy_best: pick(&|p| p.energy_j),
+        edp_best: pick(&|p| p.energy_j * p.time_s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
