@@ -390,7 +390,7 @@ fn hepopta_linear_front_is_21_points_on_e_equals_90_minus_t() {
     let text = table(&file);
     has(&text, "(time, dynamic energy) front: 21 points");
     has(&text, "best time: [20, 10] (time 20.0000 s, energy 70.0000 J)");
-    has(&text, "best energy: [0, 30] (time 60.0000 s, energy 30.0000 J)");
+    has(&text, "best energy *: [0, 30] (time 60.0000 s, energy 30.0000 J)");
 }
 
 // ---------------------------------------------------------------------------------------------------

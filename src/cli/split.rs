@@ -652,13 +652,13 @@ fn cg_table(out: &mut String, objective: &str, r: &CgReport) {
                 c.clock_ghz,
                 uj(c.e_el_j),
                 if c.at_edge {
+                    "; E_el(f) is least at an edge of the listed clocks, so a clock outside the laws' fitted range may be cheaper".to_string()
+                } else {
                     format!(
-                        "; it is at the edge of the listed clocks (the law's minimum between them: {:.2} GHz, {}), so a clock outside the fitted range may be cheaper",
+                        " (the law's minimum between the listed clocks: {:.2} GHz, {})",
                         c.continuous_min.0,
                         uj(c.continuous_min.1)
                     )
-                } else {
-                    String::new()
                 },
                 turbo.map_or(String::new(), |t| format!(
                     "; the paper measures {t} µJ at Turbo (outside the fit), the value Table 2 and the decision above use"
@@ -666,11 +666,12 @@ fn cg_table(out: &mut String, objective: &str, r: &CgReport) {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "\none iteration of {} elements (q = {}; times without transfers, as in the paper's rules)",
-        r.elements, d.gpus
-    );
+    let per = if r.elements == 1.0 {
+        "one element".to_string()
+    } else {
+        format!("one iteration of {} elements", r.elements)
+    };
+    let _ = writeln!(out, "\n{per} (q = {}; times without transfers, as in the paper's rules)", d.gpus);
     let rows: Vec<Vec<String>> = r
         .runs
         .iter()
@@ -685,7 +686,7 @@ fn cg_table(out: &mut String, objective: &str, r: &CgReport) {
             both.gpu_share,
             one.map_or(String::new(), |o| format!(", {:.4} with one CPU while the other idles", o.gpu_share))
         );
-        let cell = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x}"));
+        let cell = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
         let flag = |ours: f64, paper: Option<f64>| match paper {
             Some(p) if (ours - p).abs() > 0.005 * (1.0 + 1e-9) => {
                 "differs at the printed precision (see notes)"
