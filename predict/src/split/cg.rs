@@ -48,7 +48,7 @@ pub struct CgCase {
     /// N: elements per iteration, for the per-iteration runs (default 1: results per element).
     #[serde(default = "one")]
     pub elements: f64,
-    /// Numbers of identical GPUs q to tabulate (default [1]).
+    /// Numbers of identical GPUs q to tabulate (default: just 1).
     #[serde(default = "one_gpu")]
     pub gpus: Vec<u32>,
     /// `[cg.cpu]`.
