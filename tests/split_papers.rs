@@ -461,3 +461,19 @@ fn bad_case_files_get_one_line_naming_the_key() {
     // Zero GPUs.
     assert_refused(&lang.replace("gpus = [1, 2, 4]", "gpus = [0]"), "[cg] gpus");
 }
+
+#[test]
+fn lang_runger_output_says_when_rule_2_and_the_exact_bound_differ() {
+    // With E_el,cpu raised so that E*_el,cpu = 450.5 µJ (between 402.6 and 545.9), the paper's rule 2
+    // says GPU only while the exact comparison still favours collaborating: the output must say so.
+    let lang = std::fs::read_to_string(example("lang_runger_cg.toml")).unwrap();
+    let moved = lang.replace("energy_per_element_j = 265e-6", "energy_per_element_j = 430e-6");
+    assert_ne!(moved, lang);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("between.toml");
+    std::fs::write(&path, moved).unwrap();
+    let text = table(&path);
+    has(&text, "decision: gpu-only (decided by rule 2)");
+    has(&text, "DIFFERS from the paper's rule: it says gpu-only, the exact comparison collaborate");
+    has(&text, "least energy: collaborate");
+}
