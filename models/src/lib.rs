@@ -15,10 +15,12 @@
 
 pub mod arch;
 pub mod artifact;
+pub mod cluster;
 pub mod counters;
 pub mod dataset;
 pub mod energy;
 pub mod error;
+pub mod export;
 pub mod features;
 pub mod featureset;
 pub mod import;

@@ -1,7 +1,47 @@
 //! Shared output helpers: the output format flag, plain-text tables, and the one progress-bar factory.
 
+use gpumodel_models::export::{self, Export, Format};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+
+/// `--format` of the commands on the one output layer (`gpumodel_models::export`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// An aligned text table for people.
+    #[default]
+    Table,
+    /// CSV of the main table on stdout (quoted where needed, full-precision numbers).
+    Csv,
+    /// The whole result as one JSON document on stdout.
+    Json,
+    /// Markdown tables.
+    Markdown,
+}
+
+impl From<ExportFormat> for Format {
+    fn from(f: ExportFormat) -> Format {
+        match f {
+            ExportFormat::Table => Format::Table,
+            ExportFormat::Csv => Format::Csv,
+            ExportFormat::Json => Format::Json,
+            ExportFormat::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// Renders a command's result and writes it to stdout.
+pub fn print<E: Export>(result: &E, format: ExportFormat) -> anyhow::Result<()> {
+    emit(&export::render(result, format.into())?)
+}
+
+/// The one output sink: writes to stdout; a reader that went away (`| head`) is not an error.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
 
 /// How a command prints its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -1,0 +1,425 @@
+//! One output layer for every command.
+//!
+//! A command computes one serializable result struct and implements [`Export`] on it: the tables it
+//! shows ([`Section`]s of typed [`Cell`]s) and the lines of prose around them. [`render`] turns the same
+//! value into an aligned text table for people, CSV (through `csv::Writer`, so kernel names such as
+//! `void f<int, 2>(float*, int)` survive), JSON (the struct itself, tagged with the command and its format
+//! version so that `gpumodel report` can read any command's output) or Markdown.
+//!
+//! ```
+//! use gpumodel_models::export::{render, Cell, Column, Export, Format, Section};
+//! #[derive(serde::Serialize)]
+//! struct Speeds { kernels: Vec<(String, f64)> }
+//! impl Export for Speeds {
+//!     const COMMAND: &'static str = "example";
+//!     fn sections(&self) -> Vec<Section> {
+//!         let mut s = Section::new(vec![Column::new("kernel", "kernel"), Column::new("time_s", "time s")]);
+//!         for (k, t) in &self.kernels {
+//!             s.push(vec![Cell::text(k), Cell::num(*t, 3)]);
+//!         }
+//!         vec![s]
+//!     }
+//! }
+//! let v = Speeds { kernels: vec![("void f<int, 2>(float*, int)".into(), 0.5)] };
+//! let csv = render(&v, Format::Csv).unwrap();
+//! assert_eq!(csv, "kernel,time_s\n\"void f<int, 2>(float*, int)\",0.5\n");
+//! ```
+
+use serde::Serialize;
+
+/// How a command prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// An aligned text table for people, with the command's notes.
+    #[default]
+    Table,
+    /// CSV of the main table (full-precision numbers, RFC 4180 quoting).
+    Csv,
+    /// The whole result as one JSON document.
+    Json,
+    /// GitHub-flavoured Markdown tables, with the notes as paragraphs.
+    Markdown,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "table" | "text" => Ok(Format::Table),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            "markdown" | "md" => Ok(Format::Markdown),
+            _ => Err(format!("format '{s}' is not one of table, csv, json, markdown")),
+        }
+    }
+}
+
+/// One column: the machine name (CSV header, snake_case with its unit) and the label people read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub label: String,
+}
+
+impl Column {
+    pub fn new(name: impl Into<String>, label: impl Into<String>) -> Column {
+        Column { name: name.into(), label: label.into() }
+    }
+}
+
+/// One cell: text, or a number that the table shows rounded and CSV writes in full.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Text(String),
+    /// A value and the number of decimals people see.
+    Num {
+        value: f64,
+        decimals: usize,
+    },
+    /// A value people see in scientific notation with this many decimals.
+    Sci {
+        value: f64,
+        decimals: usize,
+    },
+    Int(i64),
+    /// No value (shown as `-`, empty in CSV).
+    Empty,
+}
+
+impl Cell {
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+    pub fn num(value: f64, decimals: usize) -> Cell {
+        Cell::Num { value, decimals }
+    }
+    pub fn sci(value: f64, decimals: usize) -> Cell {
+        Cell::Sci { value, decimals }
+    }
+    pub fn int(value: impl Into<i64>) -> Cell {
+        Cell::Int(value.into())
+    }
+    /// A number when there is one, `-` otherwise.
+    pub fn opt(value: Option<f64>, decimals: usize) -> Cell {
+        value.map_or(Cell::Empty, |v| Cell::num(v, decimals))
+    }
+
+    /// What people see.
+    fn display(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Num { value, decimals } if value.is_finite() => format!("{value:.decimals$}"),
+            Cell::Sci { value, decimals } if value.is_finite() => format!("{value:.decimals$e}"),
+            Cell::Num { value, .. } | Cell::Sci { value, .. } => format!("{value}"),
+            Cell::Int(i) => i.to_string(),
+            Cell::Empty => "-".to_string(),
+        }
+    }
+
+    /// What a program reads: every digit of a number (Rust's shortest round-trip form).
+    fn raw(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Num { value, .. } | Cell::Sci { value, .. } => format!("{value}"),
+            Cell::Int(i) => i.to_string(),
+            Cell::Empty => String::new(),
+        }
+    }
+
+    fn is_numeric(&self) -> bool {
+        matches!(self, Cell::Num { .. } | Cell::Sci { .. } | Cell::Int(_))
+    }
+}
+
+/// One table of a result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    /// A heading printed above the table (not in CSV).
+    pub title: Option<String>,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Section {
+    pub fn new(columns: Vec<Column>) -> Section {
+        Section { title: None, columns, rows: Vec::new() }
+    }
+    pub fn titled(title: impl Into<String>, columns: Vec<Column>) -> Section {
+        Section { title: Some(title.into()), columns, rows: Vec::new() }
+    }
+    pub fn push(&mut self, row: Vec<Cell>) {
+        self.rows.push(row);
+    }
+}
+
+/// A command's result, renderable in every [`Format`].
+pub trait Export: Serialize {
+    /// The command that produced it, recorded in its JSON (`"command"`).
+    const COMMAND: &'static str;
+    /// Version of the JSON layout (`"format_version"`); bumped when a field changes meaning.
+    const FORMAT_VERSION: u32 = 1;
+    /// The tables, the main one first: CSV carries the first section only (JSON carries everything).
+    fn sections(&self) -> Vec<Section>;
+    /// Lines printed before the tables (table and Markdown only).
+    fn preamble(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Lines printed after the tables (table and Markdown only): optima, caveats, what was assumed.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// An output could not be rendered (a result that does not serialize, or a CSV writer error).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    #[error("rendering JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("rendering CSV: {0}")]
+    Csv(#[from] csv::Error),
+    #[error("rendering JSON: the result of `{0}` is not a JSON object")]
+    NotAnObject(&'static str),
+}
+
+/// Renders a result in the asked format.
+pub fn render<E: Export>(value: &E, format: Format) -> Result<String, ExportError> {
+    match format {
+        Format::Json => render_json(value),
+        Format::Csv => render_csv(value.sections().first()),
+        Format::Table => Ok(render_text(value)),
+        Format::Markdown => Ok(render_markdown(value)),
+    }
+}
+
+/// The result as pretty JSON, with `"command"` and `"format_version"` first.
+pub fn render_json<E: Export>(value: &E) -> Result<String, ExportError> {
+    let serde_json::Value::Object(body) = serde_json::to_value(value)? else {
+        return Err(ExportError::NotAnObject(E::COMMAND));
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("command".into(), E::COMMAND.into());
+    out.insert("format_version".into(), E::FORMAT_VERSION.into());
+    for (k, v) in body {
+        if k != "command" && k != "format_version" {
+            out.insert(k, v);
+        }
+    }
+    let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(out))?;
+    s.push('\n');
+    Ok(s)
+}
+
+fn render_csv(section: Option<&Section>) -> Result<String, ExportError> {
+    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    if let Some(s) = section {
+        w.write_record(s.columns.iter().map(|c| c.name.as_str()))?;
+        for row in &s.rows {
+            w.write_record(row.iter().map(Cell::raw))?;
+        }
+    }
+    let bytes = w.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
+    // Every cell came from a `String`, so the bytes are UTF-8.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Right-aligned when every non-empty cell of the column is a number.
+fn numeric_columns(s: &Section) -> Vec<bool> {
+    (0..s.columns.len())
+        .map(|j| {
+            let mut cells = s.rows.iter().filter_map(|r| r.get(j)).filter(|c| !matches!(c, Cell::Empty));
+            let mut any = false;
+            let all = cells.all(|c| {
+                any = true;
+                c.is_numeric()
+            });
+            any && all
+        })
+        .collect()
+}
+
+fn render_text<E: Export>(value: &E) -> String {
+    let mut out = String::new();
+    for line in value.preamble() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    for (i, s) in value.sections().iter().enumerate() {
+        if i > 0 || !out.is_empty() {
+            out.push('\n');
+        }
+        if let Some(t) = &s.title {
+            out.push_str(t);
+            out.push('\n');
+        }
+        let header: Vec<&str> = s.columns.iter().map(|c| c.label.as_str()).collect();
+        let rows: Vec<Vec<String>> = s.rows.iter().map(|r| r.iter().map(Cell::display).collect()).collect();
+        out.push_str(&aligned(&header, &rows, &numeric_columns(s)));
+    }
+    let notes = value.notes();
+    if !notes.is_empty() {
+        out.push('\n');
+        for line in notes {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// An aligned text table: `right[j]` right-aligns column j, header included.
+pub fn aligned(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
+    let n = header.len();
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (j, c) in r.iter().enumerate().take(n) {
+            width[j] = width[j].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: &[&str], out: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .take(n)
+            .map(|(j, c)| {
+                if right.get(j).copied().unwrap_or(false) {
+                    format!("{c:>w$}", w = width[j])
+                } else {
+                    format!("{c:<w$}", w = width[j])
+                }
+            })
+            .collect();
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(header, &mut out);
+    let rule: Vec<String> = width.iter().map(|w| "-".repeat(*w)).collect();
+    out.push_str(&rule.join("  "));
+    out.push('\n');
+    for r in rows {
+        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        line(&cells, &mut out);
+    }
+    out
+}
+
+fn markdown_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('|', "\\|").replace('\n', " ")
+}
+
+fn render_markdown<E: Export>(value: &E) -> String {
+    let mut out = String::new();
+    for line in value.preamble() {
+        out.push_str(&markdown_escape(&line));
+        out.push_str("\n\n");
+    }
+    for s in value.sections() {
+        if let Some(t) = &s.title {
+            out.push_str(&format!("### {}\n\n", markdown_escape(t)));
+        }
+        let right = numeric_columns(&s);
+        let head: Vec<String> = s.columns.iter().map(|c| markdown_escape(&c.label)).collect();
+        out.push_str(&format!("| {} |\n", head.join(" | ")));
+        let rule: Vec<&str> = (0..s.columns.len()).map(|j| if right[j] { "---:" } else { "---" }).collect();
+        out.push_str(&format!("|{}|\n", rule.join("|")));
+        for r in &s.rows {
+            let cells: Vec<String> = r.iter().map(|c| markdown_escape(&c.display())).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out.push('\n');
+    }
+    let notes = value.notes();
+    for line in &notes {
+        out.push_str(&markdown_escape(line));
+        out.push_str("  \n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Example {
+        rows: Vec<(String, f64, Option<f64>)>,
+    }
+
+    impl Export for Example {
+        const COMMAND: &'static str = "example";
+        fn sections(&self) -> Vec<Section> {
+            let mut s = Section::titled(
+                "per kernel",
+                vec![
+                    Column::new("kernel", "kernel"),
+                    Column::new("time_s", "time s"),
+                    Column::new("power_w", "W"),
+                ],
+            );
+            for (k, t, p) in &self.rows {
+                s.push(vec![Cell::text(k), Cell::num(*t, 2), Cell::opt(*p, 1)]);
+            }
+            vec![s]
+        }
+        fn notes(&self) -> Vec<String> {
+            vec!["a | note".into()]
+        }
+    }
+
+    fn example() -> Example {
+        Example {
+            rows: vec![
+                ("void f<int, 2>(float*, int)".into(), 1.0 / 3.0, Some(150.26)),
+                ("say \"hi\"".into(), 12.5, None),
+            ],
+        }
+    }
+
+    /// Templated C++ kernel names carry commas and quotes: CSV must quote them so that a CSV reader gets
+    /// the name back whole, and numbers keep every digit.
+    #[test]
+    fn csv_round_trips_kernel_names_with_commas_and_quotes() {
+        let csv = render(&example(), Format::Csv).unwrap();
+        let mut r = csv::Reader::from_reader(csv.as_bytes());
+        assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), ["kernel", "time_s", "power_w"]);
+        let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+        assert_eq!(&rows[0][0], "void f<int, 2>(float*, int)");
+        assert_eq!(rows[0][1].parse::<f64>().unwrap(), 1.0 / 3.0);
+        assert_eq!(&rows[1][0], "say \"hi\"");
+        assert_eq!(&rows[1][2], "");
+    }
+
+    #[test]
+    fn json_is_tagged_with_command_and_version() {
+        let v: serde_json::Value = serde_json::from_str(&render(&example(), Format::Json).unwrap()).unwrap();
+        assert_eq!(v["command"], "example");
+        assert_eq!(v["format_version"], 1);
+        assert_eq!(v["rows"][1][0], "say \"hi\"");
+    }
+
+    #[test]
+    fn table_rounds_numbers_and_right_aligns_them() {
+        let t = render(&example(), Format::Table).unwrap();
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "per kernel");
+        assert_eq!(lines[1], "kernel                       time s      W");
+        assert_eq!(lines[3], "void f<int, 2>(float*, int)    0.33  150.3");
+        assert_eq!(lines[4], "say \"hi\"                      12.50      -");
+        assert_eq!(lines.last(), Some(&"a | note"));
+    }
+
+    #[test]
+    fn markdown_escapes_pipes_and_aligns_numbers() {
+        let m = render(&example(), Format::Markdown).unwrap();
+        assert!(m.contains("| kernel | time s | W |\n|---|---:|---:|\n"), "{m}");
+        assert!(m.contains("a \\| note"), "{m}");
+    }
+
+    #[test]
+    fn format_names_parse() {
+        assert_eq!("md".parse::<Format>(), Ok(Format::Markdown));
+        assert!("yaml".parse::<Format>().unwrap_err().contains("table, csv, json, markdown"));
+    }
+}
