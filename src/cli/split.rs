@@ -226,12 +226,12 @@ fn table(r: &Report) -> String {
             let s = stafford_case;
             let _ = writeln!(
                 out,
-                "Stafford et al. model (α = CPU share; model check, not a measurement): α_opt = {:.6}, T(α_opt) = {:.3} s\n  E(0) GPU only {:.1} J, E(α_opt) {:.1} J, E(1) CPU only {:.1} J\n  EDP: GPU only {}, α_opt {}, CPU only {} J·s\n  least energy: {}; least EDP: {}{}",
+                "Stafford et al. model (α = CPU share; model check, not a measurement): α_opt = {:.6}, T(α_opt) = {} s\n  E(0) GPU only {} J, E(α_opt) {} J, E(1) CPU only {} J\n  EDP: GPU only {}, α_opt {}, CPU only {} J·s\n  least energy: {}; least EDP: {}{}",
                 s.alpha,
-                s.time_s,
-                s.e_gpu_only_j,
-                s.e_split_j,
-                s.e_cpu_only_j,
+                fixed(s.time_s, 3),
+                fixed(s.e_gpu_only_j, 1),
+                fixed(s.e_split_j, 1),
+                fixed(s.e_cpu_only_j, 1),
                 g(s.e_gpu_only_j * s.t_gpu_only_s),
                 g(s.e_split_j * s.time_s),
                 g(s.e_cpu_only_j * s.t_cpu_only_s),
@@ -464,6 +464,12 @@ fn csv(r: &Report) -> String {
         _ => out.push_str(&serde_json::to_string(r).unwrap_or_default()),
     }
     out
+}
+
+/// `decimals` fixed decimals for values of 1 and more (as the papers' vectors print them), four
+/// significant digits below, where fixed decimals would print 0.0.
+fn fixed(x: f64, decimals: usize) -> String {
+    if x.abs() >= 1.0 { format!("{x:.decimals$}") } else { g(x) }
 }
 
 fn winner(w: Winner) -> &'static str {
