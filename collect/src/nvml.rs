@@ -56,7 +56,9 @@ pub fn open_nvml_at(lib_path: Option<&std::ffi::OsStr>) -> Result<Arc<Nvml>> {
             message: "no permission to open the GPU device files; run as a user in the video group".into(),
         }),
         Err(NvmlError::FailedToLoadSymbol(e)) => Err(Error::NoDriver {
-            detail: format!("libnvidia-ml.so lacks a function this tool needs ({e}); update the NVIDIA driver"),
+            detail: format!(
+                "libnvidia-ml.so lacks a function this tool needs ({e}); update the NVIDIA driver"
+            ),
         }),
         Err(e) => Err(Error::Nvml { call: "nvmlInit", message: e.to_string() }),
     }

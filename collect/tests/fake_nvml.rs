@@ -83,7 +83,9 @@ fn not_supported_answers_become_values() {
 #[test]
 fn no_permission_for_power_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
-    let Err(e) = NvmlPower::open(open(dir.path(), 2).unwrap(), 0) else { panic!("no power without permission") };
+    let Err(e) = NvmlPower::open(open(dir.path(), 2).unwrap(), 0) else {
+        panic!("no power without permission")
+    };
     let msg = e.to_string();
     assert!(msg.starts_with("NVML nvmlDeviceGetPowerUsage failed: no permission to read power"), "{msg}");
     assert!(!msg.contains('\n'), "{msg}");

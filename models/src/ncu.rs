@@ -234,7 +234,9 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
             });
             let metric = cell(Some(mname));
             if !metric.is_empty() {
-                launches[k].cells.insert(metric.to_string(), (cell(Some(mvalue)).to_string(), cell(munit).to_string()));
+                launches[k]
+                    .cells
+                    .insert(metric.to_string(), (cell(Some(mvalue)).to_string(), cell(munit).to_string()));
             }
         }
     } else {
@@ -250,7 +252,8 @@ pub fn read_ncu(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
                 .iter()
                 .enumerate()
                 .map(|(i, h)| {
-                    let unit = if has_units { units.get(i).cloned().unwrap_or_default() } else { String::new() };
+                    let unit =
+                        if has_units { units.get(i).cloned().unwrap_or_default() } else { String::new() };
                     (h.clone(), (rec.get(i).cloned().unwrap_or_default(), unit))
                 })
                 .collect();
@@ -299,7 +302,10 @@ fn ncu_launch(l: &NcuLaunch, map: &CounterMap, source: &str) -> Result<ImportedK
             if let Some(n) = number(v) {
                 return Ok(Some([count_u32(n), 1, 1]));
             }
-            return Err(bad(col, format!("'{v}' is not a launch size like (256, 1, 1)")));
+            return Err(bad(
+                col,
+                format!("'{}' is not a launch size like (256, 1, 1)", crate::table::shown(v)),
+            ));
         }
         Ok(scaled(metric).map(|n| [count_u32(n), 1, 1]))
     };
@@ -313,10 +319,11 @@ fn ncu_launch(l: &NcuLaunch, map: &CounterMap, source: &str) -> Result<ImportedK
                 .or_else(|| scaled("Registers Per Thread"))
                 .map_or(0, count_u32),
             shared_mem_per_block: {
-                let raw: f64 = ["launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"]
-                    .iter()
-                    .filter_map(|m| scaled(m))
-                    .sum();
+                let raw: f64 =
+                    ["launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"]
+                        .iter()
+                        .filter_map(|m| scaled(m))
+                        .sum();
                 count_u32(raw.round())
             },
         }),
@@ -400,7 +407,7 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Vec
             file: source.into(),
             line: n as u64 + 1,
             column: "Avg".into(),
-            message: format!("'{a}' is not a number"),
+            message: format!("'{}' is not a number", crate::table::shown(a)),
         })?;
         let i = match kernels.iter().position(|x| &x.name == k) {
             Some(i) => i,
@@ -471,8 +478,13 @@ pub fn read_nvprof_gpu_trace(text: &str, source: &str) -> Result<Vec<TraceLaunch
             "no gpu-trace header (Grid X, Block X, Name): expected the output of `nvprof --print-gpu-trace --csv`",
         ));
     };
-    let kept: Vec<(usize, &str)> =
-        all.iter().enumerate().skip(start).filter(|(_, l)| !l.starts_with("==") && !l.trim().is_empty()).map(|(i, l)| (i, *l)).collect();
+    let kept: Vec<(usize, &str)> = all
+        .iter()
+        .enumerate()
+        .skip(start)
+        .filter(|(_, l)| !l.starts_with("==") && !l.trim().is_empty())
+        .map(|(i, l)| (i, *l))
+        .collect();
     let body: Vec<&str> = kept.iter().map(|(_, l)| *l).collect();
     let recs = read_records(&body.join("\n"), source)?;
     let header = recs.first().ok_or_else(|| fmt("empty gpu trace"))?;
@@ -480,7 +492,11 @@ pub fn read_nvprof_gpu_trace(text: &str, source: &str) -> Result<Vec<TraceLaunch
     let need = ["Grid X", "Grid Y", "Grid Z", "Block X", "Block Y", "Block Z", "Name"];
     let cols: Vec<usize> = need
         .iter()
-        .map(|n| col(n).ok_or_else(|| fmt(&format!("no '{n}' column: expected `nvprof --print-gpu-trace --csv` output"))))
+        .map(|n| {
+            col(n).ok_or_else(|| {
+                fmt(&format!("no '{n}' column: expected `nvprof --print-gpu-trace --csv` output"))
+            })
+        })
         .collect::<Result<_>>()?;
     let name_col = cols[6];
     // The units row: no name, units under Duration / SMem.
@@ -517,7 +533,10 @@ pub fn read_nvprof_gpu_trace(text: &str, source: &str) -> Result<Vec<TraceLaunch
                         file: source.into(),
                         line,
                         column: need[j].into(),
-                        message: format!("'{v}' is not a launch size (a whole number ≥ 1)"),
+                        message: format!(
+                            "'{}' is not a launch size (a whole number ≥ 1)",
+                            crate::table::shown(v)
+                        ),
                     });
                 }
             };
@@ -531,7 +550,11 @@ pub fn read_nvprof_gpu_trace(text: &str, source: &str) -> Result<Vec<TraceLaunch
                 registers_per_thread: regs.and_then(|i| number(cell(i))).map_or(0, count_u32),
                 shared_mem_per_block: count_u32(shared.round()),
             },
-            duration_s: dur_col.and_then(|i| number(cell(i))).zip(dur_k).map(|(t, k)| t * k).filter(|t| *t >= 0.0),
+            duration_s: dur_col
+                .and_then(|i| number(cell(i)))
+                .zip(dur_k)
+                .map(|(t, k)| t * k)
+                .filter(|t| *t >= 0.0),
         });
     }
     if out.is_empty() {
@@ -602,7 +625,9 @@ pub fn join_gpu_trace(kernels: &mut [ImportedKernel], trace: &[TraceLaunch]) -> 
                     ));
                 }
             }
-            None => notes.push(format!("kernel '{}' is not in the gpu trace: it has no launch shape", k.name)),
+            None => {
+                notes.push(format!("kernel '{}' is not in the gpu trace: it has no launch shape", k.name))
+            }
         }
     }
     notes
@@ -754,7 +779,8 @@ mod tests {
     /// Without any shape the error names ncu's own remedy, not nvprof's.
     #[test]
     fn ncu_without_a_shape_says_what_to_profile_again() {
-        let no_shape: String = NCU_LONG_OLD.lines().filter(|l| !l.contains("launch__")).collect::<Vec<_>>().join("\n");
+        let no_shape: String =
+            NCU_LONG_OLD.lines().filter(|l| !l.contains("launch__")).collect::<Vec<_>>().join("\n");
         let k = read_ncu(&no_shape, "old.csv").unwrap();
         let e = k[0].to_profile("old.csv", None).unwrap_err().to_string();
         assert!(e.contains("launch__grid_size") && e.contains("--grid"), "{e}");
@@ -851,7 +877,13 @@ pub fn read_inject_rows(text: &str, source: &str) -> Result<Vec<ImportedKernel>>
             shared_mem_per_block: u("shared_mem_bytes"),
         });
         let name = col("name").and_then(|i| rec.get(i)).cloned().unwrap_or_default();
-        out.push(ImportedKernel { origin: Origin::Inject, name, launch, time_s: num(rec, "duration_s"), counters });
+        out.push(ImportedKernel {
+            origin: Origin::Inject,
+            name,
+            launch,
+            time_s: num(rec, "duration_s"),
+            counters,
+        });
     }
     Ok(out)
 }

@@ -5,7 +5,6 @@ use gpumodel_collect::counters::CounterSource;
 use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
 use gpumodel_collect::fake::{FakeCounters, FakePower};
 use gpumodel_collect::nvml::{NvmlPower, open_nvml};
-use gpumodel_collect::power::PowerSource;
 use gpumodel_collect::run::{ProgramExit, RunOptions, resolve_program, run as run_program, run_replay};
 use gpumodel_collect::sampler::Clock;
 use gpumodel_models::trace::{RunStatus, sidecar_path};
@@ -112,7 +111,9 @@ pub fn pm_options(args: &Args) -> anyhow::Result<PmOptions> {
     if let Some(mhz) = args.sysclk_mhz
         && !(mhz.is_finite() && mhz > 0.0)
     {
-        anyhow::bail!("--sysclk-mhz {mhz} is not a frequency: give the SYS clock in MHz, e.g. --sysclk-mhz 1000");
+        anyhow::bail!(
+            "--sysclk-mhz {mhz} is not a frequency: give the SYS clock in MHz, e.g. --sysclk-mhz 1000"
+        );
     }
     Ok(PmOptions {
         device: args.device,
@@ -180,7 +181,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let nvml = open_nvml()?;
         // NVML's numbering can differ from CUDA's: match the physical GPU by its PCI bus id.
         let power = NvmlPower::open_cuda_device(nvml, args.device)?;
-        let pm = pm_options(args)?;
+        let pm = pm_options(&args)?;
         let counters = if args.no_counters {
             None
         } else {

@@ -141,7 +141,11 @@ fn open_real_device(args: &super::collect::Args) -> anyhow::Result<suite::cuda::
     let open_counters = move || -> Result<suite::cuda::SuiteCounters, suite::SuiteError> {
         let source = CuptiPmCounters::open(&pm)?;
         let map = CounterMap::builtin(source.chip()).map_err(gpumodel_collect::Error::from)?;
-        Ok(suite::cuda::SuiteCounters { source: Box::new(source) as Box<dyn CounterSource>, map, kind: MapKind::Pm })
+        Ok(suite::cuda::SuiteCounters {
+            source: Box::new(source) as Box<dyn CounterSource>,
+            map,
+            kind: MapKind::Pm,
+        })
     };
     suite::cuda::CudaSuiteDevice::open(args.device, args.rate, Some(Box::new(open_counters)))
         .context("CUPTI PM sampling for the suite")

@@ -80,12 +80,8 @@ struct State {
     rows_written: usize,
 }
 
-static STATE: Mutex<State> = Mutex::new(State {
-    launches: Launches::new(),
-    profiler: None,
-    errors: Vec::new(),
-    rows_written: 0,
-});
+static STATE: Mutex<State> =
+    Mutex::new(State { launches: Launches::new(), profiler: None, errors: Vec::new(), rows_written: 0 });
 
 /// Launches seen, each with the context (as an address) it was made in.
 #[derive(Debug, Default)]
@@ -108,7 +104,8 @@ impl Launches {
     /// The launches of `ctx`, in order (they label that context's ranges); launches of other contexts
     /// are dropped and counted as skipped.
     pub fn take_for(&mut self, ctx: usize) -> Vec<LaunchInfo> {
-        let (mine, other): (Vec<_>, Vec<_>) = std::mem::take(&mut self.seen).into_iter().partition(|(c, _)| *c == ctx);
+        let (mine, other): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.seen).into_iter().partition(|(c, _)| *c == ctx);
         self.skipped_other_context += other.len();
         mine.into_iter().map(|(_, l)| l).collect()
     }

@@ -97,7 +97,10 @@ fn so_major(path: &Path) -> Option<u32> {
 
 /// Checks a loaded libcupti before cudarc binds to it: a CUPTI 12 by file name and by
 /// `cuptiGetVersion`, exporting every [`REQUIRED_CUPTI_SYMBOLS`]. Returns its API version.
-pub fn check_cupti_library(lib: &libloading::os::unix::Library, path: &Path) -> std::result::Result<u32, String> {
+pub fn check_cupti_library(
+    lib: &libloading::os::unix::Library,
+    path: &Path,
+) -> std::result::Result<u32, String> {
     // A symlink (`libcupti.so` → `libcupti.so.13.0.48`) is judged by what it points to.
     let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     if let Some(major) = so_major(&real).or_else(|| so_major(path))
@@ -148,11 +151,12 @@ pub fn cuda_lib_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// A check run on a library as soon as it is loaded.
+type Check = fn(&libloading::os::unix::Library, &Path) -> std::result::Result<(), String>;
+
 /// Opens the first `names` found in `dirs` with RTLD_GLOBAL, runs `check` on it, and leaks it (kept for
 /// the process). A library refused by `check` stops the search with that reason: loading a second
 /// CUPTI next to a wrong one would leave cudarc to pick either.
-type Check = fn(&libloading::os::unix::Library, &Path) -> std::result::Result<(), String>;
-
 fn preload(names: &[&str], check: Check) -> Option<std::result::Result<PathBuf, String>> {
     for dir in cuda_lib_dirs() {
         for name in names {
@@ -196,9 +200,11 @@ pub fn load_cupti() -> Result<CuptiLibs> {
             .ok_or_else(|| ("libnvperf_host.so".to_string(), searched()))?
             .map_err(|e| ("libnvperf_host.so".to_string(), e))?;
         // libcupti.so.13 is not searched for: its structures differ from the 12.9 bindings.
-        let cupti = preload(&["libcupti.so.12", "libcupti.so"], |lib, path| check_cupti_library(lib, path).map(|_| ()))
-            .ok_or_else(|| ("libcupti.so".to_string(), searched()))?
-            .map_err(|e| ("libcupti.so".to_string(), e))?;
+        let cupti = preload(&["libcupti.so.12", "libcupti.so"], |lib, path| {
+            check_cupti_library(lib, path).map(|_| ())
+        })
+        .ok_or_else(|| ("libcupti.so".to_string(), searched()))?
+        .map_err(|e| ("libcupti.so".to_string(), e))?;
         // SAFETY: only probes dlopen by name; the library is already resident.
         if !unsafe { cudarc::cupti::sys::is_culib_present() } {
             return Err((

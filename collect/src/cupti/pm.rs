@@ -108,7 +108,9 @@ impl Trigger {
         use sys::CUpti_PmSampling_TriggerMode as M;
         let (mode, units) = match self {
             Trigger::GpuTime => (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, interval_s * 1e9),
-            Trigger::SysClk { hz, .. } => (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL, interval_s * hz),
+            Trigger::SysClk { hz, .. } => {
+                (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL, interval_s * hz)
+            }
         };
         (mode, (units.round() as u64).max(1))
     }
@@ -130,8 +132,12 @@ impl Trigger {
 /// The documented teardown of PM sampling (CUPTI guide, "PM Sampling", and the `pm_sampling` sample's
 /// cleanup): stop (when started), disable the PM-sampling object, deinitialize the host object, and only
 /// then deinitialize the profiler. `Drop` runs exactly these steps in this order.
-pub const TEARDOWN: [TeardownStep; 4] =
-    [TeardownStep::Stop, TeardownStep::Disable, TeardownStep::HostDeinitialize, TeardownStep::ProfilerDeInitialize];
+pub const TEARDOWN: [TeardownStep; 4] = [
+    TeardownStep::Stop,
+    TeardownStep::Disable,
+    TeardownStep::HostDeinitialize,
+    TeardownStep::ProfilerDeInitialize,
+];
 
 /// One step of [`TEARDOWN`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,8 +271,10 @@ impl PrimaryContext {
         let dev = cudarc::driver::result::device::get(ordinal)
             .map_err(|e| Error::NoGpu { index: device, detail: format!("cuDeviceGet: {e:?}") })?;
         // SAFETY: dev is a valid device from cuDeviceGet; the context is released in Drop.
-        let ctx = unsafe { cudarc::driver::result::primary_ctx::retain(dev) }
-            .map_err(|e| Error::NoGpu { index: device, detail: format!("cuDevicePrimaryCtxRetain: {e:?}") })?;
+        let ctx = unsafe { cudarc::driver::result::primary_ctx::retain(dev) }.map_err(|e| Error::NoGpu {
+            index: device,
+            detail: format!("cuDevicePrimaryCtxRetain: {e:?}"),
+        })?;
         let held = PrimaryContext { dev };
         // SAFETY: ctx is the retained primary context of dev.
         unsafe { cudarc::driver::result::ctx::set_current(ctx) }
@@ -728,7 +736,10 @@ mod tests {
     fn trigger_follows_the_chip() {
         assert_eq!(Trigger::for_chip("GA102", Some(1.4e9)).unwrap(), Trigger::GpuTime);
         assert_eq!(Trigger::for_chip("GH100", None).unwrap(), Trigger::GpuTime);
-        assert_eq!(Trigger::for_chip("TU102", Some(1.2e9)).unwrap(), Trigger::SysClk { hz: 1.2e9, given: true });
+        assert_eq!(
+            Trigger::for_chip("TU102", Some(1.2e9)).unwrap(),
+            Trigger::SysClk { hz: 1.2e9, given: true }
+        );
         assert_eq!(
             Trigger::for_chip("GA100", None).unwrap(),
             Trigger::SysClk { hz: NOMINAL_SYSCLK_HZ, given: false }
@@ -746,7 +757,10 @@ mod tests {
         let assumed = Trigger::for_chip("TU102", None).unwrap();
         let w = assumed.warning().unwrap();
         assert!(w.contains("--sysclk-mhz") && w.contains("1000 MHz"), "{w}");
-        assert_eq!(Trigger::GpuTime.interval(0.01), (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, 10_000_000));
+        assert_eq!(
+            Trigger::GpuTime.interval(0.01),
+            (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, 10_000_000)
+        );
         assert_eq!(Trigger::GpuTime.interval(1e-12).1, 1);
         for bad in [0.0, -1e9, f64::NAN, f64::INFINITY] {
             let e = Trigger::for_chip("GA100", Some(bad)).unwrap_err().to_string();
