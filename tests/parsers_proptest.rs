@@ -504,5 +504,5 @@ fn cases_are_bounded_and_reported() {
         "parser property tests: seed {SEED:#x}; {CASES} mutated + {CASES} random-byte cases per reader (18 readers), \
          {CLI_CASES} binary runs"
     );
-    assert!(CASES <= 128 && CLI_CASES <= 16, "keep CI fast");
+    const { assert!(CASES <= 128 && CLI_CASES <= 16, "keep CI fast") };
 }

@@ -145,7 +145,7 @@ impl FakeCounters {
 
     fn emit(&mut self, out: &mut Vec<CounterInterval>, iv: CounterInterval) {
         self.made += 1;
-        if self.drop_every.is_some_and(|n| self.made % n == 0) {
+        if self.drop_every.is_some_and(|n| self.made.is_multiple_of(n)) {
             self.overflows += 1;
             return;
         }

@@ -109,6 +109,18 @@ fn driver_not_loaded_is_the_no_driver_error() {
 }
 
 #[test]
+fn a_library_missing_a_function_asks_for_a_newer_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    let Err(e) = open(dir.path(), 6) else { panic!("init must fail without nvmlInit_v2") };
+    let msg = e.to_string();
+    assert!(
+        msg.contains("lacks a function this tool needs") && msg.contains("update the NVIDIA driver"),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "{msg}");
+}
+
+#[test]
 fn a_library_that_is_not_nvml_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let not_nvml = dir.path().join("libnvidia-ml.so");

@@ -95,6 +95,11 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
     let text = read(&args.file)?;
     let kernels = if args.format == "ncu" {
         read_ncu(&text, &source)?
+    } else if is_gpu_trace(&text) && args.gpu_trace.is_some() {
+        anyhow::bail!(
+            "{source} is itself an nvprof gpu trace: give the metric table (`nvprof --csv --metrics …`) as FILE and \
+             the trace with --gpu-trace"
+        );
     } else if is_gpu_trace(&text) {
         // A gpu trace alone: per-kernel times and shapes, no counters.
         let trace = read_nvprof_gpu_trace(&text, &source)?;

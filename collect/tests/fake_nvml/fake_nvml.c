@@ -11,6 +11,7 @@
  *   3 CLOCKS_FAIL    clocks answer at first, then NO_PERMISSION; energy counter NO_PERMISSION
  *   4 NO_DRIVER      nvmlInit_v2 answers DRIVER_NOT_LOADED
  *   5 NO_POWER       neither power reading is supported
+ *   6 OLD_LIBRARY    exports no nvmlInit_v2 (a library older than the functions nvml-wrapper binds)
  * Two devices: index 0 on bus 00000000:17:00.0, index 1 on bus 00000000:65:00.0.
  */
 #include <string.h>
@@ -62,8 +63,10 @@ static device_t devices[2] = {
 
 static int valid(nvmlDevice_t d) { return d == &devices[0] || d == &devices[1]; }
 
+#if SCENARIO != 6
 nvmlReturn_t nvmlInit_v2(void) { return SCENARIO == 4 ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_SUCCESS; }
-nvmlReturn_t nvmlInit(void) { return nvmlInit_v2(); }
+#endif
+nvmlReturn_t nvmlInit(void) { return SCENARIO == 4 ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_SUCCESS; }
 nvmlReturn_t nvmlShutdown(void) { return NVML_SUCCESS; }
 const char *nvmlErrorString(nvmlReturn_t r) { return r == 0 ? "Success" : "Fake NVML error"; }
 
