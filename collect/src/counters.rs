@@ -39,6 +39,11 @@ pub trait CounterSource: Send {
     fn poll(&mut self, now_s: f64) -> Result<Vec<CounterInterval>>;
     /// Stops counting and returns the remaining intervals.
     fn stop(&mut self, now_s: f64) -> Result<Vec<CounterInterval>>;
+    /// What went wrong without stopping the run, read after [`CounterSource::stop`]: samples lost to a
+    /// full hardware buffer, an assumed clock, re-based timestamps. They go into the trace's warnings.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl<T: CounterSource + ?Sized> CounterSource for Box<T> {
@@ -56,5 +61,8 @@ impl<T: CounterSource + ?Sized> CounterSource for Box<T> {
     }
     fn stop(&mut self, now_s: f64) -> Result<Vec<CounterInterval>> {
         (**self).stop(now_s)
+    }
+    fn warnings(&self) -> Vec<String> {
+        (**self).warnings()
     }
 }

@@ -106,6 +106,12 @@ pub struct FakeCounters {
     next_start: f64,
     running: Arc<AtomicBool>,
     fail_start: bool,
+    /// Drop every n-th interval, as a full hardware buffer does (the count of drops is the overflows).
+    drop_every: Option<usize>,
+    made: usize,
+    overflows: u64,
+    gap_lost: u64,
+    last_end: Option<f64>,
 }
 
 impl FakeCounters {
@@ -122,7 +128,32 @@ impl FakeCounters {
             next_start: 0.0,
             running: Arc::new(AtomicBool::new(false)),
             fail_start: false,
+            drop_every: None,
+            made: 0,
+            overflows: 0,
+            gap_lost: 0,
+            last_end: None,
         }
+    }
+
+    /// Loses every `n`-th interval as CUPTI's KEEP_OLDEST buffer does when it overflows; the loss is
+    /// counted from the gaps and reported by [`CounterSource::warnings`] like the real source's.
+    pub fn dropping_every(mut self, n: usize) -> FakeCounters {
+        self.drop_every = Some(n.max(2));
+        self
+    }
+
+    fn emit(&mut self, out: &mut Vec<CounterInterval>, iv: CounterInterval) {
+        self.made += 1;
+        if self.drop_every.is_some_and(|n| self.made.is_multiple_of(n)) {
+            self.overflows += 1;
+            return;
+        }
+        if let Some(prev) = self.last_end {
+            self.gap_lost += crate::cupti::pm::gap_samples(prev, iv.start_s, self.interval_s);
+        }
+        self.last_end = Some(iv.end_s);
+        out.push(iv);
     }
 
     /// Makes `start` fail as CUPTI does when counters are restricted to admin users.
@@ -142,7 +173,8 @@ impl FakeCounters {
         while self.next_start + self.interval_s <= now_s {
             let start_s = self.next_start;
             let end_s = start_s + self.interval_s;
-            out.push(CounterInterval { start_s, end_s, rates: (self.rates)(start_s) });
+            let rates = (self.rates)(start_s);
+            self.emit(&mut out, CounterInterval { start_s, end_s, rates });
             self.next_start = end_s;
         }
         out
@@ -176,10 +208,17 @@ impl CounterSource for FakeCounters {
         // The hardware closes the last, partial interval at stop.
         if now_s > self.next_start {
             let start_s = self.next_start;
-            out.push(CounterInterval { start_s, end_s: now_s, rates: (self.rates)(start_s) });
+            let rates = (self.rates)(start_s);
+            self.emit(&mut out, CounterInterval { start_s, end_s: now_s, rates });
             self.next_start = now_s;
         }
         self.running.store(false, Ordering::SeqCst);
         Ok(out)
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        crate::cupti::pm::lost_samples_warning(self.overflows, self.gap_lost, self.interval_s)
+            .into_iter()
+            .collect()
     }
 }

@@ -28,9 +28,22 @@ use std::sync::Arc;
 /// `NVML_FI_DEV_POWER_INSTANT` (nvml.h, driver 535+): instantaneous power in mW.
 const FI_DEV_POWER_INSTANT: u32 = 186;
 
-/// Opens NVML, mapping "no library" to a clear no-driver error.
+/// Opens NVML, mapping "no library" to a clear no-driver error. `GPUMODEL_NVML_LIB` names another
+/// `libnvidia-ml.so` to load (a test double, or a driver outside the loader's path).
 pub fn open_nvml() -> Result<Arc<Nvml>> {
-    match Nvml::init() {
+    match std::env::var_os("GPUMODEL_NVML_LIB") {
+        Some(path) => open_nvml_at(Some(&path)),
+        None => open_nvml_at(None),
+    }
+}
+
+/// Opens NVML from `lib_path` (nvml-wrapper's `Nvml::builder().lib_path`), or by its usual name.
+pub fn open_nvml_at(lib_path: Option<&std::ffi::OsStr>) -> Result<Arc<Nvml>> {
+    let mut builder = Nvml::builder();
+    if let Some(p) = lib_path {
+        builder.lib_path(p);
+    }
+    match builder.init() {
         Ok(n) => Ok(Arc::new(n)),
         Err(NvmlError::LibloadingError(e)) => {
             Err(Error::NoDriver { detail: format!("libnvidia-ml.so: {e}") })
@@ -42,7 +55,29 @@ pub fn open_nvml() -> Result<Arc<Nvml>> {
             call: "nvmlInit",
             message: "no permission to open the GPU device files; run as a user in the video group".into(),
         }),
+        Err(NvmlError::FailedToLoadSymbol(e)) => Err(Error::NoDriver {
+            detail: format!(
+                "libnvidia-ml.so lacks a function this tool needs ({e}); update the NVIDIA driver"
+            ),
+        }),
         Err(e) => Err(Error::Nvml { call: "nvmlInit", message: e.to_string() }),
+    }
+}
+
+/// How an optional NVML reading answered when probed: "not supported" is a value, anything else is a
+/// one-line note in the trace.
+fn optional<T>(what: &str, r: std::result::Result<T, NvmlError>, notes: &mut Vec<String>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(NvmlError::NotSupported) => None,
+        Err(NvmlError::NoPermission) => {
+            notes.push(format!("NVML refused to read the {what} (no permission): it is not recorded"));
+            None
+        }
+        Err(e) => {
+            notes.push(format!("NVML could not read the {what} ({e}): it is not recorded"));
+            None
+        }
     }
 }
 
@@ -51,6 +86,11 @@ pub struct NvmlPower {
     nvml: Arc<Nvml>,
     index: u32,
     info: PowerInfo,
+    /// Whether the SM and memory clocks answered when probed (a GPU that does not support a clock
+    /// reading gives no value, once, instead of an error per sample).
+    clocks: [bool; 2],
+    /// Probing notes and clock reads that failed during the run: (message, count).
+    notes: Vec<(String, u64)>,
 }
 
 fn nvml_err(call: &'static str) -> impl Fn(NvmlError) -> Error {
@@ -70,9 +110,12 @@ impl NvmlPower {
     /// Opens GPU `index` and probes which power reading and energy counter it offers.
     pub fn open(nvml: Arc<Nvml>, index: u32) -> Result<NvmlPower> {
         let dev = nvml.device_by_index(index).map_err(|e| Error::NoGpu { index, detail: e.to_string() })?;
-        let gpu = dev.name().unwrap_or_else(|_| "unknown NVIDIA GPU".into());
-        let driver = nvml.sys_driver_version().ok();
-        let compute_capability = dev.cuda_compute_capability().ok().map(|c| (c.major as u32, c.minor as u32));
+        let mut notes = Vec::new();
+        let gpu = optional("GPU name", dev.name(), &mut notes).unwrap_or_else(|| "unknown NVIDIA GPU".into());
+        let driver = optional("driver version", nvml.sys_driver_version(), &mut notes);
+        let compute_capability = optional("compute capability", dev.cuda_compute_capability(), &mut notes)
+            .map(|c| (c.major as u32, c.minor as u32));
+        // NVML_FI_DEV_POWER_INSTANT: the call itself and the field's own return code may each refuse.
         let instant = dev
             .field_values_for(&[FieldId(FI_DEV_POWER_INSTANT)])
             .ok()
@@ -83,13 +126,51 @@ impl NvmlPower {
         let field = if instant {
             PowerField::Instant
         } else {
-            dev.power_usage().map_err(nvml_err("nvmlDeviceGetPowerUsage"))?;
+            // The averaged reading is the last resort: without it there is no power to record.
+            dev.power_usage().map_err(|e| match e {
+                NvmlError::NotSupported => Error::Nvml {
+                    call: "nvmlDeviceGetPowerUsage",
+                    message: "this GPU reports no power reading (neither POWER_INSTANT nor power usage); \
+                              power can only be measured with an external meter"
+                        .into(),
+                },
+                NvmlError::NoPermission => Error::Nvml {
+                    call: "nvmlDeviceGetPowerUsage",
+                    message: "no permission to read power; run as a user allowed to query the GPU (or root)"
+                        .into(),
+                },
+                e => Error::Nvml { call: "nvmlDeviceGetPowerUsage", message: e.to_string() },
+            })?;
             PowerField::Average
         };
-        let energy_counter = dev.total_energy_consumption().is_ok();
-        let pci_bus_id = dev.pci_info().ok().map(|p| p.bus_id);
+        let energy_counter = optional("energy counter", dev.total_energy_consumption(), &mut notes).is_some();
+        let pci_bus_id = optional("PCI bus id", dev.pci_info(), &mut notes).map(|p| p.bus_id);
+        let clocks = [
+            optional("SM clock", dev.clock_info(Clock::SM), &mut notes).is_some(),
+            optional("memory clock", dev.clock_info(Clock::Memory), &mut notes).is_some(),
+        ];
         let info = PowerInfo { gpu, driver, compute_capability, field, energy_counter, pci_bus_id };
-        Ok(NvmlPower { nvml, index, info })
+        Ok(NvmlPower { nvml, index, info, clocks, notes: notes.into_iter().map(|n| (n, 1)).collect() })
+    }
+
+    /// A clock probed as readable: its value, or `None` with the failure counted for the trace.
+    fn clock(&mut self, which: usize) -> Option<Mhz> {
+        if !self.clocks[which] {
+            return None;
+        }
+        let (clock, name) = if which == 0 { (Clock::SM, "SM") } else { (Clock::Memory, "memory") };
+        let r = self.nvml.device_by_index(self.index).and_then(|d| d.clock_info(clock));
+        match r {
+            Ok(c) => Some(Mhz(f64::from(c))),
+            Err(e) => {
+                let msg = format!("NVML {name} clock reads failed ({e}); those samples have no {name} clock");
+                match self.notes.iter_mut().find(|(m, _)| *m == msg) {
+                    Some((_, n)) => *n += 1,
+                    None => self.notes.push((msg, 1)),
+                }
+                None
+            }
+        }
     }
 
     /// Opens the NVML device that is CUDA device `cuda_ordinal` of this process (the same physical GPU,
@@ -187,8 +268,8 @@ impl PowerSource for NvmlPower {
             }
             _ => Watts::from_milliwatts(dev.power_usage().map_err(nvml_err("nvmlDeviceGetPowerUsage"))?),
         };
-        let core = dev.clock_info(Clock::SM).ok().map(|c| Mhz(f64::from(c)));
-        let mem = dev.clock_info(Clock::Memory).ok().map(|c| Mhz(f64::from(c)));
+        let core = self.clock(0);
+        let mem = self.clock(1);
         Ok(PowerReading { power, core, mem })
     }
 
@@ -199,6 +280,10 @@ impl PowerSource for NvmlPower {
         let dev = self.nvml.device_by_index(self.index).map_err(nvml_err("nvmlDeviceGetHandleByIndex"))?;
         let mj = dev.total_energy_consumption().map_err(nvml_err("nvmlDeviceGetTotalEnergyConsumption"))?;
         Ok(Some(Joules::from_millijoules(mj)))
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.notes.iter().map(|(m, n)| if *n > 1 { format!("{m} ({n} times)") } else { m.clone() }).collect()
     }
 }
 

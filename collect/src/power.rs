@@ -57,6 +57,11 @@ pub trait PowerSource: Send {
     fn read(&mut self) -> Result<PowerReading>;
     /// The GPU's cumulative energy counter, or `None` when the GPU has none (before Volta).
     fn energy(&mut self) -> Result<Option<Joules>>;
+    /// What could not be read without stopping the run (a clock the driver refused, …), one line each;
+    /// read after the run and written to the trace's warnings.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl<T: PowerSource + ?Sized> PowerSource for Box<T> {
@@ -68,5 +73,8 @@ impl<T: PowerSource + ?Sized> PowerSource for Box<T> {
     }
     fn energy(&mut self) -> Result<Option<Joules>> {
         (**self).energy()
+    }
+    fn warnings(&self) -> Vec<String> {
+        (**self).warnings()
     }
 }

@@ -460,8 +460,22 @@ fn run_once<P: PowerSource + 'static>(
 
     // Phase 4: stop the samplers (the power sampler sends the final energy reading), write the rest.
     let (power, pstats) = psampler.stop()?;
+    for w in power.warnings() {
+        if !c.warnings.contains(&w) {
+            c.warnings.push(w);
+        }
+    }
     let cstats = match csampler {
-        Some(s) => Some(s.stop()?.1),
+        Some(s) => {
+            let (source, stats) = s.stop()?;
+            // Lost samples, assumed clocks, re-based timestamps: said in the trace, never dropped.
+            for w in source.warnings() {
+                if !c.warnings.contains(&w) {
+                    c.warnings.push(w);
+                }
+            }
+            Some(stats)
+        }
         None => None,
     };
     c.drain_all();
@@ -732,6 +746,24 @@ mod tests {
             host: "h".into(),
             chip: None,
         }
+    }
+
+    /// Issue 16 item 2: samples the counter source lost (a full KEEP_OLDEST buffer) are counted and end
+    /// up in the sidecar's warnings, read back from disk.
+    #[test]
+    fn lost_counter_samples_are_counted_and_reported_in_the_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new();
+        let counters = FakeCounters::new(&["inst_executed"], 0.01, |_| vec![4e9]).dropping_every(5);
+        let power = FakePower::constant(clock, 100.0);
+        let o = opts(dir.path(), &["/bin/sleep", "0.2"]);
+        run(&o, power, Some(Box::new(counters)), Arc::new(AtomicBool::new(false))).unwrap();
+        let meta = gpumodel_models::trace::read_meta(&o.out).unwrap();
+        let w = meta.warnings.iter().find(|w| w.contains("PM samples lost")).expect("a lost-samples warning");
+        let n: u64 = w.trim_start_matches("about ").split(' ').next().unwrap().parse().unwrap();
+        // ~0.5 s of 10 ms intervals, one in five dropped.
+        assert!((5..=25).contains(&n), "{w}");
+        assert!(w.contains("hardware-buffer overflow"), "{w}");
     }
 
     /// The fake power source reads 30 W more while the fake counters run: the idle phases must

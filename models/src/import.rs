@@ -117,7 +117,8 @@ impl RowSink {
 }
 
 fn parse_err(source: &str, line: u64, column: &str, message: String) -> Error {
-    Error::Parse { file: source.to_string(), line, column: column.to_string(), message }
+    // A header cell can hold a line break too (a stray quote): the error stays one line.
+    Error::Parse { file: source.to_string(), line, column: crate::table::shown(column), message }
 }
 
 fn records(bytes: &[u8], has_headers: bool) -> csv::Reader<&[u8]> {
@@ -247,7 +248,7 @@ fn guerreiro(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
                         source,
                         line,
                         &column_label(j),
-                        format!("'{}' is not a finite number", cell.trim()),
+                        format!("'{}' is not a finite number", crate::table::shown(cell)),
                     ));
                     break;
                 }
@@ -402,7 +403,7 @@ fn nvdvfs(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
                         source,
                         line,
                         &header[j],
-                        format!("'{}' is not a finite number", rec[j].trim()),
+                        format!("'{}' is not a finite number", crate::table::shown(&rec[j])),
                     ));
                     break;
                 }

@@ -244,6 +244,19 @@ pub fn format_number(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 { format!("{}", x as i64) } else { format!("{x}") }
 }
 
+/// A cell as an error message quotes it: control characters escaped (a stray quote can make a CSV cell
+/// span many lines) and at most 40 characters, so the message stays one readable line.
+pub fn shown(cell: &str) -> String {
+    let t = cell.trim();
+    let mut out: String = t.chars().take(40).flat_map(|c| c.escape_debug()).collect();
+    // escape_debug also escapes quotes; the message puts the cell in single quotes, so keep `"` as is.
+    out = out.replace("\\\"", "\"").replace("\\'", "'");
+    if t.chars().count() > 40 {
+        out.push('…');
+    }
+    out
+}
+
 pub(crate) fn csv_error(source: &str, e: csv::Error) -> Error {
     let line = e.position().map_or(0, |p| p.line());
     let message = match e.kind() {

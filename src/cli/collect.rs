@@ -5,7 +5,6 @@ use gpumodel_collect::counters::CounterSource;
 use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
 use gpumodel_collect::fake::{FakeCounters, FakePower};
 use gpumodel_collect::nvml::{NvmlPower, open_nvml};
-use gpumodel_collect::power::PowerSource;
 use gpumodel_collect::run::{ProgramExit, RunOptions, resolve_program, run as run_program, run_replay};
 use gpumodel_collect::sampler::Clock;
 use gpumodel_models::trace::{RunStatus, sidecar_path};
@@ -53,6 +52,11 @@ pub struct Args {
     /// (kernel profiles for `predict`).
     #[arg(long)]
     pub kernel_totals: bool,
+    /// Turing and GA100 only: the GPU's SYS-clock frequency, MHz. These chips trigger PM samples on
+    /// SYS-clock cycles (CUPTI has no time trigger there) and NVML cannot read that clock; without this
+    /// flag 1000 MHz is assumed and the trace's warnings say so. Rates are unaffected either way.
+    #[arg(long, value_name = "MHZ")]
+    pub sysclk_mhz: Option<f64>,
     /// The program to run and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
@@ -100,6 +104,25 @@ fn host_name() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// PM-sampling options from the flags. Turing and GA100 count their sampling interval in SYS-clock
+/// cycles; its frequency is the user's `--sysclk-mhz` or an assumption the trace reports
+/// (`CuptiPmCounters` warns), never a clock read that may fail silently.
+pub fn pm_options(args: &Args) -> anyhow::Result<PmOptions> {
+    if let Some(mhz) = args.sysclk_mhz
+        && !(mhz.is_finite() && mhz > 0.0)
+    {
+        anyhow::bail!(
+            "--sysclk-mhz {mhz} is not a frequency: give the SYS clock in MHz, e.g. --sysclk-mhz 1000"
+        );
+    }
+    Ok(PmOptions {
+        device: args.device,
+        interval_s: 1.0 / args.rate,
+        sysclk_hz: args.sysclk_mhz.map(|m| m * 1e6),
+        ..PmOptions::default()
+    })
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.suite {
         if args.pm_passes == PmPasses::All {
@@ -115,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("give the program to run: gpumodel collect ./kernel [args…] (or --suite)");
     };
     resolve_program(first)?;
+    pm_options(&args)?;
     let host = host_name();
     let name = std::path::Path::new(first)
         .file_name()
@@ -156,15 +180,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         let nvml = open_nvml()?;
         // NVML's numbering can differ from CUDA's: match the physical GPU by its PCI bus id.
-        let mut power = NvmlPower::open_cuda_device(nvml, args.device)?;
-        // Turing and GA100 trigger PM samples on system-clock cycles: the SM clock read now stands in
-        // for that clock's frequency.
-        let sysclk_hz = power.read().ok().and_then(|r| r.core).map_or(1.0e9, |m| m.hz());
-        let pm = PmOptions { device: args.device, interval_s: 1.0 / args.rate, ..PmOptions::default() };
+        let power = NvmlPower::open_cuda_device(nvml, args.device)?;
+        let pm = pm_options(&args)?;
         let counters = if args.no_counters {
             None
         } else {
-            let c = CuptiPmCounters::open(&pm, sysclk_hz)
+            let c = CuptiPmCounters::open(&pm)
                 .context("CUPTI PM sampling (pass --no-counters to sample power only)")?;
             opts.chip = Some(c.chip().to_string());
             Some(c)
@@ -178,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let counters_for = move |k: usize| -> gpumodel_collect::Result<Box<dyn CounterSource>> {
                     match pass1.take() {
                         Some(c) if k == 0 => Ok(Box::new(c)),
-                        _ => Ok(Box::new(CuptiPmCounters::open_pass(&pm, sysclk_hz, k)?)),
+                        _ => Ok(Box::new(CuptiPmCounters::open_pass(&pm, k)?)),
                     }
                 };
                 run_replay(&opts, power, passes, counters_for, interrupted)

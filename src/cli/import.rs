@@ -22,6 +22,11 @@ pub struct Args {
     /// ncu / nvprof: also write one kernel profile (JSON, the input of `predict --kernel`) per kernel here.
     #[arg(long, value_name = "DIR")]
     pub profiles: Option<PathBuf>,
+    /// nvprof: the same program's `nvprof --print-gpu-trace --csv` output, joined by kernel name for
+    /// each kernel's launch shape (grid, block, registers, shared memory) and, when the metric table has
+    /// none, its mean time. (A gpu-trace file given alone as FILE yields per-kernel times and shapes.)
+    #[arg(long, value_name = "FILE")]
+    pub gpu_trace: Option<PathBuf>,
     /// nvprof (which records no launch shape): grid size `GX,GY,GZ` for the kernel profiles.
     // One argument split at commas (`num_args = 3` would demand three separate arguments).
     #[arg(long, value_delimiter = ',', value_name = "GX,GY,GZ")]
@@ -52,7 +57,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Nsight Compute / nvprof CSV → training table (one row per kernel) and, optionally, kernel profiles.
 fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
-    use gpumodel_models::ncu::{kernels_table, read_ncu, read_nvprof};
+    use gpumodel_models::ncu::{
+        gpu_trace_kernels, is_gpu_trace, join_gpu_trace, kernels_table, read_ncu, read_nvprof,
+        read_nvprof_gpu_trace,
+    };
     use gpumodel_models::profile::Launch;
     // The flags first: a bad --grid must not cost reading the file.
     for (flag, v) in [("--grid", &args.grid), ("--block", &args.block)] {
@@ -70,19 +78,51 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
         (None, None) => None,
         _ => anyhow::bail!("give both --grid and --block, or neither"),
     };
+    if args.gpu_trace.is_some() && args.format != "nvprof" {
+        anyhow::bail!("--gpu-trace is nvprof's companion file; ncu exports carry their own launch shapes");
+    }
     let source = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).with_context(|| source.clone())?;
+    let read = |p: &PathBuf| -> anyhow::Result<String> {
+        let bytes = std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?;
+        String::from_utf8(bytes).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: not UTF-8 text at byte {}: expected a profiler's CSV export",
+                p.display(),
+                e.utf8_error().valid_up_to()
+            )
+        })
+    };
+    let text = read(&args.file)?;
     let kernels = if args.format == "ncu" {
         read_ncu(&text, &source)?
+    } else if is_gpu_trace(&text) && args.gpu_trace.is_some() {
+        anyhow::bail!(
+            "{source} is itself an nvprof gpu trace: give the metric table (`nvprof --csv --metrics …`) as FILE and \
+             the trace with --gpu-trace"
+        );
+    } else if is_gpu_trace(&text) {
+        // A gpu trace alone: per-kernel times and shapes, no counters.
+        let trace = read_nvprof_gpu_trace(&text, &source)?;
+        eprintln!(
+            "gpumodel: {source} is an nvprof gpu trace: per-kernel times and launch shapes, no counters"
+        );
+        gpu_trace_kernels(&trace)
     } else {
-        let (kernels, ignored) = read_nvprof(&text, &source)?;
+        let (mut kernels, ignored) = read_nvprof(&text, &source)?;
         if !ignored.is_empty() {
             eprintln!("gpumodel: ignored nvprof metrics with no canonical counter: {}", ignored.join(", "));
         }
+        if let Some(tp) = &args.gpu_trace {
+            let trace = read_nvprof_gpu_trace(&read(tp)?, &tp.display().to_string())?;
+            for note in join_gpu_trace(&mut kernels, &trace) {
+                eprintln!("gpumodel: {note}");
+            }
+        }
         kernels
     };
-    if let Some(dir) = &args.profiles {
-        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    // Everything is built before anything is written: a bad kernel leaves no partial set of profiles.
+    let mut profiles = Vec::new();
+    if args.profiles.is_some() {
         for (i, k) in kernels.iter().enumerate() {
             let profile = k.to_profile(&source, launch.clone())?;
             let safe: String = k
@@ -91,13 +131,20 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
                 .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
                 .take(60)
                 .collect();
-            let path = dir.join(format!("{:03}-{safe}.json", i + 1));
-            std::fs::write(&path, serde_json::to_string_pretty(&profile)? + "\n")
-                .with_context(|| path.display().to_string())?;
+            profiles
+                .push((format!("{:03}-{safe}.json", i + 1), serde_json::to_string_pretty(&profile)? + "\n"));
         }
-        eprintln!("gpumodel: wrote {} kernel profile(s) to {}", kernels.len(), dir.display());
     }
-    write_table(&kernels_table(&kernels, &source), args.out.as_ref())?;
+    let table = kernels_table(&kernels, &source);
+    if let Some(dir) = &args.profiles {
+        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+        for (name, text) in &profiles {
+            let path = dir.join(name);
+            std::fs::write(&path, text).with_context(|| path.display().to_string())?;
+        }
+        eprintln!("gpumodel: wrote {} kernel profile(s) to {}", profiles.len(), dir.display());
+    }
+    write_table(&table, args.out.as_ref())?;
     Ok(ExitCode::SUCCESS)
 }
 

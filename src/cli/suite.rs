@@ -132,23 +132,21 @@ fn print_kernels() {
 /// machine without a GPU gets that one line rather than a CUPTI error.
 fn open_real_device(args: &super::collect::Args) -> anyhow::Result<suite::cuda::CudaSuiteDevice> {
     use gpumodel_collect::counters::CounterSource;
-    use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
-    use gpumodel_collect::power::PowerSource;
+    use gpumodel_collect::cupti::pm::CuptiPmCounters;
     use gpumodel_models::counters::{CounterMap, MapKind};
-    let nvml = suite::cuda::check_driver(args.device)?;
-    // Turing and GA100 trigger PM samples on system-clock cycles: the SM clock read now stands in for it.
-    let sysclk_hz = gpumodel_collect::nvml::NvmlPower::open_cuda_device(nvml, args.device)
-        .ok()
-        .and_then(|mut p| p.read().ok())
-        .and_then(|r| r.core)
-        .map_or(1.0e9, |m| m.hz());
-    let pm = PmOptions { device: args.device, interval_s: 1.0 / args.rate, ..PmOptions::default() };
-    let source = CuptiPmCounters::open(&pm, sysclk_hz).context("CUPTI PM sampling for the suite")?;
-    let map = CounterMap::builtin(source.chip())?;
-    let counters = suite::cuda::SuiteCounters {
-        source: Box::new(source) as Box<dyn CounterSource>,
-        map,
-        kind: MapKind::Pm,
+    suite::cuda::check_driver(args.device)?;
+    let pm = super::collect::pm_options(args)?;
+    // PM sampling is opened by the device after its CUDA context exists (NVIDIA's pm_sampling sample
+    // creates the context first; issue 16 item 5).
+    let open_counters = move || -> Result<suite::cuda::SuiteCounters, suite::SuiteError> {
+        let source = CuptiPmCounters::open(&pm)?;
+        let map = CounterMap::builtin(source.chip()).map_err(gpumodel_collect::Error::from)?;
+        Ok(suite::cuda::SuiteCounters {
+            source: Box::new(source) as Box<dyn CounterSource>,
+            map,
+            kind: MapKind::Pm,
+        })
     };
-    Ok(suite::cuda::CudaSuiteDevice::open(args.device, args.rate, Some(counters))?)
+    suite::cuda::CudaSuiteDevice::open(args.device, args.rate, Some(Box::new(open_counters)))
+        .context("CUPTI PM sampling for the suite")
 }

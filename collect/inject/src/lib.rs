@@ -15,10 +15,19 @@
 //!    with the chip's `range` map plus `gpu__time_duration.sum` → config image →
 //!    `cuptiRangeProfilerGetCounterDataSize` → `cuptiRangeProfilerCounterDataImageInitialize` →
 //!    `cuptiRangeProfilerSetConfig(AutoRange, KernelReplay)` → `cuptiRangeProfilerStart`;
-//! 3. at process exit: `cuptiRangeProfilerStop` → `cuptiRangeProfilerDecodeData` →
+//! 3. when the profiled context is about to be destroyed (`CONTEXT_DESTROY_STARTING`: `cuCtxDestroy`,
+//!    `cudaDeviceReset`, the runtime's teardown) or, if it never is, at process exit — the CUPTI
+//!    `range_profiling` sample likewise stops, decodes and disables before it destroys the context, since
+//!    the range profiler object belongs to that context: `cuptiRangeProfilerStop` → `cuptiRangeProfilerDecodeData` →
 //!    `cuptiRangeProfilerGetCounterDataInfo` → per range `cuptiProfilerHostGetRangeName` and
 //!    `cuptiProfilerHostEvaluateToGpuValues` → one CSV row per kernel launch in `GPUMODEL_INJECT_OUT`
 //!    (default `gpumodel-kernels.csv`) → `cuptiRangeProfilerDisable` → `cuptiProfilerDeInitialize`.
+//!
+//! Launches are recorded with their context; only launches of the profiled context become rows (the
+//! Range Profiler's auto ranges are that context's launches, in order), launches of other contexts are
+//! counted and reported as skipped. A context created after the profiled one was finished is profiled
+//! in turn, its rows appended. A callback that panicked poisons the state's mutex: later callbacks carry
+//! on with the state and the exit report says so. Everything skipped is said on stderr at the end.
 //!
 //! Rows: `index, name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread,
 //! shared_mem_bytes, duration_s, <canonical counters…>`. Kernel replay serializes and replays every
@@ -51,6 +60,7 @@ pub struct LaunchInfo {
 }
 
 struct Profiler {
+    ctx: cudarc::driver::sys::CUcontext,
     obj: *mut sys::CUpti_RangeProfiler_Object,
     host: HostProfiler,
     map: CounterMap,
@@ -63,13 +73,77 @@ struct Profiler {
 unsafe impl Send for Profiler {}
 
 struct State {
-    launches: Vec<LaunchInfo>,
+    launches: Launches,
     profiler: Option<Profiler>,
     errors: Vec<String>,
+    /// Rows written so far (a later context's rows are appended after them).
+    rows_written: usize,
 }
 
-static STATE: Mutex<State> = Mutex::new(State { launches: Vec::new(), profiler: None, errors: Vec::new() });
+static STATE: Mutex<State> =
+    Mutex::new(State { launches: Launches::new(), profiler: None, errors: Vec::new(), rows_written: 0 });
 
+/// Launches seen, each with the context (as an address) it was made in.
+#[derive(Debug, Default)]
+pub struct Launches {
+    seen: Vec<(usize, LaunchInfo)>,
+    /// Launches of contexts that were not profiled.
+    skipped_other_context: usize,
+}
+
+impl Launches {
+    pub const fn new() -> Launches {
+        Launches { seen: Vec::new(), skipped_other_context: 0 }
+    }
+
+    /// Records a launch in context `ctx`.
+    pub fn record(&mut self, ctx: usize, launch: LaunchInfo) {
+        self.seen.push((ctx, launch));
+    }
+
+    /// The launches of `ctx`, in order (they label that context's ranges); launches of other contexts
+    /// are dropped and counted as skipped.
+    pub fn take_for(&mut self, ctx: usize) -> Vec<LaunchInfo> {
+        let (mine, other): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.seen).into_iter().partition(|(c, _)| *c == ctx);
+        self.skipped_other_context += other.len();
+        mine.into_iter().map(|(_, l)| l).collect()
+    }
+
+    /// Launches of contexts never profiled, after every profiled context was taken.
+    pub fn skipped(&self) -> usize {
+        self.skipped_other_context + self.seen.len()
+    }
+}
+
+/// Locks `m`, recovering the data when a panicking callback poisoned it; says so once in `note`.
+pub fn lock_recovering<'a, T>(m: &'a Mutex<T>, note: &mut Option<String>) -> std::sync::MutexGuard<'a, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => {
+            note.get_or_insert_with(|| {
+                "a callback panicked earlier; the launches recorded before it are kept, later rows may be \
+                 mislabelled"
+                    .into()
+            });
+            poisoned.into_inner()
+        }
+    }
+}
+
+/// Set when a poisoned lock was recovered (reported at exit).
+static POISONED: Mutex<Option<String>> = Mutex::new(None);
+
+fn state() -> std::sync::MutexGuard<'static, State> {
+    let mut note = None;
+    let g = lock_recovering(&STATE, &mut note);
+    if let Some(n) = note
+        && let Ok(mut p) = POISONED.lock()
+    {
+        p.get_or_insert(n);
+    }
+    g
+}
 fn ok(call: &str, r: sys::CUptiResult) -> Result<(), String> {
     if r == sys::CUptiResult::CUPTI_SUCCESS { Ok(()) } else { Err(format!("{call}: {r:?}")) }
 }
@@ -163,7 +237,7 @@ fn setup(ctx: cudarc::driver::sys::CUcontext) -> Result<Profiler, String> {
     };
     // SAFETY: configured object.
     ok("cuptiRangeProfilerStart", unsafe { sys::cuptiRangeProfilerStart(&mut st) })?;
-    Ok(Profiler { obj, host, map, metrics, counter_data, _config: config })
+    Ok(Profiler { ctx, obj, host, map, metrics, counter_data, _config: config })
 }
 
 /// Turns one range's metric values into a CSV row.
@@ -212,7 +286,9 @@ pub fn header(map: &CounterMap) -> String {
     h.join(",")
 }
 
-fn finish_profiler(p: &mut Profiler, launches: &[LaunchInfo]) -> Result<(), String> {
+/// Stop → decode → write rows → disable, for the profiled context (before it is destroyed). Rows are
+/// appended after `first_row` rows already written by an earlier context. Returns the rows written.
+fn finish_profiler(p: &mut Profiler, launches: &[LaunchInfo], first_row: usize) -> Result<usize, String> {
     let mut stop = sys::CUpti_RangeProfiler_Stop_Params {
         structSize: size::<sys::CUpti_RangeProfiler_Stop_Params>(),
         pPriv: ptr::null_mut(),
@@ -243,8 +319,15 @@ fn finish_profiler(p: &mut Profiler, launches: &[LaunchInfo]) -> Result<(), Stri
         sys::cuptiRangeProfilerGetCounterDataInfo(&mut info)
     })?;
     let out = std::env::var("GPUMODEL_INJECT_OUT").unwrap_or_else(|_| "gpumodel-kernels.csv".into());
-    let mut f = std::fs::File::create(&out).map_err(|e| format!("{out}: {e}"))?;
-    writeln!(f, "{}", header(&p.map)).map_err(|e| format!("{out}: {e}"))?;
+    let mut f = if first_row == 0 {
+        std::fs::File::create(&out)
+    } else {
+        std::fs::OpenOptions::new().append(true).open(&out)
+    }
+    .map_err(|e| format!("{out}: {e}"))?;
+    if first_row == 0 {
+        writeln!(f, "{}", header(&p.map)).map_err(|e| format!("{out}: {e}"))?;
+    }
     let delim = CString::new("/").unwrap_or_default();
     for r in 0..info.numTotalRanges {
         let mut n = sys::CUpti_Profiler_Host_GetRangeName_Params {
@@ -270,12 +353,20 @@ fn finish_profiler(p: &mut Profiler, launches: &[LaunchInfo]) -> Result<(), Stri
         // Auto ranges follow the launches in order; the range name is the kernel's when no launch was seen.
         let launch =
             launches.get(r).cloned().unwrap_or(LaunchInfo { name: range_name, ..LaunchInfo::default() });
-        writeln!(f, "{}", row(r, &launch, &p.map, &named)).map_err(|e| format!("{out}: {e}"))?;
+        writeln!(f, "{}", row(first_row + r, &launch, &p.map, &named)).map_err(|e| format!("{out}: {e}"))?;
     }
     if dec.numOfRangeDropped > 0 {
         eprintln!(
-            "gpumodel-inject: {} kernel launches dropped (more than {MAX_RANGES})",
+            "gpumodel-inject: {} kernel launches dropped (more than {MAX_RANGES} in one context): they have no row",
             dec.numOfRangeDropped
+        );
+    }
+    if launches.len() != info.numTotalRanges {
+        eprintln!(
+            "gpumodel-inject: {} launches recorded but {} ranges profiled in this context: rows past the shorter \
+             list carry the range name only",
+            launches.len(),
+            info.numTotalRanges
         );
     }
     let mut dis = sys::CUpti_RangeProfiler_Disable_Params {
@@ -284,16 +375,35 @@ fn finish_profiler(p: &mut Profiler, launches: &[LaunchInfo]) -> Result<(), Stri
         pRangeProfilerObject: p.obj,
     };
     // SAFETY: enabled object, disabled once.
-    ok("cuptiRangeProfilerDisable", unsafe { sys::cuptiRangeProfilerDisable(&mut dis) })
+    ok("cuptiRangeProfilerDisable", unsafe { sys::cuptiRangeProfilerDisable(&mut dis) })?;
+    Ok(info.numTotalRanges)
+}
+
+/// Finishes the profiled context's ranges (context destruction or exit); errors are kept for the report.
+fn finish(st: &mut State) {
+    if let Some(mut p) = st.profiler.take() {
+        let launches = st.launches.take_for(p.ctx as usize);
+        match finish_profiler(&mut p, &launches, st.rows_written) {
+            Ok(n) => st.rows_written += n,
+            Err(e) => st.errors.push(e),
+        }
+    }
 }
 
 extern "C" fn at_exit() {
-    let Ok(mut st) = STATE.lock() else { return };
-    let launches = std::mem::take(&mut st.launches);
-    if let Some(mut p) = st.profiler.take()
-        && let Err(e) = finish_profiler(&mut p, &launches)
+    let mut st = state();
+    finish(&mut st);
+    let skipped = st.launches.skipped();
+    if skipped > 0 {
+        eprintln!(
+            "gpumodel-inject: {skipped} kernel launches in contexts that were not profiled (only one context is \
+             profiled at a time): they have no row"
+        );
+    }
+    if let Ok(p) = POISONED.lock()
+        && let Some(n) = p.as_ref()
     {
-        eprintln!("gpumodel-inject: {e}");
+        eprintln!("gpumodel-inject: {n}");
     }
     for e in &st.errors {
         eprintln!("gpumodel-inject: {e}");
@@ -316,7 +426,17 @@ unsafe extern "C" fn callback(
     cbid: sys::CUpti_CallbackId,
     data: *const c_void,
 ) {
-    let Ok(mut st) = STATE.lock() else { return };
+    let mut st = state();
+    if domain == sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RESOURCE
+        && cbid == sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING as u32
+    {
+        // SAFETY: the resource domain passes CUpti_ResourceData.
+        let ctx = unsafe { (*(data as *const sys::CUpti_ResourceData)).context };
+        if st.profiler.as_ref().is_some_and(|p| p.ctx == ctx) {
+            finish(&mut st);
+        }
+        return;
+    }
     if domain == sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RESOURCE
         && cbid == sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED as u32
     {
@@ -354,7 +474,7 @@ unsafe extern "C" fn callback(
     };
     let regs = attr(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS);
     let smem = attr(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
-    st.launches.push(geometry.launch(name, regs, smem));
+    st.launches.record(cb.context as usize, geometry.launch(name, regs, smem));
 }
 
 /// The driver-API launch calls hooked, each a CUPTI callback id (`cupti_driver_cbid.h`): one auto range
@@ -487,6 +607,17 @@ pub extern "C" fn InitializeInjection() -> i32 {
             })
         })
         .and_then(|_| {
+            // SAFETY: valid subscriber.
+            ok("cuptiEnableCallback", unsafe {
+                sys::cuptiEnableCallback(
+                    1,
+                    sub,
+                    sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RESOURCE,
+                    sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING as u32,
+                )
+            })
+        })
+        .and_then(|_| {
             for cbid in LAUNCH_CALLBACKS {
                 // SAFETY: valid subscriber.
                 ok("cuptiEnableCallback", unsafe {
@@ -520,6 +651,46 @@ pub extern "C" fn InitializeInjection() -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn launch(name: &str) -> LaunchInfo {
+        LaunchInfo { name: name.into(), ..LaunchInfo::default() }
+    }
+
+    /// Issue 16 item 6: rows are labelled by the launches of the profiled context only; launches of
+    /// other contexts are counted as skipped, not shifted into its rows.
+    #[test]
+    fn launches_are_labelled_by_context_and_others_counted_as_skipped() {
+        let mut l = Launches::new();
+        l.record(1, launch("a"));
+        l.record(2, launch("other"));
+        l.record(1, launch("b"));
+        let mine: Vec<String> = l.take_for(1).into_iter().map(|x| x.name).collect();
+        assert_eq!(mine, ["a", "b"]);
+        assert_eq!(l.skipped(), 1);
+        // A later context profiled in turn gets its own launches only.
+        l.record(3, launch("c"));
+        l.record(4, launch("never profiled"));
+        assert_eq!(l.take_for(3).len(), 1);
+        assert_eq!(l.skipped(), 2);
+    }
+
+    /// Issue 16 item 6: a panicked callback poisons the mutex; later callbacks still get the state,
+    /// and the poisoning is noted for the exit report instead of every later launch being lost silently.
+    #[test]
+    fn a_poisoned_state_is_recovered_and_reported() {
+        let m = std::sync::Arc::new(Mutex::new(vec![1]));
+        let m2 = m.clone();
+        let _ = std::thread::spawn(move || {
+            let _g = m2.lock().unwrap();
+            panic!("callback panicked");
+        })
+        .join();
+        assert!(m.is_poisoned());
+        let mut note = None;
+        lock_recovering(&m, &mut note).push(2);
+        assert_eq!(*lock_recovering(&m, &mut note), vec![1, 2]);
+        assert!(note.unwrap().contains("callback panicked earlier"));
+    }
 
     #[test]
     fn rows_match_the_header() {

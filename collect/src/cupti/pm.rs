@@ -17,11 +17,41 @@
 //!    `cuptiProfilerHostEvaluateToGpuValues`; when the decode stops with COUNTER_DATA_FULL the image is
 //!    re-initialized;
 //! 7. `cuptiPmSamplingStop` → a last decode → `cuptiPmSamplingDisable` → `cuptiProfilerHostDeinitialize`
-//!    → `cuptiProfilerDeInitialize`.
+//!    → `cuptiProfilerDeInitialize` ([`TEARDOWN`], run by `Drop`; the profiler is deinitialized last, after
+//!    the host object, as in the `pm_sampling` sample's cleanup and the step list of the CUPTI guide's
+//!    "PM Sampling" section).
 //!
-//! Sample timestamps are CUPTI timestamps (ns, the `cuptiGetTimestamp` clock); they are mapped to the run
-//! [`crate::sampler::Clock`] by the offset read at start. A `.sum` metric evaluates to the events of the
-//! sample's interval, so the rate is value / interval length.
+//! **Lost samples.** We configure `KEEP_OLDEST`; the CUPTI reference (`CUpti_PmSampling_SetConfig_Params`
+//! ::hwBufferAppendMode, `CUpti_PmSampling_DecodeData_Params`::overflow) documents that a full hardware
+//! buffer then sets `overflow` to 1 and newer samples are dropped. Each decode's flag is read; the number
+//! of samples lost is estimated from the gaps between consecutive samples' timestamps ([`gap_samples`])
+//! and both are reported in the trace's warnings ([`CounterSource::warnings`]).
+//!
+//! **Timestamps.** `CUpti_PmSampling_CounterData_GetSampleInfo_Params` documents `startTimestamp` /
+//! `endTimestamp` only as the sample's start and end; the reference does not say that they are on the
+//! `cuptiGetTimestamp` clock. So they are not assumed to be: [`TimestampMap`] reads `cuptiGetTimestamp`
+//! at start, and when the first sample's start lies more than [`TimestampMap::TOLERANCE_S`] away from it,
+//! re-bases the sample clock on that first sample (it cannot start before `cuptiPmSamplingStart`) and
+//! says so in the trace's warnings with the measured offset. NVML power samples are stamped with the run
+//! clock when they are read, so both series meet on the run clock.
+//!
+//! **Trigger.** `CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL` is "not supported on Turing GPU
+//! architecture and GA100 GPU" (`cupti_pmsampling.h`, `CUpti_PmSampling_TriggerMode`); there the only trigger
+//! is `GPU_SYSCLK_INTERVAL`, whose interval is a count of SYS-clock cycles and whose "SYS frequency by
+//! default is variable". NVML has no SYS-clock reading, so the SM clock is no stand-in: the user gives the
+//! frequency (`collect --sysclk-mhz`), or the collector assumes [`NOMINAL_SYSCLK_HZ`] and says so loudly.
+//! Rates are divided by each sample's measured timestamps, never by the configured interval, so a wrong
+//! frequency changes how many samples there are, not their values.
+//!
+//! **Other processes.** The CUPTI reference describes PM sampling as enabled per device
+//! (`cuptiPmSamplingEnable(deviceIndex)`), with no context argument, and samples the device's counters;
+//! it does not say in so many words that work of another process is counted, and NVIDIA's `pm_sampling`
+//! sample runs its workload in the profiling process after creating a context. We therefore (a) create
+//! and hold the device's primary context in the collector before enabling PM sampling, as the sample
+//! does, and (b) check after every run that the instruction counter moved while the program ran
+//! ([`CounterSource::warnings`] says when it did not, with the fix: `--kernel-totals`, which profiles
+//! inside the program's own process). A GPU is needed to settle the question; see collect/README.md.
+//! A `.sum` metric evaluates to the events of the sample's interval, so the rate is value / interval length.
 //!
 //! Application replay (`collect --pm-passes all`) opens one of these per PM-sampling group of the chip's
 //! map ([`CuptiPmCounters::open_pass`]): the whole sequence above, steps 1–7, once per run of the program,
@@ -40,23 +70,163 @@ use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, c_char};
 use std::ptr;
 
+/// The SYS-clock frequency assumed on Turing and GA100 when `--sysclk-mhz` is not given: only the
+/// number of samples depends on it (see the module docs), and the trace says it was assumed.
+pub const NOMINAL_SYSCLK_HZ: f64 = 1.0e9;
+
 /// How the hardware triggers a sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Trigger {
     /// Fixed GPU-time interval (GA10x and newer).
     GpuTime,
-    /// Fixed number of system-clock cycles (Turing, GA100); the clock's frequency converts the period.
-    SysClk { hz: f64 },
+    /// Fixed number of SYS-clock cycles (Turing, GA100); `hz` converts the period, `given` says whether
+    /// the user gave it (`--sysclk-mhz`) or [`NOMINAL_SYSCLK_HZ`] was assumed.
+    SysClk { hz: f64, given: bool },
 }
 
 impl Trigger {
-    /// The trigger a chip supports (CUPTI docs: GPU-time interval from GA10x on).
-    pub fn for_chip(chip: &str, sysclk_hz: f64) -> Trigger {
-        if chip.starts_with("TU") || chip == "GA100" {
-            Trigger::SysClk { hz: sysclk_hz }
-        } else {
-            Trigger::GpuTime
+    /// The trigger a chip supports (`cupti_pmsampling.h`, `CUpti_PmSampling_TriggerMode`: the GPU-time
+    /// interval "is not supported on Turing GPU architecture and GA100 GPU"). `sysclk_hz` is the user's
+    /// SYS-clock frequency; a non-finite or non-positive one is refused.
+    pub fn for_chip(chip: &str, sysclk_hz: Option<f64>) -> Result<Trigger> {
+        if !(chip.starts_with("TU") || chip == "GA100") {
+            return Ok(Trigger::GpuTime);
         }
+        match sysclk_hz {
+            Some(hz) if hz.is_finite() && hz > 0.0 => Ok(Trigger::SysClk { hz, given: true }),
+            Some(hz) => Err(Error::Invalid(format!(
+                "--sysclk-mhz {} is not a frequency: give the SYS clock in MHz, e.g. --sysclk-mhz 1000",
+                hz / 1e6
+            ))),
+            None => Ok(Trigger::SysClk { hz: NOMINAL_SYSCLK_HZ, given: false }),
+        }
+    }
+
+    /// `(trigger mode, samplingInterval)` for `CUpti_PmSampling_SetConfig_Params`: nanoseconds for the
+    /// GPU-time trigger, SYS-clock cycles for the SYSCLK trigger (its documented units), at least 1.
+    pub fn interval(self, interval_s: f64) -> (sys::CUpti_PmSampling_TriggerMode, u64) {
+        use sys::CUpti_PmSampling_TriggerMode as M;
+        let (mode, units) = match self {
+            Trigger::GpuTime => (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, interval_s * 1e9),
+            Trigger::SysClk { hz, .. } => {
+                (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL, interval_s * hz)
+            }
+        };
+        (mode, (units.round() as u64).max(1))
+    }
+
+    /// The loud line for an assumed SYS clock (none when the trigger needs no clock or it was given).
+    pub fn warning(self) -> Option<String> {
+        match self {
+            Trigger::SysClk { hz, given: false } => Some(format!(
+                "this chip triggers PM samples on SYS-clock cycles, whose frequency NVML cannot read: the interval \
+                 assumed {:.0} MHz, so the counter sample rate may differ from --rate (the rates themselves use \
+                 each sample's measured timestamps); pass --sysclk-mhz to set it",
+                hz / 1e6
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The documented teardown of PM sampling (CUPTI guide, "PM Sampling", and the `pm_sampling` sample's
+/// cleanup): stop (when started), disable the PM-sampling object, deinitialize the host object, and only
+/// then deinitialize the profiler. `Drop` runs exactly these steps in this order.
+pub const TEARDOWN: [TeardownStep; 4] = [
+    TeardownStep::Stop,
+    TeardownStep::Disable,
+    TeardownStep::HostDeinitialize,
+    TeardownStep::ProfilerDeInitialize,
+];
+
+/// One step of [`TEARDOWN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TeardownStep {
+    /// `cuptiPmSamplingStop` (only when started).
+    Stop,
+    /// `cuptiPmSamplingDisable`.
+    Disable,
+    /// `cuptiProfilerHostDeinitialize`.
+    HostDeinitialize,
+    /// `cuptiProfilerDeInitialize`.
+    ProfilerDeInitialize,
+}
+
+/// Samples missing between two consecutive samples: the gap between the previous sample's end and the
+/// next one's start, in whole sampling intervals (rounded; 0 for touching or overlapping samples).
+pub fn gap_samples(prev_end_s: f64, next_start_s: f64, interval_s: f64) -> u64 {
+    let gap = next_start_s - prev_end_s;
+    if !(gap.is_finite() && interval_s.is_finite() && interval_s > 0.0) || gap < 0.5 * interval_s {
+        return 0;
+    }
+    (gap / interval_s).round().min(u64::MAX as f64 / 2.0) as u64
+}
+
+/// Maps PM-sampling timestamps (ns) onto the run clock (s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimestampMap {
+    /// Run-clock seconds at sample timestamp `ts0_ns`.
+    pub t0_s: f64,
+    pub ts0_ns: u64,
+    /// The offset measured at the first sample when it was off the `cuptiGetTimestamp` clock, ns.
+    pub rebased_by_ns: Option<i128>,
+    seen_first: bool,
+}
+
+impl TimestampMap {
+    /// How far the first sample may start from `cuptiGetTimestamp` at `cuptiPmSamplingStart` and still
+    /// be taken as the same clock: generous for a delayed first trigger, far below any clock-epoch gap.
+    pub const TOLERANCE_S: f64 = 2.0;
+
+    /// `cuptiGetTimestamp` read as `ts0_ns` at run-clock `t0_s`, just before `cuptiPmSamplingStart`.
+    pub fn new(t0_s: f64, ts0_ns: u64) -> TimestampMap {
+        TimestampMap { t0_s, ts0_ns, rebased_by_ns: None, seen_first: false }
+    }
+
+    /// Checks the first sample's start against the clock read at start; re-bases when it is off.
+    pub fn observe_first(&mut self, start_ns: u64) {
+        if self.seen_first {
+            return;
+        }
+        self.seen_first = true;
+        let off_ns = i128::from(start_ns) - i128::from(self.ts0_ns);
+        if (off_ns as f64).abs() / 1e9 > Self::TOLERANCE_S {
+            self.rebased_by_ns = Some(off_ns);
+            self.ts0_ns = start_ns;
+        }
+    }
+
+    /// Run-clock seconds of sample timestamp `ns`.
+    pub fn to_run_s(&self, ns: u64) -> f64 {
+        self.t0_s + (i128::from(ns) - i128::from(self.ts0_ns)) as f64 / 1e9
+    }
+
+    /// The warning when the sample clock had to be re-based.
+    pub fn warning(&self) -> Option<String> {
+        self.rebased_by_ns.map(|off| {
+            format!(
+                "PM-sampling timestamps are {:.3} s away from cuptiGetTimestamp: aligned on the first sample \
+                 instead (counter times are accurate to about one sampling interval)",
+                off as f64 / 1e9
+            )
+        })
+    }
+}
+
+/// `cuptiProfilerInitialize` held: dropping it calls `cuptiProfilerDeInitialize`. Taken before any other
+/// step of `open_pass`, so a failure at any later step still deinitializes the profiler (locals drop in
+/// reverse order: the host object first).
+struct ProfilerInit;
+
+impl Drop for ProfilerInit {
+    fn drop(&mut self) {
+        let mut de = sys::CUpti_Profiler_DeInitialize_Params {
+            structSize: size::<sys::CUpti_Profiler_DeInitialize_Params>(),
+            pPriv: ptr::null_mut(),
+        };
+        // SAFETY: pairs the cuptiProfilerInitialize that created this value. Its result cannot be acted
+        // on while tearing down; a failure here leaves nothing of ours behind.
+        let _ = unsafe { sys::cuptiProfilerDeInitialize(&mut de) };
     }
 }
 
@@ -71,11 +241,52 @@ pub struct PmOptions {
     pub hardware_buffer_bytes: usize,
     /// Samples held by the counter-data image between decodes.
     pub max_samples: u32,
+    /// SYS-clock frequency, Hz, for chips that trigger on SYS-clock cycles (`--sysclk-mhz`); `None`
+    /// assumes [`NOMINAL_SYSCLK_HZ`] and says so.
+    pub sysclk_hz: Option<f64>,
 }
 
 impl Default for PmOptions {
     fn default() -> Self {
-        PmOptions { device: 0, interval_s: 1.0 / 60.0, hardware_buffer_bytes: 512 << 20, max_samples: 4096 }
+        PmOptions {
+            device: 0,
+            interval_s: 1.0 / 60.0,
+            hardware_buffer_bytes: 512 << 20,
+            max_samples: 4096,
+            sysclk_hz: None,
+        }
+    }
+}
+
+/// The device's primary context, retained for the life of the sampler (NVIDIA's `pm_sampling` sample
+/// makes a context current before enabling PM sampling) and released on drop.
+struct PrimaryContext {
+    dev: cudarc::driver::sys::CUdevice,
+}
+
+impl PrimaryContext {
+    fn retain(device: u32) -> Result<PrimaryContext> {
+        let ordinal = i32::try_from(device)
+            .map_err(|_| Error::NoGpu { index: device, detail: "not a CUDA device ordinal".into() })?;
+        let dev = cudarc::driver::result::device::get(ordinal)
+            .map_err(|e| Error::NoGpu { index: device, detail: format!("cuDeviceGet: {e:?}") })?;
+        // SAFETY: dev is a valid device from cuDeviceGet; the context is released in Drop.
+        let ctx = unsafe { cudarc::driver::result::primary_ctx::retain(dev) }.map_err(|e| Error::NoGpu {
+            index: device,
+            detail: format!("cuDevicePrimaryCtxRetain: {e:?}"),
+        })?;
+        let held = PrimaryContext { dev };
+        // SAFETY: ctx is the retained primary context of dev.
+        unsafe { cudarc::driver::result::ctx::set_current(ctx) }
+            .map_err(|e| Error::NoGpu { index: device, detail: format!("cuCtxSetCurrent: {e:?}") })?;
+        Ok(held)
+    }
+}
+
+impl Drop for PrimaryContext {
+    fn drop(&mut self) {
+        // SAFETY: pairs the retain above. A failure to release at teardown has no remedy here.
+        let _ = unsafe { cudarc::driver::result::primary_ctx::release(self.dev) };
     }
 }
 
@@ -86,17 +297,30 @@ pub struct CuptiPmCounters {
     group: BTreeMap<String, Vec<String>>,
     /// 0-based index of the group (0 = `[pm]`).
     pass: usize,
-    host: HostProfiler,
+    /// `Some` until [`TeardownStep::HostDeinitialize`].
+    host: Option<HostProfiler>,
     obj: *mut sys::CUpti_PmSampling_Object,
     metrics: Vec<CString>,
     counter_data: Vec<u8>,
     next_sample: usize,
-    /// Run-clock seconds at CUPTI timestamp `ts0_ns`.
-    t0_s: f64,
-    ts0_ns: u64,
+    clock: TimestampMap,
     trigger: Trigger,
     interval_s: f64,
     running: bool,
+    /// Decodes that reported a hardware-buffer overflow.
+    overflows: u64,
+    /// Samples missing between consecutive samples (estimated from their timestamps).
+    gap_lost: u64,
+    /// End of the last sample decoded, run-clock seconds.
+    last_end_s: Option<f64>,
+    /// Samples with a non-positive length, skipped.
+    empty_samples: u64,
+    /// Largest instruction rate seen (the cross-process check), when the group has `inst_executed`.
+    max_inst_rate: Option<f64>,
+    /// `Some` until [`TeardownStep::ProfilerDeInitialize`].
+    init: Option<ProfilerInit>,
+    /// The primary context held while sampling; released after the profiler is deinitialized.
+    _context: Option<PrimaryContext>,
 }
 
 // SAFETY: the PM-sampling object and host object are used from one thread at a time (the poller owns
@@ -121,41 +345,51 @@ pub fn chip_name(index: u32) -> Result<String> {
     Ok(unsafe { CStr::from_ptr(p.pChipName) }.to_string_lossy().into_owned())
 }
 
-/// `cuInit` + `cuptiProfilerInitialize`, with a missing driver as [`Error::NoDriver`].
-fn init_target() -> Result<()> {
+/// `cuInit` + the device's primary context made current, with a missing driver as [`Error::NoDriver`].
+fn init_driver(device: u32) -> Result<PrimaryContext> {
     load_cupti()?;
     // SAFETY: probes dlopen of libcuda by name.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err(Error::NoDriver { detail: "libcuda.so cannot be loaded".into() });
     }
     cudarc::driver::result::init().map_err(|e| Error::NoDriver { detail: format!("cuInit: {e:?}") })?;
+    PrimaryContext::retain(device)
+}
+
+/// `cuptiProfilerInitialize` (after [`init_driver`]). The returned guard deinitializes the profiler when
+/// dropped.
+fn init_profiler() -> Result<ProfilerInit> {
     let mut p = sys::CUpti_Profiler_Initialize_Params {
         structSize: size::<sys::CUpti_Profiler_Initialize_Params>(),
         pPriv: ptr::null_mut(),
     };
     // SAFETY: params initialized with their size.
-    check("cuptiProfilerInitialize", unsafe { sys::cuptiProfilerInitialize(&mut p) })
+    check("cuptiProfilerInitialize", unsafe { sys::cuptiProfilerInitialize(&mut p) })?;
+    Ok(ProfilerInit)
 }
 
 impl CuptiPmCounters {
     /// Opens PM sampling on `opts.device` for the chip's `pm` map (steps 1–5 of the sequence).
-    /// `sysclk_hz` is used on chips that trigger on system-clock cycles.
-    pub fn open(opts: &PmOptions, sysclk_hz: f64) -> Result<CuptiPmCounters> {
-        Self::open_pass(opts, sysclk_hz, 0)
+    pub fn open(opts: &PmOptions) -> Result<CuptiPmCounters> {
+        Self::open_pass(opts, 0)
     }
 
     /// Opens PM sampling for PM-sampling group `pass` of the chip's map (0 = `[pm]`, k = the k-th
     /// `[[pm_pass]]`), steps 1–5 of the sequence. Application replay opens one per run of the program,
     /// after the previous one is dropped (stop, disable, deinitialize).
-    pub fn open_pass(opts: &PmOptions, sysclk_hz: f64, pass: usize) -> Result<CuptiPmCounters> {
+    pub fn open_pass(opts: &PmOptions, pass: usize) -> Result<CuptiPmCounters> {
         if !(opts.interval_s.is_finite() && opts.interval_s > 0.0) {
             return Err(Error::Invalid(format!(
                 "PM sampling interval {} s: give a positive interval",
                 opts.interval_s
             )));
         }
-        init_target()?;
+        // From here on every early return drops `init` (and `host`, declared later, before it; the context
+        // after it): the profiler is never left initialized by a failed open (issue 16 item 8).
+        let context = init_driver(opts.device)?;
+        let init = init_profiler()?;
         let chip = chip_name(opts.device)?;
+        let trigger = Trigger::for_chip(&chip, opts.sysclk_hz)?;
         let map = CounterMap::builtin(&chip)?;
         let group = map.pm_group(pass)?.clone();
         // Counter availability: size query, then the image.
@@ -201,31 +435,29 @@ impl CuptiPmCounters {
         // SAFETY: params initialized with their size.
         check("cuptiPmSamplingEnable", unsafe { sys::cuptiPmSamplingEnable(&mut e) })?;
         let obj = e.pPmSamplingObject;
-        let trigger = Trigger::for_chip(&chip, sysclk_hz);
-        let (mode, interval) = match trigger {
-            Trigger::GpuTime => (
-                sys::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL,
-                (opts.interval_s * 1e9) as u64,
-            ),
-            Trigger::SysClk { hz } => (
-                sys::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL,
-                (opts.interval_s * hz) as u64,
-            ),
-        };
+        let (mode, interval) = trigger.interval(opts.interval_s);
+        // From here `this` owns the object, the host object and the profiler: on error its Drop runs the
+        // documented teardown (disable → host deinitialize → profiler deinitialize).
         let mut this = CuptiPmCounters {
             map,
             group,
             pass,
-            host,
+            host: Some(host),
             obj,
             metrics: names.iter().map(|n| CString::new(n.as_str()).unwrap_or_default()).collect(),
             counter_data: Vec::new(),
             next_sample: 0,
-            t0_s: 0.0,
-            ts0_ns: 0,
+            clock: TimestampMap::new(0.0, 0),
             trigger,
             interval_s: opts.interval_s,
             running: false,
+            overflows: 0,
+            gap_lost: 0,
+            last_end_s: None,
+            empty_samples: 0,
+            max_inst_rate: None,
+            init: Some(init),
+            _context: Some(context),
         };
         let mut s = sys::CUpti_PmSampling_SetConfig_Params {
             structSize: size::<sys::CUpti_PmSampling_SetConfig_Params>(),
@@ -234,10 +466,10 @@ impl CuptiPmCounters {
             configSize: config.len(),
             pConfig: config.as_ptr(),
             hardwareBufferSize: opts.hardware_buffer_bytes,
-            samplingInterval: interval.max(1),
+            samplingInterval: interval,
             triggerMode: mode,
-            // The default: when the buffer is full, new samples are dropped (we decode at ~60 Hz, so it
-            // does not fill unless polling stalls).
+            // The default: when the buffer is full, new samples are dropped and the next decode sets
+            // `overflow` (read in `decode`, counted and reported).
             hwBufferAppendMode:
                 sys::CUpti_PmSampling_HardwareBuffer_AppendMode::CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST,
         };
@@ -295,6 +527,9 @@ impl CuptiPmCounters {
             };
             // SAFETY: counter-data image alive and initialized.
             check("cuptiPmSamplingDecodeData", unsafe { sys::cuptiPmSamplingDecodeData(&mut d) })?;
+            if d.overflow != 0 {
+                self.overflows += 1;
+            }
             let mut info = sys::CUpti_PmSampling_GetCounterDataInfo_Params {
                 structSize: size::<sys::CUpti_PmSampling_GetCounterDataInfo_Params>(),
                 pPriv: ptr::null_mut(),
@@ -323,18 +558,32 @@ impl CuptiPmCounters {
                 check("cuptiPmSamplingCounterDataGetSampleInfo", unsafe {
                     sys::cuptiPmSamplingCounterDataGetSampleInfo(&mut si)
                 })?;
-                let values = self.host.evaluate(&self.counter_data, i, &self.metrics)?;
-                let start_s = self.t0_s + (si.startTimestamp as f64 - self.ts0_ns as f64) / 1e9;
-                let end_s = self.t0_s + (si.endTimestamp as f64 - self.ts0_ns as f64) / 1e9;
+                let Some(host) = self.host.as_ref() else {
+                    return Err(Error::Invalid("PM sampling decoded after teardown".into()));
+                };
+                let values = host.evaluate(&self.counter_data, i, &self.metrics)?;
+                self.clock.observe_first(si.startTimestamp);
+                let start_s = self.clock.to_run_s(si.startTimestamp);
+                let end_s = self.clock.to_run_s(si.endTimestamp);
                 let dur = end_s - start_s;
                 if dur <= 0.0 {
+                    self.empty_samples += 1;
                     continue;
                 }
+                if let Some(prev) = self.last_end_s {
+                    self.gap_lost += gap_samples(prev, start_s, self.interval_s);
+                }
+                self.last_end_s = Some(end_s);
                 let by_name: std::collections::BTreeMap<String, f64> =
                     self.metrics.iter().map(|c| c.to_string_lossy().into_owned()).zip(values).collect();
                 let canonical = canonical_of(&self.group, &by_name);
-                let rates =
+                let rates: Vec<f64> =
                     self.group.keys().map(|k| canonical.get(k).map_or(f64::NAN, |v| v / dur)).collect();
+                if let Some(j) = self.group.keys().position(|k| k == "inst_executed")
+                    && rates[j].is_finite()
+                {
+                    self.max_inst_rate = Some(self.max_inst_rate.map_or(rates[j], |m: f64| m.max(rates[j])));
+                }
                 out.push(CounterInterval { start_s, end_s, rates });
             }
             self.next_sample = info.numCompletedSamples;
@@ -369,7 +618,10 @@ impl CounterSource for CuptiPmCounters {
     fn describe(&self) -> String {
         let t = match self.trigger {
             Trigger::GpuTime => "GPU-time interval".to_string(),
-            Trigger::SysClk { hz } => format!("system-clock interval at {:.0} MHz", hz / 1e6),
+            Trigger::SysClk { hz, given: true } => format!("SYS-clock interval at {:.0} MHz", hz / 1e6),
+            Trigger::SysClk { hz, given: false } => {
+                format!("SYS-clock interval at an assumed {:.0} MHz", hz / 1e6)
+            }
         };
         let pass = match self.map.pm_groups().len() {
             1 => String::new(),
@@ -382,8 +634,7 @@ impl CounterSource for CuptiPmCounters {
         let mut ts = 0u64;
         // SAFETY: writes one u64.
         check("cuptiGetTimestamp", unsafe { sys::cuptiGetTimestamp(&mut ts) })?;
-        self.ts0_ns = ts;
-        self.t0_s = now_s;
+        self.clock = TimestampMap::new(now_s, ts);
         let mut p = sys::CUpti_PmSampling_Start_Params {
             structSize: size::<sys::CUpti_PmSampling_Start_Params>(),
             pPriv: ptr::null_mut(),
@@ -410,33 +661,70 @@ impl CounterSource for CuptiPmCounters {
         self.running = false;
         self.decode()
     }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        w.extend(self.trigger.warning());
+        w.extend(self.clock.warning());
+        w.extend(lost_samples_warning(self.overflows, self.gap_lost, self.interval_s));
+        if self.empty_samples > 0 {
+            w.push(format!("{} PM samples had no length (end ≤ start) and were skipped", self.empty_samples));
+        }
+        if self.max_inst_rate == Some(0.0) {
+            w.push(
+                "PM sampling counted no instructions while the program ran: this driver may not sample other \
+                 processes' work; use --kernel-totals (profiles inside the program) to check"
+                    .into(),
+            );
+        }
+        w
+    }
+}
+
+/// The report of lost PM samples, or `None` when none were lost.
+pub fn lost_samples_warning(overflows: u64, gap_samples: u64, interval_s: f64) -> Option<String> {
+    if overflows == 0 && gap_samples == 0 {
+        return None;
+    }
+    Some(format!(
+        "about {gap_samples} PM samples lost ({overflows} hardware-buffer overflow(s) reported by \
+         cuptiPmSamplingDecodeData; gaps between samples of {:.2} ms): their intervals have no counters; \
+         lower --rate or shorten the run",
+        interval_s * 1e3
+    ))
 }
 
 impl Drop for CuptiPmCounters {
     fn drop(&mut self) {
-        if self.running {
-            let mut p = sys::CUpti_PmSampling_Stop_Params {
-                structSize: size::<sys::CUpti_PmSampling_Stop_Params>(),
-                pPriv: ptr::null_mut(),
-                pPmSamplingObject: self.obj,
-            };
-            // SAFETY: started object, stopped once.
-            let _ = unsafe { sys::cuptiPmSamplingStop(&mut p) };
+        for step in TEARDOWN {
+            match step {
+                TeardownStep::Stop if self.running => {
+                    let mut p = sys::CUpti_PmSampling_Stop_Params {
+                        structSize: size::<sys::CUpti_PmSampling_Stop_Params>(),
+                        pPriv: ptr::null_mut(),
+                        pPmSamplingObject: self.obj,
+                    };
+                    // SAFETY: started object, stopped once. Errors cannot be reported from Drop; the
+                    // remaining steps still run.
+                    let _ = unsafe { sys::cuptiPmSamplingStop(&mut p) };
+                    self.running = false;
+                }
+                TeardownStep::Stop => {}
+                TeardownStep::Disable => {
+                    let mut d = sys::CUpti_PmSampling_Disable_Params {
+                        structSize: size::<sys::CUpti_PmSampling_Disable_Params>(),
+                        pPriv: ptr::null_mut(),
+                        pPmSamplingObject: self.obj,
+                    };
+                    // SAFETY: object from cuptiPmSamplingEnable, disabled once.
+                    let _ = unsafe { sys::cuptiPmSamplingDisable(&mut d) };
+                }
+                // HostProfiler's Drop calls cuptiProfilerHostDeinitialize.
+                TeardownStep::HostDeinitialize => drop(self.host.take()),
+                // ProfilerInit's Drop calls cuptiProfilerDeInitialize.
+                TeardownStep::ProfilerDeInitialize => drop(self.init.take()),
+            }
         }
-        let mut d = sys::CUpti_PmSampling_Disable_Params {
-            structSize: size::<sys::CUpti_PmSampling_Disable_Params>(),
-            pPriv: ptr::null_mut(),
-            pPmSamplingObject: self.obj,
-        };
-        // SAFETY: object from cuptiPmSamplingEnable, disabled once.
-        let _ = unsafe { sys::cuptiPmSamplingDisable(&mut d) };
-        // The host object deinitializes in HostProfiler's Drop; then the profiler itself.
-        let mut de = sys::CUpti_Profiler_DeInitialize_Params {
-            structSize: size::<sys::CUpti_Profiler_DeInitialize_Params>(),
-            pPriv: ptr::null_mut(),
-        };
-        // SAFETY: pairs the cuptiProfilerInitialize of open().
-        let _ = unsafe { sys::cuptiProfilerDeInitialize(&mut de) };
     }
 }
 
@@ -446,10 +734,82 @@ mod tests {
 
     #[test]
     fn trigger_follows_the_chip() {
-        assert_eq!(Trigger::for_chip("GA102", 1e9), Trigger::GpuTime);
-        assert_eq!(Trigger::for_chip("GH100", 1e9), Trigger::GpuTime);
-        assert_eq!(Trigger::for_chip("TU102", 1e9), Trigger::SysClk { hz: 1e9 });
-        assert_eq!(Trigger::for_chip("GA100", 1e9), Trigger::SysClk { hz: 1e9 });
+        assert_eq!(Trigger::for_chip("GA102", Some(1.4e9)).unwrap(), Trigger::GpuTime);
+        assert_eq!(Trigger::for_chip("GH100", None).unwrap(), Trigger::GpuTime);
+        assert_eq!(
+            Trigger::for_chip("TU102", Some(1.2e9)).unwrap(),
+            Trigger::SysClk { hz: 1.2e9, given: true }
+        );
+        assert_eq!(
+            Trigger::for_chip("GA100", None).unwrap(),
+            Trigger::SysClk { hz: NOMINAL_SYSCLK_HZ, given: false }
+        );
+    }
+
+    /// Issue 16 item 3: the SYSCLK interval is in cycles of the given clock, an assumed clock is said out
+    /// loud (never a silent fallback), and a nonsense clock is refused.
+    #[test]
+    fn sysclk_interval_is_in_cycles_and_an_assumed_clock_is_reported() {
+        use sys::CUpti_PmSampling_TriggerMode as M;
+        let given = Trigger::for_chip("TU102", Some(1.5e9)).unwrap();
+        assert_eq!(given.interval(0.01), (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL, 15_000_000));
+        assert_eq!(given.warning(), None);
+        let assumed = Trigger::for_chip("TU102", None).unwrap();
+        let w = assumed.warning().unwrap();
+        assert!(w.contains("--sysclk-mhz") && w.contains("1000 MHz"), "{w}");
+        assert_eq!(
+            Trigger::GpuTime.interval(0.01),
+            (M::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, 10_000_000)
+        );
+        assert_eq!(Trigger::GpuTime.interval(1e-12).1, 1);
+        for bad in [0.0, -1e9, f64::NAN, f64::INFINITY] {
+            let e = Trigger::for_chip("GA100", Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("--sysclk-mhz"), "{e}");
+        }
+    }
+
+    /// Issue 16 item 1: the profiler is deinitialized last, after the host object (CUPTI guide "PM
+    /// Sampling"; the `pm_sampling` sample's cleanup).
+    #[test]
+    fn teardown_deinitializes_the_profiler_after_the_host_object() {
+        let pos = |s| TEARDOWN.iter().position(|x| *x == s).unwrap();
+        assert!(pos(TeardownStep::Stop) < pos(TeardownStep::Disable));
+        assert!(pos(TeardownStep::Disable) < pos(TeardownStep::HostDeinitialize));
+        assert!(pos(TeardownStep::HostDeinitialize) < pos(TeardownStep::ProfilerDeInitialize));
+        assert_eq!(TEARDOWN.last(), Some(&TeardownStep::ProfilerDeInitialize));
+    }
+
+    /// Issue 16 item 2: gaps between samples count as lost samples, and the report says how many.
+    #[test]
+    fn gaps_between_samples_are_counted_as_lost() {
+        let dt = 0.01;
+        assert_eq!(gap_samples(1.0, 1.0, dt), 0);
+        assert_eq!(gap_samples(1.0, 1.002, dt), 0);
+        assert_eq!(gap_samples(1.0, 1.03, dt), 3);
+        assert_eq!(gap_samples(1.0, 0.99, dt), 0);
+        assert_eq!(gap_samples(1.0, f64::NAN, dt), 0);
+        assert_eq!(lost_samples_warning(0, 0, dt), None);
+        let w = lost_samples_warning(1, 3, dt).unwrap();
+        assert!(w.starts_with("about 3 PM samples lost (1 hardware-buffer overflow"), "{w}");
+    }
+
+    /// Issue 16 item 4: timestamps near cuptiGetTimestamp are used as they are; ones on another epoch
+    /// are re-based on the first sample, and the offset is reported.
+    #[test]
+    fn sample_timestamps_on_another_clock_are_rebased_and_reported() {
+        let mut same = TimestampMap::new(10.0, 5_000_000_000);
+        same.observe_first(5_010_000_000);
+        assert!((same.to_run_s(5_010_000_000) - 10.01).abs() < 1e-9);
+        assert_eq!(same.warning(), None);
+        let mut other = TimestampMap::new(10.0, 5_000_000_000);
+        other.observe_first(900_000_000_000);
+        assert!((other.to_run_s(900_000_000_000) - 10.0).abs() < 1e-9);
+        assert!((other.to_run_s(900_016_000_000) - 10.016).abs() < 1e-9);
+        let w = other.warning().unwrap();
+        assert!(w.contains("895.000 s away"), "{w}");
+        // Only the first sample decides.
+        other.observe_first(1);
+        assert!((other.to_run_s(900_000_000_000) - 10.0).abs() < 1e-9);
     }
 
     /// Without libcuda (our machines) opening PM sampling is a clear no-driver error, not a panic.
@@ -459,7 +819,7 @@ mod tests {
         if std::path::Path::new("/proc/driver/nvidia").exists() || load_cupti().is_err() {
             return;
         }
-        let Err(e) = CuptiPmCounters::open(&PmOptions::default(), 1e9) else { panic!("no GPU here") };
+        let Err(e) = CuptiPmCounters::open(&PmOptions::default()) else { panic!("no GPU here") };
         let e = e.to_string();
         assert!(e.starts_with("no NVIDIA driver"), "{e}");
     }

@@ -49,6 +49,9 @@ pub struct SuiteCounters {
     pub kind: gpumodel_models::counters::MapKind,
 }
 
+/// Opens the suite's counters; called by [`CudaSuiteDevice::open`] after the CUDA context is created.
+pub type OpenCounters = Box<dyn FnOnce() -> Result<SuiteCounters, SuiteError>>;
+
 /// Threads per block of every suite launch.
 const BLOCK: u32 = 256;
 /// Blocks per SM of a full grid (4 × 256 threads = 32 warps per SM, within every chip's ceiling).
@@ -73,18 +76,20 @@ pub struct CudaSuiteDevice {
 }
 
 impl CudaSuiteDevice {
-    /// Opens GPU `device`; `rate_hz` is the power sampling rate. Without `counters` the suite cannot
-    /// write the model's inputs, so opening fails with that reason after the driver checks.
+    /// Opens GPU `device`; `rate_hz` is the power sampling rate. `open_counters` is called once the
+    /// device's CUDA context exists (NVIDIA's `pm_sampling` sample creates the context before enabling PM
+    /// sampling). Without it the suite cannot write the model's inputs, so opening fails with that reason
+    /// after the driver checks.
     pub fn open(
         device: u32,
         rate_hz: f64,
-        counters: Option<SuiteCounters>,
+        open_counters: Option<OpenCounters>,
     ) -> Result<CudaSuiteDevice, SuiteError> {
         if !(rate_hz.is_finite() && rate_hz > 0.0) {
             return Err(SuiteError::Invalid(format!("--rate {rate_hz} must be a number of Hz > 0")));
         }
         let nvml = check_driver(device)?;
-        let Some(counters) = counters else {
+        let Some(open_counters) = open_counters else {
             return Err(SuiteError::Invalid(
                 "the suite needs hardware counters (CUPTI PM sampling) and this build cannot open them yet; \
                  a table with power but no counters would not train a model, so nothing was run"
@@ -96,6 +101,7 @@ impl CudaSuiteDevice {
         let nvml_index = power.nvml_index();
         let pinfo = crate::power::PowerSource::info(&power);
         let ctx = CudaContext::new(device as usize).map_err(cuda("cuCtxCreate"))?;
+        let counters = open_counters()?;
         let (major, minor) = ctx.compute_capability().map_err(cuda("cuDeviceGetAttribute"))?;
         let arch = nvrtc::arch_for_capability(major as u32, minor as u32)?;
         let ptx = nvrtc::compile_ptx("suite", super::SOURCE, arch)?;
@@ -210,8 +216,15 @@ impl SuiteDevice for CudaSuiteDevice {
             }
             Err(e) => match refused(&e) {
                 Some(why) => {
-                    let _ = dev.reset_gpu_locked_clocks();
-                    Ok(ClockOutcome::Refused(why))
+                    // The SM lock may have been set before the memory lock was refused: undo it, and say
+                    // so when that fails too rather than leave the GPU locked silently (issue 16 item 8).
+                    match dev.reset_gpu_locked_clocks() {
+                        Ok(()) => Ok(ClockOutcome::Refused(why)),
+                        Err(NvmlError::NotSupported) => Ok(ClockOutcome::Refused(why)),
+                        Err(e) => Ok(ClockOutcome::Refused(format!(
+                            "{why}; resetting the locked SM clock also failed ({e}): run `nvidia-smi -rgc` as root"
+                        ))),
+                    }
                 }
                 None => Err(nvml_error("nvmlDeviceSetGpuLockedClocks", e)),
             },

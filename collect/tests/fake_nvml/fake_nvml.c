@@ -1,0 +1,159 @@
+/* A stand-in for libnvidia-ml.so, written for gpumodel's tests (no GPU on CI machines).
+ *
+ * It exports the NVML functions that nvml-wrapper calls on gpumodel's code path (collect/src/nvml.rs),
+ * with the signatures and constants of NVIDIA's nvml.h (NVML API 12), and answers as a GPU would in one of
+ * several scenarios chosen at build time with -DSCENARIO=<n> (one shared object per scenario, so tests
+ * running in parallel cannot disturb each other):
+ *   0 FULL           instantaneous power field, energy counter, clocks (an Ampere-class board)
+ *   1 AVERAGE_ONLY   POWER_INSTANT not supported (the field's own return code), no energy counter
+ *                    (pre-Volta), memory clock not supported
+ *   2 NO_PERMISSION  no instant field; nvmlDeviceGetPowerUsage answers NO_PERMISSION
+ *   3 CLOCKS_FAIL    clocks answer at first, then NO_PERMISSION; energy counter NO_PERMISSION
+ *   4 NO_DRIVER      nvmlInit_v2 answers DRIVER_NOT_LOADED
+ *   5 NO_POWER       neither power reading is supported
+ *   6 OLD_LIBRARY    exports no nvmlInit_v2 (a library older than the functions nvml-wrapper binds)
+ * Two devices: index 0 on bus 00000000:17:00.0, index 1 on bus 00000000:65:00.0.
+ */
+#include <string.h>
+#include <stdio.h>
+
+#ifndef SCENARIO
+#define SCENARIO 0
+#endif
+
+typedef int nvmlReturn_t;
+#define NVML_SUCCESS 0
+#define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_NO_PERMISSION 4
+#define NVML_ERROR_NOT_FOUND 6
+#define NVML_ERROR_DRIVER_NOT_LOADED 9
+
+#define NVML_CLOCK_SM 1
+#define NVML_CLOCK_MEM 2
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1
+#define NVML_FI_DEV_POWER_INSTANT 186
+
+typedef struct { int index; const char *bus_id; unsigned long long energy_mj; unsigned clock_calls; } device_t;
+typedef device_t *nvmlDevice_t;
+
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+
+typedef union {
+    double dVal; int siVal; unsigned int uiVal; unsigned long ulVal; unsigned long long ullVal;
+    long long sllVal; unsigned short usVal;
+} nvmlValue_t;
+
+typedef struct {
+    unsigned int fieldId, scopeId;
+    long long timestamp, latencyUsec;
+    int valueType;
+    nvmlReturn_t nvmlReturn;
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+
+static device_t devices[2] = {
+    {0, "00000000:17:00.0", 1000000ULL, 0},
+    {1, "00000000:65:00.0", 5000000ULL, 0},
+};
+
+static int valid(nvmlDevice_t d) { return d == &devices[0] || d == &devices[1]; }
+
+#if SCENARIO != 6
+nvmlReturn_t nvmlInit_v2(void) { return SCENARIO == 4 ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_SUCCESS; }
+#endif
+nvmlReturn_t nvmlInit(void) { return SCENARIO == 4 ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_SUCCESS; }
+nvmlReturn_t nvmlShutdown(void) { return NVML_SUCCESS; }
+const char *nvmlErrorString(nvmlReturn_t r) { return r == 0 ? "Success" : "Fake NVML error"; }
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int n) {
+    if (!v || n < 8) return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(v, n, "%s", "550.54.15");
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) { *n = 2; return NVML_SUCCESS; }
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
+    if (i > 1 || !d) return NVML_ERROR_INVALID_ARGUMENT;
+    *d = &devices[i];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice_t *d) {
+    for (int i = 0; i < 2; i++)
+        if (bus && strcmp(bus, devices[i].bus_id) == 0) { *d = &devices[i]; return NVML_SUCCESS; }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *i) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    *i = d->index;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int n) {
+    if (!valid(d) || !name) return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(name, n, "Fake NVIDIA GPU %d", d->index);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    *major = 8; *minor = 6;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *p) {
+    if (!valid(d) || !p) return NVML_ERROR_INVALID_ARGUMENT;
+    memset(p, 0, sizeof *p);
+    snprintf(p->busId, sizeof p->busId, "%s", d->bus_id);
+    snprintf(p->busIdLegacy, sizeof p->busIdLegacy, "%s", d->bus_id + 4);
+    p->bus = d->index == 0 ? 0x17 : 0x65;
+    p->pciDeviceId = 0x220410de;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t *v) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (SCENARIO == 2 || SCENARIO == 5) return NVML_ERROR_NOT_SUPPORTED; /* older driver: the call itself */
+    for (int i = 0; i < count; i++) {
+        if (v[i].fieldId != NVML_FI_DEV_POWER_INSTANT || SCENARIO == 1) {
+            v[i].nvmlReturn = NVML_ERROR_NOT_SUPPORTED; /* the field's own answer */
+            continue;
+        }
+        v[i].nvmlReturn = NVML_SUCCESS;
+        v[i].valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+        v[i].value.uiVal = d->index == 0 ? 123456u : 654321u; /* mW */
+    }
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (SCENARIO == 2) return NVML_ERROR_NO_PERMISSION;
+    if (SCENARIO == 5) return NVML_ERROR_NOT_SUPPORTED;
+    *mw = 100000u; /* the 1-second average */
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (SCENARIO == 1 || SCENARIO == 5) return NVML_ERROR_NOT_SUPPORTED;
+    if (SCENARIO == 3) return NVML_ERROR_NO_PERMISSION;
+    d->energy_mj += 1500; /* 1.5 J per reading */
+    *mj = d->energy_mj;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned int *mhz) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (SCENARIO == 1 && type == NVML_CLOCK_MEM) return NVML_ERROR_NOT_SUPPORTED;
+    if (SCENARIO == 3 && ++d->clock_calls > 2) return NVML_ERROR_NO_PERMISSION;
+    *mhz = type == NVML_CLOCK_SM ? 1410u : (type == NVML_CLOCK_MEM ? 1215u : 0u);
+    return NVML_SUCCESS;
+}

@@ -1,0 +1,93 @@
+//! `gpumodel collect` through its real hardware path (not GPUMODEL_FAKE_GPU) on a machine without a GPU:
+//! stand-ins for `libnvidia-ml.so` (collect/tests/fake_nvml, loaded through GPUMODEL_NVML_LIB and
+//! nvml-wrapper's library-path option) and `libcuda.so` (collect/tests/fake_cuda, found by cudarc through
+//! LD_LIBRARY_PATH), built here with `cc`. The binary then opens NVML, asks the CUDA driver for device 0's
+//! PCI bus id, finds that GPU in NVML under another index, samples its power while the program runs and
+//! writes the trace — the code a real GPU would run, minus CUPTI (`--no-counters`).
+
+use std::path::{Path, PathBuf};
+
+fn cc(src: &str, out: &Path, defines: &[&str]) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
+    let st = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+        .args(defines)
+        .arg(&src)
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("a C compiler (`cc`) is needed to build the fake driver libraries");
+    assert!(st.success(), "cc failed on {}", src.display());
+}
+
+/// (fake NVML library, folder holding the fake libcuda.so).
+fn fake_driver(dir: &Path) -> (PathBuf, PathBuf) {
+    let nvml = dir.join("libnvidia-ml.so.1");
+    cc("collect/tests/fake_nvml/fake_nvml.c", &nvml, &["-DSCENARIO=0"]);
+    let cuda_dir = dir.join("cuda");
+    std::fs::create_dir_all(&cuda_dir).unwrap();
+    cc("collect/tests/fake_cuda/fake_cuda.c", &cuda_dir.join("libcuda.so"), &[]);
+    (nvml, cuda_dir)
+}
+
+#[test]
+fn real_collect_path_matches_cuda_and_nvml_by_bus_id_and_writes_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (nvml, cuda_dir) = fake_driver(dir.path());
+    let out = dir.path().join("t.csv");
+    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
+        .env_remove("GPUMODEL_FAKE_GPU")
+        .env("GPUMODEL_NVML_LIB", &nvml)
+        .env("LD_LIBRARY_PATH", &cuda_dir)
+        .args([
+            "collect",
+            "--no-counters",
+            "--idle-seconds",
+            "0.05",
+            "--min-seconds",
+            "0",
+            "--device",
+            "0",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["/bin/sleep", "0.2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "complete");
+    // CUDA's 0000:65:00.0 is NVML's device 1 ("Fake NVIDIA GPU 1", 654.321 W instantaneous).
+    assert_eq!(meta["gpu"], "Fake NVIDIA GPU 1");
+    assert_eq!(meta["pci_bus_id"], "00000000:65:00.0");
+    let mean = meta["summary"]["mean_power_w"].as_f64().unwrap();
+    assert!((mean - 654.321).abs() < 1e-9, "{mean}");
+    assert_eq!(meta["summary"]["energy_source"], "energy_counter");
+    let rows = std::fs::read_to_string(&out).unwrap().lines().count() - 1;
+    assert!(rows >= 3, "{rows}");
+}
+
+/// A CUDA ordinal the driver does not have: one line naming what CUDA sees, nothing written.
+#[test]
+fn a_missing_cuda_device_is_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (nvml, cuda_dir) = fake_driver(dir.path());
+    let out = dir.path().join("t.csv");
+    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
+        .env_remove("GPUMODEL_FAKE_GPU")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env("GPUMODEL_NVML_LIB", &nvml)
+        .env("LD_LIBRARY_PATH", &cuda_dir)
+        .args(["collect", "--no-counters", "--device", "3", "-o"])
+        .arg(&out)
+        .arg("/bin/true")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no GPU with index 3") && err.contains("CUDA sees 1 device(s)"), "{err}");
+    assert!(!out.exists() && !out.with_extension("json").exists());
+}
