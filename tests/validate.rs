@@ -14,10 +14,12 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
-    // Regression guard: the power-mean calibration reaches 15.5% out-of-fold here with its exponent chosen
-    // inside each fold (BENCHMARKS.md, issue 3 section); the form it replaced reached 18.3%.
+    // Regression guard: the calibration reaches 18.4% out-of-fold over all 30 kernels with the timing
+    // model of issue 14 (BENCHMARKS.md; the earlier model reached 15.5% here, the new one is better on
+    // Wang & Chu's 20 kernels and worse on the ten others), and the model as is 21.0%.
     let mape = v["mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 16.0, "{mape}");
+    assert!(mape > 0.0 && mape <= 19.0, "{mape}");
+    assert!(v["model_mape_pct"].as_f64().unwrap() <= 22.0, "{}", v["model_mape_pct"]);
     // Every candidate exponent's plain leave-one-kernel-out figure is shown, and the best of them (chosen
     // on the figure it reports) is labelled apart from the headline.
     let by_p: Vec<f64> =
@@ -40,11 +42,23 @@ fn gtx1080ti_json_report() {
 #[test]
 fn a_file_path_works_and_the_table_names_the_worst_kernel() {
     let p = data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
-    let out = gpumodel().args(["validate", "--arch", "gtx980", "--data"]).arg(&p).output().unwrap();
+    // Five kernels keep the test cheap.
+    let out = gpumodel()
+        .args([
+            "validate",
+            "--arch",
+            "gtx980",
+            "--kernels",
+            "vectorAdd,histogram,nn,reduction,transpose",
+            "--data",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(
-        s.contains("750 rows, 30 kernels") && s.contains("worst kernel") && s.contains("median regret"),
+        s.contains("125 rows, 5 kernels") && s.contains("worst kernel") && s.contains("median regret"),
         "{s}"
     );
     // The selection is visible: p chosen inside the folds, the fixed-p figures labelled as optimistic.
@@ -72,6 +86,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let run = |extra: &[&str]| {
         gpumodel()
             .args(["validate", "--data", "nvdvfs-gtx1080ti", "--arch", "gtx1080ti", "--format", "json"])
+            .args(["--kernels", "vectorAdd,histogram,nn,reduction,transpose,hotspot"])
             .arg("--save-calibration")
             .arg(&file)
             .args(extra)
@@ -84,7 +99,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with("# gpumodel time calibration"), "{text}");
-    assert_eq!(common::toml_value(&text, "format_version"), "2");
+    assert_eq!(common::toml_value(&text, "format_version"), "3");
     assert_eq!(common::toml_value(&text, "arch"), "\"gtx1080ti\"");
     assert_eq!(common::toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
     // The registry's checksum of the file that was read.
@@ -132,6 +147,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
 fn rows_show_the_bound_and_both_times() {
     let out = gpumodel()
         .args(["validate", "--data", "nvdvfs-gtx1080ti", "--arch", "gtx1080ti", "--rows"])
+        .args(["--kernels", "gaussian,vectorAdd,scalarProd"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

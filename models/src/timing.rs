@@ -201,7 +201,8 @@ impl TimingInputs {
         }
         if !missing.is_empty() {
             return Err(Error::Invalid(format!(
-                "kernel profile '{}' lacks {} (write 0 for a kernel that has none)",
+                "kernel profile '{}' lacks {} (write 0 for a kernel that has none; measure them with \
+                 `gpumodel collect ./app` or import a profiler's counters with `gpumodel import ncu|nvprof FILE`)",
                 k.name,
                 missing.join(", ")
             )));
@@ -617,7 +618,9 @@ mod tests {
         };
         let msg = TimingInputs::from_profile(&k).unwrap_err().to_string();
         assert!(
-            msg.contains("global_store_transaction") && msg.contains("uncached_global_load_transaction"),
+            msg.contains("global_store_transaction")
+                && msg.contains("uncached_global_load_transaction")
+                && msg.contains("gpumodel collect"),
             "{msg}"
         );
     }

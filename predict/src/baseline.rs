@@ -379,6 +379,32 @@ mod tests {
         assert!((hong_kim_cycles(&c, &x, 1000.0, 3500.0) - want).abs() < 1e-9);
     }
 
+    /// A table without the metrics the peers need names each one and the nvprof command that measures
+    /// them; a row with no occupancy names its line.
+    #[test]
+    fn missing_metrics_and_bad_rows_are_named() {
+        let table = |columns: &[&str], row: Vec<f64>| Table {
+            source: "t.csv".into(),
+            group_column: "app".into(),
+            groups: vec!["k".into()],
+            text: Vec::new(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            data: ndarray::Array2::from_shape_vec((1, row.len()), row).unwrap(),
+        };
+        let t = table(&["warps", "l2_read_transactions"], vec![100.0, 5.0]);
+        let msg = PeerInputs::from_row(&t, 0).unwrap_err().to_string();
+        assert!(
+            msg.contains("l2_write_transactions")
+                && msg.contains("achieved_occupancy")
+                && msg.contains("nvprof --metrics l2_write_transactions,"),
+            "{msg}"
+        );
+        let mut row = vec![100.0; PEER_COLUMNS.len()];
+        row[9] = 0.0; // achieved_occupancy
+        let msg = PeerInputs::from_row(&table(&PEER_COLUMNS, row), 0).unwrap_err().to_string();
+        assert!(msg.contains("t.csv line 2") && msg.contains("achieved_occupancy"), "{msg}");
+    }
+
     #[test]
     fn names_parse_and_unknown_ones_list_the_known() {
         assert_eq!(Baseline::parse("wang-chu-2018").unwrap(), Baseline::WangChu2018);
