@@ -195,9 +195,10 @@ fn json_with(args: &[&str], cal: Option<&Path>) -> serde_json::Value {
 }
 
 /// `predict --calibration` changes the time by exactly
-/// T = ((a_m·M)^p + (a_c·C)^p + (a_s·S)^p + (a_l·L)^p)^(1/p) + sync, with the coefficients read from the
-/// saved file and M, C, S, sync from the uncalibrated prediction's components, L from its `l2_s`; energy
-/// follows. A version-1 file (no L2 term) still applies, as the three-term form.
+/// T = ((a_m·M)^p + (a_c·C + a_s·S)^p + (a_l·L)^p)^(1/p) + sync + fill, with the coefficients read from the
+/// saved file and M, C, S, sync from the uncalibrated prediction's components, L from its `l2_s`, fill from
+/// its `fill_s`; energy follows. Files of format versions 1 and 2 (fitted to the earlier timing model) are
+/// refused with the command that writes a new one.
 #[test]
 fn calibration_changes_the_time_by_exactly_its_formula() {
     let dir = tempfile::tempdir().unwrap();
@@ -211,16 +212,22 @@ fn calibration_changes_the_time_by_exactly_its_formula() {
         toml_number(&text, "p"),
     );
     assert!(p >= 1.0 && al >= 0.0, "{p} {al}");
-    // The same coefficients as a version-1 file: the form before the L2 term, no a_l2.
-    let v1_text = text
-        .replace("format_version = 2", "format_version = 1")
-        .replace(" + (a_l2*L)^p)^(1/p)", ")^(1/p)")
-        .lines()
-        .filter(|l| !l.starts_with("a_l2"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert!(v1_text.contains("format_version = 1") && !v1_text.contains("a_l2 ="), "{v1_text}");
-    let v1 = write(&dir, "v1.toml", &v1_text);
+    for old in [1, 2] {
+        let old_file =
+            write(&dir, "old.toml", &text.replace("format_version = 3", &format!("format_version = {old}")));
+        let out = gpumodel()
+            .args(["predict", "--arch", "gtx1080ti", "--calibration"])
+            .arg(&old_file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && err.contains(&format!("version {old}"))
+                && err.contains("--save-calibration"),
+            "{err}"
+        );
+    }
     let mut kinds = std::collections::BTreeSet::new();
     for kernel in ["reduction", "transpose", "matrixmul"] {
         for clocks in [&[][..], &["--core-mhz", "1800", "--mem-mhz", "4500"][..]] {
@@ -240,15 +247,10 @@ fn calibration_changes_the_time_by_exactly_its_formula() {
             let (m, comp, s) = (c[0] + c[1] + c[4], c[5], c[2] + c[3]);
             let l = t["l2_s"].as_f64().unwrap();
             assert!(l > 0.0, "{kernel}: the examples move DRAM data");
-            let want = ((am * m).powf(p) + (ac * comp).powf(p) + (as_ * s).powf(p) + (al * l).powf(p))
-                .powf(1.0 / p)
-                + c[6];
-            let want_v1 = ((am * m).powf(p) + (ac * comp).powf(p) + (as_ * s).powf(p)).powf(1.0 / p) + c[6];
-            let got_v1 = json_with(&args, Some(&v1))["prediction"]["time_s"].as_f64().unwrap();
-            assert!(
-                (got_v1 - want_v1).abs() <= 1e-12 * want_v1,
-                "v1 {kernel} {clocks:?}: {got_v1} vs {want_v1}"
-            );
+            let fill = t["fill_s"].as_f64().unwrap();
+            let want = ((am * m).powf(p) + (ac * comp + as_ * s).powf(p) + (al * l).powf(p)).powf(1.0 / p)
+                + c[6]
+                + fill;
             let calibrated = json_with(&args, Some(&cal));
             let p = &calibrated["prediction"];
             let got = p["time_s"].as_f64().unwrap();
@@ -303,7 +305,7 @@ fn bad_calibration_files_are_one_line_errors() {
     };
     one_line(
         &gtx,
-        &variant("v9.toml", text.replace("format_version = 2", "format_version = 9")),
+        &variant("v9.toml", text.replace("format_version = 3", "format_version = 9")),
         &["format version 9", "--save-calibration"],
     );
     one_line(&gtx, &variant("junk.toml", "not = [toml".into()), &["not a usable gpumodel time calibration"]);

@@ -14,10 +14,12 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
-    // Regression guard: the power-mean calibration reaches 15.5% out-of-fold here with its exponent chosen
-    // inside each fold (BENCHMARKS.md, issue 3 section); the form it replaced reached 18.3%.
+    // Regression guard: the calibration reaches 18.4% out-of-fold over all 30 kernels with the timing
+    // model of issue 14 (BENCHMARKS.md; the earlier model reached 15.5% here, the new one is better on
+    // Wang & Chu's 20 kernels and worse on the ten others), and the model as is 21.0%.
     let mape = v["mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 16.0, "{mape}");
+    assert!(mape > 0.0 && mape <= 19.0, "{mape}");
+    assert!(v["model_mape_pct"].as_f64().unwrap() <= 22.0, "{}", v["model_mape_pct"]);
     // Every candidate exponent's plain leave-one-kernel-out figure is shown, and the best of them (chosen
     // on the figure it reports) is labelled apart from the headline.
     let by_p: Vec<f64> =
@@ -27,6 +29,7 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["selected_on_reported_mape_pct"].as_f64().unwrap(), best);
     for k in v["per_kernel"].as_array().unwrap() {
         assert!(k["fold_exponent"].as_f64().unwrap() >= 1.0, "{k}");
+        assert!(k["fold_calibrated"].is_boolean(), "{k}");
         assert!(k["fold_power_inputs"].is_string(), "{k}");
         assert!(k["choices"][1]["regret_measured_time_pct"].as_f64().unwrap() >= 0.0, "{k}");
     }
@@ -39,11 +42,23 @@ fn gtx1080ti_json_report() {
 #[test]
 fn a_file_path_works_and_the_table_names_the_worst_kernel() {
     let p = data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
-    let out = gpumodel().args(["validate", "--arch", "gtx980", "--data"]).arg(&p).output().unwrap();
+    // Five kernels keep the test cheap.
+    let out = gpumodel()
+        .args([
+            "validate",
+            "--arch",
+            "gtx980",
+            "--kernels",
+            "vectorAdd,histogram,nn,reduction,transpose",
+            "--data",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(
-        s.contains("750 rows, 30 kernels") && s.contains("worst kernel") && s.contains("median regret"),
+        s.contains("125 rows, 5 kernels") && s.contains("worst kernel") && s.contains("median regret"),
         "{s}"
     );
     // The selection is visible: p chosen inside the folds, the fixed-p figures labelled as optimistic.
@@ -71,6 +86,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let run = |extra: &[&str]| {
         gpumodel()
             .args(["validate", "--data", "nvdvfs-gtx1080ti", "--arch", "gtx1080ti", "--format", "json"])
+            .args(["--kernels", "vectorAdd,histogram,nn,reduction,transpose,hotspot"])
             .arg("--save-calibration")
             .arg(&file)
             .args(extra)
@@ -83,7 +99,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with("# gpumodel time calibration"), "{text}");
-    assert_eq!(common::toml_value(&text, "format_version"), "2");
+    assert_eq!(common::toml_value(&text, "format_version"), "3");
     assert_eq!(common::toml_value(&text, "arch"), "\"gtx1080ti\"");
     assert_eq!(common::toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
     // The registry's checksum of the file that was read.
@@ -131,6 +147,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
 fn rows_show_the_bound_and_both_times() {
     let out = gpumodel()
         .args(["validate", "--data", "nvdvfs-gtx1080ti", "--arch", "gtx1080ti", "--rows"])
+        .args(["--kernels", "gaussian,vectorAdd,scalarProd"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -139,4 +156,214 @@ fn rows_show_the_bound_and_both_times() {
     let gaussian_rows = s.lines().filter(|l| l.starts_with("gaussian ")).count();
     // One summary line plus its 20 clock pairs.
     assert_eq!(gaussian_rows, 21, "{s}");
+}
+
+/// Wang & Chu's 20 kernels (the ones in each of their result files, `../shared/papers/nvdvfs_published/`).
+const WANG_CHU_20: &str = "BlackScholes,SobolQRNG,backpropForward,conjugateGradient,convolutionSeparable,\
+convolutionTexture,fastWalshTransform,histogram,hotspot,matrixMulGlobal,matrixMulShared,mergeSort,nn,\
+quasirandomGenerator,reduction,scalarProd,scanScanExclusiveShared,sortingNetworks,transpose,vectorAdd";
+
+/// The kernels whose published predictions come from a name-based special case of the authors' code
+/// (texture delay for convolutionTexture, branch delay for reduction, cold miss for nn): the general form
+/// cannot and must not reproduce them.
+const SPECIAL_CASES: [&str; 3] = ["convolutionTexture", "nn", "reduction"];
+
+/// The published test vectors live next to the datasets (../shared/papers).
+fn papers_dir() -> std::path::PathBuf {
+    data_dir().join("../papers")
+}
+
+/// Our Wang & Chu baseline against the authors' own per-row predictions (cycles per round, their result
+/// files): on every row of the 17 kernels without a special case, on both GPUs, the predicted cycles agree
+/// to 1e-8 relative (what we measured: at most 6e-10, the files print about ten digits), and the measured
+/// cycles we derive from the dataset's times agree with theirs, so both sides use the same rows and rounds.
+/// Over the 20 kernels the general form gives 11.0% (GTX 1080 Ti) and 13.5% (GTX 980), the figures
+/// timing_baselines.md states for the form without special cases.
+#[test]
+fn wang_chu_baseline_reproduces_the_published_predictions() {
+    use gpumodel_models::import::{BadRows, Format, import_file};
+    use gpumodel_predict::baseline::{PeerInputs, WangChuConstants, wang_chu_cycles};
+    for (arch, data, published, general_mape) in [
+        (
+            "gtx1080ti",
+            "nvdvfs/gtx1080ti-dvfs-real-Performance-Power.csv",
+            "gtx1080ti-dvfs-real-qiang2018.csv",
+            11.0,
+        ),
+        (
+            "gtx980",
+            "nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv",
+            "gtx980-high-dvfs-real-small-workload-qiang2018.csv",
+            13.5,
+        ),
+    ] {
+        let t = import_file(&data_dir().join(data), Format::Nvdvfs, BadRows::Fail).unwrap().table;
+        let c = WangChuConstants::for_arch(arch).unwrap();
+        let text = std::fs::read_to_string(papers_dir().join("nvdvfs_published").join(published)).unwrap();
+        let col = |name: &str, r: usize| t.data[[r, t.column_index(name).unwrap()]];
+        let (mut checked, mut worst, mut err_sum, mut n) = (0, 0.0f64, 0.0, 0);
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            let (kernel, core, mem): (&str, f64, f64) = (f[0], f[1].parse().unwrap(), f[2].parse().unwrap());
+            let (real, predicted): (f64, f64) = (f[3].parse().unwrap(), f[4].parse().unwrap());
+            let r = (0..t.n_rows())
+                .find(|&r| t.groups[r] == kernel && col("core_mhz", r) == core && col("mem_mhz", r) == mem)
+                .unwrap_or_else(|| panic!("{arch}: no row for {kernel} {core}/{mem}"));
+            let x = PeerInputs::from_row(&t, r).unwrap();
+            let cycles = wang_chu_cycles(&c, &x, core, mem);
+            let measured_cycles = col("time_s", r) * core * 1e6 / x.rounds(&c);
+            assert!(
+                (measured_cycles / real - 1.0).abs() < 1e-8,
+                "{arch} {kernel} {core}/{mem}: {measured_cycles} vs {real}"
+            );
+            if !SPECIAL_CASES.contains(&kernel) {
+                let rel = (cycles / predicted - 1.0).abs();
+                worst = worst.max(rel);
+                checked += 1;
+            }
+            err_sum += (cycles / measured_cycles - 1.0).abs();
+            n += 1;
+        }
+        assert!(worst < 1e-8, "{arch}: worst relative difference {worst:e}");
+        assert_eq!(checked, n - 3 * n / 20, "{arch}: 17 of the 20 kernels checked");
+        let mape = 100.0 * err_sum / n as f64;
+        assert!((mape - general_mape).abs() < 0.05, "{arch}: general form {mape:.3}% vs {general_mape}%");
+    }
+}
+
+/// `--baseline` and `--kernels` together: the 20-kernel comparison is one command, and the report shows
+/// ours and the baseline per kernel and overall, from the same rows.
+#[test]
+fn baseline_side_by_side_on_a_kernel_set() {
+    let out = gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980", "--format", "json"])
+        .args(["--baseline", "wang-chu-2018", "--baseline", "hong-kim-2009"])
+        .args(["--kernels", "vectorAdd,scalarProd,matrixMulShared,histogram,BlackScholes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["kernels"].as_u64(), v["rows"].as_u64()), (Some(5), Some(125)));
+    let names: Vec<&str> =
+        v["baselines"].as_array().unwrap().iter().map(|b| b["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["wang-chu-2018", "hong-kim-2009"]);
+    for k in v["per_kernel"].as_array().unwrap() {
+        let b = k["baseline_mape_pct"]["wang-chu-2018"].as_f64().unwrap();
+        assert!(b.is_finite() && b >= 0.0, "{k}");
+    }
+    // The overall baseline figure is the MAPE of its per-row times.
+    let rows = v["per_row"].as_array().unwrap();
+    let mape = 100.0
+        * rows
+            .iter()
+            .map(|r| {
+                let m = r["measured_time_s"].as_f64().unwrap();
+                (r["baseline_time_s"]["wang-chu-2018"].as_f64().unwrap() / m - 1.0).abs()
+            })
+            .sum::<f64>()
+        / rows.len() as f64;
+    assert!((mape - v["baselines"][0]["mape_pct"].as_f64().unwrap()).abs() < 1e-9);
+    // The table shows both side by side.
+    let out = gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980", "--baseline", "wang-chu-2018"])
+        .args(["--kernels", "vectorAdd,scalarProd,histogram"])
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("wang-chu-2018 MAPE %") && s.contains("baseline wang-chu-2018: kernel time MAPE"),
+        "{s}"
+    );
+}
+
+/// A kernel set from a file (one name per line, comments) and Wang & Chu's 20 as a list give the same
+/// kernels; unknown names are listed in a one-line error and nothing is written.
+#[test]
+fn kernel_sets_from_files_and_unknown_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("three.txt");
+    std::fs::write(&list, "# three kernels\nvectorAdd\nscalarProd  # memory bound\nhistogram\n").unwrap();
+    let out = gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980", "--format", "json", "--kernels"])
+        .arg(&list)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> =
+        v["per_kernel"].as_array().unwrap().iter().map(|k| k["kernel"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names.contains(&"vectorAdd") && names.contains(&"scalarProd") && names.contains(&"histogram"));
+
+    let cal = dir.path().join("cal.toml");
+    let set = format!("{WANG_CHU_20},nosuchKernel,alsoMissing");
+    let out = gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx1080ti", "--arch", "gtx1080ti", "--kernels", &set])
+        .arg("--save-calibration")
+        .arg(&cal)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("unknown kernel(s) nosuchKernel, alsoMissing"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!cal.exists(), "nothing is written on error");
+}
+
+/// Zero or negative times and clocks are rejected with the CSV line, before any work and without writing.
+#[test]
+fn bad_times_and_clocks_name_the_row() {
+    let src = data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let dir = tempfile::tempdir().unwrap();
+    for (column, value, what) in
+        [("time/ms", "0", "measured time"), ("coreF", "-700", "core clock"), ("memF", "0", "memory clock")]
+    {
+        let j = header.iter().position(|h| *h == column).unwrap();
+        // Line 5 of the file (its 4th data row). The launch shape column has no commas, so a plain split works.
+        let lines: Vec<String> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i != 4 {
+                    return l.to_string();
+                }
+                let mut f: Vec<&str> = l.split(',').collect();
+                f[j] = value;
+                f.join(",")
+            })
+            .collect();
+        let bad = dir.path().join(format!("bad-{what}.csv").replace(' ', "-"));
+        std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+        let cal = dir.path().join("cal.toml");
+        let out = gpumodel()
+            .args(["validate", "--arch", "gtx980", "--data"])
+            .arg(&bad)
+            .arg("--save-calibration")
+            .arg(&cal)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("line 5") && err.contains(what) && err.contains("> 0"),
+            "{err}"
+        );
+        assert!(!cal.exists());
+    }
+}
+
+/// A baseline on a GPU without published constants is a clear error naming the GPUs that have them.
+#[test]
+fn baseline_without_published_constants_is_a_clear_error() {
+    let out = gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "titanx", "--baseline", "wang-chu-2018"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("no published Wang & Chu constants")
+            && err.contains("gtx1080ti"),
+        "{err}"
+    );
 }

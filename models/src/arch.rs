@@ -116,6 +116,47 @@ pub struct ArchProfile {
     pub cost_int: Sourced<f64>,
     pub cost_sfu: Sourced<f64>,
     pub cost_ldst: Sourced<f64>,
+
+    // --- memory under DVFS (optional: without them the DRAM latency and departure delay are fixed in
+    // memory-clock time, `cyc_load` and `in_warp_delay` scaled by (f_core/f_core0)·(f_mem0/f_mem))
+    /// DRAM latency and departure delay as functions of the core and memory clocks, and the L2 hit
+    /// latency and delay (Wang & Chu's microbenchmark constants, see [`DvfsMemory`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dvfs_memory: Option<DvfsMemory>,
+    /// Bytes of DRAM traffic the L2 cache passes per *core* cycle (its slices run on the core clock): at a
+    /// low core clock this, not the DRAM, caps a memory-bound kernel. Optional: no cap without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_dram_bytes_per_core_cycle: Option<Sourced<f64>>,
+}
+
+/// DRAM latency `L = latency_a · f_core/f_mem + latency_b` and departure delay
+/// `D = (delay_a / f_mem + delay_b) · f_core/f_mem` in core cycles (clocks in MHz), the form Q. Wang and
+/// X. Chu fitted on microbenchmarks across clock pairs (ICPADS 2018): a part fixed in memory-clock time
+/// and a part fixed in core-clock time; the delay's `delay_a / f_mem` term grows as the memory clock
+/// falls (more time per transaction than bandwidth alone). L2 hits cost `l2_latency` and `l2_delay` core
+/// cycles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DvfsMemory {
+    pub latency_a: Sourced<f64>,
+    pub latency_b: Sourced<f64>,
+    pub delay_a: Sourced<f64>,
+    pub delay_b: Sourced<f64>,
+    pub l2_latency: Sourced<f64>,
+    pub l2_delay: Sourced<f64>,
+}
+
+impl DvfsMemory {
+    fn scalars(&self) -> Vec<(&'static str, &Sourced<f64>)> {
+        vec![
+            ("dvfs_memory.latency_a", &self.latency_a),
+            ("dvfs_memory.latency_b", &self.latency_b),
+            ("dvfs_memory.delay_a", &self.delay_a),
+            ("dvfs_memory.delay_b", &self.delay_b),
+            ("dvfs_memory.l2_latency", &self.l2_latency),
+            ("dvfs_memory.l2_delay", &self.l2_delay),
+        ]
+    }
 }
 
 impl ArchProfile {
@@ -195,6 +236,34 @@ impl ArchProfile {
             ("cost_sfu", &self.cost_sfu),
             ("cost_ldst", &self.cost_ldst),
         ]
+        .into_iter()
+        .chain(self.dvfs_memory.iter().flat_map(DvfsMemory::scalars))
+        .chain(self.l2_dram_bytes_per_core_cycle.iter().map(|v| ("l2_dram_bytes_per_core_cycle", v)))
+        .collect()
+    }
+
+    /// DRAM latency in core cycles at `core_mhz`/`mem_mhz`: [`DvfsMemory`]'s form when the profile has
+    /// it, else `cyc_load` fixed in memory-clock time.
+    pub fn dram_latency_cycles(&self, core_mhz: f64, mem_mhz: f64) -> f64 {
+        match &self.dvfs_memory {
+            Some(d) => d.latency_a.value * core_mhz / mem_mhz + d.latency_b.value,
+            None => self.cyc_load.value * self.mem_scale(core_mhz, mem_mhz),
+        }
+    }
+
+    /// DRAM departure delay (cycles between two transactions of one SM leaving for DRAM) in core cycles:
+    /// [`DvfsMemory`]'s form when the profile has it, else `in_warp_delay` fixed in memory-clock time.
+    pub fn dram_delay_cycles(&self, core_mhz: f64, mem_mhz: f64) -> f64 {
+        match &self.dvfs_memory {
+            Some(d) => (d.delay_a.value / mem_mhz + d.delay_b.value) * core_mhz / mem_mhz,
+            None => self.in_warp_delay.value * self.mem_scale(core_mhz, mem_mhz),
+        }
+    }
+
+    /// Core cycles per memory-clock cycle relative to the default clocks: a time fixed in memory-clock
+    /// cycles at the defaults, in core cycles at `core_mhz`/`mem_mhz`.
+    pub fn mem_scale(&self, core_mhz: f64, mem_mhz: f64) -> f64 {
+        (core_mhz / self.core_mhz.value) * (self.mem_mhz.value / mem_mhz)
     }
 
     /// Every value is finite and > 0, every source key is defined, clock lists are not empty.

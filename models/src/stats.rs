@@ -1,4 +1,5 @@
-//! Small statistics shared by the crates that report figures (medians over seeds, regrets, …).
+//! Small statistics shared by the crates that report figures (medians over seeds, regrets, …): the
+//! workspace's one MAPE and one least-squares solver.
 
 /// The median of `v` (mean of the two middle values for an even count); NaN for an empty `v`.
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -13,6 +14,52 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Mean absolute percentage error of (predicted, measured) pairs, percent; NaN when there are none.
+/// Pairs with a measured value of 0 give an infinite error: callers reject such rows first.
+pub fn mape(pairs: impl IntoIterator<Item = (f64, f64)>) -> f64 {
+    let (mut s, mut n) = (0.0, 0usize);
+    for (p, m) in pairs {
+        s += ((p - m) / m).abs();
+        n += 1;
+    }
+    if n == 0 { f64::NAN } else { 100.0 * s / n as f64 }
+}
+
+/// Solves the least-squares problem min ‖X β − y‖² + λ‖β‖² (no penalty on column 0, the intercept) by
+/// the normal equations with partial pivoting; `None` when the system is singular or `x` is empty.
+pub fn least_squares(x: &[Vec<f64>], y: &[f64], lambda: f64) -> Option<Vec<f64>> {
+    let p = x.first()?.len();
+    let mut a = vec![vec![0.0; p + 1]; p];
+    for (row, &t) in x.iter().zip(y) {
+        for i in 0..p {
+            for j in 0..p {
+                a[i][j] += row[i] * row[j];
+            }
+            a[i][p] += row[i] * t;
+        }
+    }
+    for (i, r) in a.iter_mut().enumerate().skip(1) {
+        r[i] += lambda;
+    }
+    for c in 0..p {
+        let piv = (c..p).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[piv][c].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(c, piv);
+        let pivot_row = a[c].clone();
+        for (r, row) in a.iter_mut().enumerate() {
+            if r != c {
+                let f = row[c] / pivot_row[c];
+                for (v, pv) in row.iter_mut().zip(&pivot_row).skip(c) {
+                    *v -= f * pv;
+                }
+            }
+        }
+    }
+    Some((0..p).map(|i| a[i][p] / a[i][i]).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -22,5 +69,23 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(Vec::new()).is_nan());
+    }
+
+    #[test]
+    fn mape_by_hand() {
+        // |110 − 100| / 100 = 10%, |45 − 50| / 50 = 10%, |3 − 3| = 0 → 20 / 3 %.
+        let m = mape([(110.0, 100.0), (45.0, 50.0), (3.0, 3.0)]);
+        assert!((m - 20.0 / 3.0).abs() < 1e-12, "{m}");
+        assert!(mape(std::iter::empty()).is_nan());
+    }
+
+    #[test]
+    fn least_squares_by_hand() {
+        // y = 1 + 2x on three points.
+        let x = vec![vec![1.0, 0.0], vec![1.0, 1.0], vec![1.0, 2.0]];
+        let b = least_squares(&x, &[1.0, 3.0, 5.0], 0.0).unwrap();
+        assert!((b[0] - 1.0).abs() < 1e-12 && (b[1] - 2.0).abs() < 1e-12);
+        // A repeated column is singular.
+        assert!(least_squares(&[vec![1.0, 1.0], vec![2.0, 2.0]], &[1.0, 2.0], 0.0).is_none());
     }
 }

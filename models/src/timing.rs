@@ -164,6 +164,10 @@ pub struct TimingInputs {
     /// DRAM bytes, when the profile has them (else every transaction is assumed to reach DRAM).
     pub dram_read_bytes: Option<f64>,
     pub dram_write_bytes: Option<f64>,
+    /// L2 read and write transactions, when the profile has them (else every transaction goes to DRAM,
+    /// or as far as the DRAM byte counts say): L2 transactions − DRAM transactions are L2 hits.
+    pub l2_read_tx: Option<f64>,
+    pub l2_write_tx: Option<f64>,
     /// Shared memory accesses without conflicts, and the extra ones bank conflicts cause.
     pub shared_base: f64,
     pub shared_conflicts: f64,
@@ -197,7 +201,8 @@ impl TimingInputs {
         }
         if !missing.is_empty() {
             return Err(Error::Invalid(format!(
-                "kernel profile '{}' lacks {} (write 0 for a kernel that has none)",
+                "kernel profile '{}' lacks {} (write 0 for a kernel that has none; measure them with \
+                 `gpumodel collect ./app` or import a profiler's counters with `gpumodel import ncu|nvprof FILE`)",
                 k.name,
                 missing.join(", ")
             )));
@@ -212,6 +217,8 @@ impl TimingInputs {
             store_tx: store.unwrap_or(0.0),
             dram_read_bytes: get("dram_read_bytes"),
             dram_write_bytes: get("dram_write_bytes"),
+            l2_read_tx: get("l2_read_transactions"),
+            l2_write_tx: get("l2_write_transactions"),
             shared_base: opt("shared_load") + opt("shared_store"),
             shared_conflicts: opt("l1_shared_bank_conflict"),
             tex_queries: opt("tex0_cache_sector_queries"),
@@ -238,6 +245,9 @@ pub struct Timing {
     pub overlapped_s: f64,
     /// Barrier time, seconds (never overlapped).
     pub sync_s: f64,
+    /// Pipeline fill, seconds: one DRAM latency per round before the first data arrives (0 for a kernel
+    /// without global memory traffic). Part of `bound_s` and `time_s`.
+    pub fill_s: f64,
     /// Which pipeline is the bound: one of [`PIPELINES`].
     pub bound_kind: &'static str,
     /// The time the kernel's DRAM traffic (read + write bytes; transactions × transaction bytes where the
@@ -249,8 +259,9 @@ pub struct Timing {
     pub l2_s: f64,
 }
 
-/// The pipelines whose longest sets a round's time.
-pub const PIPELINES: [&str; 4] = ["memory", "compute", "shared", "texture"];
+/// The pipelines whose longest sets a round's time (memory and texture share the memory side, compute and
+/// shared the SM side; `latency` is the few-warps bound).
+pub const PIPELINES: [&str; 5] = ["memory", "compute", "shared", "texture", "latency"];
 
 impl Timing {
     /// The largest component: the bottleneck, with its share of Σ components.
@@ -272,63 +283,107 @@ impl Timing {
 }
 
 /// Predicts the time of one launch at `clocks` with the resident warps of `occ`.
+///
+/// One round on one SM (counts per SM per round = totals / (active SMs · rounds)):
+///
+/// * **memory side** — global loads and stores stream to DRAM one departure delay apart and to L2 hits
+///   one L2 delay apart, or issue at the LD/ST rate, whichever is slower; DRAM latency and delay follow
+///   the clocks ([`ArchProfile::dram_latency_cycles`], [`ArchProfile::dram_delay_cycles`]); the whole
+///   GPU's DRAM traffic cannot pass L2 faster than `l2_dram_bytes_per_core_cycle` (L2 runs on the core
+///   clock); texture queries stream at the LD/ST rate, their misses at the DRAM delay;
+/// * **SM side** — compute (issue-limited, with exposed ALU latency when few warps are resident, or the
+///   busiest pipe) plus FP64 instructions at their own, much lower, throughput, plus shared-memory
+///   accesses incl. bank conflicts: the same schedulers issue all of them, so they add;
+/// * **latency** — with few resident warps a warp's own requests wait one after another: requests per
+///   warp (transactions / sectors per 128-byte request) × the average (DRAM or L2-hit) latency;
+///
+/// the round takes the longest of the three, plus one DRAM latency to fill the pipeline (when the kernel
+/// touches global memory) and the barrier time.
 pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clocks: Clocks) -> Timing {
-    let fc = clocks.core_mhz;
+    let (fc, fm) = (clocks.core_mhz, clocks.mem_mhz);
     let rounds = occ.rounds.max(1.0);
-    let per = 1.0 / (f64::from(occ.active_sms) * rounds);
+    let sms = f64::from(occ.active_sms).max(1.0);
+    let per = 1.0 / (sms * rounds);
     let w = f64::from(occ.active_warps_per_sm).max(1.0);
-    // Memory-side latencies are fixed in memory-clock time: in core cycles they scale like this.
-    let mem_scale = (fc / arch.core_mhz.value) * (arch.mem_mhz.value / clocks.mem_mhz);
-    let lat_load = arch.cyc_load.value * mem_scale;
-    let lat_store = arch.cyc_store.value * mem_scale;
-    let delay = arch.in_warp_delay.value * mem_scale;
+    let lat_dram = arch.dram_latency_cycles(fc, fm);
+    let delay = arch.dram_delay_cycles(fc, fm);
+    // Without measured L2 constants a hit costs only its LD/ST issue and the DRAM latency (no L2 model).
+    let (l2_lat, l2_delay) =
+        arch.dvfs_memory.as_ref().map_or((lat_dram, 0.0), |d| (d.l2_latency.value, d.l2_delay.value));
     let tx = arch.transaction_bytes.value;
     let ldst = arch.cost_ldst.value;
     // The LD/ST units serve one 128-byte warp request (32 threads × 4 bytes) per `cost_ldst` cycles, so a
     // 32-byte sector costs a quarter of that.
     let ldst_tx = ldst * tx / 128.0;
 
-    // Global loads (eq. 5.3–5.4): the first pays the latency, the rest leave one departure delay apart
-    // for DRAM, or one LD/ST issue apart, whichever is slower.
+    // Global memory (eq. 5.3–5.5 in throughput form): DRAM transactions one departure delay apart, L2
+    // hits one L2 delay apart (hits = L2 transactions − DRAM transactions, where the profile has both).
     let ld = x.load_tx * per;
-    let ld_dram = x.dram_read_bytes.map_or(x.load_tx, |b| b / tx) * per;
-    let t_load = if ld > 0.0 { lat_load + ((ld_dram - 1.0).max(0.0) * delay).max(ld * ldst_tx) } else { 0.0 };
     let st = x.store_tx * per;
+    let ld_dram = x.dram_read_bytes.map_or(x.load_tx, |b| b / tx) * per;
     let st_dram = x.dram_write_bytes.map_or(x.store_tx, |b| b / tx) * per;
-    let t_store =
-        if st > 0.0 { lat_store + ((st_dram - 1.0).max(0.0) * delay).max(st * ldst_tx) } else { 0.0 };
+    let ld_l2 = x.l2_read_tx.map_or(ld_dram, |v| v * per);
+    let st_l2 = x.l2_write_tx.map_or(st_dram, |v| v * per);
+    let (ld_hits, st_hits) = ((ld_l2 - ld_dram).max(0.0), (st_l2 - st_dram).max(0.0));
+    let mut t_load = if ld > 0.0 { (ld_dram * delay + ld_hits * l2_delay).max(ld * ldst_tx) } else { 0.0 };
+    let mut t_store = if st > 0.0 { (st_dram * delay + st_hits * l2_delay).max(st * ldst_tx) } else { 0.0 };
+    // L2 runs on the core clock: all SMs' DRAM traffic together cannot pass it faster than its bytes per
+    // core cycle (measured on the GTX 980: ~7 DRAM transactions per core cycle whatever the memory clock).
+    if let Some(b) = &arch.l2_dram_bytes_per_core_cycle {
+        let cap = (ld_dram + st_dram) * tx * sms / b.value;
+        let stream = t_load + t_store;
+        if cap > stream && stream > 0.0 {
+            t_load *= cap / stream;
+            t_store *= cap / stream;
+        }
+    }
     // Shared memory (eq. 5.9), conflicts separately (the paper's last term of eq. 5.13).
     let s = x.shared_base * per;
     let t_shared = if s > 0.0 { arch.cyc_s.value + s * ldst } else { 0.0 };
     let t_conf = x.shared_conflicts * per * ldst;
-    // Texture (eq. 5.8): hits cost CYC_t, misses a global load, overlapped over the active warps.
+    // Texture (eq. 5.8 in throughput form): the first query pays CYC_t (a miss, the DRAM latency);
+    // queries then stream at the LD/ST rate and misses leave for DRAM one departure delay apart. (The
+    // paper's per-warp form, (hits·CYC_t + misses·CYC_load) / warps, assumes no overlap of one warp's
+    // misses and overestimated texture kernels several-fold on NV-DVFS.)
     let hits = (x.tex_queries - x.tex_misses).max(0.0) * per;
-    // Texture (eq. 5.8 in throughput form): the first query pays CYC_t (a miss, CYC_load); queries then
-    // stream at the LD/ST rate and misses leave for DRAM one departure delay apart. (The paper's
-    // per-warp form, (hits·CYC_t + misses·CYC_load) / warps, assumes no overlap of one warp's misses
-    // and overestimated texture kernels several-fold on NV-DVFS.)
     let t_tex = if x.tex_queries > 0.0 {
-        let first = if hits > 0.0 { arch.cyc_t.value } else { lat_load };
+        let first = if hits > 0.0 { arch.cyc_t.value } else { lat_dram };
         first + (x.tex_queries * per * ldst_tx).max((x.tex_misses * per - 1.0).max(0.0) * delay)
     } else {
         0.0
     };
-    // Compute (eq. 5.6): issue-limited or pipe-limited.
+    // Compute (eq. 5.6): issue-limited or pipe-limited; FP64 at its own throughput on top (on GPUs with
+    // few FP64 units a warp's FP64 instruction holds its scheduler for many cycles).
     let issue = (1.0 / arch.schedulers_per_sm.value).max(arch.alu_latency.value / w);
     let pipes = x.inst_fp32 * arch.cost_fp32.value
-        + x.inst_fp64 * arch.cost_fp64.value
         + x.inst_int * arch.cost_int.value
         + x.inst_sfu * arch.cost_sfu.value;
-    let t_comp = (x.inst * issue).max(pipes) * per + arch.cyc_r.value;
+    let t_comp = ((x.inst - x.inst_fp64).max(0.0) * issue).max(pipes) * per
+        + x.inst_fp64 * arch.cost_fp64.value * per
+        + arch.cyc_r.value;
     // Barriers (eq. 5.12): every barrier waits for the other active warps.
     let t_sync = x.barriers_per_warp * (w - 1.0) * arch.out_warp_delay.value;
+    // Latency-bound (few warps): each warp's requests one after another at the average latency.
+    let l2_tx = ld_l2 + st_l2;
+    let dram_tx = ld_dram + st_dram;
+    let hit_rate = if l2_tx > 0.0 { (1.0 - dram_tx / l2_tx).clamp(0.0, 1.0) } else { 0.0 };
+    let avg_lat = (lat_dram + delay) * (1.0 - hit_rate) + l2_lat * hit_rate;
+    // Requests that leave the SM: L2 transactions (L1/texture-level transactions that hit never wait for
+    // memory), in 128-byte warp requests.
+    let requests_per_warp = l2_tx / w * tx / 128.0;
+    let t_latency = requests_per_warp * avg_lat;
 
     let parts = [t_load, t_store, t_shared, t_conf, t_tex, t_comp, t_sync];
-    let pipelines = [t_load + t_store, t_comp, t_shared + t_conf, t_tex];
-    let (bound_kind, bound) = pipelines
-        .iter()
-        .enumerate()
-        .fold((0, 0.0f64), |(bk, bv), (k, &v)| if v > bv { (k, v) } else { (bk, bv) });
+    let mem_side = t_load + t_store + t_tex;
+    let sm_side = t_comp + t_shared + t_conf;
+    let (bound_kind, bound) = if t_latency > mem_side.max(sm_side) {
+        ("latency", t_latency)
+    } else if mem_side >= sm_side {
+        (if t_tex > t_load + t_store { "texture" } else { "memory" }, mem_side)
+    } else {
+        (if t_shared + t_conf > t_comp { "shared" } else { "compute" }, sm_side)
+    };
+    let fill = if ld + st > 0.0 { lat_dram } else { 0.0 };
     let sum: f64 = parts.iter().sum();
     let to_s = rounds / (fc * 1e6);
     // L2 runs on the core clock: its bandwidth scales with fc / the default core clock.
@@ -337,12 +392,13 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
     let l2_bw = arch.l2_bandwidth_gbs.value * 1e9 * fc / arch.core_mhz.value;
     let l2_s = if l2_bw > 0.0 { l2_bytes / l2_bw } else { 0.0 };
     Timing {
-        time_s: (bound + t_sync) * to_s,
+        time_s: (bound + fill + t_sync) * to_s,
         components_s: parts.map(|p| p * to_s),
-        bound_s: bound * to_s,
+        bound_s: (bound + fill) * to_s,
         overlapped_s: (sum - t_sync - bound).max(0.0) * to_s,
         sync_s: t_sync * to_s,
-        bound_kind: PIPELINES[bound_kind],
+        fill_s: fill * to_s,
+        bound_kind,
         l2_s,
     }
 }
@@ -402,6 +458,8 @@ mod tests {
             store_tx: 0.0,
             dram_read_bytes: None,
             dram_write_bytes: None,
+            l2_read_tx: None,
+            l2_write_tx: None,
             shared_base: 0.0,
             shared_conflicts: 0.0,
             tex_queries: 0.0,
@@ -434,21 +492,96 @@ mod tests {
     }
 
     #[test]
-    fn memory_bound_time_scales_with_the_memory_clock() {
-        // 1e7 DRAM load transactions of 32 B on a GTX 1080 Ti: the departure delays dominate, so the time
-        // is close to bytes / bandwidth and halves when the memory clock doubles.
+    fn memory_bound_time_follows_the_dvfs_departure_delay() {
+        // 1e7 DRAM load transactions of 32 B on a GTX 1080 Ti, 100 000 blocks of 256 threads: 64 warps
+        // (8 blocks) per SM, 447 rounds. Per SM per round: 1e7 / (28 · 447) transactions, one departure
+        // delay D = (a_D / f_mem + b_D) · f_core / f_mem apart, plus one DRAM latency
+        // L = a_L · f_core / f_mem + b_L to fill the pipeline (Wang & Chu's constants in the profile).
         let a = ArchProfile::builtin("gtx1080ti").unwrap();
         let mut x = inputs();
         x.inst = 1e5;
         x.load_tx = 1e7;
         let o = occupancy(&launch(100_000, 256, 0, 0), &a, None).unwrap();
+        assert_eq!((o.active_warps_per_sm, o.rounds), (64, 447.0));
+        for (fc, fm) in [(1582.0, 5505.0), (1600.0, 4000.0), (2000.0, 5500.0)] {
+            let t = predict_time(&x, &a, &o, Clocks { core_mhz: fc, mem_mhz: fm });
+            let d = (7208.57 / fm + 10.0305) * fc / fm;
+            let l = 178.22 * fc / fm + 396.72;
+            let want = (1e7 / (28.0 * 447.0) * d + l) * 447.0 / (fc * 1e6);
+            assert!((t.time_s / want - 1.0).abs() < 1e-12, "{fc}/{fm}: {} vs {want}", t.time_s);
+            assert_eq!(t.bound_kind, "memory");
+        }
+        // Within reach of the peak bandwidth at the default clocks (484 GB/s: the delay alone gives 435 GB/s,
+        // and one DRAM latency per round adds a fifth at 447 rounds), and faster with the memory clock.
+        let t = predict_time(&x, &a, &o, Clocks::default_for(&a));
+        let ideal = 1e7 * 32.0 / 484e9;
+        assert!(t.time_s > ideal && t.time_s < 1.4 * ideal, "{} vs {ideal}", t.time_s);
+        let slow = predict_time(&x, &a, &o, Clocks { core_mhz: 1582.0, mem_mhz: 4000.0 });
+        assert!(slow.time_s > 1.3 * t.time_s);
+    }
+
+    #[test]
+    fn at_a_low_core_clock_l2_caps_dram_traffic() {
+        // GTX 980, 256 B of DRAM traffic per core cycle through L2: at 700 MHz the departure delay at
+        // 3900 MHz and at 3100 MHz (1.50 and 1.91 cycles per transaction per SM) is below the L2's 2.0
+        // (32 B · 16 SMs / 256 B), so the memory clock no longer matters; at 1300 MHz it does again.
+        let a = ArchProfile::builtin("gtx980").unwrap();
+        let mut x = inputs();
+        x.inst = 1e5;
+        x.load_tx = 1e7;
+        let o = occupancy(&launch(100_000, 256, 0, 0), &a, None).unwrap();
+        let t = |fc: f64, fm: f64| predict_time(&x, &a, &o, Clocks { core_mhz: fc, mem_mhz: fm });
+        let per_sm_round = 1e7 / (16.0 * o.rounds);
+        for fm in [3900.0, 3100.0] {
+            let l = 78.417 * 700.0 / fm + 97.62;
+            let want = (per_sm_round * 2.0 + l) * o.rounds / 700e6;
+            assert!((t(700.0, fm).time_s / want - 1.0).abs() < 1e-12, "{fm}");
+        }
+        assert!(t(1300.0, 2100.0).time_s > 1.2 * t(1300.0, 3900.0).time_s);
+    }
+
+    #[test]
+    fn l2_hits_cost_the_l2_delay_not_the_dram_delay() {
+        // Half of the L2 read transactions hit: the memory side is DRAM transactions · D + hits · D_L2.
+        let a = ArchProfile::builtin("gtx1080ti").unwrap();
+        let mut x = inputs();
+        x.inst = 1e5;
+        x.load_tx = 2e7;
+        x.l2_read_tx = Some(2e7);
+        x.dram_read_bytes = Some(1e7 * 32.0);
+        let o = occupancy(&launch(100_000, 256, 0, 0), &a, None).unwrap();
         let c = Clocks::default_for(&a);
         let t = predict_time(&x, &a, &o, c);
-        let ideal = 1e7 * 32.0 / 484e9;
-        assert!(t.time_s > ideal && t.time_s < 1.3 * ideal, "{} vs {ideal}", t.time_s);
-        assert_eq!(t.bottleneck().0, "global load");
-        let t2 = predict_time(&x, &a, &o, Clocks { core_mhz: c.core_mhz, mem_mhz: 2.0 * c.mem_mhz });
-        assert!((t2.time_s / t.time_s - 0.5).abs() < 0.01, "{}", t2.time_s / t.time_s);
+        let per = 1.0 / (28.0 * o.rounds);
+        let d = a.dram_delay_cycles(c.core_mhz, c.mem_mhz);
+        let stream = (1e7 * d + 1e7 * 1.3).max(2e7 * 0.25) * per;
+        let want = (stream + a.dram_latency_cycles(c.core_mhz, c.mem_mhz)) * o.rounds / (c.core_mhz * 1e6);
+        assert!((t.time_s / want - 1.0).abs() < 1e-12, "{} vs {want}", t.time_s);
+    }
+
+    #[test]
+    fn fp64_adds_at_its_own_throughput_and_shared_adds_on_the_sm_side() {
+        // GTX 980: FP64 warp instructions cost cost_fp64 (20) cycles each on top of the other instructions'
+        // issue; shared accesses add to compute (the same schedulers issue both).
+        let a = ArchProfile::builtin("gtx980").unwrap();
+        let o = occupancy(&launch(1600, 256, 0, 0), &a, None).unwrap();
+        let c = Clocks::default_for(&a);
+        let mut x = inputs();
+        x.inst = 1e6;
+        let base = predict_time(&x, &a, &o, c).time_s;
+        x.inst_fp64 = 1e5;
+        let with_dp = predict_time(&x, &a, &o, c).time_s;
+        let per_s = o.rounds / (f64::from(o.active_sms) * o.rounds) / (c.core_mhz * 1e6);
+        let want = (-1e5 * 0.25 + 1e5 * 20.0) * per_s;
+        assert!(((with_dp - base) / want - 1.0).abs() < 1e-9, "{} vs {want}", with_dp - base);
+        x.inst_fp64 = 0.0;
+        x.shared_base = 4e5;
+        let with_shared = predict_time(&x, &a, &o, c);
+        let per = 1.0 / (f64::from(o.active_sms) * o.rounds);
+        let want = (4e5 * per + 28.0) * o.rounds / (c.core_mhz * 1e6);
+        assert!(((with_shared.time_s - base) / want - 1.0).abs() < 1e-9);
+        // The SM side bounds the round, and shared is its larger part.
+        assert_eq!(with_shared.bound_kind, "shared");
     }
 
     #[test]
@@ -485,7 +618,9 @@ mod tests {
         };
         let msg = TimingInputs::from_profile(&k).unwrap_err().to_string();
         assert!(
-            msg.contains("global_store_transaction") && msg.contains("uncached_global_load_transaction"),
+            msg.contains("global_store_transaction")
+                && msg.contains("uncached_global_load_transaction")
+                && msg.contains("gpumodel collect"),
             "{msg}"
         );
     }

@@ -8,10 +8,8 @@ use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::timing::{Clocks, TimingInputs, occupancy, predict_time};
-use gpumodel_predict::kernel::predict_kernel_calibrated;
-use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps, sweep_warps_calibrated};
-use gpumodel_predict::validation::TimeCalibration;
-use gpumodel_predict::{Config, examples, predict_kernel};
+use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps};
+use gpumodel_predict::{Config, TimeCalibration, examples, predict_kernel};
 use std::hint::black_box;
 
 fn benches(c: &mut Criterion) {
@@ -38,15 +36,14 @@ fn benches(c: &mut Criterion) {
     });
     // Coefficients of the order `validate --save-calibration` fits (BENCHMARKS.md); the cost does not
     // depend on their values, only on the p-norm being evaluated.
-    let cal = TimeCalibration { a: [1.1, 1.5, 1.1, 0.5], p: 6.0 };
+    let cal = Some(TimeCalibration { a: [1.1, 1.5, 1.1, 0.5], p: 6.0 });
+    let cfg_cal = Config { calibration: cal, ..cfg };
     c.bench_function("predict_kernel_calibrated", |b| {
-        b.iter(|| predict_kernel_calibrated(black_box(&k), &arch, &model, &cfg, Some(&cal)).unwrap())
+        b.iter(|| predict_kernel(black_box(&k), &arch, &model, &cfg_cal).unwrap())
     });
+    let sweep_cal = Config { calibration: cal, ..Config::default() };
     c.bench_function("sweep_warps_calibrated_57_points_4_objectives", |b| {
-        b.iter(|| {
-            sweep_warps_calibrated(black_box(&k), &arch, &model, &Config::default(), &objs, Some(&cal))
-                .unwrap()
-        })
+        b.iter(|| sweep_warps(black_box(&k), &arch, &model, &sweep_cal, &objs).unwrap())
     });
 }
 

@@ -1,8 +1,8 @@
 //! One kernel at one configuration: time with its breakdown, power, energy.
 
+use crate::calibration::TimeCalibration;
 use crate::error::{Error, Result};
 use crate::power::base_values;
-use crate::validation::TimeCalibration;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::features::input_vector;
@@ -18,6 +18,11 @@ pub struct Config {
     /// Active warps per SM (`--warps`); when `None`, the kernel's measured `achieved_occupancy` (code
     /// input) if it has one, else the occupancy ceilings.
     pub warps: Option<u32>,
+    /// A time calibration (`gpumodel validate --save-calibration`, `predict --calibration`): when given,
+    /// the calibrated time is the predicted time everywhere — at the requested clocks and at the default
+    /// clocks where the utilizations are taken — so power (counter rates = totals / time) and energy
+    /// follow it.
+    pub calibration: Option<TimeCalibration>,
 }
 
 /// One timing-model component: its time, its share of Σ components (paper Fig. 5.7) and its access
@@ -146,46 +151,26 @@ fn time_with(
     }
 }
 
-/// Predicts a kernel's time and breakdown (no power model needed).
+/// Predicts a kernel's time and breakdown (no power model needed), calibrated when `cfg` has a
+/// calibration.
 pub fn predict_time_only(k: &KernelProfile, arch: &ArchProfile, cfg: &Config) -> Result<TimePrediction> {
-    predict_time_calibrated(k, arch, cfg, None)
-}
-
-/// [`predict_time_only`] with an optional time calibration (`gpumodel validate --save-calibration`).
-pub fn predict_time_calibrated(
-    k: &KernelProfile,
-    arch: &ArchProfile,
-    cfg: &Config,
-    cal: Option<&TimeCalibration>,
-) -> Result<TimePrediction> {
     let clocks = checked_clocks(arch, cfg)?;
     let x = TimingInputs::from_profile(k)?;
     let occ = occupancy(&k.launch, arch, warps_cap(k, arch, cfg))?;
-    Ok(time_with(k, &x, arch, occ, clocks, cal))
+    Ok(time_with(k, &x, arch, occ, clocks, cfg.calibration.as_ref()))
 }
 
-/// Predicts time (the timing model at `cfg`), power (`model` fed with the kernel's counter rates at the
-/// predicted time, see [`crate::power`]) and energy E = P·T. The error names what the kernel profile
-/// lacks or what the model needs that a kernel profile cannot provide.
+/// Predicts time (the timing model at `cfg`, calibrated when `cfg` has a calibration), power (`model`
+/// fed with the kernel's counter rates at the predicted time, see [`crate::power`]) and energy E = P·T.
+/// The error names what the kernel profile lacks or what the model needs that a kernel profile cannot
+/// provide.
 pub fn predict_kernel(
     k: &KernelProfile,
     arch: &ArchProfile,
     model: &ModelArtifact,
     cfg: &Config,
 ) -> Result<Prediction> {
-    predict_kernel_calibrated(k, arch, model, cfg, None)
-}
-
-/// [`predict_kernel`] with an optional time calibration: the calibrated time is the predicted time
-/// everywhere — at the requested clocks and at the default clocks where the utilizations are taken — so
-/// power (counter rates = totals / time) and energy follow it.
-pub fn predict_kernel_calibrated(
-    k: &KernelProfile,
-    arch: &ArchProfile,
-    model: &ModelArtifact,
-    cfg: &Config,
-    cal: Option<&TimeCalibration>,
-) -> Result<Prediction> {
+    let cal = cfg.calibration.as_ref();
     let clocks = checked_clocks(arch, cfg)?;
     let x = TimingInputs::from_profile(k)?;
     let occ = occupancy(&k.launch, arch, warps_cap(k, arch, cfg))?;

@@ -2,8 +2,8 @@
 //!
 //! Owns prediction: from a kernel profile to time, power, energy and bottlenecks (the counter-based
 //! pipeline timing model with the trained power model), sweeps over warps and clocks with their
-//! E^a·D^b optima, cluster energy versus node count, validation against measured NV-DVFS data, and the
-//! CPU/GPU work split optimizer.
+//! E^a·D^b optima, cluster energy versus node count, the time calibration, validation against measured
+//! NV-DVFS data with peer timing models as baselines, and the CPU/GPU work split optimizer.
 //!
 //! ```
 //! use gpumodel_models::{arch::ArchProfile, profile::KernelProfile};
@@ -15,6 +15,8 @@
 //! # Ok::<(), gpumodel_predict::Error>(())
 //! ```
 
+pub mod baseline;
+pub mod calibration;
 pub mod error;
 pub mod examples;
 pub mod kernel;
@@ -24,5 +26,6 @@ pub mod split;
 pub mod sweep;
 pub mod validation;
 
+pub use calibration::TimeCalibration;
 pub use error::{Error, Result};
 pub use kernel::{Config, Prediction, predict_kernel, predict_time_only};

@@ -1,8 +1,8 @@
 //! Sweeps over warps per SM (paper Fig. 5.16) and core clocks, with the E^a·D^b optimum of each objective.
 
+use crate::calibration::TimeCalibration;
 use crate::error::{Error, Result};
-use crate::kernel::{Config, predict_kernel_calibrated, time_at};
-use crate::validation::TimeCalibration;
+use crate::kernel::{Config, predict_kernel, time_at};
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::energy::Objective;
@@ -52,7 +52,7 @@ pub struct Sweep {
 }
 
 /// The per-point work of a sweep without the allocations of a full [`crate::Prediction`]: the model's
-/// input names are parsed once. The first point goes through [`predict_kernel_calibrated`], so its errors (missing
+/// input names are parsed once. The first point goes through [`predict_kernel`], so its errors (missing
 /// profile fields, inputs the profile cannot provide) are the same.
 struct Lean<'a> {
     k: &'a KernelProfile,
@@ -118,7 +118,8 @@ fn optima(points: &[SweepPoint], objectives: &[Objective]) -> Vec<Optimum> {
         .collect()
 }
 
-/// Every warps-per-SM setting from one block's warps to the architecture's maximum.
+/// Every warps-per-SM setting from one block's warps to the architecture's maximum (the calibration of
+/// `cfg`, if any, applied at every point).
 pub fn sweep_warps(
     k: &KernelProfile,
     arch: &ArchProfile,
@@ -126,24 +127,13 @@ pub fn sweep_warps(
     cfg: &Config,
     objectives: &[Objective],
 ) -> Result<Sweep> {
-    sweep_warps_calibrated(k, arch, model, cfg, objectives, None)
-}
-
-/// [`sweep_warps`] with an optional time calibration applied at every point.
-pub fn sweep_warps_calibrated(
-    k: &KernelProfile,
-    arch: &ArchProfile,
-    model: &ModelArtifact,
-    cfg: &Config,
-    objectives: &[Objective],
-    cal: Option<&TimeCalibration>,
-) -> Result<Sweep> {
+    let cal = cfg.calibration.as_ref();
     let wpb = arch.warps_per_block(k.launch.threads_per_block()).max(1);
     let max = arch.max_warps_per_sm.value as u32;
     let mut points = Vec::with_capacity(max as usize);
     if wpb <= max {
         // The first point through the full path: its errors are the ones users should see.
-        predict_kernel_calibrated(k, arch, model, &Config { warps: Some(wpb), ..*cfg }, cal)?;
+        predict_kernel(k, arch, model, &Config { warps: Some(wpb), ..*cfg })?;
     }
     let lean = Lean::new(k, arch, model, cal)?;
     let mut buf = Vec::with_capacity(model.inputs.len());
@@ -160,7 +150,8 @@ pub fn sweep_warps_calibrated(
 }
 
 /// Every supported core clock of the architecture profile, at the configured (or default) memory clock.
-/// Needs a power model with a clock input: without one, power would not respond to the clock.
+/// Needs a power model with a clock input: without one, power would not respond to the clock. The
+/// calibration of `cfg`, if any, is applied at every point.
 pub fn sweep_core_clock(
     k: &KernelProfile,
     arch: &ArchProfile,
@@ -168,18 +159,7 @@ pub fn sweep_core_clock(
     cfg: &Config,
     objectives: &[Objective],
 ) -> Result<Sweep> {
-    sweep_core_clock_calibrated(k, arch, model, cfg, objectives, None)
-}
-
-/// [`sweep_core_clock`] with an optional time calibration applied at every point.
-pub fn sweep_core_clock_calibrated(
-    k: &KernelProfile,
-    arch: &ArchProfile,
-    model: &ModelArtifact,
-    cfg: &Config,
-    objectives: &[Objective],
-    cal: Option<&TimeCalibration>,
-) -> Result<Sweep> {
+    let cal = cfg.calibration.as_ref();
     let cols = base_columns(&model.inputs)?;
     if !cols.iter().any(|c| c == "core_mhz") {
         return Err(Error::Mismatch(format!(
@@ -196,7 +176,7 @@ pub fn sweep_core_clock_calibrated(
     for (i, &f) in arch.core_clocks_mhz.value.iter().enumerate() {
         let c = Config { clocks: Some(Clocks { core_mhz: f, mem_mhz: mem }), ..*cfg };
         if i == 0 {
-            predict_kernel_calibrated(k, arch, model, &c, cal)?;
+            predict_kernel(k, arch, model, &c)?;
         }
         points.push(lean.point(f, &c, &mut buf)?);
     }
@@ -244,23 +224,21 @@ mod tests {
         let arch = ArchProfile::builtin("titanx").unwrap();
         let model = ModelArtifact::from_json_str(crate::examples::MODELS[0].1, "m").unwrap();
         let cal = TimeCalibration { a: [1.3, 1.6, 1.1, 1.2], p: 6.0 };
+        let calibrated = Config { calibration: Some(cal), ..Config::default() };
         let objs = Objective::DEFAULTS.to_vec();
         let plain = sweep_core_clock(&k, &arch, &model, &Config::default(), &objs).unwrap();
-        let s =
-            sweep_core_clock_calibrated(&k, &arch, &model, &Config::default(), &objs, Some(&cal)).unwrap();
+        let s = sweep_core_clock(&k, &arch, &model, &calibrated, &objs).unwrap();
         for (p, q) in s.points.iter().zip(&plain.points) {
-            let c = Config {
-                clocks: Some(Clocks { core_mhz: p.x, mem_mhz: arch.mem_mhz.value }),
-                ..Config::default()
-            };
-            let full = predict_kernel_calibrated(&k, &arch, &model, &c, Some(&cal)).unwrap();
+            let c =
+                Config { clocks: Some(Clocks { core_mhz: p.x, mem_mhz: arch.mem_mhz.value }), ..calibrated };
+            let full = predict_kernel(&k, &arch, &model, &c).unwrap();
             assert_eq!((p.time_s, p.power_w), (full.time_s, full.power_w));
             assert!(p.time_s > q.time_s * 1.05, "{} vs {}", p.time_s, q.time_s);
         }
-        let s = sweep_warps_calibrated(&k, &arch, &model, &Config::default(), &objs, Some(&cal)).unwrap();
+        let s = sweep_warps(&k, &arch, &model, &calibrated, &objs).unwrap();
         for p in &s.points {
-            let c = Config { warps: Some(p.x as u32), ..Config::default() };
-            let full = predict_kernel_calibrated(&k, &arch, &model, &c, Some(&cal)).unwrap();
+            let c = Config { warps: Some(p.x as u32), ..calibrated };
+            let full = predict_kernel(&k, &arch, &model, &c).unwrap();
             assert_eq!((p.time_s, p.energy_j), (full.time_s, full.energy_j));
         }
     }

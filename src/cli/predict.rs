@@ -11,10 +11,10 @@ use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::profile::KernelProfile;
 use gpumodel_models::timing::Clocks;
+use gpumodel_predict::calibration::file::CalibrationFile;
 use gpumodel_predict::examples;
-use gpumodel_predict::kernel::predict_kernel_calibrated;
-use gpumodel_predict::sweep::{Sweep, sweep_core_clock_calibrated, sweep_warps_calibrated};
-use gpumodel_predict::validation::calibration::CalibrationFile;
+use gpumodel_predict::kernel::predict_kernel;
+use gpumodel_predict::sweep::{Sweep, sweep_core_clock, sweep_warps};
 use gpumodel_predict::{Config, Prediction};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -123,20 +123,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             mem_mhz: m.unwrap_or(arch.mem_mhz.value),
         }),
     };
-    let cfg = Config { clocks, warps: args.warps };
+    let cfg = Config { clocks, warps: args.warps, calibration: cal };
     match args.sweep {
         None => {
-            let p = predict_kernel_calibrated(&kernel, &arch, &model, &cfg, cal.as_ref())?;
+            let p = predict_kernel(&kernel, &arch, &model, &cfg)?;
             print_prediction(&p, &kernel, &arch, &args, calibration.as_ref(), args.format)?;
         }
         Some(s) => {
             let sweep = match s {
-                SweepArg::Warps => {
-                    sweep_warps_calibrated(&kernel, &arch, &model, &cfg, &objectives, cal.as_ref())?
-                }
-                SweepArg::CoreClock => {
-                    sweep_core_clock_calibrated(&kernel, &arch, &model, &cfg, &objectives, cal.as_ref())?
-                }
+                SweepArg::Warps => sweep_warps(&kernel, &arch, &model, &cfg, &objectives)?,
+                SweepArg::CoreClock => sweep_core_clock(&kernel, &arch, &model, &cfg, &objectives)?,
             };
             print_sweep(&sweep, &kernel, &arch, &args, calibration.as_ref(), args.format)?;
         }

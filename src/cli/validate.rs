@@ -6,8 +6,9 @@ use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::{Locator, open, sha256_hex};
-use gpumodel_predict::validation::calibration::{CalibrationFile, DatasetInfo};
-use gpumodel_predict::validation::validate;
+use gpumodel_predict::baseline::Baseline;
+use gpumodel_predict::calibration::file::{CalibrationFile, DatasetInfo};
+use gpumodel_predict::validation::{Options, validate};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,6 +23,18 @@ pub struct Args {
     /// Objectives for the optimum check (E^a·D^b): e, ed, ed2, ed3 or a,b. Repeatable.
     #[arg(long = "objective", default_values = ["e", "ed", "ed2"])]
     pub objectives: Vec<String>,
+    /// Peer timing model to compute from the same rows and report beside ours: wang-chu-2018 or
+    /// hong-kim-2009. Repeatable.
+    #[arg(long = "baseline", value_name = "NAME")]
+    pub baselines: Vec<String>,
+    /// Restrict the validation to a kernel set: a file with one kernel name per line (or comma-separated;
+    /// `#` starts a comment), or a comma-separated list (e.g. Wang & Chu's 20 kernels).
+    #[arg(long, value_name = "FILE|LIST")]
+    pub kernels: Option<String>,
+    /// Apply a time calibration fitted elsewhere (`--save-calibration` on another GPU or dataset) as is,
+    /// and report its error beside ours: does it transfer? Any architecture's file is accepted here.
+    #[arg(long, value_name = "FILE")]
+    pub apply_calibration: Option<PathBuf>,
     /// Show every measured row, not only the per-kernel summary.
     #[arg(long)]
     pub rows: bool,
@@ -35,8 +48,34 @@ pub struct Args {
     pub format: OutputFormat,
 }
 
+/// The kernel names of `--kernels`: a file's names (one per line or comma-separated, `#` comments), or the
+/// comma-separated list itself.
+fn kernel_set(spec: &str) -> anyhow::Result<Vec<String>> {
+    let path = std::path::Path::new(spec);
+    let text = if path.is_file() {
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read --kernels {spec}: {e}"))?
+    } else {
+        spec.to_string()
+    };
+    let names: Vec<String> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .flat_map(|l| l.split(','))
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if names.is_empty() {
+        anyhow::bail!(
+            "--kernels {spec}: no kernel names (give a comma-separated list or a file with one name per line)"
+        );
+    }
+    Ok(names)
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let objectives = args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?;
+    let baselines = args.baselines.iter().map(|b| Baseline::parse(b)).collect::<Result<Vec<_>, _>>()?;
+    let kernels = args.kernels.as_deref().map(kernel_set).transpose()?;
     let arch = ArchProfile::resolve(&args.arch)?;
     // Refuse an existing calibration file before the work, not after.
     if let Some(p) = &args.save_calibration
@@ -46,7 +85,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("{} already exists: pass --force to overwrite it, or choose another file", p.display());
     }
     let opened = open(&args.data, Some(Format::Nvdvfs), BadRows::Fail, &Locator::from_env())?;
-    let report = validate(&opened.imported.table, &arch, &objectives)?;
+    let apply = match &args.apply_calibration {
+        Some(p) => {
+            let f = CalibrationFile::read(p)?;
+            let label = format!("{} (fitted for {} on {})", p.display(), f.arch, f.dataset.name);
+            Some((label, f.calibration()))
+        }
+        None => None,
+    };
+    let opts = Options { objectives: objectives.clone(), kernels, baselines, apply };
+    let report = validate(&opened.imported.table, &arch, &opts)?;
     if let Some(p) = &args.save_calibration {
         let bytes = std::fs::read(&opened.path)
             .map_err(|e| anyhow::anyhow!("cannot read {} to checksum it: {e}", opened.path.display()))?;
@@ -57,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             rows: report.rows,
             kernels: report.kernels,
         };
-        CalibrationFile::from_report(&report, dataset).write(p, args.force)?;
+        report.calibration_file(dataset).write(p, args.force)?;
         // The note goes to stderr so that JSON/CSV on stdout stay machine-readable.
         eprintln!(
             "wrote {} (time calibration for {}, fitted on all {} kernels; out-of-fold MAPE {:.1}%)",
@@ -71,14 +119,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.format {
         OutputFormat::Json => writeln!(sink, "{}", serde_json::to_string_pretty(&report)?),
         OutputFormat::Csv => {
+            let names: Vec<&str> = report.baselines.iter().map(|b| b.name.as_str()).collect();
+            let extra: String = names.iter().map(|n| format!(",{}_time_s", n.replace('-', "_"))).collect();
             writeln!(
                 sink,
-                "kernel,core_mhz,mem_mhz,measured_time_s,model_time_s,predicted_time_s,measured_power_w,predicted_power_w"
+                "kernel,core_mhz,mem_mhz,measured_time_s,model_time_s,predicted_time_s,measured_power_w,predicted_power_w{extra}"
             );
             for r in &report.per_row {
+                let extra: String = names.iter().map(|n| format!(",{}", r.baseline_time_s[*n])).collect();
                 writeln!(
                     sink,
-                    "{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{}{extra}",
                     r.kernel,
                     r.core_mhz,
                     r.mem_mhz,
@@ -92,8 +143,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         OutputFormat::Table => {
             let labels: Vec<String> = objectives.iter().map(|o| o.label()).collect();
-            let mut header =
-                vec!["kernel", "bottleneck", "model MAPE %", "calibrated MAPE %", "fold p", "power MAPE %"];
+            let mut header = vec!["kernel", "bottleneck", "model MAPE %", "calibrated MAPE %"];
+            let baseline_heads: Vec<String> =
+                report.baselines.iter().map(|b| format!("{} MAPE %", b.name)).collect();
+            header.extend(baseline_heads.iter().map(String::as_str));
+            if report.applied.is_some() {
+                header.push("applied cal. MAPE %");
+            }
+            header.extend(["fold p", "power MAPE %"]);
             let regret_heads: Vec<String> = labels.iter().map(|l| format!("{l} regret %")).collect();
             header.extend(regret_heads.iter().map(String::as_str));
             let rows: Vec<Vec<String>> = report
@@ -105,9 +162,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         k.bottleneck.to_string(),
                         format!("{:.1}", k.model_mape_pct),
                         format!("{:.1}", k.mape_pct),
-                        format!("{}", k.fold_exponent),
-                        format!("{:.1}", k.power_mape_pct),
                     ];
+                    r.extend(report.baselines.iter().map(|b| format!("{:.1}", k.baseline_mape_pct[&b.name])));
+                    r.extend(k.applied_mape_pct.map(|m| format!("{m:.1}")));
+                    r.extend([
+                        if k.fold_calibrated { format!("{}", k.fold_exponent) } else { "none".to_string() },
+                        format!("{:.1}", k.power_mape_pct),
+                    ]);
                     r.extend(k.choices.iter().map(|c| format!("{:.2}", c.regret_pct)));
                     r
                 })
@@ -159,9 +220,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             writeln!(
                 sink,
-                "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold (p chosen inside each fold); worst kernel {} at {:.1}%",
-                report.model_mape_pct, report.mape_pct, report.worst_kernel, report.worst_kernel_mape_pct
+                "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold (p chosen inside each fold; {} of {} folds kept their calibration, the others beat by the model as is); worst kernel {} at {:.1}%",
+                report.model_mape_pct,
+                report.mape_pct,
+                report.folds_calibrated,
+                report.kernels,
+                report.worst_kernel,
+                report.worst_kernel_mape_pct
             );
+            if let Some(a) = &report.applied {
+                writeln!(
+                    sink,
+                    "applied calibration {}: kernel time MAPE {:.1}% (fitted elsewhere, applied as is)",
+                    a.source, a.mape_pct
+                );
+            }
+            for b in &report.baselines {
+                writeln!(
+                    sink,
+                    "baseline {}: kernel time MAPE {:.1}% (median kernel {:.1}%, worst kernel {} at {:.1}%), from the same rows",
+                    b.name, b.mape_pct, b.median_kernel_mape_pct, b.worst_kernel, b.worst_kernel_mape_pct
+                );
+            }
             let by_p: Vec<String> =
                 report.exponents.iter().map(|e| format!("p {} {:.2}%", e.p, e.loko_mape_pct)).collect();
             writeln!(

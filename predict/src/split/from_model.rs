@@ -97,7 +97,7 @@ pub fn derive(fm: &FromModel, base_dir: &Path) -> Result<Derived> {
         core_mhz: fm.core_mhz.unwrap_or(default.core_mhz),
         mem_mhz: fm.mem_mhz.unwrap_or(default.mem_mhz),
     };
-    let cfg = Config { clocks: Some(clocks), warps: None };
+    let cfg = Config { clocks: Some(clocks), warps: None, ..Config::default() };
     let p = predict_kernel(&kernel, &arch, &model, &cfg).map_err(|e| model_err(&e))?;
     let dynamic = p.power_w - idle;
     if !dynamic.is_finite() || dynamic < 0.0 {

@@ -1,4 +1,5 @@
-//! Choosing the calibration's power-mean exponent without touching the kernel it is scored on.
+//! Choosing the calibration's power-mean exponent — or no calibration at all — without touching the
+//! kernel it is scored on.
 //!
 //! The exponent `p` of [`TimeCalibration`] is a choice, and a choice made by the same leave-one-kernel-out
 //! (LOKO) error that is then reported makes that error optimistic. So the reported figure comes from a
@@ -7,6 +8,11 @@
 //! training kernels with it, and only then is the held-out kernel predicted. What the held-out kernel's
 //! rows say never enters its own prediction, neither through the factors nor through `p`.
 //!
+//! **A calibration that cannot hurt**: the uncalibrated timing model is one more candidate. Its error on
+//! the training kernels needs no fit (it is out-of-fold by construction), so it is compared with the
+//! calibrated candidates' inner LOKO errors on the same rows; when it wins, the fold predicts its
+//! held-out kernel with the model as it is, and the fitted correction is dropped for that fold.
+//!
 //! The inner fit that leaves out kernels `o` and `k` is the same whether `o` is the outer kernel and `k`
 //! the inner one or the other way round, so each pair is fitted once (`C(n, 2)` fits per exponent instead
 //! of `n·(n − 1)`), and the fits run on all available cores. Every fit starts from the same point (all
@@ -14,23 +20,31 @@
 //! exponents, so they stop at a coarser tolerance ([`Precision::Ranking`]); the outer fits, whose
 //! predictions are reported, are full fits.
 
-use super::{CalRow, Precision, TimeCalibration};
+use crate::calibration::{CalRow, Precision, TimeCalibration};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The candidate power-mean exponents: 1 adds the pipelines (no overlap), larger values tend to the
-/// longest pipeline (full overlap, the timing model's own assumption).
-pub const EXPONENTS: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0];
+pub use crate::calibration::EXPONENTS;
 
 /// The result of one outer fold.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoldFit {
-    /// The exponent the inner LOKO chose.
+    /// The exponent the inner LOKO chose (the best calibrated candidate, used or not).
     pub exponent: f64,
     /// The inner LOKO MAPE (percent, over the training kernels' rows) of each candidate, in the order of
     /// [`EXPONENTS`].
     pub inner_mape_pct: Vec<f64>,
-    /// The factors fitted on all training kernels with `exponent`.
-    pub calibration: TimeCalibration,
+    /// The uncalibrated model's MAPE on the same rows, percent.
+    pub uncalibrated_inner_mape_pct: f64,
+    /// The factors fitted on all training kernels with `exponent`; `None` when the uncalibrated model
+    /// beat every calibrated candidate inside the fold (the fold then predicts with the model as is).
+    pub calibration: Option<TimeCalibration>,
+}
+
+impl FoldFit {
+    /// The fold's time for a row: calibrated, or the model's own time when the calibration was dropped.
+    pub fn time(&self, parts: [f64; 4], sync: f64, model: f64) -> f64 {
+        self.calibration.map_or(model, |c| c.time(parts, sync))
+    }
 }
 
 /// The whole nested procedure on calibration rows.
@@ -58,6 +72,22 @@ fn abs_rel_error(cal: &TimeCalibration, rows: impl Iterator<Item = CalRow>) -> (
 /// The rows whose kernel is not in `excluded`.
 fn training(rows: &[CalRow], kernel: &[usize], excluded: &[usize]) -> Vec<CalRow> {
     rows.iter().zip(kernel).filter(|(_, k)| !excluded.contains(k)).map(|(r, _)| *r).collect()
+}
+
+/// The uncalibrated model's MAPE (percent) over the rows of kernels not in `excluded`.
+fn uncalibrated_mape_pct(rows: &[CalRow], model: &[f64], kernel: &[usize], excluded: &[usize]) -> f64 {
+    let (s, n) = rows
+        .iter()
+        .zip(model)
+        .zip(kernel)
+        .filter(|(_, k)| !excluded.contains(k))
+        .fold((0.0, 0usize), |(s, n), ((r, m), _)| (s + (m / r.2 - 1.0).abs(), n + 1));
+    100.0 * s / n.max(1) as f64
+}
+
+/// Keeps the calibration only when it beat the uncalibrated model inside the fold.
+fn keep_if_better(inner_best: f64, uncalibrated: f64, cal: TimeCalibration) -> Option<TimeCalibration> {
+    (inner_best <= uncalibrated).then_some(cal)
 }
 
 /// Index of the smallest value (the first one on a tie, so the smaller exponent wins).
@@ -104,8 +134,9 @@ fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 /// One outer fold of the nested procedure, computed on its own (the full procedure shares fits between
 /// folds; this is the reference it must agree with, and what the tests perturb).
 ///
-/// `kernel[i]` is row `i`'s kernel index in `0..n_kernels`; `fold` is the held-out kernel.
-pub fn fold_fit(rows: &[CalRow], kernel: &[usize], n_kernels: usize, fold: usize) -> FoldFit {
+/// `kernel[i]` is row `i`'s kernel index in `0..n_kernels`, `model[i]` its uncalibrated model time; `fold`
+/// is the held-out kernel.
+pub fn fold_fit(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize, fold: usize) -> FoldFit {
     let inner: Vec<usize> = (0..n_kernels).filter(|&k| k != fold).collect();
     let inner_mape_pct: Vec<f64> = EXPONENTS
         .iter()
@@ -119,14 +150,21 @@ pub fn fold_fit(rows: &[CalRow], kernel: &[usize], n_kernels: usize, fold: usize
             100.0 * s / n.max(1) as f64
         })
         .collect();
-    let exponent = EXPONENTS[argmin(&inner_mape_pct)];
+    let best = argmin(&inner_mape_pct);
+    let exponent = EXPONENTS[best];
     let calibration = TimeCalibration::fit(&training(rows, kernel, &[fold]), exponent);
-    FoldFit { exponent, inner_mape_pct, calibration }
+    let uncalibrated_inner_mape_pct = uncalibrated_mape_pct(rows, model, kernel, &[fold]);
+    FoldFit {
+        exponent,
+        calibration: keep_if_better(inner_mape_pct[best], uncalibrated_inner_mape_pct, calibration),
+        inner_mape_pct,
+        uncalibrated_inner_mape_pct,
+    }
 }
 
-/// Runs the nested procedure over every kernel (see the module docs). Needs at least 3 kernels, so that
-/// every inner fit has training rows.
-pub fn nested(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Nested {
+/// Runs the nested procedure over every kernel (see the module docs); `model[i]` is row `i`'s uncalibrated
+/// model time. Needs at least 3 kernels, so that every inner fit has training rows.
+pub fn nested(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize) -> Nested {
     let np = EXPONENTS.len();
     // Single-out fits (outer folds, and the plain LOKO table): index p·n + k.
     let single = par_map(np * n_kernels, |j| {
@@ -156,16 +194,27 @@ pub fn nested(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Nested {
             })
             .collect();
         let best = argmin(&inner_mape_pct);
+        let uncalibrated_inner_mape_pct = uncalibrated_mape_pct(rows, model, kernel, &[fold]);
         folds.push(FoldFit {
             exponent: EXPONENTS[best],
+            calibration: keep_if_better(
+                inner_mape_pct[best],
+                uncalibrated_inner_mape_pct,
+                single[best * n_kernels + fold],
+            ),
             inner_mape_pct,
-            calibration: single[best * n_kernels + fold],
+            uncalibrated_inner_mape_pct,
         });
     }
     let predict = |cal_of: &dyn Fn(usize) -> TimeCalibration| -> Vec<f64> {
         rows.iter().zip(kernel).map(|(&(parts, sync, _), &k)| cal_of(k).time(parts, sync)).collect()
     };
-    let predicted = predict(&|k| folds[k].calibration);
+    let predicted: Vec<f64> = rows
+        .iter()
+        .zip(model)
+        .zip(kernel)
+        .map(|((&(parts, sync, _), &m), &k)| folds[k].time(parts, sync, m))
+        .collect();
     let loko_predicted: Vec<Vec<f64>> = (0..np).map(|pi| predict(&|k| single[pi * n_kernels + k])).collect();
     let loko_mape_pct: Vec<f64> = loko_predicted
         .iter()
@@ -184,7 +233,7 @@ mod tests {
 
     /// Five kernels whose times follow known factors (with a kernel-specific level error, as real
     /// kernels have), mixing the memory and compute pipelines.
-    fn synthetic() -> (Vec<CalRow>, Vec<usize>) {
+    fn synthetic() -> (Vec<CalRow>, Vec<f64>, Vec<usize>) {
         let truth = TimeCalibration { a: [1.2, 1.6, 1.0, 1.5], p: 4.0 };
         let mut rows = Vec::new();
         let mut kernel = Vec::new();
@@ -201,19 +250,23 @@ mod tests {
                 kernel.push(k);
             }
         }
-        (rows, kernel)
+        // The uncalibrated model: the parts' maximum plus sync (factors 1, full overlap).
+        let model = rows.iter().map(|r| r.0.iter().copied().fold(0.0, f64::max) + r.1).collect();
+        (rows, model, kernel)
     }
 
     #[test]
     fn pair_sharing_agrees_with_the_fold_computed_on_its_own() {
-        let (rows, kernel) = synthetic();
-        let all = nested(&rows, &kernel, 5);
+        let (rows, model, kernel) = synthetic();
+        let all = nested(&rows, &model, &kernel, 5);
         for fold in 0..5 {
-            assert_eq!(all.folds[fold], fold_fit(&rows, &kernel, 5, fold), "fold {fold}");
+            assert_eq!(all.folds[fold], fold_fit(&rows, &model, &kernel, 5, fold), "fold {fold}");
+            // Times generated by a calibration form: calibrating beats the model in every fold.
+            assert!(all.folds[fold].calibration.is_some(), "fold {fold}");
         }
         // The outer predictions are each fold's calibration on its own kernel's rows.
-        for ((r, k), t) in rows.iter().zip(&kernel).zip(&all.predicted) {
-            assert_eq!(*t, all.folds[*k].calibration.time(r.0, r.1));
+        for (((r, m), k), t) in rows.iter().zip(&model).zip(&kernel).zip(&all.predicted) {
+            assert_eq!(*t, all.folds[*k].time(r.0, r.1, *m));
         }
         assert_eq!(all.loko_mape_pct.len(), EXPONENTS.len());
         assert!(EXPONENTS.contains(&all.selected_exponent));
@@ -223,8 +276,8 @@ mod tests {
     /// predictions are bit-identical whatever the held-out kernel's measured times are.
     #[test]
     fn a_fold_never_sees_its_held_out_kernel() {
-        let (rows, kernel) = synthetic();
-        let before = nested(&rows, &kernel, 5);
+        let (rows, model, kernel) = synthetic();
+        let before = nested(&rows, &model, &kernel, 5);
         for fold in 0..5 {
             let mut perturbed = rows.clone();
             for (r, k) in perturbed.iter_mut().zip(&kernel) {
@@ -232,7 +285,7 @@ mod tests {
                     r.2 *= 3.7;
                 }
             }
-            let after = nested(&perturbed, &kernel, 5);
+            let after = nested(&perturbed, &model, &kernel, 5);
             assert_eq!(after.folds[fold], before.folds[fold], "fold {fold}");
             for (i, k) in kernel.iter().enumerate() {
                 if *k == fold {
@@ -242,6 +295,29 @@ mod tests {
             // The perturbation is not invisible: other folds train on it.
             assert!((0..5).filter(|&f| f != fold).any(|f| after.folds[f] != before.folds[f]));
         }
+    }
+
+    /// When the model already matches the measurements, no fitted correction can beat it inside the
+    /// folds: every fold drops its calibration and predicts with the model as is.
+    #[test]
+    fn a_calibration_that_loses_inside_the_fold_is_dropped() {
+        let (rows, _, kernel) = synthetic();
+        // A model exact to the measured times, with parts that make no calibration exact.
+        let exact: Vec<f64> = rows.iter().map(|r| r.2).collect();
+        let noisy: Vec<CalRow> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.0.map(|v| v * (1.0 + 0.3 * (i % 3) as f64)), r.1, r.2))
+            .collect();
+        let all = nested(&noisy, &exact, &kernel, 5);
+        for (fold, f) in all.folds.iter().enumerate() {
+            assert_eq!(f.calibration, None, "fold {fold}: {f:?}");
+            assert!(
+                f.uncalibrated_inner_mape_pct
+                    < f.inner_mape_pct.iter().copied().fold(f64::INFINITY, f64::min)
+            );
+        }
+        assert_eq!(all.predicted, exact);
     }
 
     #[test]

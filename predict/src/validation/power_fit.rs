@@ -7,7 +7,7 @@
 //! additive model can only shift power by clock, not scale the activity's cost with it. Which input set
 //! generalizes is decided by cross-validation over kernels (see `validate`), never by the regret.
 
-use super::least_squares;
+use gpumodel_models::stats::least_squares;
 use serde::Serialize;
 
 /// One row the power model sees: its clocks, the kernel's rate numerators and the measured power.

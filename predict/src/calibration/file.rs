@@ -7,21 +7,21 @@
 //! kernel the calibration has not seen. Reading checks the version, the form, every field and every
 //! coefficient, so a hand-edited or foreign file is a one-line error, never a silent misprediction.
 
-use super::{Report, TimeCalibration};
+use super::{EXPONENTS, TimeCalibration};
 use crate::error::{Error, Result};
 use gpumodel_models::arch::ArchProfile;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
-/// The format version this build writes. It also reads version 1 (see [`FORM_V1`]).
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version this build writes and reads. Versions 1 and 2 were fitted to the timing model
+/// before its DVFS memory side (clock-dependent DRAM latency and delay, L2 hits and cap) and to a form
+/// whose compute and shared terms overlapped: their factors mean something else now, so they are refused
+/// with the command that writes a new one.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The calibration form, written into every file; a file with another form is refused.
-pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C)^p + (a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync";
-
-/// The form of version-1 files: no L2 term. Such a file reads as `a_l2 = 0`, which is exactly this form.
-pub const FORM_V1: &str = "T = ((a_memory*M)^p + (a_compute*C)^p + (a_shared*S)^p)^(1/p) + sync";
+pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C + a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync";
 
 /// What `kind` says, so a calibration is never mistaken for another TOML document.
 const KIND: &str = "gpumodel-time-calibration";
@@ -51,7 +51,7 @@ pub struct Coefficients {
     /// Factor on its shared-memory time `S` (incl. bank conflicts).
     pub a_shared: f64,
     /// Factor on `L`, the time its DRAM traffic needs through L2 at the core clock (absent from
-    /// version-1 files: 0, no L2 term).
+    /// version-1 files).
     #[serde(default)]
     pub a_l2: f64,
     /// The power-mean exponent `p` (≥ 1).
@@ -88,14 +88,13 @@ pub struct CalibrationFile {
 }
 
 impl CalibrationFile {
-    /// The calibration a validation report fitted on all its kernels.
-    pub fn from_report(report: &Report, dataset: DatasetInfo) -> CalibrationFile {
-        let c = report.calibration;
+    /// A file for `calibration`, fitted for architecture `arch` on `dataset`, with how it did there.
+    pub fn new(arch: &str, dataset: DatasetInfo, c: TimeCalibration, fit: FitInfo) -> CalibrationFile {
         CalibrationFile {
             format_version: FORMAT_VERSION,
             kind: KIND.into(),
             form: FORM.into(),
-            arch: report.arch.clone(),
+            arch: arch.to_string(),
             dataset,
             coefficients: Coefficients {
                 a_memory: c.a[0],
@@ -104,11 +103,7 @@ impl CalibrationFile {
                 a_l2: c.a[3],
                 p: c.p,
             },
-            fit: FitInfo {
-                out_of_fold_mape_pct: report.mape_pct,
-                in_sample_mape_pct: report.calibration_in_sample_mape_pct,
-                uncalibrated_mape_pct: report.model_mape_pct,
-            },
+            fit,
         }
     }
 
@@ -123,10 +118,10 @@ impl CalibrationFile {
         let body = toml::to_string(self)
             .map_err(|e| Error::Invalid(format!("cannot write the calibration as TOML: {e}")))?;
         Ok(format!(
-            "# gpumodel time calibration: predicted kernel time T = ((a_memory*M)^p + (a_compute*C)^p +\n\
-             # (a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync, where M (global load + store + texture), C (compute),\n\
-             # S (shared incl. bank conflicts), L (DRAM traffic through L2 at the core clock) and sync are the\n\
-             # timing model's times of the kernel. Written by\n\
+            "# gpumodel time calibration: predicted kernel time T = ((a_memory*M)^p + (a_compute*C +\n\
+             # a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync, where M (global load + store + texture), C (compute),\n\
+             # S (shared incl. bank conflicts), L (DRAM traffic through L2 at the core clock) and sync (barriers\n\
+             # and pipeline fill) are the timing model's times of the kernel. Written by\n\
              # `gpumodel validate --save-calibration`, fitted on every kernel of the dataset below; apply it with\n\
              # `gpumodel predict --arch {} --calibration FILE`.\n\
              # p = {} was chosen among {} by leave-one-kernel-out error over those kernels.\n\
@@ -134,7 +129,7 @@ impl CalibrationFile {
              # the whole procedure, with p chosen inside each fold (nested).\n{body}",
             self.arch,
             self.coefficients.p,
-            super::nested::EXPONENTS.map(|p| p.to_string()).join(", ")
+            EXPONENTS.map(|p| p.to_string()).join(", ")
         ))
     }
 
@@ -176,23 +171,21 @@ impl CalibrationFile {
         let value: toml::Table = toml::from_str(text).map_err(|e| bad(one_line(e.message())))?;
         let (version, form) = match value.get("format_version") {
             Some(toml::Value::Integer(v)) if *v == i64::from(FORMAT_VERSION) => (FORMAT_VERSION, FORM),
-            Some(toml::Value::Integer(1)) => (1, FORM_V1),
+            Some(toml::Value::Integer(v @ (1 | 2))) => {
+                return Err(Error::Invalid(format!(
+                    "{source}: calibration format version {v} was fitted to an earlier timing model (before \
+                     its DVFS memory side): write it again with `gpumodel validate --save-calibration`"
+                )));
+            }
             Some(toml::Value::Integer(v)) => {
                 return Err(Error::Invalid(format!(
                     "{source}: calibration format version {v} is not one this gpumodel reads \
-                     (1, {FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
+                     ({FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
                 )));
             }
             _ => return Err(bad("no integer format_version".into())),
         };
-        if version == 1
-            && value.get("coefficients").and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2"))
-        {
-            return Err(bad("coefficients.a_l2 is not part of format version 1".into()));
-        }
-        if version != 1
-            && !value.get("coefficients").and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2"))
-        {
+        if !value.get("coefficients").and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2")) {
             return Err(bad(format!("coefficients.a_l2 is missing (format version {version} has it)")));
         }
         let file: CalibrationFile =
@@ -285,35 +278,17 @@ mod tests {
         assert_eq!(f.calibration(), TimeCalibration { a: [1.1, 1.7, 0.9, 0.4], p: 6.0 });
     }
 
-    /// A version-1 file (written before the L2 term) still reads, as `a_l2 = 0`: the three-term form.
+    /// Files of earlier format versions (fitted to the timing model before its DVFS memory side) are
+    /// refused with the command that writes a new one.
     #[test]
-    fn reads_version_1_files_as_no_l2_term() {
-        let v2 = sample().to_toml().unwrap();
-        let v1 = v2
-            .replace("format_version = 2", "format_version = 1")
-            .replace(&format!("form = \"{FORM}\""), &format!("form = \"{FORM_V1}\""))
-            .replace("a_l2 = 0.4\n", "");
-        assert_ne!(v1, v2);
-        let f = CalibrationFile::parse(&v1, "old.toml").unwrap();
-        assert_eq!((f.format_version, f.form.as_str()), (1, FORM_V1));
-        let c = f.calibration();
-        assert_eq!(c, TimeCalibration { a: [1.1, 1.7, 0.9, 0.0], p: 6.0 });
-        // Whatever the L2 time, the three-term result computed here by hand.
-        let (m, comp, sh, sync) = (0.3f64, 0.5f64, 0.1f64, 0.02);
-        let want =
-            ((1.1 * m).powf(6.0) + (1.7 * comp).powf(6.0) + (0.9 * sh).powf(6.0)).powf(1.0 / 6.0) + sync;
-        let got = c.time([m, comp, sh, 7.0], sync);
-        assert!((got / want - 1.0).abs() < 1e-13, "{got} vs {want}");
-        // A version-1 file with the new form, or with an a_l2, is not one.
-        let e = CalibrationFile::parse(&v1.replace("a_shared = 0.9", "a_shared = 0.9\na_l2 = 0.4"), "f")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("a_l2 is not part of format version 1"), "{e}");
-        let e = CalibrationFile::parse(&v2.replace("format_version = 2", "format_version = 1"), "f")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("a_l2 is not part of format version 1"), "{e}");
-        let e = CalibrationFile::parse(&v2.replace("a_l2 = 0.4\n", ""), "f").unwrap_err().to_string();
+    fn earlier_versions_are_refused_with_the_fix() {
+        let v3 = sample().to_toml().unwrap();
+        for v in [1, 2] {
+            let old = v3.replace("format_version = 3", &format!("format_version = {v}"));
+            let e = CalibrationFile::parse(&old, "old.toml").unwrap_err().to_string();
+            assert!(e.contains(&format!("version {v}")) && e.contains("--save-calibration"), "{e}");
+        }
+        let e = CalibrationFile::parse(&v3.replace("a_l2 = 0.4\n", ""), "f").unwrap_err().to_string();
         assert!(e.contains("a_l2 is missing"), "{e}");
     }
 
@@ -322,8 +297,8 @@ mod tests {
         let text = sample().to_toml().unwrap();
         let err = |t: &str| CalibrationFile::parse(t, "f.toml").unwrap_err().to_string();
         for (t, needle) in [
-            (text.replace("format_version = 2", "format_version = 7"), "version 7"),
-            (text.replace("format_version = 2\n", ""), "no integer format_version"),
+            (text.replace("format_version = 3", "format_version = 7"), "version 7"),
+            (text.replace("format_version = 3\n", ""), "no integer format_version"),
             (text.replace("a_l2 = 0.4", "a_l2 = -0.4"), "coefficients.a_l2 = -0.4"),
             (text.replace("a_compute = 1.7", "a_compute = -1.7"), "coefficients.a_compute = -1.7"),
             (text.replace("a_shared = 0.9", "a_shared = nan"), "a_shared = NaN"),

@@ -1,0 +1,438 @@
+//! Predicted versus measured kernel time and E·D^n optima on NV-DVFS data (Wang & Chu, ICPADS 2018).
+//!
+//! For every kernel, one profile is taken from its row nearest the architecture's default clocks (counter
+//! totals do not depend on the clocks; the rest of its rows are only used as measurements) and the timing
+//! model predicts every clock pair. Two figures are reported:
+//!
+//! * **model** — the timing model as it is, with the architecture profile's constants (nothing fitted);
+//! * **calibrated** — `T = ((a_m·M)^p + (a_c·C)^p + (a_s·S)^p + (a_l·L)^p)^(1/p) + sync` over the model's
+//!   memory, compute and shared pipeline times and the L2 time of its DRAM traffic at the core clock (see
+//!   [`TimeCalibration`]): four global factors (how far from the
+//!   model's peak each pipeline runs) and a soft maximum (how much the pipelines overlap), fitted on
+//!   relative error with **leave-one-kernel-out** cross-validation: a kernel's prediction comes from
+//!   factors fitted on the other kernels only (out-of-fold). The exponent `p` is chosen inside each
+//!   fold by an inner leave-one-kernel-out over that fold's training kernels ([`nested`]), so neither
+//!   the factors nor `p` ever see the kernel being predicted. The plain LOKO error of every fixed `p` is
+//!   reported too; its minimum is chosen on the figure it reports (optimistic).
+//!
+//! For the E·D^n optima, power at each clock pair comes from a ridge multiple linear regression fitted by
+//! this module (the `gpumodel-train` API is not used here) on counter rates = totals / predicted time and
+//! the clocks, also leave-one-kernel-out; its input set is chosen inside each fold like `p`
+//! ([`power_fit`]). Per kernel, the clock pair that minimizes the *predicted* E·D^n is compared with the
+//! one that minimizes the *measured* E·D^n; the regret is the extra measured E·D^n at the picked pair.
+//! Two diagnostic regrets put the measured time, or the measured power, in place of the prediction.
+//!
+//! **Calibration that cannot hurt**: inside each fold the uncalibrated model is a candidate too; when
+//! it beats every calibrated candidate on the fold's training kernels, the fold drops the calibration
+//! ([`nested`]). **Baselines** ([`crate::baseline`]): peer timing models computed from the same rows,
+//! reported per kernel and overall beside ours. **Kernel sets** ([`Options::kernels`]): the whole
+//! validation — folds, fits and figures — runs on the named kernels only.
+
+use crate::baseline::{Baseline, PeerInputs, WangChuConstants};
+use crate::calibration::{CalRow, TimeCalibration, additive_s, pipeline_parts};
+use crate::error::{Error, Result};
+use crate::nvdvfs::{kernels, profile_from_row};
+use crate::power::{UTILIZATIONS, base_values};
+use gpumodel_models::Table;
+use gpumodel_models::arch::ArchProfile;
+use gpumodel_models::energy::Objective;
+use gpumodel_models::stats::{mape, median};
+use gpumodel_models::timing::{Clocks, TimingInputs, occupancy, predict_time};
+
+pub mod nested;
+pub mod power_fit;
+pub mod report;
+
+use power_fit::{PowerFit, PowerInputs, PowerRow};
+pub use report::*;
+
+struct Prepared {
+    kernel: usize,
+    clocks: Clocks,
+    kind: &'static str,
+    parts: [f64; 4],
+    sync: f64,
+    model: f64,
+    components: [f64; 7],
+    measured_t: f64,
+    measured_p: f64,
+    /// Each requested baseline's time, in the order of [`Options::baselines`].
+    baselines: Vec<f64>,
+    /// What the power model sees.
+    power: PowerRow,
+}
+
+/// What to validate and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Objectives for the optimum check (E^a·D^b).
+    pub objectives: Vec<Objective>,
+    /// Restrict the validation to these kernels (the data's group names); `None` for all. Unknown names
+    /// are an error that lists them.
+    pub kernels: Option<Vec<String>>,
+    /// Peer timing models to compute from the same rows.
+    pub baselines: Vec<Baseline>,
+    /// A calibration fitted elsewhere (another GPU, another dataset) to apply as is to every row, with a
+    /// label: the cross-GPU check of whether a fitted correction transfers.
+    pub apply: Option<(String, TimeCalibration)>,
+}
+
+impl Options {
+    /// Every kernel, no baseline, these objectives.
+    pub fn new(objectives: &[Objective]) -> Options {
+        Options { objectives: objectives.to_vec(), kernels: None, baselines: Vec::new(), apply: None }
+    }
+}
+
+/// The kernels (groups) of `t` to validate, with their rows: all, or the named ones in the data's order.
+fn selected_kernels(t: &Table, names: Option<&[String]>) -> Result<Vec<(String, Vec<usize>)>> {
+    let groups = kernels(t);
+    let Some(names) = names else { return Ok(groups) };
+    let unknown: Vec<&str> =
+        names.iter().map(String::as_str).filter(|n| !groups.iter().any(|(g, _)| g == n)).collect();
+    if !unknown.is_empty() {
+        return Err(Error::Invalid(format!(
+            "{}: unknown kernel(s) {} (the data has {})",
+            t.source,
+            unknown.join(", "),
+            groups.iter().map(|(g, _)| g.as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(groups.into_iter().filter(|(g, _)| names.contains(g)).collect())
+}
+
+/// Validates the timing model (and an MLR power model for the optima) on an NV-DVFS table.
+pub fn validate(t: &Table, arch: &ArchProfile, opts: &Options) -> Result<Report> {
+    let objectives = &opts.objectives;
+    for c in ["time_s", "power_w", "core_mhz", "mem_mhz"] {
+        if t.column_index(c).is_none() {
+            return Err(Error::Mismatch(format!(
+                "{}: no '{c}' column: validation needs NV-DVFS data with measured time and power",
+                t.source
+            )));
+        }
+    }
+    let groups = selected_kernels(t, opts.kernels.as_deref())?;
+    if groups.len() < 3 {
+        return Err(Error::Invalid(format!(
+            "{}: {} kernel(s): leave-one-kernel-out validation needs at least 3",
+            t.source,
+            groups.len()
+        )));
+    }
+    let col = |name: &str, r: usize| t.data[[r, t.column_index(name).expect("checked")]];
+    // Measurements and clocks must be positive: name the first bad row before any work.
+    for &r in groups.iter().flat_map(|(_, rows)| rows) {
+        for (c, what) in [
+            ("time_s", "measured time"),
+            ("power_w", "measured power"),
+            ("core_mhz", "core clock"),
+            ("mem_mhz", "memory clock"),
+        ] {
+            let v = col(c, r);
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::Invalid(format!(
+                    "{} line {}: {what} ({c}) is {v}: it must be > 0 (fix or remove the row)",
+                    t.source,
+                    r + 2
+                )));
+            }
+        }
+    }
+    let peer_constants = if opts.baselines.is_empty() {
+        None
+    } else {
+        Some(WangChuConstants::for_arch(&arch.name).ok_or_else(|| {
+            Error::Invalid(format!(
+                "no published Wang & Chu constants for '{}': the baselines {} run on gtx980, gtx1080ti, p100 and v100",
+                arch.name,
+                opts.baselines.iter().map(|b| b.label()).collect::<Vec<_>>().join(", ")
+            ))
+        })?)
+    };
+    let default = Clocks::default_for(arch);
+    let mut prep: Vec<Prepared> = Vec::with_capacity(t.n_rows());
+    let mut bottlenecks = Vec::new();
+    for (ki, (_, rows)) in groups.iter().enumerate() {
+        // The profile: the row nearest the default clocks (relative distance).
+        let reference = *rows
+            .iter()
+            .min_by(|&&a, &&b| {
+                let d = |r: usize| {
+                    ((col("core_mhz", r) - default.core_mhz) / default.core_mhz).powi(2)
+                        + ((col("mem_mhz", r) - default.mem_mhz) / default.mem_mhz).powi(2)
+                };
+                d(a).total_cmp(&d(b))
+            })
+            .expect("a group has rows");
+        let k = profile_from_row(t, reference)?;
+        let x = TimingInputs::from_profile(&k)?;
+        let cfg = crate::kernel::Config::default();
+        let tp = crate::kernel::predict_time_only(&k, arch, &cfg)?;
+        bottlenecks.push(tp.bottleneck);
+        let occ = occupancy(&k.launch, arch, Some(tp.occupancy.active_warps_per_sm))?;
+        let t0 = predict_time(&x, arch, &occ, default);
+        let base = base_values(&k, &x, arch, t0.time_s, t0.time_s, default);
+        let mut util_t0 = [0.0; 8];
+        for (u, name) in util_t0.iter_mut().zip(UTILIZATIONS) {
+            *u = base.get(name).unwrap_or(0.0) * t0.time_s;
+        }
+        for &r in rows {
+            let clocks = Clocks { core_mhz: col("core_mhz", r), mem_mhz: col("mem_mhz", r) };
+            let tm = predict_time(&x, arch, &occ, clocks);
+            let baselines = match &peer_constants {
+                Some(c) => {
+                    let px = PeerInputs::from_row(t, r)?;
+                    opts.baselines.iter().map(|b| b.time_s(c, &px, clocks.core_mhz, clocks.mem_mhz)).collect()
+                }
+                None => Vec::new(),
+            };
+            prep.push(Prepared {
+                kernel: ki,
+                clocks,
+                kind: tm.bound_kind,
+                parts: pipeline_parts(&tm),
+                sync: additive_s(&tm),
+                model: tm.time_s,
+                components: tm.components_s,
+                measured_t: col("time_s", r),
+                measured_p: col("power_w", r),
+                baselines,
+                power: PowerRow {
+                    core_mhz: clocks.core_mhz,
+                    mem_mhz: clocks.mem_mhz,
+                    util_t0,
+                    measured_w: col("power_w", r),
+                },
+            });
+        }
+    }
+    // Leave-one-kernel-out: time coefficients, then power MLR on rates at the out-of-fold time.
+    let n = prep.len();
+    let mut pred_t = vec![0.0; n];
+    let mut pred_p = vec![0.0; n];
+    let all: Vec<CalRow> = prep.iter().map(|p| (p.parts, p.sync, p.measured_t)).collect();
+    let model_t: Vec<f64> = prep.iter().map(|p| p.model).collect();
+    let kernel_of: Vec<usize> = prep.iter().map(|p| p.kernel).collect();
+    let nest = nested::nested(&all, &model_t, &kernel_of, groups.len());
+    let mut fold_power = vec![PowerInputs::Clocks; groups.len()];
+    for (fold, fold_power) in fold_power.iter_mut().enumerate() {
+        let train: Vec<&Prepared> = prep.iter().filter(|p| p.kernel != fold).collect();
+        let fit = &nest.folds[fold];
+        let time = |p: &Prepared| fit.time(p.parts, p.sync, p.model);
+        // The power inputs, chosen like p: by an inner leave-one-kernel-out over this fold's training
+        // kernels (power MAPE), never looking at the held-out kernel. The rates use this fold's
+        // calibrated times, whose factors saw the inner held-out kernel's times too: that only touches
+        // the ranking of the candidates, and the outer kernel's measurements stay out of it.
+        let inner: Vec<(&PowerRow, f64, usize)> = train
+            .iter()
+            .map(|p| (&p.power, time(p), if p.kernel > fold { p.kernel - 1 } else { p.kernel }))
+            .collect();
+        let scores: Vec<f64> = PowerInputs::ALL
+            .iter()
+            .map(|&k| power_fit::loko_mape_pct(k, &inner).unwrap_or(f64::INFINITY))
+            .collect();
+        let kind = PowerInputs::ALL[nested::argmin(&scores)];
+        *fold_power = kind;
+        let rows: Vec<(&PowerRow, f64)> = train.iter().map(|p| (&p.power, time(p))).collect();
+        let fit = PowerFit::fit(kind, &rows)
+            .ok_or_else(|| Error::Invalid("the power regression is singular on this data".into()))?;
+        for (i, p) in prep.iter().enumerate().filter(|(_, p)| p.kernel == fold) {
+            pred_t[i] = time(p);
+            pred_p[i] = fit.predict(&p.power, pred_t[i]);
+        }
+    }
+    let calibration = TimeCalibration::fit(&all, nest.selected_exponent);
+    let in_sample = mape(all.iter().map(|&(parts, sync, y)| (calibration.time(parts, sync), y)));
+    let labels: Vec<&'static str> = opts.baselines.iter().map(|b| b.label()).collect();
+    let per_row: Vec<RowResult> = prep
+        .iter()
+        .enumerate()
+        .map(|(i, p)| RowResult {
+            kernel: groups[p.kernel].0.clone(),
+            core_mhz: p.clocks.core_mhz,
+            mem_mhz: p.clocks.mem_mhz,
+            measured_time_s: p.measured_t,
+            model_time_s: p.model,
+            bound_kind: p.kind,
+            model_components_s: p.components,
+            predicted_time_s: pred_t[i],
+            measured_power_w: p.measured_p,
+            predicted_power_w: pred_p[i],
+            baseline_time_s: labels.iter().map(|l| l.to_string()).zip(p.baselines.iter().copied()).collect(),
+            applied_time_s: opts.apply.as_ref().map(|(_, c)| c.time(p.parts, p.sync)),
+        })
+        .collect();
+    let mut per_kernel = Vec::new();
+    let mut regrets: Vec<Vec<f64>> = vec![Vec::new(); objectives.len()];
+    let mut regrets_mt: Vec<Vec<f64>> = vec![Vec::new(); objectives.len()];
+    let mut regrets_mp: Vec<Vec<f64>> = vec![Vec::new(); objectives.len()];
+    let mut hits = vec![0usize; objectives.len()];
+    for (ki, (name, _)) in groups.iter().enumerate() {
+        let rows: Vec<&RowResult> =
+            per_row.iter().zip(&prep).filter(|(_, p)| p.kernel == ki).map(|(r, _)| r).collect();
+        let measured: Vec<(f64, f64)> =
+            rows.iter().map(|r| (r.measured_power_w * r.measured_time_s, r.measured_time_s)).collect();
+        let predicted: Vec<(f64, f64)> = rows
+            .iter()
+            .map(|r| (r.predicted_power_w.max(0.0) * r.predicted_time_s, r.predicted_time_s))
+            .collect();
+        // Diagnostics: one side measured, the other predicted.
+        let measured_time: Vec<(f64, f64)> = rows
+            .iter()
+            .map(|r| (r.predicted_power_w.max(0.0) * r.measured_time_s, r.measured_time_s))
+            .collect();
+        let measured_power: Vec<(f64, f64)> =
+            rows.iter().map(|r| (r.measured_power_w * r.predicted_time_s, r.predicted_time_s)).collect();
+        let mut choices = Vec::new();
+        for (oi, o) in objectives.iter().enumerate() {
+            let (Some(b), Some(p), Some(p_mt), Some(p_mp)) = (
+                o.argmin(&measured),
+                o.argmin(&predicted),
+                o.argmin(&measured_time),
+                o.argmin(&measured_power),
+            ) else {
+                continue;
+            };
+            let best = o.value(measured[b].0, measured[b].1);
+            let regret_at = |i: usize| 100.0 * (o.value(measured[i].0, measured[i].1) / best - 1.0);
+            let regret = regret_at(p);
+            regrets[oi].push(regret);
+            regrets_mt[oi].push(regret_at(p_mt));
+            regrets_mp[oi].push(regret_at(p_mp));
+            hits[oi] += usize::from(b == p);
+            choices.push(Choice {
+                objective: o.label(),
+                best: (rows[b].core_mhz, rows[b].mem_mhz),
+                picked: (rows[p].core_mhz, rows[p].mem_mhz),
+                regret_pct: regret,
+                regret_measured_time_pct: regret_at(p_mt),
+                regret_measured_power_pct: regret_at(p_mp),
+            });
+        }
+        let fold = &nest.folds[ki];
+        per_kernel.push(KernelResult {
+            kernel: name.clone(),
+            rows: rows.len(),
+            bottleneck: bottlenecks[ki],
+            model_mape_pct: mape(rows.iter().map(|r| (r.model_time_s, r.measured_time_s))),
+            mape_pct: mape(rows.iter().map(|r| (r.predicted_time_s, r.measured_time_s))),
+            power_mape_pct: mape(rows.iter().map(|r| (r.predicted_power_w, r.measured_power_w))),
+            fold_exponent: fold.exponent,
+            fold_calibrated: fold.calibration.is_some(),
+            fold_power_inputs: fold_power[ki].label(),
+            baseline_mape_pct: labels
+                .iter()
+                .map(|l| {
+                    (l.to_string(), mape(rows.iter().map(|r| (r.baseline_time_s[*l], r.measured_time_s))))
+                })
+                .collect(),
+            applied_mape_pct: opts.apply.as_ref().map(|_| {
+                mape(rows.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s)))
+            }),
+            choices,
+        });
+    }
+    let worst =
+        per_kernel.iter().max_by(|a, b| a.mape_pct.total_cmp(&b.mape_pct)).expect("at least 3 kernels");
+    let objectives_summary = objectives
+        .iter()
+        .enumerate()
+        .map(|(oi, o)| ObjectiveSummary {
+            objective: o.label(),
+            median_regret_pct: median(regrets[oi].clone()),
+            mean_regret_pct: regrets[oi].iter().sum::<f64>() / regrets[oi].len().max(1) as f64,
+            max_regret_pct: regrets[oi].iter().copied().fold(0.0, f64::max),
+            hit_rate: hits[oi] as f64 / groups.len() as f64,
+            median_regret_measured_time_pct: median(regrets_mt[oi].clone()),
+            median_regret_measured_power_pct: median(regrets_mp[oi].clone()),
+        })
+        .collect();
+    let baselines: Vec<BaselineSummary> = labels
+        .iter()
+        .map(|l| {
+            let worst = per_kernel
+                .iter()
+                .max_by(|a, b| a.baseline_mape_pct[*l].total_cmp(&b.baseline_mape_pct[*l]))
+                .expect("at least 3 kernels");
+            BaselineSummary {
+                name: l.to_string(),
+                mape_pct: mape(per_row.iter().map(|r| (r.baseline_time_s[*l], r.measured_time_s))),
+                median_kernel_mape_pct: median(per_kernel.iter().map(|k| k.baseline_mape_pct[*l]).collect()),
+                worst_kernel: worst.kernel.clone(),
+                worst_kernel_mape_pct: worst.baseline_mape_pct[*l],
+            }
+        })
+        .collect();
+    let mut method = vec![
+        "one kernel profile per kernel, from its row nearest the architecture's default clocks; every clock pair predicted from it".to_string(),
+        "model: the timing model with the architecture profile's constants, nothing fitted".into(),
+        "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times and L, its DRAM traffic's time through L2 at a bandwidth scaled with the core clock; factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
+        format!("nested selection: in each outer fold, p is chosen among {} by an inner leave-one-kernel-out over that fold's training kernels only; the headline MAPE is the outer out-of-fold error of that whole procedure", nested::EXPONENTS.map(|p| p.to_string()).join(", ")),
+        "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; where its error on the fold's training kernels beats every calibrated candidate's inner leave-one-kernel-out error, the fold predicts with the model as is".into(),
+        "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
+        "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
+        "calibration (the saved one): p chosen by leave-one-kernel-out over all kernels, factors fitted on all kernels; its expected error on unseen kernels is the nested out-of-fold MAPE".into(),
+    ];
+    if let Some(names) = &opts.kernels {
+        method.push(format!(
+            "kernel set: the validation (folds, fits, figures) ran on {} named kernel(s) only",
+            names.len()
+        ));
+    }
+    if let Some((label, _)) = &opts.apply {
+        method.push(format!("applied calibration: {label}, fitted elsewhere, applied as is to every row (nothing fitted here): does the correction transfer?"));
+    }
+    if !labels.is_empty() {
+        method.push("baselines: computed from each row's own nvprof metrics with the authors' published per-GPU constants, without name-based special cases (see gpumodel_predict::baseline); nothing fitted on these rows".into());
+    }
+    Ok(Report {
+        data: t.source.clone(),
+        arch: arch.name.clone(),
+        rows: n,
+        kernels: groups.len(),
+        model_mape_pct: mape(per_row.iter().map(|r| (r.model_time_s, r.measured_time_s))),
+        mape_pct: mape(per_row.iter().map(|r| (r.predicted_time_s, r.measured_time_s))),
+        folds_calibrated: nest.folds.iter().filter(|f| f.calibration.is_some()).count(),
+        exponents: nested::EXPONENTS
+            .iter()
+            .zip(&nest.loko_mape_pct)
+            .map(|(&p, &m)| ExponentScore { p, loko_mape_pct: m })
+            .collect(),
+        selected_on_reported_mape_pct: nest.loko_mape_pct.iter().copied().fold(f64::INFINITY, f64::min),
+        worst_kernel: worst.kernel.clone(),
+        worst_kernel_mape_pct: worst.mape_pct,
+        power_mape_pct: mape(per_row.iter().map(|r| (r.predicted_power_w, r.measured_power_w))),
+        objectives: objectives_summary,
+        baselines,
+        applied: opts.apply.as_ref().map(|(label, c)| AppliedCalibration {
+            source: label.clone(),
+            calibration: *c,
+            mape_pct: mape(per_row.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s))),
+        }),
+        per_kernel,
+        per_row,
+        method,
+        calibration,
+        calibration_in_sample_mape_pct: in_sample,
+    })
+}
+
+impl Report {
+    /// The calibration fitted on all kernels as a file, with how the procedure did on this dataset.
+    pub fn calibration_file(
+        &self,
+        dataset: crate::calibration::file::DatasetInfo,
+    ) -> crate::calibration::file::CalibrationFile {
+        crate::calibration::file::CalibrationFile::new(
+            &self.arch,
+            dataset,
+            self.calibration,
+            crate::calibration::file::FitInfo {
+                out_of_fold_mape_pct: self.mape_pct,
+                in_sample_mape_pct: self.calibration_in_sample_mape_pct,
+                uncalibrated_mape_pct: self.model_mape_pct,
+            },
+        )
+    }
+}
