@@ -585,7 +585,13 @@ mod tests {
         .unwrap();
         assert_eq!(p.mem_inputs, vec!["DRAM".to_string()]);
         let fit = p.fit_report(&ds).unwrap();
-        assert!(fit.training_rmse_w < 0.05, "rmse {} after {} iterations: {:?}", fit.training_rmse_w, fit.iterations, fit.artifact.physical);
+        assert!(
+            fit.training_rmse_w < 0.05,
+            "rmse {} after {} iterations: {:?}",
+            fit.training_rmse_w,
+            fit.iterations,
+            fit.artifact.physical
+        );
         let t = fit.artifact.physical.as_ref().unwrap();
         for (l, v) in t.core_levels.iter().zip(&v_core) {
             assert!((l.relative_v - v).abs() < 0.01, "core {} MHz: {} vs {v}", l.mhz, l.relative_v);
