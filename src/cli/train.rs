@@ -373,7 +373,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 gpumodel_train::PhysicalParams::default()
             }
             Err(why) => bail!(
-                "--models physical: {why}; the physical DVFS model needs core_mhz and mem_mhz at several                  core clock levels and activity columns — leave physical out of --models"
+                "--models physical: {why}; the physical DVFS model needs core_mhz and mem_mhz at several core clock levels and activity columns — leave physical out of --models"
             ),
         }
     } else {
@@ -399,7 +399,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // model's own activity inputs may be constant: its non-negative fit then gives them β = 0.)
     if let Some((name, v)) = train.select_features(&fs.inputs)?.constant_inputs().into_iter().next() {
         bail!(
-            "training data {}: input '{name}' is {v} on every row, so it carries no information: remove it              from the feature set (--features FILE.toml)",
+            "training data {}: input '{name}' is {v} on every row, so it carries no information: remove it from the feature set (--features FILE.toml)",
             train_info.name
         );
     }
