@@ -546,7 +546,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(Candidate { model: k.name().to_string(), group_kfold: m.group_kfold.clone()? })
         })
         .collect();
-    let selection = select_default(candidates, fixed)?;
+    // Without grouped CV (--group-folds 0) there is nothing honest to choose by: no default is written
+    // unless --select fixes it.
+    let selection = if candidates.is_empty() && fixed.is_none() {
+        None
+    } else {
+        Some(select_default(candidates, fixed)?)
+    };
     // Everything is computed: only now is anything written, so a failure above leaves no partial output.
     if !args.no_write {
         std::fs::create_dir_all(&out_dir)
@@ -555,9 +561,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let path = out_dir.join(format!("{prefix}-{}.json", file_stem(*kind)));
             model.write_json_file(&path)?;
             artifacts.push(path.display().to_string());
-            if kind.name() == selection.chosen {
+            if let Some(sel) = selection.as_ref().filter(|s| s.chosen == kind.name()) {
                 let mut chosen = model.clone();
-                chosen.training["selection"] = serde_json::to_value(&selection)?;
+                chosen.training["selection"] = serde_json::to_value(sel)?;
                 let path = out_dir.join(format!("{prefix}-default.json"));
                 chosen.write_json_file(&path)?;
                 artifacts.push(path.display().to_string());
@@ -572,7 +578,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         feature_set: fs,
         headline,
         models,
-        selection: Some(selection),
+        selection,
         physical_not_applicable,
         artifacts,
     };
@@ -673,6 +679,9 @@ fn table(r: &Report) -> String {
         }
         out +=
             if r.test.is_some() { "; the held-out test set played no part in the choice)\n" } else { ")\n" };
+    }
+    if r.selection.is_none() {
+        out += "Default model: none chosen (grouped CV was skipped; keep --group-folds ≥ 2 or pass --select MODEL)\n";
     }
     if let Some(why) = &r.physical_not_applicable {
         out += &format!("Physical DVFS model not fitted: {why}\n");
