@@ -264,6 +264,115 @@ fn bad_input_is_one_clear_line() {
     fails_with(&["train", "--data", nan.to_str().unwrap(), "--no-write"], "--features");
 }
 
+/// A small Guerreiro-format file: 12 kernels × `core` clocks × 2 memory clocks, power from the physical
+/// form; `constant` adds a utilization that is the same on every row.
+fn guerreiro_file(dir: &Path, core: &[u32], constant: bool) -> std::path::PathBuf {
+    let p = dir.join(format!("g{}{}.csv", core.len(), constant));
+    let names = if constant { "A,B,Z,DRAM" } else { "A,B,DRAM" };
+    let n_core = if constant { 3 } else { 2 };
+    let mut s = format!("2\n1000,3000\n{n_core},1\n{names}\n");
+    for k in 0..12 {
+        for &c in core {
+            for m in [2000u32, 3000] {
+                let (a, b, d) = ((k % 4) as f64 / 4.0, (k % 3) as f64 / 3.0, (k % 5) as f64 / 5.0);
+                let (fc, fm) = (c as f64 / 1000.0, m as f64 / 3000.0);
+                let v = 0.6 + 0.4 * fc;
+                let power =
+                    30.0 * v + v * v * fc * (20.0 + 80.0 * a + 30.0 * b) + 5.0 + fm * (4.0 + 25.0 * d);
+                let z = if constant { ",0.5" } else { "" };
+                s += &format!("k{k},{power},{c},{m},{a},{b}{z},{d}\n");
+            }
+        }
+    }
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+/// Bad input the physical model and the selection add: each is one line, and nothing is written.
+#[test]
+fn physical_model_bad_input_is_one_clear_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let one_level = guerreiro_file(dir.path(), &[900], false);
+    let o = out.to_str().unwrap();
+    let quick = ["--folds", "0", "--group-folds", "3", "--epochs", "20", "--restarts", "1", "--out-dir", o];
+    let mut args = vec!["train", "--data", one_level.to_str().unwrap(), "--models", "physical"];
+    args.extend(quick);
+    fails_with(&args, "single core clock level (900 MHz)");
+    let constant = guerreiro_file(dir.path(), &[800, 1000, 1200], true);
+    let mut args = vec!["train", "--data", constant.to_str().unwrap()];
+    args.extend(quick);
+    fails_with(&args, "input 'Z' is 0.5 on every row");
+    let good = guerreiro_file(dir.path(), &[800, 1000, 1200], false);
+    let mut args = vec!["train", "--data", good.to_str().unwrap(), "--group-folds", "20"];
+    args.extend(&quick[..2]);
+    args.extend(&quick[4..]);
+    fails_with(&args, "lower --group-folds");
+    let mut args = vec!["train", "--data", good.to_str().unwrap(), "--select", "physical", "--models", "mlr"];
+    args.extend(quick);
+    fails_with(&args, "--select physical: that model is not in --models");
+    assert!(!out.exists(), "a failed run wrote {}", out.display());
+}
+
+/// The physical model and the choice of the default on a small file whose power follows the physical
+/// form: the physical model fits it almost exactly, grouped CV picks a model, the default artifact
+/// records the choice and the CV figures, and the artifacts carry no path of this machine.
+#[test]
+fn physical_model_and_default_choice_on_a_small_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
+    let v = json(&[
+        "train",
+        "--data",
+        good.to_str().unwrap(),
+        "--folds",
+        "0",
+        "--group-folds",
+        "3",
+        "--epochs",
+        "50",
+        "--restarts",
+        "1",
+        "--format",
+        "json",
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    let cv = |m: &str| v["models"][m]["group-kfold"]["mape_pct"].as_f64().unwrap();
+    assert!(cv("physical") < 0.5, "the data follows the physical form exactly: {}", cv("physical"));
+    assert!(cv("physical") < cv("mlr+"));
+    let sel = &v["selection"];
+    let chosen = sel["chosen"].as_str().unwrap();
+    let best = sel["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .min_by(|a, b| {
+            a["group_kfold"]["mape_pct"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["group_kfold"]["mape_pct"].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(chosen, best["model"].as_str().unwrap(), "the lowest grouped-CV MAPE wins");
+    let prefix = good.file_stem().unwrap().to_str().unwrap();
+    let default = std::fs::read_to_string(out.join(format!("{prefix}-default.json"))).unwrap();
+    let a: serde_json::Value = serde_json::from_str(&default).unwrap();
+    assert_eq!(a["training"]["selection"]["chosen"], chosen);
+    assert_eq!(a["kind"], chosen);
+    let phys = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
+    let levels = phys["physical"]["core_levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 4);
+    let at_ref = levels.iter().find(|l| l["mhz"] == 1000.0).unwrap();
+    assert_eq!(at_ref["relative_v"], 1.0, "V = 1 at the default clock");
+    let dir_str = dir.path().to_str().unwrap();
+    for f in std::fs::read_dir(&out).unwrap() {
+        let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+        assert!(!text.contains(dir_str), "an artifact carries the absolute path {dir_str}");
+    }
+}
+
 /// MLR / MLR+ checked against an external reference: scikit-learn 1.9.1 `LinearRegression` on the same
 /// split (train guerreiro-titanx-micro, test guerreiro-titanx-real; MLR = 8 utilizations, MLR+ = + the two
 /// clocks), computed with the loader of `benches/sklearn_compare.py`:

@@ -23,6 +23,11 @@ pub enum ModelKind {
     /// Multiple linear regression on all inputs.
     #[serde(rename = "mlr+")]
     MlrPlus,
+    /// Guerreiro et al.'s physical DVFS power model (TPDS'19 form, see [`PhysicalTerms`]).
+    Physical,
+    /// The physical DVFS model plus a BP-ANN fitted to its residual (`physical(x) + network(x)`).
+    #[serde(rename = "physical+bpann")]
+    PhysicalBpann,
 }
 
 impl ModelKind {
@@ -32,6 +37,8 @@ impl ModelKind {
             ModelKind::Bpann => "bpann",
             ModelKind::Mlr => "mlr",
             ModelKind::MlrPlus => "mlr+",
+            ModelKind::Physical => "physical",
+            ModelKind::PhysicalBpann => "physical+bpann",
         }
     }
 }
@@ -59,6 +66,148 @@ pub struct Scaling {
     pub std: Vec<f64>,
 }
 
+/// One clock level of a domain and its voltage relative to the reference (default) clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VoltageLevel {
+    pub mhz: f64,
+    /// Voltage relative to the voltage at the reference clock (1 at the reference level).
+    pub relative_v: f64,
+}
+
+/// Guerreiro et al.'s physical DVFS power model (TPDS'19):
+///
+/// `P = β0·V_c + V_c²·f_c·(β_c + Σ_i β_i·U_i) + β1·V_m + V_m²·f_m·(β_m + Σ_j β_j·U_j)`
+///
+/// with `f` the clock relative to the reference clock of its domain, `V` the relative voltage of the
+/// clock level (one per level, 1 at the reference), `U_i` the core-domain activity inputs and `U_j` the
+/// memory-domain ones (DRAM). Every β is non-negative and voltage never falls as the clock rises.
+/// Between and beyond the fitted levels the voltage is interpolated / extrapolated linearly in MHz.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhysicalTerms {
+    /// Input names of the core and memory clocks (MHz).
+    pub core_clock: String,
+    pub mem_clock: String,
+    /// Reference clocks (MHz): f is relative to these, and V = 1 there.
+    pub ref_core_mhz: f64,
+    pub ref_mem_mhz: f64,
+    /// Core-domain activity inputs `U_i` and their β_i (W).
+    pub core_inputs: Vec<String>,
+    pub core_betas: Vec<f64>,
+    /// Memory-domain activity inputs (DRAM) and their β (W).
+    pub mem_inputs: Vec<String>,
+    pub mem_betas: Vec<f64>,
+    /// β0 (static, ∝ V_c), β_c (clock tree, ∝ V_c²·f_c), β1, β_m (same for the memory domain), W.
+    pub beta0_w: f64,
+    pub beta_core_w: f64,
+    pub beta1_w: f64,
+    pub beta_mem_w: f64,
+    /// Fitted voltage per clock level, ascending in MHz.
+    pub core_levels: Vec<VoltageLevel>,
+    pub mem_levels: Vec<VoltageLevel>,
+}
+
+/// Linear interpolation of the relative voltage at `mhz` over ascending `levels` (linear extrapolation
+/// beyond the ends from the two outermost levels, never below 0).
+pub fn voltage_at(levels: &[VoltageLevel], mhz: f64) -> f64 {
+    match levels {
+        [] => 1.0,
+        [one] => one.relative_v,
+        _ => {
+            let k = levels
+                .iter()
+                .position(|l| l.mhz >= mhz)
+                .unwrap_or(levels.len() - 1)
+                .clamp(1, levels.len() - 1);
+            let (a, b) = (levels[k - 1], levels[k]);
+            if a.mhz == mhz {
+                return a.relative_v;
+            }
+            if b.mhz == mhz {
+                return b.relative_v;
+            }
+            let t = (mhz - a.mhz) / (b.mhz - a.mhz);
+            (a.relative_v + t * (b.relative_v - a.relative_v)).max(0.0)
+        }
+    }
+}
+
+impl PhysicalTerms {
+    /// Every input the terms read.
+    pub fn input_names(&self) -> Vec<String> {
+        self.core_inputs
+            .iter()
+            .chain(&self.mem_inputs)
+            .chain([&self.core_clock, &self.mem_clock])
+            .cloned()
+            .collect()
+    }
+
+    /// Power (W) of one row, reading inputs through `get(index into input_names())`.
+    pub fn power_w(&self, core_u: &[f64], mem_u: &[f64], core_mhz: f64, mem_mhz: f64) -> f64 {
+        let vc = voltage_at(&self.core_levels, core_mhz);
+        let vm = voltage_at(&self.mem_levels, mem_mhz);
+        let fc = core_mhz / self.ref_core_mhz;
+        let fm = mem_mhz / self.ref_mem_mhz;
+        let core: f64 =
+            self.beta_core_w + self.core_betas.iter().zip(core_u).map(|(b, u)| b * u).sum::<f64>();
+        let mem: f64 = self.beta_mem_w + self.mem_betas.iter().zip(mem_u).map(|(b, u)| b * u).sum::<f64>();
+        self.beta0_w * vc + vc * vc * fc * core + self.beta1_w * vm + vm * vm * fm * mem
+    }
+
+    fn check(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::Mismatch(format!("physical model: {m}")));
+        if self.core_betas.len() != self.core_inputs.len() || self.mem_betas.len() != self.mem_inputs.len() {
+            return bad("one β per activity input is needed");
+        }
+        if self.core_levels.is_empty() || self.mem_levels.is_empty() {
+            return bad("each clock domain needs at least one voltage level");
+        }
+        let ascending = |l: &[VoltageLevel]| l.windows(2).all(|w| w[0].mhz < w[1].mhz);
+        if !ascending(&self.core_levels) || !ascending(&self.mem_levels) {
+            return bad("voltage levels must be in ascending clock order");
+        }
+        if !(self.ref_core_mhz > 0.0 && self.ref_mem_mhz > 0.0) {
+            return bad("reference clocks must be positive");
+        }
+        Ok(())
+    }
+
+    /// Indices of (core inputs, memory inputs, core clock, memory clock) in `inputs`.
+    fn indices(&self, inputs: &[String]) -> Result<(Vec<usize>, Vec<usize>, usize, usize)> {
+        let find = |n: &String| {
+            inputs.iter().position(|i| i == n).ok_or_else(|| {
+                Error::Mismatch(format!("physical model: input '{n}' is not among the artifact's inputs"))
+            })
+        };
+        Ok((
+            self.core_inputs.iter().map(find).collect::<Result<_>>()?,
+            self.mem_inputs.iter().map(find).collect::<Result<_>>()?,
+            find(&self.core_clock)?,
+            find(&self.mem_clock)?,
+        ))
+    }
+
+    /// Power (W) of every row of `records` whose columns are `inputs`.
+    pub fn predict(&self, inputs: &[String], records: ArrayView2<'_, f64>) -> Result<Array1<f64>> {
+        let (ci, mi, fc, fm) = self.indices(inputs)?;
+        let mut cu = vec![0.0; ci.len()];
+        let mut mu = vec![0.0; mi.len()];
+        Ok(records
+            .rows()
+            .into_iter()
+            .map(|r| {
+                for (u, &j) in cu.iter_mut().zip(&ci) {
+                    *u = r[j];
+                }
+                for (u, &j) in mu.iter_mut().zip(&mi) {
+                    *u = r[j];
+                }
+                self.power_w(&cu, &mu, r[fc], r[fm])
+            })
+            .collect())
+    }
+}
+
 /// A trained model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelArtifact {
@@ -81,6 +230,10 @@ pub struct ModelArtifact {
     /// How the model was made: dataset name and sha256, seed, epochs, metrics… (free-form JSON).
     #[serde(default)]
     pub training: serde_json::Value,
+    /// The physical DVFS model: the whole model (`physical`) or the base the network's output is added
+    /// to (`physical+bpann`, the network then models the residual).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical: Option<PhysicalTerms>,
 }
 
 impl ModelArtifact {
@@ -121,6 +274,31 @@ impl ModelArtifact {
         if self.target_scaling.mean.len() != 1 || self.target_scaling.std.len() != 1 {
             return Err(Error::Mismatch("target scaling must have one mean and one std".into()));
         }
+        match (self.kind, &self.physical) {
+            (ModelKind::Physical | ModelKind::PhysicalBpann, None) => {
+                return Err(Error::Mismatch(format!(
+                    "a {} artifact needs its `physical` terms",
+                    self.kind.name()
+                )));
+            }
+            (ModelKind::Physical | ModelKind::PhysicalBpann, Some(p)) => {
+                p.check()?;
+                p.indices(&self.inputs)?;
+            }
+            (_, Some(_)) => {
+                return Err(Error::Mismatch(format!(
+                    "a {} artifact has no `physical` terms",
+                    self.kind.name()
+                )));
+            }
+            _ => {}
+        }
+        if self.kind == ModelKind::Physical {
+            if !self.layers.is_empty() {
+                return Err(Error::Mismatch("a physical artifact has no network layers".into()));
+            }
+            return Ok(());
+        }
         let mut width = n;
         for (k, l) in self.layers.iter().enumerate() {
             if l.weights.len() != l.bias.len() || l.weights.iter().any(|r| r.len() != width) {
@@ -158,6 +336,17 @@ impl ModelArtifact {
 
     /// Predicts one row; `x` is in the order of `inputs`.
     pub fn predict_one(&self, x: &[f64]) -> f64 {
+        match &self.physical {
+            None => self.network_one(x),
+            Some(p) => {
+                let row = ndarray::ArrayView2::from_shape((1, x.len()), x);
+                let base = row.map_or(f64::NAN, |r| p.predict(&self.inputs, r).map_or(f64::NAN, |v| v[0]));
+                if self.layers.is_empty() { base } else { base + self.network_one(x) }
+            }
+        }
+    }
+
+    fn network_one(&self, x: &[f64]) -> f64 {
         let mut buf_a = [0.0f64; MAX_WIDTH];
         let mut buf_b = [0.0f64; MAX_WIDTH];
         let n = x.len();
@@ -205,16 +394,30 @@ impl ModelArtifact {
     ///
     /// Rows go through the network in chunks of `CHUNK` (8) rows, unit-major: the inner loops run over the rows of
     /// a chunk, so the multiply-adds vectorize and the chunk's `exp` calls are independent and pipeline,
-    /// instead of one row's dependent chain of layers at a time.
+    /// instead of one row's dependent chain of layers at a time. A physical model's terms are added.
+    pub fn predict(&self, records: ArrayView2<'_, f64>) -> Array1<f64> {
+        match &self.physical {
+            None => self.network(records),
+            Some(p) => {
+                // `check` proved that the terms' inputs are among `inputs`; a caller passing the wrong
+                // number of columns gets NaN rather than a panic.
+                let base = p
+                    .predict(&self.inputs, records)
+                    .unwrap_or_else(|_| Array1::from_elem(records.nrows(), f64::NAN));
+                if self.layers.is_empty() { base } else { base + self.network(records) }
+            }
+        }
+    }
+
     // The loops index several buffers by the same row or unit, which iterators would only obscure.
     #[allow(clippy::needless_range_loop)]
-    pub fn predict(&self, records: ArrayView2<'_, f64>) -> Array1<f64> {
+    fn network(&self, records: ArrayView2<'_, f64>) -> Array1<f64> {
         let n = records.nrows();
         let width_in = records.ncols();
         let mut out = Array1::zeros(n);
         if width_in > MAX_WIDTH || self.layers.iter().any(|l| l.bias.len() > MAX_WIDTH) {
             for (i, r) in records.rows().into_iter().enumerate() {
-                out[i] = self.predict_one(&r.to_vec());
+                out[i] = self.network_one(&r.to_vec());
             }
             return out;
         }
@@ -300,6 +503,66 @@ fn sigmoid(x: f64) -> f64 {
 mod tests {
     use super::*;
 
+    fn physical() -> ModelArtifact {
+        let lv = |mhz: f64, v: f64| VoltageLevel { mhz, relative_v: v };
+        ModelArtifact {
+            format_version: FORMAT_VERSION,
+            kind: ModelKind::Physical,
+            inputs: vec!["U".into(), "D".into(), "core_mhz".into(), "mem_mhz".into()],
+            target: "power_w".into(),
+            feature_set: "t".into(),
+            input_scaling: Scaling { mean: vec![0.0; 4], std: vec![1.0; 4] },
+            target_scaling: Scaling { mean: vec![0.0], std: vec![1.0] },
+            layers: Vec::new(),
+            base_columns: Vec::new(),
+            training: serde_json::Value::Null,
+            physical: Some(PhysicalTerms {
+                core_clock: "core_mhz".into(),
+                mem_clock: "mem_mhz".into(),
+                ref_core_mhz: 1000.0,
+                ref_mem_mhz: 3000.0,
+                core_inputs: vec!["U".into()],
+                core_betas: vec![50.0],
+                mem_inputs: vec!["D".into()],
+                mem_betas: vec![20.0],
+                beta0_w: 30.0,
+                beta_core_w: 10.0,
+                beta1_w: 5.0,
+                beta_mem_w: 4.0,
+                core_levels: vec![lv(500.0, 0.8), lv(1000.0, 1.0), lv(1500.0, 1.2)],
+                mem_levels: vec![lv(3000.0, 1.0)],
+            }),
+        }
+    }
+
+    #[test]
+    fn physical_model_by_hand() {
+        let a = physical();
+        a.check().unwrap();
+        // At the reference clocks: 30 + (10 + 50·0.5) + 5 + (4 + 20·0.25) = 79.
+        assert!((a.predict_one(&[0.5, 0.25, 1000.0, 3000.0]) - 79.0).abs() < 1e-12);
+        // Core 750 MHz: V = 0.9 (halfway between 0.8 and 1.0), f = 0.75:
+        // 30·0.9 + 0.81·0.75·(10 + 50) + 5 + 4 = 72.45.
+        assert!((a.predict_one(&[1.0, 0.0, 750.0, 3000.0]) - 72.45).abs() < 1e-9);
+        // Beyond the last level the voltage extrapolates linearly: 1750 MHz → 1.3.
+        assert!((voltage_at(&a.physical.as_ref().unwrap().core_levels, 1750.0) - 1.3).abs() < 1e-12);
+        let x = ndarray::array![[0.5, 0.25, 1000.0, 3000.0], [1.0, 0.0, 750.0, 3000.0]];
+        let batch = a.predict(x.view());
+        assert!((batch[0] - 79.0).abs() < 1e-12 && (batch[1] - 72.45).abs() < 1e-9);
+        let text = serde_json::to_string(&a).unwrap();
+        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), a);
+    }
+
+    #[test]
+    fn physical_artifact_naming_a_missing_input_is_rejected() {
+        let mut a = physical();
+        a.physical.as_mut().unwrap().core_inputs[0] = "nope".into();
+        assert!(a.check().unwrap_err().to_string().contains("'nope'"));
+        let mut b = physical();
+        b.physical = None;
+        assert!(b.check().is_err());
+    }
+
     fn tiny() -> ModelArtifact {
         ModelArtifact {
             format_version: FORMAT_VERSION,
@@ -315,6 +578,7 @@ mod tests {
             ],
             base_columns: vec!["a".into(), "b".into()],
             training: serde_json::Value::Null,
+            physical: None,
         }
     }
 

@@ -88,6 +88,20 @@ impl Dataset {
         Ok(())
     }
 
+    /// Inputs that take a single value on every row (they carry no information, and a model trained on
+    /// them would divide by a zero spread), with that value.
+    pub fn constant_inputs(&self) -> Vec<(String, f64)> {
+        self.records
+            .columns()
+            .into_iter()
+            .zip(&self.feature_names)
+            .filter_map(|(c, n)| {
+                let first = *c.first()?;
+                c.iter().all(|v| *v == first).then(|| (n.clone(), first))
+            })
+            .collect()
+    }
+
     /// Number of rows.
     pub fn n_rows(&self) -> usize {
         self.records.nrows()
@@ -203,7 +217,7 @@ impl Dataset {
 fn check_k(k: usize, n: usize, what: &str) -> Result<()> {
     if k < 2 || k > n {
         return Err(Error::Invalid(format!(
-            "{k}-fold cross-validation needs 2 ≤ k ≤ the number of {what} ({n})"
+            "{k}-fold cross-validation needs 2 ≤ k ≤ the number of {what} ({n}): lower --group-folds / --folds, or add data"
         )));
     }
     Ok(())

@@ -9,6 +9,7 @@ use gpumodel_models::registry::{self, Locator, Opened};
 use gpumodel_models::stats::median;
 use gpumodel_models::{Dataset, FeatureSet, Table, features};
 use gpumodel_train::eval::{ModelSpec, correlation_ranking, cross_validate, evaluate, select_by_correlation};
+use gpumodel_train::experiment::{Candidate, Selection, physical_roles, select_default};
 use gpumodel_train::{BpannParams, Metrics};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,9 +35,15 @@ pub struct Args {
     /// nvdvfs-rates) or a TOML path. Default: utilizations + clocks for Guerreiro files, nvdvfs-rates for NV-DVFS files.
     #[arg(long)]
     pub features: Option<String>,
-    /// Models to fit, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "bpann,mlr,mlr+")]
+    /// Models to fit, comma-separated: bpann (the paper's network), physical (Guerreiro et al.'s DVFS
+    /// model), physical+bpann (the network on the physical model's residual), mlr, mlr+.
+    /// `physical` and `physical+bpann` are left out by themselves where the data has no clock levels.
+    #[arg(long, value_delimiter = ',', default_value = "bpann,physical,physical+bpann,mlr,mlr+")]
     pub models: Vec<String>,
+    /// Which fitted model becomes `<prefix>-default.json`: `cv` (default) takes the lowest grouped-CV
+    /// MAPE on the training data (never the test set); a model name fixes the choice.
+    #[arg(long, default_value = "cv")]
+    pub select: String,
     /// Hidden layer widths of the BP-ANN.
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     pub hidden: Vec<usize>,
@@ -106,13 +113,21 @@ struct Report {
     feature_set: FeatureSet,
     headline: &'static str,
     models: BTreeMap<String, ModelReport>,
+    /// Which model became the default and the grouped-CV figures that chose it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    selection: Option<Selection>,
+    /// Why the physical models were left out, when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    physical_not_applicable: Option<String>,
     artifacts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 struct DataInfo {
+    /// Registry name, or the file name of a file given by path.
     name: String,
-    path: String,
+    /// File name only: artifacts never carry a path of the machine that trained them.
+    file: String,
     sha256: String,
     rows: usize,
     kernels: usize,
@@ -153,7 +168,9 @@ fn parse_kind(s: &str) -> anyhow::Result<ModelKind> {
         "bpann" => Ok(ModelKind::Bpann),
         "mlr" => Ok(ModelKind::Mlr),
         "mlr+" | "mlrplus" => Ok(ModelKind::MlrPlus),
-        other => bail!("unknown model '{other}' in --models: use bpann, mlr, mlr+"),
+        "physical" => Ok(ModelKind::Physical),
+        "physical+bpann" | "physical-bpann" => Ok(ModelKind::PhysicalBpann),
+        other => bail!("unknown model '{other}': use bpann, physical, physical+bpann, mlr, mlr+"),
     }
 }
 
@@ -162,6 +179,8 @@ fn file_stem(kind: ModelKind) -> &'static str {
         ModelKind::Bpann => "bpann",
         ModelKind::Mlr => "mlr",
         ModelKind::MlrPlus => "mlrplus",
+        ModelKind::Physical => "physical",
+        ModelKind::PhysicalBpann => "physical-bpann",
     }
 }
 
@@ -174,8 +193,11 @@ fn open(spec: &str, import: Option<Format>, bad: BadRows) -> anyhow::Result<(Ope
     let bytes = std::fs::read(&opened.path).with_context(|| format!("reading {}", opened.path.display()))?;
     let t = &opened.imported.table;
     let info = DataInfo {
-        name: opened.entry.as_ref().map_or_else(|| spec.to_string(), |e| e.name.clone()),
-        path: opened.path.display().to_string(),
+        name: opened.entry.as_ref().map_or_else(
+            || opened.path.file_name().map_or_else(|| spec.to_string(), |f| f.to_string_lossy().into_owned()),
+            |e| e.name.clone(),
+        ),
+        file: opened.path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
         sha256: registry::sha256_hex(&bytes),
         rows: t.n_rows(),
         kernels: t.distinct_groups().len(),
@@ -261,10 +283,23 @@ fn fmt(x: f64) -> String {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Stage 1: flags only.
-    let kinds = args.models.iter().map(|m| parse_kind(m)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mut kinds = args.models.iter().map(|m| parse_kind(m)).collect::<anyhow::Result<Vec<_>>>()?;
     if kinds.is_empty() {
-        bail!("--models is empty: name at least one of bpann, mlr, mlr+");
+        bail!("--models is empty: name at least one of bpann, physical, physical+bpann, mlr, mlr+");
     }
+    let models_given = args.models.join(",") != "bpann,physical,physical+bpann,mlr,mlr+";
+    let fixed = match args.select.as_str() {
+        "cv" => None,
+        m => {
+            let k = parse_kind(m).map_err(|_| {
+                anyhow::anyhow!("--select {m}: use cv or one of bpann, physical, physical+bpann, mlr, mlr+")
+            })?;
+            if !kinds.contains(&k) {
+                bail!("--select {m}: that model is not in --models; add it there");
+            }
+            Some(k)
+        }
+    };
     let import = args.import.as_deref().map(Format::from_name).transpose()?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
     let bp = BpannParams {
@@ -326,8 +361,48 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let train = dataset(&mut train_opened.imported.table, &fs)
+    let wants_physical = kinds.iter().any(|k| matches!(k, ModelKind::Physical | ModelKind::PhysicalBpann));
+    let mut physical_not_applicable = None;
+    let phys = if wants_physical {
+        match physical_roles(&train_opened.imported.table, train_opened.format, &fs.name, &fs.inputs) {
+            Ok(p) => p.check()?,
+            Err(why) if !models_given => {
+                // The default model list adapts to the data; an explicit request is an error.
+                kinds.retain(|k| !matches!(k, ModelKind::Physical | ModelKind::PhysicalBpann));
+                physical_not_applicable = Some(why);
+                gpumodel_train::PhysicalParams::default()
+            }
+            Err(why) => bail!(
+                "--models physical: {why}; the physical DVFS model needs core_mhz and mem_mhz at several core clock levels and activity columns — leave physical out of --models"
+            ),
+        }
+    } else {
+        gpumodel_train::PhysicalParams::default()
+    };
+    if let Some(k) = fixed
+        && !kinds.contains(&k)
+    {
+        bail!("--select {}: {}", k.name(), physical_not_applicable.as_deref().unwrap_or("not fitted"));
+    }
+    // The dataset holds the feature set's inputs and, when a physical model is fitted, its inputs too.
+    let mut data_fs = fs.clone();
+    if kinds.iter().any(|k| matches!(k, ModelKind::Physical | ModelKind::PhysicalBpann)) {
+        for i in phys.inputs() {
+            if !data_fs.inputs.contains(&i) {
+                data_fs.inputs.push(i);
+            }
+        }
+    }
+    let train = dataset(&mut train_opened.imported.table, &data_fs)
         .with_context(|| format!("training data {}", train_info.name))?;
+    // A constant feature-set input carries no information; catch it before any work. (The physical
+    // model's own activity inputs may be constant: its non-negative fit then gives them β = 0.)
+    if let Some((name, v)) = train.select_features(&fs.inputs)?.constant_inputs().into_iter().next() {
+        bail!(
+            "training data {}: input '{name}' is {v} on every row, so it carries no information: remove it from the feature set (--features FILE.toml)",
+            train_info.name
+        );
+    }
     let test_spec = if args.no_test {
         None
     } else {
@@ -336,8 +411,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (test, test_info) = match &test_spec {
         Some(spec) => {
             let (mut o, info) = open(spec, import.filter(|_| args.test.is_some()), bad)?;
-            let ds =
-                dataset(&mut o.imported.table, &fs).with_context(|| format!("test data {}", info.name))?;
+            let ds = dataset(&mut o.imported.table, &data_fs)
+                .with_context(|| format!("test data {}", info.name))?;
             (Some(ds), Some(info))
         }
         None => (None, None),
@@ -350,7 +425,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     // Stage 3: work.
-    let specs: Vec<ModelSpec> = kinds.iter().map(|&k| ModelSpec::for_feature_set(k, &fs, &bp)).collect();
+    let specs: Vec<ModelSpec> =
+        kinds.iter().map(|&k| ModelSpec::for_feature_set(k, &fs, &bp, &phys)).collect();
     let cv_spec = |s: &ModelSpec| {
         let mut s = s.clone();
         s.bpann.restarts = args.cv_restarts.max(1);
@@ -373,12 +449,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let mut models = BTreeMap::new();
     let mut artifacts = Vec::new();
-    let command: Vec<String> = std::env::args().collect();
+    let mut fitted_models: Vec<(ModelKind, ModelArtifact)> = Vec::new();
+    // The command as typed, with the program reduced to its name (no path of this machine).
+    let command: Vec<String> = std::env::args()
+        .enumerate()
+        .map(|(i, a)| match Path::new(&a) {
+            _ if i == 0 => "gpumodel".to_string(),
+            p if p.is_absolute() => p.file_name().map_or(a.clone(), |f| f.to_string_lossy().into_owned()),
+            _ => a,
+        })
+        .collect();
     for spec in &specs {
         let mut rep = ModelReport { inputs: spec.inputs.clone(), ..Default::default() };
         pb.set_message(spec.kind.name().to_string());
         let mut fitted: Option<ModelArtifact> = None;
-        let n_seeds = if spec.kind == ModelKind::Bpann { args.seeds } else { 1 };
+        let n_seeds =
+            if matches!(spec.kind, ModelKind::Bpann | ModelKind::PhysicalBpann) { args.seeds } else { 1 };
         for k in 0..n_seeds {
             let mut s = spec.clone();
             s.bpann.seed = args.seed.wrapping_add(1000 * k as u64);
@@ -425,7 +511,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "test_dataset": test_info,
             "feature_set": fs.name,
             "seed": args.seed,
-            "bpann": (spec.kind == ModelKind::Bpann).then(|| serde_json::json!({
+            "physical": matches!(spec.kind, ModelKind::Physical | ModelKind::PhysicalBpann).then(|| serde_json::json!({
+                "form": "Guerreiro et al. TPDS'19: P = b0*Vc + Vc^2*fc*(bc + sum bi*Ui) + b1*Vm + Vm^2*fm*(bm + sum bj*Uj)",
+                "fit": "alternating non-negative least squares (betas) and neighbour-bounded 1-D least squares (one voltage per clock level), until the error stops falling",
+                "core_inputs": spec.physical.core_inputs, "mem_inputs": spec.physical.mem_inputs,
+            })),
+            "bpann": matches!(spec.kind, ModelKind::Bpann | ModelKind::PhysicalBpann).then(|| serde_json::json!({
                 "hidden": bp.hidden, "restarts": bp.restarts, "max_epochs": bp.max_epochs,
                 "patience": bp.patience, "learning_rate": bp.learning_rate, "adam_epsilon": bp.epsilon,
                 "validation_fraction": bp.validation_fraction, "validation": "grouped (whole kernels)",
@@ -441,19 +532,56 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "cv_restarts": args.cv_restarts,
             },
         });
-        if !args.no_write {
-            std::fs::create_dir_all(&out_dir)
-                .with_context(|| format!("creating the output folder {}", out_dir.display()))?;
-            let path = out_dir.join(format!("{prefix}-{}.json", file_stem(spec.kind)));
-            model.write_json_file(&path)?;
-            artifacts.push(path.display().to_string());
-        }
+        fitted_models.push((spec.kind, model));
         models.insert(spec.kind.name().to_string(), rep);
     }
     pb.finish_and_clear();
 
+    // The default model: chosen by grouped CV on the training data only (or fixed by --select). The
+    // held-out figures above were computed for every model alike and play no part in the choice.
+    let candidates: Vec<Candidate> = fitted_models
+        .iter()
+        .filter_map(|(k, _)| {
+            let m = models.get(k.name())?;
+            Some(Candidate { model: k.name().to_string(), group_kfold: m.group_kfold.clone()? })
+        })
+        .collect();
+    // Without grouped CV (--group-folds 0) there is nothing honest to choose by: no default is written
+    // unless --select fixes it.
+    let selection = if candidates.is_empty() && fixed.is_none() {
+        None
+    } else {
+        Some(select_default(candidates, fixed)?)
+    };
+    // Everything is computed: only now is anything written, so a failure above leaves no partial output.
+    if !args.no_write {
+        std::fs::create_dir_all(&out_dir)
+            .with_context(|| format!("creating the output folder {}", out_dir.display()))?;
+        for (kind, model) in &fitted_models {
+            let path = out_dir.join(format!("{prefix}-{}.json", file_stem(*kind)));
+            model.write_json_file(&path)?;
+            artifacts.push(path.display().to_string());
+            if let Some(sel) = selection.as_ref().filter(|s| s.chosen == kind.name()) {
+                let mut chosen = model.clone();
+                chosen.training["selection"] = serde_json::to_value(sel)?;
+                let path = out_dir.join(format!("{prefix}-default.json"));
+                chosen.write_json_file(&path)?;
+                artifacts.push(path.display().to_string());
+            }
+        }
+    }
+
     let headline = if test.is_some() { "held-out" } else { "group-kfold" };
-    let report = Report { data: train_info, test: test_info, feature_set: fs, headline, models, artifacts };
+    let report = Report {
+        data: train_info,
+        test: test_info,
+        feature_set: fs,
+        headline,
+        models,
+        selection,
+        physical_not_applicable,
+        artifacts,
+    };
     match args.format {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         OutputFormat::Csv => print!("{}", csv_rows(&report)),
@@ -515,7 +643,7 @@ fn table(r: &Report) -> String {
     }
     let header = ["model", "protocol", "MAPE %", "RMSE W", "kernel err %", "worst kernel", "worst %"];
     let mut rows = Vec::new();
-    for name in ["bpann", "mlr", "mlr+"] {
+    for name in ["bpann", "physical", "physical+bpann", "mlr", "mlr+"] {
         let Some(m) = r.models.get(name) else { continue };
         for (p, x) in protocols(m) {
             rows.push(vec![
@@ -542,6 +670,22 @@ fn table(r: &Report) -> String {
     }
     out += &render_table(&header, &rows);
     out += &format!("Headline protocol: {}\n", r.headline);
+    if let Some(s) = &r.selection {
+        out += &format!("Default model: {} ({}", s.chosen, s.how);
+        if !s.candidates.is_empty() && s.criterion != "none" {
+            let c: Vec<String> =
+                s.candidates.iter().map(|c| format!("{} {:.2}%", c.model, c.group_kfold.mape_pct)).collect();
+            out += &format!(": group-kfold MAPE {}", c.join(", "));
+        }
+        out +=
+            if r.test.is_some() { "; the held-out test set played no part in the choice)\n" } else { ")\n" };
+    }
+    if r.selection.is_none() {
+        out += "Default model: none chosen (grouped CV was skipped; keep --group-folds ≥ 2 or pass --select MODEL)\n";
+    }
+    if let Some(why) = &r.physical_not_applicable {
+        out += &format!("Physical DVFS model not fitted: {why}\n");
+    }
     for a in &r.artifacts {
         out += &format!("wrote {a}\n");
     }

@@ -220,6 +220,7 @@ fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
         layers: layers.to_vec(),
         base_columns: Vec::new(),
         training: serde_json::Value::Null,
+        physical: None,
     };
     art.predict(z.view()).to_vec()
 }
@@ -358,6 +359,7 @@ impl BpannParams {
             layers,
             base_columns: gpumodel_models::features::base_columns(&ds.feature_names)?,
             training: serde_json::Value::Null,
+            physical: None,
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
     }
@@ -377,7 +379,9 @@ pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64>
     let out = net.forward(tensor2(&z, &device));
     let v: Vec<f64> = out.into_data().convert::<f64>().try_to_vec::<f64>().unwrap_or_default();
     let (m, s) = (artifact.target_scaling.mean[0], artifact.target_scaling.std[0]);
-    v.into_iter().map(|y| y * s + m).collect()
+    // A physical+bpann network models the residual of the physical terms, which are added as they are.
+    let base = artifact.physical.as_ref().and_then(|p| p.predict(&artifact.inputs, records.view()).ok());
+    v.into_iter().enumerate().map(|(i, y)| y * s + m + base.as_ref().map_or(0.0, |b| b[i])).collect()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use crate::bpann::BpannParams;
 use crate::metrics::Metrics;
 use crate::mlr::fit_mlr;
+use crate::physical::PhysicalParams;
 use crate::{Error, Result};
 use gpumodel_models::artifact::{ModelArtifact, ModelKind};
 use gpumodel_models::{Dataset, FeatureSet, Fold};
@@ -42,18 +43,34 @@ pub struct ModelSpec {
     /// Inputs of this model: the MLR base subset for MLR, every input otherwise.
     pub inputs: Vec<String>,
     pub feature_set: String,
+    /// Physical DVFS model roles (used by `physical` and `physical+bpann`).
+    pub physical: PhysicalParams,
 }
 
 impl ModelSpec {
     /// The three models of the paper on a feature set: BP-ANN and MLR+ on every input, MLR on the base set.
-    pub fn for_feature_set(kind: ModelKind, fs: &FeatureSet, bpann: &BpannParams) -> ModelSpec {
+    /// The physical model reads `physical`'s inputs; `physical+bpann` the feature set's and those.
+    pub fn for_feature_set(
+        kind: ModelKind,
+        fs: &FeatureSet,
+        bpann: &BpannParams,
+        physical: &PhysicalParams,
+    ) -> ModelSpec {
         let inputs = match kind {
             ModelKind::Mlr => fs.base_inputs().to_vec(),
+            ModelKind::Physical => physical.inputs(),
+            ModelKind::PhysicalBpann => {
+                let mut v = fs.inputs.clone();
+                v.extend(physical.inputs().into_iter().filter(|i| !fs.inputs.contains(i)));
+                v
+            }
             _ => fs.inputs.clone(),
         };
         let mut bpann = bpann.clone();
         bpann.feature_set = fs.name.clone();
-        ModelSpec { kind, bpann, inputs, feature_set: fs.name.clone() }
+        let mut physical = physical.clone();
+        physical.feature_set = fs.name.clone();
+        ModelSpec { kind, bpann, inputs, feature_set: fs.name.clone(), physical }
     }
 
     /// Fits this model on `ds` (which must hold at least `self.inputs`).
@@ -61,6 +78,22 @@ impl ModelSpec {
         let sub = ds.select_features(&self.inputs)?;
         match self.kind {
             ModelKind::Bpann => Ok(self.bpann.fit_report(&sub, progress)?.artifact),
+            ModelKind::Physical => self.physical.fit(&sub),
+            ModelKind::PhysicalBpann => {
+                // The network learns what the physical model leaves: fit the physics, then the BP-ANN on
+                // the residual of the same training rows; the artifact adds the two.
+                let phys = self.physical.fit(&sub)?;
+                let base = predict(&phys, &sub)?;
+                let mut resid = sub.clone();
+                for (t, b) in resid.targets.iter_mut().zip(&base) {
+                    *t -= b;
+                }
+                let mut net = self.bpann.fit_report(&resid, progress)?.artifact;
+                net.kind = ModelKind::PhysicalBpann;
+                net.physical = phys.physical;
+                net.check()?;
+                Ok(net)
+            }
             kind => fit_mlr(&sub, &self.feature_set, kind),
         }
     }
@@ -68,7 +101,7 @@ impl ModelSpec {
     /// Progress units one fit reports.
     pub fn progress_len(&self) -> u64 {
         match self.kind {
-            ModelKind::Bpann => self.bpann.progress_len(),
+            ModelKind::Bpann | ModelKind::PhysicalBpann => self.bpann.progress_len(),
             _ => 0,
         }
     }

@@ -27,14 +27,17 @@
 
 pub mod bpann;
 pub mod eval;
+pub mod experiment;
 pub mod metrics;
 pub mod mlr;
+pub mod physical;
 
 pub use bpann::{BpannParams, burn_forward};
 
 pub use eval::{ModelSpec, Protocol, correlation_ranking, cross_validate, evaluate};
 pub use metrics::{KernelError, Metrics};
 pub use mlr::fit_mlr;
+pub use physical::PhysicalParams;
 
 /// Errors of training and evaluation.
 #[derive(Debug, thiserror::Error)]

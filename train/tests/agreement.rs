@@ -55,8 +55,8 @@ fn gtx1080ti_bpann_burn_and_models_agree() {
 }
 
 #[test]
-fn the_ensemble_and_clock_physics_models_agree_too() {
-    // Derived inputs (SP*core_mhz, core_mhz^3, …) rebuilt by input_vector; a 10-20-20-1 network.
-    check("titanx-physics-bpann.json", "guerreiro-titanx-real");
-    check("titanx-physics-ensemble-bpann.json", "guerreiro-titanx-real");
+fn the_residual_network_on_the_physical_model_agrees_too() {
+    // burn's pass of the residual network plus the physical terms, against ModelArtifact::predict.
+    check("titanx-physical-bpann.json", "guerreiro-titanx-real");
+    check("gtx1080ti-physical-bpann.json", "nvdvfs-gtx1080ti");
 }
