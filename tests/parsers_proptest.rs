@@ -380,11 +380,11 @@ fn split_case_reader_never_panics() {
 
 #[test]
 fn calibration_reader_never_panics() {
-    use gpumodel_predict::validation::calibration::{
-        CalibrationFile, Coefficients, DatasetInfo, FORM, FitInfo,
+    use gpumodel_predict::calibration::file::{
+        CalibrationFile, Coefficients, DatasetInfo, FORM, FORMAT_VERSION, FitInfo,
     };
     let file = CalibrationFile {
-        format_version: 2,
+        format_version: FORMAT_VERSION,
         kind: "gpumodel-time-calibration".into(),
         form: FORM.into(),
         arch: "gtx1080ti".into(),

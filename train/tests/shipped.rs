@@ -32,7 +32,8 @@ fn every_shipped_artifact_reproduces_its_recorded_held_out_error() {
     for path in files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(!text.contains("/work/") && !text.contains("/home/"), "{name} carries an absolute path");
+        // A JSON string that starts with '/' is an absolute path of the machine that trained it.
+        assert!(!text.contains("\"/"), "{name} carries an absolute path");
         let model = ModelArtifact::from_json_file(&path).unwrap();
         let held = &model.training["metrics"]["held-out"];
         let test = &model.training["test_dataset"];
