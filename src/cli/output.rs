@@ -70,18 +70,12 @@ pub fn progress_bar(len: u64, message: &str) -> ProgressBar {
     pb
 }
 
-/// Renders rows as an aligned text table; numbers right-aligned, text left-aligned.
+/// Renders rows as an aligned text table; numbers right-aligned, text left-aligned (the layout of
+/// `gpumodel_models::export`, for the commands not yet on it).
 pub fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let n = header.len();
-    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (j, c) in r.iter().enumerate().take(n) {
-            width[j] = width[j].max(c.chars().count());
-        }
-    }
     let numeric = |s: &str| s.trim_end_matches('%').parse::<f64>().is_ok();
     // A column is right-aligned, header included, when every non-empty body cell in it is a number.
-    let right: Vec<bool> = (0..n)
+    let right: Vec<bool> = (0..header.len())
         .map(|j| {
             let mut cells =
                 rows.iter().filter_map(|r| r.get(j)).filter(|c| !c.is_empty() && c.as_str() != "-");
@@ -93,30 +87,7 @@ pub fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
             any && all
         })
         .collect();
-    let mut out = String::new();
-    let line = |cells: Vec<&str>, out: &mut String| {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(j, c)| {
-                if right.get(j).copied().unwrap_or(false) {
-                    format!("{c:>w$}", w = width[j])
-                } else {
-                    format!("{c:<w$}", w = width[j])
-                }
-            })
-            .collect();
-        out.push_str(parts.join("  ").trim_end());
-        out.push('\n');
-    };
-    line(header.to_vec(), &mut out);
-    let rule: Vec<String> = width.iter().map(|w| "-".repeat(*w)).collect();
-    out.push_str(&rule.join("  "));
-    out.push('\n');
-    for r in rows {
-        line(r.iter().map(String::as_str).collect(), &mut out);
-    }
-    out
+    export::aligned(header, rows, &right)
 }
 
 #[cfg(test)]
