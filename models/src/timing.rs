@@ -7,8 +7,10 @@
 //! `out_warp_delay` apart (eq. 5.12) — and multiplies by the number of rounds (eq. 5.11, 5.13). Here:
 //!
 //! * counts come from counters when the profile has them, from its `code` table otherwise (same names);
-//! * per-round counts are totals / (active SMs · rounds), so a round is "what one SM does while its
-//!   active warps are resident";
+//! * the grid runs in waves of `active_blocks_per_sm` blocks per SM; a wave's counts are its blocks'
+//!   share of the totals, and a last, partial wave runs with the warps of its leftover blocks (wave
+//!   quantization), so a round is "what one SM does while its active warps are resident";
+//! * memory instructions (global and shared requests) cost their own pipes, not compute issue time too;
 //! * compute (eq. 5.6, ignored by the paper's final sum because its kernels were memory bound) is issue
 //!   time, `max(1/schedulers, alu_latency/active_warps)` cycles per warp instruction, or the busiest pipe
 //!   (Σ inst_type · cost_type), whichever is larger — fewer active warps hide less latency;
@@ -52,6 +54,8 @@ pub struct Occupancy {
     pub active_sms: u32,
     /// Rounds (waves) of resident blocks per SM.
     pub rounds: f64,
+    /// Blocks in the grid (the last wave runs `blocks − (rounds − 1) · active_sms · active_blocks_per_sm`).
+    pub blocks: u64,
     /// Warps that saturate DRAM bandwidth (DESIGN.md): `CYC_load · (bandwidth / active SMs) / 128`
     /// bytes per warp request, at the default clocks. More active warps than this do not speed up
     /// the memory side.
@@ -145,6 +149,7 @@ pub fn occupancy(launch: &Launch, arch: &ArchProfile, warps_cap: Option<u32>) ->
         ceilings,
         active_sms,
         rounds,
+        blocks,
         bandwidth_warps,
     })
 }
@@ -161,6 +166,8 @@ pub struct TimingInputs {
     /// Global load transactions (L1 hits + misses + uncached).
     pub load_tx: f64,
     pub store_tx: f64,
+    /// Global load instructions (warp-level requests, counter `gld_request`), when the profile has them.
+    pub load_requests: Option<f64>,
     /// DRAM bytes, when the profile has them (else every transaction is assumed to reach DRAM).
     pub dram_read_bytes: Option<f64>,
     pub dram_write_bytes: Option<f64>,
@@ -215,6 +222,7 @@ impl TimingInputs {
             inst_sfu: opt("inst_special"),
             load_tx: loads.iter().sum(),
             store_tx: store.unwrap_or(0.0),
+            load_requests: get("gld_request"),
             dram_read_bytes: get("dram_read_bytes"),
             dram_write_bytes: get("dram_write_bytes"),
             l2_read_tx: get("l2_read_transactions"),
@@ -225,6 +233,16 @@ impl TimingInputs {
             tex_misses: opt("tex0_cache_sector_misses"),
             barriers_per_warp: k.code.get("barriers").copied().unwrap_or(0.0),
         })
+    }
+}
+
+impl TimingInputs {
+    /// Warp-level memory instructions: global load requests (`gld_request`; without it, at least one per
+    /// 128 bytes of load transactions), global store requests (one per 128 bytes of store transactions,
+    /// the fully coalesced case: profiles carry no store request counter) and shared-memory requests.
+    pub fn memory_instructions(&self, transaction_bytes: f64) -> f64 {
+        let full = |tx: f64| tx * transaction_bytes / 128.0;
+        self.load_requests.unwrap_or_else(|| full(self.load_tx)) + full(self.store_tx) + self.shared_base
     }
 }
 
@@ -284,27 +302,99 @@ impl Timing {
 
 /// Predicts the time of one launch at `clocks` with the resident warps of `occ`.
 ///
-/// One round on one SM (counts per SM per round = totals / (active SMs · rounds)):
+/// The grid runs in **waves**: full waves of `active_blocks_per_sm` blocks on every active SM, then (when
+/// the blocks do not divide evenly) one last, partial wave in which the busiest SM runs the leftover blocks
+/// with fewer resident warps, so it hides less latency (wave quantization: a grid of 4.6 waves costs
+/// four full waves and a fifth with a fraction of the warps, not 4.6 full ones). Work is spread evenly
+/// over blocks (counts per block = totals / blocks). One wave on one SM:
 ///
 /// * **memory side** — global loads and stores stream to DRAM one departure delay apart and to L2 hits
 ///   one L2 delay apart, or issue at the LD/ST rate, whichever is slower; DRAM latency and delay follow
 ///   the clocks ([`ArchProfile::dram_latency_cycles`], [`ArchProfile::dram_delay_cycles`]); the whole
 ///   GPU's DRAM traffic cannot pass L2 faster than `l2_dram_bytes_per_core_cycle` (L2 runs on the core
 ///   clock); texture queries stream at the LD/ST rate, their misses at the DRAM delay;
-/// * **SM side** — compute (issue-limited, with exposed ALU latency when few warps are resident, or the
-///   busiest pipe) plus FP64 instructions at their own, much lower, throughput, plus shared-memory
-///   accesses incl. bank conflicts: the same schedulers issue all of them, so they add;
+/// * **SM side** — the instructions that are not memory instructions (global and shared requests are
+///   charged on the memory side and the shared pipe, not twice) issue-limited, with exposed ALU latency
+///   when few warps are resident, or the busiest pipe; plus FP64 instructions at their own, much lower,
+///   throughput, plus shared-memory accesses incl. bank conflicts: the same schedulers issue all of them,
+///   so they add;
 /// * **latency** — with few resident warps a warp's own requests wait one after another: requests per
 ///   warp (transactions / sectors per 128-byte request) × the average (DRAM or L2-hit) latency;
 ///
-/// the round takes the longest of the three, plus one DRAM latency to fill the pipeline (when the kernel
+/// a wave takes the longest of the three, plus one DRAM latency to fill the pipeline (when the kernel
 /// touches global memory) and the barrier time.
 pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clocks: Clocks) -> Timing {
+    let fc = clocks.core_mhz;
+    let sms = occ.active_sms.max(1);
+    let per_sm = u64::from(occ.active_blocks_per_sm.max(1));
+    let wpb = f64::from(occ.warps_per_block.max(1));
+    // Total blocks: recorded by `occupancy`; an occupancy built by hand without them runs its rounds as
+    // full waves.
+    let blocks = if occ.blocks > 0 {
+        occ.blocks
+    } else {
+        (occ.rounds.max(1.0) as u64).saturating_mul(u64::from(sms)).saturating_mul(per_sm)
+    };
+    let wave_blocks = u64::from(sms) * per_sm;
+    let full = blocks / wave_blocks;
+    let rest = blocks - full * wave_blocks;
+    let mut waves: Vec<(f64, Wave)> = Vec::with_capacity(2);
+    if full > 0 {
+        let w = f64::from(occ.active_warps_per_sm).max(1.0);
+        waves.push((full as f64, wave(x, arch, per_sm as f64 / blocks as f64, w, f64::from(sms), clocks)));
+    }
+    if rest > 0 {
+        let last_sms = rest.min(u64::from(sms));
+        let last_blocks = rest.div_ceil(last_sms);
+        let w = last_blocks as f64 * wpb;
+        waves.push((1.0, wave(x, arch, last_blocks as f64 / blocks as f64, w, last_sms as f64, clocks)));
+    }
+    let to_s = 1.0 / (fc * 1e6);
+    let total = |f: &dyn Fn(&Wave) -> f64| waves.iter().map(|(n, wv)| n * f(wv)).sum::<f64>() * to_s;
+    let mut components_s = [0.0; 7];
+    for (i, c) in components_s.iter_mut().enumerate() {
+        *c = total(&|wv| wv.parts[i]);
+    }
+    let bound_s = total(&|wv| wv.bound + wv.fill);
+    let sync_s = total(&|wv| wv.sync);
+    let overlapped_s = total(&|wv| (wv.parts.iter().sum::<f64>() - wv.sync - wv.bound).max(0.0));
+    // The bound of the wave that takes the longest in all (the full waves when there are any).
+    let bound_kind = waves
+        .iter()
+        .max_by(|a, b| (a.0 * a.1.bound).total_cmp(&(b.0 * b.1.bound)))
+        .map_or("compute", |(_, wv)| wv.kind);
+    // L2 runs on the core clock: its bandwidth scales with fc / the default core clock.
+    let tx = arch.transaction_bytes.value;
+    let tx_bytes = |bytes: Option<f64>, tx_count: f64| bytes.unwrap_or(tx_count * tx);
+    let l2_bytes = tx_bytes(x.dram_read_bytes, x.load_tx) + tx_bytes(x.dram_write_bytes, x.store_tx);
+    let l2_bw = arch.l2_bandwidth_gbs.value * 1e9 * fc / arch.core_mhz.value;
+    let l2_s = if l2_bw > 0.0 { l2_bytes / l2_bw } else { 0.0 };
+    Timing {
+        time_s: bound_s + sync_s,
+        components_s,
+        bound_s,
+        overlapped_s,
+        sync_s,
+        fill_s: total(&|wv| wv.fill),
+        bound_kind,
+        l2_s,
+    }
+}
+
+/// One wave on one SM, core cycles.
+struct Wave {
+    /// The components in the order of [`COMPONENTS`].
+    parts: [f64; 7],
+    bound: f64,
+    kind: &'static str,
+    fill: f64,
+    sync: f64,
+}
+
+/// One wave on one SM that runs the fraction `per` of the launch's work (its share of the blocks) with
+/// `w` resident warps, while `sms` SMs share the L2.
+fn wave(x: &TimingInputs, arch: &ArchProfile, per: f64, w: f64, sms: f64, clocks: Clocks) -> Wave {
     let (fc, fm) = (clocks.core_mhz, clocks.mem_mhz);
-    let rounds = occ.rounds.max(1.0);
-    let sms = f64::from(occ.active_sms).max(1.0);
-    let per = 1.0 / (sms * rounds);
-    let w = f64::from(occ.active_warps_per_sm).max(1.0);
     let lat_dram = arch.dram_latency_cycles(fc, fm);
     let delay = arch.dram_delay_cycles(fc, fm);
     // Without measured L2 constants a hit costs only its LD/ST issue and the DRAM latency (no L2 model).
@@ -353,14 +443,16 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
         0.0
     };
     // Compute (eq. 5.6): issue-limited or pipe-limited; FP64 at its own throughput on top (on GPUs with
-    // few FP64 units a warp's FP64 instruction holds its scheduler for many cycles).
+    // few FP64 units a warp's FP64 instruction holds its scheduler for many cycles). Memory instructions
+    // are charged where they are served (global requests on the memory side, shared ones on the shared
+    // pipe), so they are not issue time here too.
     let issue = (1.0 / arch.schedulers_per_sm.value).max(arch.alu_latency.value / w);
     let pipes = x.inst_fp32 * arch.cost_fp32.value
         + x.inst_int * arch.cost_int.value
         + x.inst_sfu * arch.cost_sfu.value;
-    let t_comp = ((x.inst - x.inst_fp64).max(0.0) * issue).max(pipes) * per
-        + x.inst_fp64 * arch.cost_fp64.value * per
-        + arch.cyc_r.value;
+    let other = (x.inst - x.inst_fp64 - x.memory_instructions(tx)).max(0.0);
+    let t_comp =
+        (other * issue).max(pipes) * per + x.inst_fp64 * arch.cost_fp64.value * per + arch.cyc_r.value;
     // Barriers (eq. 5.12): every barrier waits for the other active warps.
     let t_sync = x.barriers_per_warp * (w - 1.0) * arch.out_warp_delay.value;
     // Latency-bound (few warps): each warp's requests one after another at the average latency.
@@ -373,33 +465,21 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
     let requests_per_warp = l2_tx / w * tx / 128.0;
     let t_latency = requests_per_warp * avg_lat;
 
-    let parts = [t_load, t_store, t_shared, t_conf, t_tex, t_comp, t_sync];
     let mem_side = t_load + t_store + t_tex;
     let sm_side = t_comp + t_shared + t_conf;
-    let (bound_kind, bound) = if t_latency > mem_side.max(sm_side) {
+    let (kind, bound) = if t_latency > mem_side.max(sm_side) {
         ("latency", t_latency)
     } else if mem_side >= sm_side {
         (if t_tex > t_load + t_store { "texture" } else { "memory" }, mem_side)
     } else {
         (if t_shared + t_conf > t_comp { "shared" } else { "compute" }, sm_side)
     };
-    let fill = if ld + st > 0.0 { lat_dram } else { 0.0 };
-    let sum: f64 = parts.iter().sum();
-    let to_s = rounds / (fc * 1e6);
-    // L2 runs on the core clock: its bandwidth scales with fc / the default core clock.
-    let tx_bytes = |bytes: Option<f64>, tx_count: f64| bytes.unwrap_or(tx_count * tx);
-    let l2_bytes = tx_bytes(x.dram_read_bytes, x.load_tx) + tx_bytes(x.dram_write_bytes, x.store_tx);
-    let l2_bw = arch.l2_bandwidth_gbs.value * 1e9 * fc / arch.core_mhz.value;
-    let l2_s = if l2_bw > 0.0 { l2_bytes / l2_bw } else { 0.0 };
-    Timing {
-        time_s: (bound + fill + t_sync) * to_s,
-        components_s: parts.map(|p| p * to_s),
-        bound_s: (bound + fill) * to_s,
-        overlapped_s: (sum - t_sync - bound).max(0.0) * to_s,
-        sync_s: t_sync * to_s,
-        fill_s: fill * to_s,
-        bound_kind,
-        l2_s,
+    Wave {
+        parts: [t_load, t_store, t_shared, t_conf, t_tex, t_comp, t_sync],
+        bound,
+        kind,
+        fill: if ld + st > 0.0 { lat_dram } else { 0.0 },
+        sync: t_sync,
     }
 }
 
@@ -456,6 +536,7 @@ mod tests {
             inst_sfu: 0.0,
             load_tx: 0.0,
             store_tx: 0.0,
+            load_requests: None,
             dram_read_bytes: None,
             dram_write_bytes: None,
             l2_read_tx: None,
@@ -470,11 +551,11 @@ mod tests {
 
     #[test]
     fn compute_bound_time_by_hand() {
-        // C2075: 14 SMs, 2 schedulers, ALU latency 22, 1150 MHz. 1400 blocks of 256 threads = 8 warps;
-        // 48 warps/SM → 6 blocks (48 warps), 1400 / (14·6) → 17 rounds. Issue = max(1/2, 22/48) = 0.5
-        // cycles per warp instruction; 1e6 instructions / (14·17) per SM per round · 0.5 + CYC_r (1).
+        // C2075: 14 SMs, 2 schedulers, ALU latency 22, 1150 MHz. 1428 blocks of 256 threads = 8 warps;
+        // 48 warps/SM → 6 blocks (48 warps), 1428 / (14·6) → 17 full waves. Issue = max(1/2, 22/48) = 0.5
+        // cycles per warp instruction; 1e6 instructions / (14·17) per SM per wave · 0.5 + CYC_r (1).
         let a = ArchProfile::builtin("c2075").unwrap();
-        let o = occupancy(&launch(1400, 256, 0, 0), &a, None).unwrap();
+        let o = occupancy(&launch(1428, 256, 0, 0), &a, None).unwrap();
         assert_eq!((o.active_warps_per_sm, o.rounds), (48, 17.0));
         let t = predict_time(&inputs(), &a, &o, Clocks::default_for(&a));
         let per_round = 1e6 / (14.0 * 17.0) * 0.5 + 1.0;
@@ -484,35 +565,35 @@ mod tests {
         // Compute scales with the core clock only.
         let t2 = predict_time(&inputs(), &a, &o, Clocks { core_mhz: 575.0, mem_mhz: 1566.0 });
         assert!((t2.time_s / t.time_s - 2.0).abs() < 1e-12);
-        // With 8 active warps, latency is exposed: 22/8 = 2.75 cycles per instruction.
-        let o8 = occupancy(&launch(1400, 256, 0, 0), &a, Some(8)).unwrap();
+        // With 8 active warps, latency is exposed: 22/8 = 2.75 cycles per instruction (102 waves).
+        let o8 = occupancy(&launch(1428, 256, 0, 0), &a, Some(8)).unwrap();
         let t8 = predict_time(&inputs(), &a, &o8, Clocks::default_for(&a));
-        let want8 = 100.0 * (1e6 / (14.0 * 100.0) * 2.75 + 1.0) / 1150e6;
+        let want8 = 102.0 * (1e6 / (14.0 * 102.0) * 2.75 + 1.0) / 1150e6;
         assert!((t8.time_s - want8).abs() / want8 < 1e-12);
     }
 
     #[test]
     fn memory_bound_time_follows_the_dvfs_departure_delay() {
-        // 1e7 DRAM load transactions of 32 B on a GTX 1080 Ti, 100 000 blocks of 256 threads: 64 warps
-        // (8 blocks) per SM, 447 rounds. Per SM per round: 1e7 / (28 · 447) transactions, one departure
+        // 1e7 DRAM load transactions of 32 B on a GTX 1080 Ti, 100 352 blocks of 256 threads: 64 warps
+        // (8 blocks) per SM, 448 full waves. Per SM per round: 1e7 / (28 · 447) transactions, one departure
         // delay D = (a_D / f_mem + b_D) · f_core / f_mem apart, plus one DRAM latency
         // L = a_L · f_core / f_mem + b_L to fill the pipeline (Wang & Chu's constants in the profile).
         let a = ArchProfile::builtin("gtx1080ti").unwrap();
         let mut x = inputs();
         x.inst = 1e5;
         x.load_tx = 1e7;
-        let o = occupancy(&launch(100_000, 256, 0, 0), &a, None).unwrap();
-        assert_eq!((o.active_warps_per_sm, o.rounds), (64, 447.0));
+        let o = occupancy(&launch(100_352, 256, 0, 0), &a, None).unwrap();
+        assert_eq!((o.active_warps_per_sm, o.rounds), (64, 448.0));
         for (fc, fm) in [(1582.0, 5505.0), (1600.0, 4000.0), (2000.0, 5500.0)] {
             let t = predict_time(&x, &a, &o, Clocks { core_mhz: fc, mem_mhz: fm });
             let d = (7208.57 / fm + 10.0305) * fc / fm;
             let l = 178.22 * fc / fm + 396.72;
-            let want = (1e7 / (28.0 * 447.0) * d + l) * 447.0 / (fc * 1e6);
+            let want = (1e7 / (28.0 * 448.0) * d + l) * 448.0 / (fc * 1e6);
             assert!((t.time_s / want - 1.0).abs() < 1e-12, "{fc}/{fm}: {} vs {want}", t.time_s);
             assert_eq!(t.bound_kind, "memory");
         }
         // Within reach of the peak bandwidth at the default clocks (484 GB/s: the delay alone gives 435 GB/s,
-        // and one DRAM latency per round adds a fifth at 447 rounds), and faster with the memory clock.
+        // and one DRAM latency per round adds a fifth at 448 rounds), and faster with the memory clock.
         let t = predict_time(&x, &a, &o, Clocks::default_for(&a));
         let ideal = 1e7 * 32.0 / 484e9;
         assert!(t.time_s > ideal && t.time_s < 1.4 * ideal, "{} vs {ideal}", t.time_s);
@@ -529,7 +610,8 @@ mod tests {
         let mut x = inputs();
         x.inst = 1e5;
         x.load_tx = 1e7;
-        let o = occupancy(&launch(100_000, 256, 0, 0), &a, None).unwrap();
+        // 782 full waves of 16 SMs · 8 blocks.
+        let o = occupancy(&launch(100_096, 256, 0, 0), &a, None).unwrap();
         let t = |fc: f64, fm: f64| predict_time(&x, &a, &o, Clocks { core_mhz: fc, mem_mhz: fm });
         let per_sm_round = 1e7 / (16.0 * o.rounds);
         for fm in [3900.0, 3100.0] {
@@ -549,7 +631,7 @@ mod tests {
         x.load_tx = 2e7;
         x.l2_read_tx = Some(2e7);
         x.dram_read_bytes = Some(1e7 * 32.0);
-        let o = occupancy(&launch(100_000, 256, 0, 0), &a, None).unwrap();
+        let o = occupancy(&launch(100_352, 256, 0, 0), &a, None).unwrap();
         let c = Clocks::default_for(&a);
         let t = predict_time(&x, &a, &o, c);
         let per = 1.0 / (28.0 * o.rounds);
@@ -564,7 +646,8 @@ mod tests {
         // GTX 980: FP64 warp instructions cost cost_fp64 (20) cycles each on top of the other instructions'
         // issue; shared accesses add to compute (the same schedulers issue both).
         let a = ArchProfile::builtin("gtx980").unwrap();
-        let o = occupancy(&launch(1600, 256, 0, 0), &a, None).unwrap();
+        // 13 full waves of 16 SMs · 8 blocks.
+        let o = occupancy(&launch(1664, 256, 0, 0), &a, None).unwrap();
         let c = Clocks::default_for(&a);
         let mut x = inputs();
         x.inst = 1e6;
@@ -578,10 +661,51 @@ mod tests {
         x.shared_base = 4e5;
         let with_shared = predict_time(&x, &a, &o, c);
         let per = 1.0 / (f64::from(o.active_sms) * o.rounds);
-        let want = (4e5 * per + 28.0) * o.rounds / (c.core_mhz * 1e6);
+        // Shared requests cost the shared pipe (1 cycle each + CYC_s) and leave the compute issue (0.25).
+        let want = (4e5 * per * (1.0 - 0.25) + 28.0) * o.rounds / (c.core_mhz * 1e6);
         assert!(((with_shared.time_s - base) / want - 1.0).abs() < 1e-9);
         // The SM side bounds the round, and shared is its larger part.
         assert_eq!(with_shared.bound_kind, "shared");
+    }
+
+    #[test]
+    fn a_partial_last_wave_runs_with_fewer_warps() {
+        // C2075, compute only: 98 blocks of 8 warps = one full wave (14 SMs · 6 blocks, 48 warps, issue
+        // 0.5 cycles per instruction) and a last wave of one block per SM (8 warps: the ALU latency is
+        // exposed, 22/8 = 2.75 cycles per instruction). Each block has 1e6/98 instructions.
+        let a = ArchProfile::builtin("c2075").unwrap();
+        let o = occupancy(&launch(98, 256, 0, 0), &a, None).unwrap();
+        assert_eq!((o.active_blocks_per_sm, o.rounds, o.blocks), (6, 2.0, 98));
+        let t = predict_time(&inputs(), &a, &o, Clocks::default_for(&a));
+        let per_block = 1e6 / 98.0;
+        let want = ((6.0 * per_block * 0.5 + 1.0) + (per_block * 2.75 + 1.0)) / 1150e6;
+        assert!((t.time_s / want - 1.0).abs() < 1e-12, "{} vs {want}", t.time_s);
+        // Spreading the work evenly over two full rounds would have said less.
+        let even = 2.0 * (1e6 / (14.0 * 2.0) * 0.5 + 1.0) / 1150e6;
+        assert!(t.time_s > 1.2 * even);
+    }
+
+    #[test]
+    fn memory_instructions_are_not_issue_time_twice() {
+        // 1e6 warp instructions of which 1e5 global load requests (gld_request) and 5e4 shared requests:
+        // the compute side issues the other 8.5e5 (plus 1e5 / 4 store requests when 1e5 store
+        // transactions of 32 B are written, one request per 128 bytes).
+        let mut x = inputs();
+        x.load_requests = Some(1e5);
+        x.shared_base = 5e4;
+        x.store_tx = 1e5;
+        assert_eq!(x.memory_instructions(32.0), 1e5 + 5e4 + 2.5e4);
+        // Without gld_request, one load request per 128 bytes of load transactions.
+        x.load_requests = None;
+        x.load_tx = 4e5;
+        assert_eq!(x.memory_instructions(32.0), 1e5 + 5e4 + 2.5e4);
+        // GTX 980 (32-byte transactions): 13 full waves of 16 SMs · 8 blocks, issue 1/4 cycle.
+        let a = ArchProfile::builtin("gtx980").unwrap();
+        let o = occupancy(&launch(1664, 256, 0, 0), &a, None).unwrap();
+        let t = predict_time(&x, &a, &o, Clocks::default_for(&a));
+        let want = (1e6 - 1.75e5) / (16.0 * 13.0) * 0.25 + 1.0;
+        let got = t.components_s[5] * a.core_mhz.value * 1e6 / 13.0;
+        assert!((got / want - 1.0).abs() < 1e-12, "{got} vs {want}");
     }
 
     #[test]
