@@ -42,7 +42,8 @@ fn the_fake_gpu_profile_loads_as_an_architecture() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let est: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let fields: Vec<&str> = est.as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
+    let fields: Vec<&str> =
+        est["measured"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
     assert_eq!(
         fields,
         [
@@ -83,4 +84,56 @@ fn bad_options_are_one_line_errors() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+}
+
+/// What users see from `calibrate` on the scripted GPU, in every format: which constants were measured and
+/// which are looked up, and what the profile leaves out (reviewed by hand when it changes). The fake GPU's
+/// noise comes from a fixed seed, so the figures are reproducible.
+#[test]
+fn calibrate_output_snapshots() {
+    for (format, name) in [
+        ("table", "calibrate_table"),
+        ("csv", "calibrate_csv"),
+        ("markdown", "calibrate_markdown"),
+        ("json", "calibrate_json"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = gpumodel()
+            .current_dir(dir.path())
+            .env("GPUMODEL_FAKE_GPU", "1")
+            .args(["calibrate", "--name", "mine", "--repeats", "3", "--out", "mine.toml", "--format", format])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        if format == "json" {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!((v["command"].as_str(), v["format_version"].as_u64()), (Some("calibrate"), Some(2)));
+            insta::assert_json_snapshot!(name, v);
+        } else {
+            insta::assert_snapshot!(name, text);
+        }
+    }
+}
+
+/// The output says which constants are measured and which are looked up, and that the DVFS memory
+/// constants are neither measured nor written.
+#[test]
+fn calibrate_says_what_is_measured_and_what_is_looked_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = gpumodel()
+        .current_dir(dir.path())
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .args(["calibrate", "--repeats", "3", "--out", "x.toml", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let measured: Vec<&str> =
+        v["measured"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
+    let looked_up: Vec<&str> =
+        v["looked_up"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
+    assert!(measured.contains(&"cyc_load") && !looked_up.contains(&"cyc_load"));
+    assert!(looked_up.contains(&"sm_count"), "{looked_up:?}");
+    assert!(v["not_measured"].to_string().contains("dvfs_memory"), "{}", v["not_measured"]);
 }

@@ -14,12 +14,13 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
-    // Regression guard: the calibration reaches 18.4% out-of-fold over all 30 kernels with the timing
-    // model of issue 14 (BENCHMARKS.md; the earlier model reached 15.5% here, the new one is better on
-    // Wang & Chu's 20 kernels and worse on the ten others), and the model as is 21.0%.
+    // Regression guard (BENCHMARKS.md, issue 14, session 4): over all 30 kernels the model as is reaches
+    // 17.9% (21.0% before waves and memory instructions) and the calibration 19.6% out-of-fold — worse
+    // than the model as is and than session 3's 18.4%: binomialOptions (FP64) dominates; a known open
+    // problem, guarded so that it does not get worse unnoticed.
     let mape = v["mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 19.0, "{mape}");
-    assert!(v["model_mape_pct"].as_f64().unwrap() <= 22.0, "{}", v["model_mape_pct"]);
+    assert!(mape > 0.0 && mape <= 20.0, "{mape}");
+    assert!(v["model_mape_pct"].as_f64().unwrap() <= 18.5, "{}", v["model_mape_pct"]);
     // Every candidate exponent's plain leave-one-kernel-out figure is shown, and the best of them (chosen
     // on the figure it reports) is labelled apart from the headline.
     let by_p: Vec<f64> =
@@ -152,7 +153,7 @@ fn rows_show_the_bound_and_both_times() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.contains("model bound") && s.contains("model ms") && s.contains("calibrated ms"), "{s}");
+    assert!(s.contains("model bound") && s.contains("model s") && s.contains("calibrated s"), "{s}");
     let gaussian_rows = s.lines().filter(|l| l.starts_with("gaussian ")).count();
     // One summary line plus its 20 clock pairs.
     assert_eq!(gaussian_rows, 21, "{s}");
@@ -366,4 +367,116 @@ fn baseline_without_published_constants_is_a_clear_error() {
             && err.contains("gtx1080ti"),
         "{err}"
     );
+}
+
+/// The cheap configuration the snapshots pin: three kernels of the GTX 980 (75 rows), with the baseline.
+const SNAPSHOT_KERNELS: &str = "vectorAdd,scalarProd,histogram";
+
+fn snapshot_run(format: &str) -> std::process::Output {
+    gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980", "--baseline", "wang-chu-2018"])
+        .args(["--kernels", SNAPSHOT_KERNELS, "--format", format])
+        .output()
+        .unwrap()
+}
+
+/// The data file's location is this machine's: shown as `<data>` in the snapshots.
+fn machine_free(text: &str) -> String {
+    text.replace(&data_dir().display().to_string(), "<data>")
+}
+
+/// What users see from `validate` in every format, pinned on a cheap configuration (reviewed by hand when
+/// it changes: `INSTA_UPDATE=always`, then read the diff). The JSON keeps its first three rows (the rest
+/// are the same shape; their count is checked).
+#[test]
+fn validate_output_snapshots() {
+    for (format, name) in
+        [("table", "validate_table"), ("csv", "validate_csv"), ("markdown", "validate_markdown")]
+    {
+        let out = snapshot_run(format);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        insta::assert_snapshot!(name, machine_free(&String::from_utf8_lossy(&out.stdout)));
+    }
+    let out = snapshot_run("json");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&machine_free(&String::from_utf8_lossy(&out.stdout))).unwrap();
+    assert_eq!((v["command"].as_str(), v["format_version"].as_u64()), (Some("validate"), Some(2)));
+    let rows = v["per_row"].as_array_mut().unwrap();
+    assert_eq!(rows.len(), 75);
+    rows.truncate(3);
+    insta::assert_json_snapshot!("validate_json", v);
+}
+
+/// What the report (#12) plots is in the JSON: per row the kernel, clocks, measured and predicted times
+/// (ours, the model's, each baseline's); per kernel our error and each baseline's, and the E·D^n regret.
+#[test]
+fn validate_json_carries_what_the_report_plots() {
+    let v: serde_json::Value = serde_json::from_slice(&snapshot_run("json").stdout).unwrap();
+    for r in v["per_row"].as_array().unwrap() {
+        for key in ["core_mhz", "mem_mhz", "measured_time_s", "model_time_s", "predicted_time_s"] {
+            assert!(r[key].as_f64().unwrap() > 0.0, "{key}: {r}");
+        }
+        assert!(r["kernel"].is_string() && r["baseline_time_s"]["wang-chu-2018"].as_f64().unwrap() > 0.0);
+    }
+    for k in v["per_kernel"].as_array().unwrap() {
+        assert!(k["mape_pct"].is_f64() && k["model_mape_pct"].is_f64(), "{k}");
+        assert!(k["baseline_mape_pct"]["wang-chu-2018"].is_f64(), "{k}");
+        let objectives: Vec<&str> =
+            k["choices"].as_array().unwrap().iter().map(|c| c["objective"].as_str().unwrap()).collect();
+        assert_eq!(objectives, ["E", "ED", "ED^2"]);
+        assert!(k["choices"][2]["regret_pct"].as_f64().unwrap() >= 0.0);
+    }
+}
+
+/// CSV is real CSV: a kernel whose name holds a comma (C++ template kernels do) survives as one field, and
+/// every row's numbers are the JSON's (full precision).
+#[test]
+fn csv_keeps_a_kernel_name_with_a_comma() {
+    let src = data_dir().join("nvdvfs/gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let app = header.iter().position(|h| h == "appName").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("comma.csv");
+    let mut w = csv::Writer::from_path(&path).unwrap();
+    w.write_record(&header).unwrap();
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        let name = &rec[app];
+        if !["vectorAdd", "scalarProd", "histogram"].contains(&name) {
+            continue;
+        }
+        let renamed = if name == "vectorAdd" { "vectorAdd<float, 2>" } else { name };
+        w.write_record(rec.iter().enumerate().map(|(i, f)| if i == app { renamed } else { f })).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    let run = |format: &str| {
+        let out = gpumodel()
+            .args(["validate", "--arch", "gtx980", "--rows", "--format", format, "--data"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let csv_out = run("csv");
+    let json: serde_json::Value = serde_json::from_slice(&run("json")).unwrap();
+    let mut r = csv::Reader::from_reader(csv_out.as_slice());
+    let header = r.headers().unwrap().clone();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap_or_else(|| panic!("no column {n}"));
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    let json_rows = json["per_row"].as_array().unwrap();
+    assert_eq!(rows.len(), json_rows.len());
+    assert_eq!(rows.iter().filter(|r| &r[col("kernel")] == "vectorAdd<float, 2>").count(), 25);
+    for (row, j) in rows.iter().zip(json_rows) {
+        assert_eq!(&row[col("kernel")], j["kernel"].as_str().unwrap());
+        // serde_json's default float parsing may differ from the exact value in the last bit.
+        for key in ["core_mhz", "measured_time_s", "predicted_time_s"] {
+            let (c, v) = (row[col(key)].parse::<f64>().unwrap(), j[key].as_f64().unwrap());
+            assert!((c - v).abs() <= 1e-15 * v.abs(), "{key}: {c} vs {v}");
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! `gpumodel calibrate` — measure the timing model's constants on this GPU and write an architecture profile.
+//! Its output says which constants were measured now and which the profile looks up (driver, references),
+//! and which timing-model constants it does not write at all (the DVFS memory constants).
 
-use super::output::{OutputFormat, progress_bar, render_table};
-use gpumodel_collect::calibrate::{self, CalParams, CalibrationDevice, Estimate, FakeCalibrationDevice};
+use super::output::{ExportFormat, print, progress_bar};
+use gpumodel_collect::calibrate::{self, CalParams, CalibrationDevice, FakeCalibrationDevice};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,9 +27,10 @@ pub struct Args {
     /// Replace an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// How to print the measured constants.
+    /// How to print what was measured and what was looked up: table, csv (the measured constants),
+    /// json or markdown.
     #[arg(long, value_enum, default_value_t)]
-    pub format: OutputFormat,
+    pub format: ExportFormat,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -72,37 +75,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let when = calibrate::today_utc();
     let text = calibrate::arch_toml(&name, &facts, &est, &facts.display_name, &when)?;
     std::fs::write(&out, text).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
-    print_estimates(&est, args.format)?;
+    let report =
+        calibrate::CalibrateReport::new(&facts.display_name, &name, &out.display().to_string(), &facts, &est);
+    print(&report, args.format)?;
     eprintln!("wrote {} (use it with: gpumodel predict --arch {})", out.display(), out.display());
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_estimates(est: &[Estimate], format: OutputFormat) -> anyhow::Result<()> {
-    match format {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(est)?),
-        OutputFormat::Csv => {
-            println!("constant,median,q1,q3,min,max,n,unit");
-            for e in est {
-                println!("{},{},{},{},{},{},{},{}", e.field, e.median, e.q1, e.q3, e.min, e.max, e.n, e.unit);
-            }
-        }
-        OutputFormat::Table => {
-            let rows: Vec<Vec<String>> = est
-                .iter()
-                .map(|e| {
-                    vec![
-                        e.field.to_string(),
-                        format!("{:.2}", e.median),
-                        e.unit.to_string(),
-                        format!("{:.2}", e.q1),
-                        format!("{:.2}", e.q3),
-                        e.n.to_string(),
-                        e.method.to_string(),
-                    ]
-                })
-                .collect();
-            print!("{}", render_table(&["constant", "median", "unit", "q1", "q3", "n", "method"], &rows));
-        }
-    }
-    Ok(())
 }

@@ -10,9 +10,11 @@
 pub mod cuda;
 mod fake;
 mod profile;
+mod report;
 
 pub use fake::{FakeCalibrationDevice, TrueConstants};
 pub use profile::{DeviceFacts, arch_toml, profile_name};
+pub use report::{CalibrateReport, LookedUp, NOT_MEASURED};
 
 /// Profile fields calibration measures (the others come from [`DeviceFacts`]).
 pub const MEASURED: &[&str] = &[

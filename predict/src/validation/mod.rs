@@ -101,8 +101,32 @@ fn selected_kernels(t: &Table, names: Option<&[String]>) -> Result<Vec<(String, 
     Ok(groups.into_iter().filter(|(g, _)| names.contains(g)).collect())
 }
 
+/// Where a long validation reports how far it is (a progress bar in the CLI; `()` reports nothing).
+/// Called from several threads.
+pub trait Progress: Sync {
+    /// The work is `total` steps (calibration fits).
+    fn start(&self, total: u64);
+    /// `n` more steps are done.
+    fn inc(&self, n: u64);
+}
+
+impl Progress for () {
+    fn start(&self, _: u64) {}
+    fn inc(&self, _: u64) {}
+}
+
 /// Validates the timing model (and an MLR power model for the optima) on an NV-DVFS table.
 pub fn validate(t: &Table, arch: &ArchProfile, opts: &Options) -> Result<Report> {
+    validate_with_progress(t, arch, opts, &())
+}
+
+/// [`validate`], reporting its calibration fits (most of its time) to `progress`.
+pub fn validate_with_progress(
+    t: &Table,
+    arch: &ArchProfile,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Report> {
     let objectives = &opts.objectives;
     for c in ["time_s", "power_w", "core_mhz", "mem_mhz"] {
         if t.column_index(c).is_none() {
@@ -214,7 +238,8 @@ pub fn validate(t: &Table, arch: &ArchProfile, opts: &Options) -> Result<Report>
     let all: Vec<CalRow> = prep.iter().map(|p| (p.parts, p.sync, p.measured_t)).collect();
     let model_t: Vec<f64> = prep.iter().map(|p| p.model).collect();
     let kernel_of: Vec<usize> = prep.iter().map(|p| p.kernel).collect();
-    let nest = nested::nested(&all, &model_t, &kernel_of, groups.len());
+    progress.start(nested::fit_count(groups.len()));
+    let nest = nested::nested_with_progress(&all, &model_t, &kernel_of, groups.len(), progress);
     let mut fold_power = vec![PowerInputs::Clocks; groups.len()];
     for (fold, fold_power) in fold_power.iter_mut().enumerate() {
         let train: Vec<&Prepared> = prep.iter().filter(|p| p.kernel != fold).collect();

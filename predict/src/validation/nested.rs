@@ -165,18 +165,39 @@ pub fn fold_fit(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usi
 /// Runs the nested procedure over every kernel (see the module docs); `model[i]` is row `i`'s uncalibrated
 /// model time. Needs at least 3 kernels, so that every inner fit has training rows.
 pub fn nested(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize) -> Nested {
+    nested_with_progress(rows, model, kernel, n_kernels, &())
+}
+
+/// The calibration fits [`nested`] makes for `n_kernels` kernels: one per exponent and left-out kernel,
+/// and one per exponent and left-out pair.
+pub fn fit_count(n_kernels: usize) -> u64 {
+    (EXPONENTS.len() * (n_kernels + n_kernels * n_kernels.saturating_sub(1) / 2)) as u64
+}
+
+/// [`nested`], reporting each finished calibration fit to `progress` (of [`fit_count`] in all).
+pub fn nested_with_progress(
+    rows: &[CalRow],
+    model: &[f64],
+    kernel: &[usize],
+    n_kernels: usize,
+    progress: &dyn super::Progress,
+) -> Nested {
     let np = EXPONENTS.len();
     // Single-out fits (outer folds, and the plain LOKO table): index p·n + k.
     let single = par_map(np * n_kernels, |j| {
         let (p, k) = (EXPONENTS[j / n_kernels], j % n_kernels);
-        TimeCalibration::fit(&training(rows, kernel, &[k]), p)
+        let fit = TimeCalibration::fit(&training(rows, kernel, &[k]), p);
+        progress.inc(1);
+        fit
     });
     // Pair-out fits, i < j: index p·pairs + pair.
     let pairs: Vec<(usize, usize)> =
         (0..n_kernels).flat_map(|i| (i + 1..n_kernels).map(move |j| (i, j))).collect();
     let paired = par_map(np * pairs.len(), |j| {
         let (p, (a, b)) = (EXPONENTS[j / pairs.len()], pairs[j % pairs.len()]);
-        TimeCalibration::fit_to(&training(rows, kernel, &[a, b]), p, Precision::Ranking)
+        let fit = TimeCalibration::fit_to(&training(rows, kernel, &[a, b]), p, Precision::Ranking);
+        progress.inc(1);
+        fit
     });
     let rows_of: Vec<Vec<CalRow>> = (0..n_kernels)
         .map(|k| rows.iter().zip(kernel).filter(|(_, kk)| **kk == k).map(|(r, _)| *r).collect())

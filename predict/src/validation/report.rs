@@ -2,6 +2,7 @@
 //! CLI renders it as a table, CSV or JSON).
 
 use crate::calibration::TimeCalibration;
+use gpumodel_models::export::{Cell, Column, Export, Section};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -151,4 +152,208 @@ pub struct Report {
     pub calibration: TimeCalibration,
     /// MAPE of `calibration` on the rows it was fitted on, percent (optimistic; for comparison only).
     pub calibration_in_sample_mape_pct: f64,
+}
+
+/// What `gpumodel validate` prints: the [`Report`] (its JSON, fields flattened) and how to lay out its
+/// tables.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValidateOutput {
+    #[serde(flatten)]
+    pub report: Report,
+    /// The architecture's display name (preamble of the table).
+    #[serde(skip)]
+    pub arch_display_name: String,
+    /// Show the per-row table too, first (so CSV carries the rows); else CSV carries the per-kernel table.
+    #[serde(skip)]
+    pub rows_first: bool,
+}
+
+impl ValidateOutput {
+    fn kernel_section(&self) -> Section {
+        let r = &self.report;
+        let mut cols = vec![
+            Column::new("kernel", "kernel"),
+            Column::new("bottleneck", "bottleneck"),
+            Column::new("rows", "rows"),
+            Column::new("model_mape_pct", "model MAPE %"),
+            Column::new("calibrated_mape_pct", "calibrated MAPE %"),
+        ];
+        for b in &r.baselines {
+            cols.push(Column::new(
+                format!("{}_mape_pct", b.name.replace('-', "_")),
+                format!("{} MAPE %", b.name),
+            ));
+        }
+        if r.applied.is_some() {
+            cols.push(Column::new("applied_mape_pct", "applied cal. MAPE %"));
+        }
+        cols.push(Column::new("fold_p", "fold p"));
+        cols.push(Column::new("power_mape_pct", "power MAPE %"));
+        for o in &r.objectives {
+            cols.push(Column::new(
+                format!(
+                    "{}_regret_pct",
+                    o.objective.to_lowercase().replace('^', "").replace('·', "_").replace('.', "p")
+                ),
+                format!("{} regret %", o.objective),
+            ));
+        }
+        let mut s = Section::titled("per kernel (time MAPE over its clock pairs; E·D^n regret)", cols);
+        for k in &r.per_kernel {
+            let mut row = vec![
+                Cell::text(&k.kernel),
+                Cell::text(k.bottleneck),
+                Cell::int(k.rows as i64),
+                Cell::num(k.model_mape_pct, 1),
+                Cell::num(k.mape_pct, 1),
+            ];
+            row.extend(r.baselines.iter().map(|b| Cell::opt(k.baseline_mape_pct.get(&b.name).copied(), 1)));
+            if r.applied.is_some() {
+                row.push(Cell::opt(k.applied_mape_pct, 1));
+            }
+            row.push(if k.fold_calibrated { Cell::num(k.fold_exponent, 0) } else { Cell::text("none") });
+            row.push(Cell::num(k.power_mape_pct, 1));
+            for o in &r.objectives {
+                row.push(Cell::opt(
+                    k.choices.iter().find(|c| c.objective == o.objective).map(|c| c.regret_pct),
+                    2,
+                ));
+            }
+            s.push(row);
+        }
+        s
+    }
+
+    fn row_section(&self) -> Section {
+        let r = &self.report;
+        let mut cols = vec![
+            Column::new("kernel", "kernel"),
+            Column::new("core_mhz", "core MHz"),
+            Column::new("mem_mhz", "mem MHz"),
+            Column::new("bound_kind", "model bound"),
+            Column::new("measured_time_s", "measured s"),
+            Column::new("model_time_s", "model s"),
+            Column::new("predicted_time_s", "calibrated s"),
+        ];
+        for b in &r.baselines {
+            cols.push(Column::new(format!("{}_time_s", b.name.replace('-', "_")), format!("{} s", b.name)));
+        }
+        if r.applied.is_some() {
+            cols.push(Column::new("applied_time_s", "applied cal. s"));
+        }
+        cols.push(Column::new("measured_power_w", "measured W"));
+        cols.push(Column::new("predicted_power_w", "predicted W"));
+        let mut s = Section::titled("per measured row (time in seconds)", cols);
+        for p in &r.per_row {
+            let mut row = vec![
+                Cell::text(&p.kernel),
+                Cell::num(p.core_mhz, 0),
+                Cell::num(p.mem_mhz, 0),
+                Cell::text(p.bound_kind),
+                Cell::sci(p.measured_time_s, 4),
+                Cell::sci(p.model_time_s, 4),
+                Cell::sci(p.predicted_time_s, 4),
+            ];
+            row.extend(
+                r.baselines
+                    .iter()
+                    .map(|b| p.baseline_time_s.get(&b.name).map_or(Cell::Empty, |&v| Cell::sci(v, 4))),
+            );
+            if r.applied.is_some() {
+                row.push(p.applied_time_s.map_or(Cell::Empty, |v| Cell::sci(v, 4)));
+            }
+            row.push(Cell::num(p.measured_power_w, 1));
+            row.push(Cell::num(p.predicted_power_w, 1));
+            s.push(row);
+        }
+        s
+    }
+}
+
+impl Export for ValidateOutput {
+    const COMMAND: &'static str = "validate";
+    /// 2: the `validate` JSON is the report's fields plus `command` and `format_version` (version 1 was
+    /// the bare report).
+    const FORMAT_VERSION: u32 = 2;
+
+    fn sections(&self) -> Vec<Section> {
+        if self.rows_first {
+            vec![self.row_section(), self.kernel_section()]
+        } else {
+            vec![self.kernel_section()]
+        }
+    }
+
+    fn preamble(&self) -> Vec<String> {
+        let r = &self.report;
+        vec![format!("{} rows, {} kernels on {} ({})", r.rows, r.kernels, self.arch_display_name, r.data)]
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let r = &self.report;
+        let mut out = vec![format!(
+            "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold (p chosen inside each fold; {} of {} folds kept their calibration, the others predict with the model as is); worst kernel {} at {:.1}%",
+            r.model_mape_pct,
+            r.mape_pct,
+            r.folds_calibrated,
+            r.kernels,
+            r.worst_kernel,
+            r.worst_kernel_mape_pct
+        )];
+        if let Some(a) = &r.applied {
+            out.push(format!(
+                "applied calibration {}: kernel time MAPE {:.1}% (fitted elsewhere, applied as is)",
+                a.source, a.mape_pct
+            ));
+        }
+        for b in &r.baselines {
+            out.push(format!(
+                "baseline {}: kernel time MAPE {:.1}% (median kernel {:.1}%, worst kernel {} at {:.1}%), from the same rows",
+                b.name, b.mape_pct, b.median_kernel_mape_pct, b.worst_kernel, b.worst_kernel_mape_pct
+            ));
+        }
+        let by_p: Vec<String> =
+            r.exponents.iter().map(|e| format!("p {} {:.2}%", e.p, e.loko_mape_pct)).collect();
+        out.push(format!(
+            "fixed-p leave-one-kernel-out MAPE: {}; best {:.1}% (p selected on the reported error: optimistic)",
+            by_p.join(", "),
+            r.selected_on_reported_mape_pct
+        ));
+        let c = r.calibration;
+        out.push(format!(
+            "calibration on all kernels: a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
+            c.a[0], c.a[1], c.a[2], c.a[3], c.p, r.calibration_in_sample_mape_pct
+        ));
+        // How often each power input set was chosen across the folds, in first-seen order.
+        let mut chosen: Vec<(&str, usize)> = Vec::new();
+        for k in &r.per_kernel {
+            match chosen.iter_mut().find(|(l, _)| *l == k.fold_power_inputs) {
+                Some((_, n)) => *n += 1,
+                None => chosen.push((k.fold_power_inputs, 1)),
+            }
+        }
+        let chosen: Vec<String> = chosen
+            .iter()
+            .map(|(l, n)| format!("{l} in {n} fold{}", if *n == 1 { "" } else { "s" }))
+            .collect();
+        out.push(format!(
+            "power MAPE (out-of-fold MLR, for the optima): {:.1}%; inputs chosen inside each fold: {}",
+            r.power_mape_pct,
+            chosen.join(", ")
+        ));
+        for o in &r.objectives {
+            out.push(format!(
+                "{} optimum: median regret {:.2}%, mean {:.2}%, max {:.2}%, exact best pair picked for {:.0}% of kernels (diagnostic median regret: measured time + predicted power {:.2}%, predicted time + measured power {:.2}%)",
+                o.objective,
+                o.median_regret_pct,
+                o.mean_regret_pct,
+                o.max_regret_pct,
+                100.0 * o.hit_rate,
+                o.median_regret_measured_time_pct,
+                o.median_regret_measured_power_pct
+            ));
+        }
+        out.extend(r.method.iter().map(|m| format!("method: {m}")));
+        out
+    }
 }
