@@ -6,6 +6,15 @@
 //!
 //! The kernels are in `collect/kernels/calibrate.cu` (embedded, compiled by NVRTC); the device sits
 //! behind [`CalibrationDevice`] with [`FakeCalibrationDevice`] beside it for tests.
+//!
+//! **Measured and looked up.** Measured on the GPU, at the clocks it runs at: the [`MEASURED`] fields
+//! (latencies by pointer chasing, store cost, register cost, ALU latency, in/out-of-warp delays, L2
+//! bandwidth). Looked up: everything else the profile carries ([`DeviceFacts`]: SM count, clocks, limits
+//! and per-instruction costs from the driver and the cited references). Not written at all
+//! ([`NOT_MEASURED`]): the DVFS memory constants (DRAM latency and departure delay as functions of
+//! f_core/f_mem, L2 hit latency and delay) and the L2's DRAM ceiling per core cycle, which the built-in
+//! profiles take from Wang & Chu's microbenchmarks or an assumption. [`CalibrateReport`] says all three
+//! in the command's output.
 
 pub mod cuda;
 mod fake;
