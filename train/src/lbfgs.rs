@@ -138,6 +138,9 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// The objective: parameters → (loss, gradient).
+pub type LossFn<'a> = dyn FnMut(&[f64]) -> (f64, Vec<f64>) + 'a;
+
 /// L-BFGS state: the last `m` curvature pairs.
 pub struct Lbfgs {
     m: usize,
@@ -170,11 +173,11 @@ impl Lbfgs {
         for v in q.iter_mut() {
             *v *= gamma;
         }
-        for i in 0..k {
-            let rho = 1.0 / dot(&self.y[i], &self.s[i]);
-            let b = rho * dot(&self.y[i], &q);
-            for (qj, sj) in q.iter_mut().zip(&self.s[i]) {
-                *qj += (a[i] - b) * sj;
+        for ((si, yi), ai) in self.s.iter().zip(&self.y).zip(&a) {
+            let rho = 1.0 / dot(yi, si);
+            let b = rho * dot(yi, &q);
+            for (qj, sj) in q.iter_mut().zip(si) {
+                *qj += (ai - b) * sj;
             }
         }
         q.iter().map(|v| -v).collect()
@@ -187,11 +190,11 @@ impl Lbfgs {
         theta: &mut Vec<f64>,
         f: &mut f64,
         g: &mut Vec<f64>,
-        eval: &mut dyn FnMut(&[f64]) -> (f64, Vec<f64>),
+        eval: &mut LossFn<'_>,
     ) -> bool {
         let mut d = self.direction(g);
         let mut slope = dot(g, &d);
-        if !(slope < 0.0) {
+        if slope.is_nan() || slope >= 0.0 {
             // Not a descent direction (stale curvature): restart from steepest descent.
             self.s.clear();
             self.y.clear();
