@@ -238,7 +238,7 @@ pub const BUILTIN: &[Builtin] = &[
     },
     Builtin {
         name: "nvdvfs-rates",
-        summary: "NV-DVFS: ten nvprof counters as rates (per ms of kernel time) + the two clocks",
+        summary: "NV-DVFS: ten nvprof counters fixed a priori (the paper's event classes) as rates per ms + the two clocks",
         toml: include_str!("../featuresets/nvdvfs-rates.toml"),
     },
 ];

@@ -128,21 +128,50 @@ pub fn cross_validate(
     folds: &[Fold],
     progress: &mut dyn FnMut(u64),
 ) -> Result<Metrics> {
+    let (mut m, _) = cross_validate_scaled(spec, ds, folds, &[1.0], progress)?;
+    m.pop().ok_or_else(|| Error::Invalid("cross-validation produced no metrics".into()))
+}
+
+/// Cross-validates `spec` once per fold and scores every `scales[j]` variant of it from the same fits
+/// (the residual network of `physical+bpann` scaled by `scales[j]`; 1 = the model itself). Returns the
+/// metrics and the out-of-fold predictions (NaN where a row was in no test side) per variant.
+pub fn cross_validate_scaled(
+    spec: &ModelSpec,
+    ds: &Dataset,
+    folds: &[Fold],
+    scales: &[f64],
+    progress: &mut dyn FnMut(u64),
+) -> Result<(Vec<Metrics>, Vec<Vec<f64>>)> {
     if folds.is_empty() {
         return Err(Error::Invalid("cross-validation needs at least one fold".into()));
     }
-    let mut pred = vec![f64::NAN; ds.n_rows()];
+    let mut pred = vec![vec![f64::NAN; ds.n_rows()]; scales.len()];
     for f in folds {
         let model = spec.fit(&ds.select_rows(&f.train), progress)?;
-        let p = predict(&model, &ds.select_rows(&f.test))?;
-        for (&i, v) in f.test.iter().zip(p) {
-            pred[i] = v;
+        let test = ds.select_rows(&f.test);
+        for (j, &s) in scales.iter().enumerate() {
+            let mut m = model.clone();
+            if s != 1.0 {
+                for v in m.target_scaling.mean.iter_mut().chain(m.target_scaling.std.iter_mut()) {
+                    *v *= s;
+                }
+            }
+            let p = predict(&m, &test)?;
+            for (&i, v) in f.test.iter().zip(p) {
+                pred[j][i] = v;
+            }
         }
     }
-    let rows: Vec<usize> = (0..ds.n_rows()).filter(|&i| pred[i].is_finite()).collect();
+    let rows: Vec<usize> = (0..ds.n_rows()).filter(|&i| pred[0][i].is_finite()).collect();
     let sub = ds.select_rows(&rows);
-    let p: Vec<f64> = rows.iter().map(|&i| pred[i]).collect();
-    Metrics::score(&p, &sub.targets.to_vec(), &sub.groups)
+    let metrics = pred
+        .iter()
+        .map(|pj| {
+            let p: Vec<f64> = rows.iter().map(|&i| pj[i]).collect();
+            Metrics::score(&p, &sub.targets.to_vec(), &sub.groups)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((metrics, pred))
 }
 
 /// Pearson correlation of each candidate column with the target, sorted by |r| descending

@@ -1,14 +1,22 @@
-//! The experiment behind `gpumodel train`: which roles the physical model's inputs play on each kind of
-//! data, and the honest choice of the default model — by grouped cross-validation on the training data
-//! only, never by the held-out test set.
+//! The experiment behind `gpumodel train`: the candidate models, which roles the physical model's inputs
+//! play on each kind of data, every evaluation protocol, the honest choice of the default model — by
+//! grouped cross-validation on the training data only, never by the held-out test set — and the one
+//! typed result ([`TrainReport`]) that every output format of the command renders.
 
+use crate::bpann::{BpannParams, Solver};
+use crate::eval::{ModelSpec, cross_validate_scaled, evaluate, predict};
 use crate::metrics::Metrics;
 use crate::physical::PhysicalParams;
 use crate::{Error, Result};
-use gpumodel_models::Table;
-use gpumodel_models::artifact::ModelKind;
-use gpumodel_models::import::Format;
+use gpumodel_models::artifact::{ModelArtifact, ModelKind};
+use gpumodel_models::export::{Cell, Column, Export, Section};
+use gpumodel_models::import::{BadRows, Format};
+use gpumodel_models::registry::{self, Locator, Opened};
+use gpumodel_models::stats::median;
+use gpumodel_models::{Dataset, FeatureSet, Table};
 use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// NV-DVFS counters that play Guerreiro's component utilizations in the physical model, fixed a priori
 /// by the component each one measures (SP, DP, INT, SFU, CF, L2, shared, texture / global traffic; DRAM
@@ -84,6 +92,687 @@ pub fn physical_roles(
     Ok(p)
 }
 
+/// The default candidate list of `gpumodel train`, in the order tables show it (ties in the selection go
+/// to the earlier, i.e. simpler, entry).
+pub const DEFAULT_CANDIDATES: &[&str] = &[
+    "bpann",
+    "bpann-lbfgs",
+    "physical",
+    "physical+bpann",
+    "physical+bpann/2",
+    "physical+bpann-lbfgs",
+    "physical+bpann-lbfgs/2",
+    "mlr",
+    "mlr+",
+];
+
+/// The names `--models` accepts, for error messages.
+pub const CANDIDATE_HELP: &str = "bpann, bpann-lbfgs, physical, physical+bpann, physical+bpann/2, \
+physical+bpann-lbfgs, physical+bpann-lbfgs/2, mlr, mlr+";
+
+/// One candidate model: a fit recipe, and how much of its network's output it keeps (`/2`: the mean of
+/// the physical model and `physical+bpann`, i.e. the physical model plus half the residual network).
+#[derive(Debug, Clone)]
+pub struct CandidateSpec {
+    pub name: String,
+    pub spec: ModelSpec,
+    pub residual_scale: f64,
+}
+
+/// What a candidate name asks for: the model kind, the solver of its network and its residual scale.
+pub fn parse_candidate(name: &str) -> Result<(ModelKind, Solver, f64)> {
+    let bad = || {
+        Error::Params(format!("unknown model '{name}': use {CANDIDATE_HELP} (comma-separated in --models)"))
+    };
+    let n = name.trim();
+    let (n, scale) = match n.strip_suffix("/2") {
+        Some(rest) => (rest, 0.5),
+        None => (n, 1.0),
+    };
+    let (n, solver) = match n.strip_suffix("-lbfgs") {
+        Some(rest) => (rest, Solver::Lbfgs),
+        None => (n, Solver::Adam),
+    };
+    let kind = match n {
+        "bpann" => ModelKind::Bpann,
+        "mlr" => ModelKind::Mlr,
+        "mlr+" | "mlrplus" => ModelKind::MlrPlus,
+        "physical" => ModelKind::Physical,
+        "physical+bpann" | "physical-bpann" => ModelKind::PhysicalBpann,
+        _ => return Err(bad()),
+    };
+    let is_net = matches!(kind, ModelKind::Bpann | ModelKind::PhysicalBpann);
+    if (solver == Solver::Lbfgs && !is_net) || (scale != 1.0 && kind != ModelKind::PhysicalBpann) {
+        return Err(bad());
+    }
+    Ok((kind, solver, scale))
+}
+
+/// The canonical name of a candidate (`mlrplus` → `mlr+`, …).
+pub fn canonical_name(kind: ModelKind, solver: Solver, scale: f64) -> String {
+    let mut s = kind.name().to_string();
+    if solver == Solver::Lbfgs {
+        s += "-lbfgs";
+    }
+    if scale != 1.0 {
+        s += "/2";
+    }
+    s
+}
+
+/// The artifact file stem of a candidate: `physical+bpann-lbfgs/2` → `physical-bpann-lbfgs-half`.
+pub fn file_stem(name: &str) -> String {
+    name.replace("mlr+", "mlrplus").replace('+', "-").replace("/2", "-half")
+}
+
+impl CandidateSpec {
+    /// The candidate `name` on feature set `fs`.
+    pub fn new(
+        name: &str,
+        fs: &FeatureSet,
+        bp: &BpannParams,
+        phys: &PhysicalParams,
+    ) -> Result<CandidateSpec> {
+        let (kind, solver, residual_scale) = parse_candidate(name)?;
+        let bp = BpannParams { solver, ..bp.clone() };
+        let spec = ModelSpec::for_feature_set(kind, fs, &bp, phys);
+        Ok(CandidateSpec { name: canonical_name(kind, solver, residual_scale), spec, residual_scale })
+    }
+
+    /// Candidates that differ only in their residual scale share every fit.
+    fn fit_key(&self) -> String {
+        canonical_name(self.spec.kind, self.spec.bpann.solver, 1.0)
+    }
+}
+
+/// A dataset as the report names it: never a path of the machine that read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DataInfo {
+    /// Registry name, or the file name of a file given by path.
+    pub name: String,
+    /// File name only.
+    pub file: String,
+    pub sha256: String,
+    pub rows: usize,
+    pub kernels: usize,
+}
+
+/// Opens a registered dataset or a file, reporting each skipped bad row on stderr.
+pub fn open_dataset(spec: &str, import: Option<Format>, bad: BadRows) -> Result<(Opened, DataInfo)> {
+    let opened = registry::open(spec, import, bad, &Locator::from_env())?;
+    for e in &opened.imported.skipped {
+        eprintln!("warning: skipped a bad row: {e}");
+    }
+    let bytes = std::fs::read(&opened.path)
+        .map_err(|e| Error::Invalid(format!("reading {}: {e}", opened.path.display())))?;
+    let t = &opened.imported.table;
+    let file_name = opened.path.file_name().map(|f| f.to_string_lossy().into_owned());
+    let info = DataInfo {
+        name: opened
+            .entry
+            .as_ref()
+            .map_or_else(|| file_name.clone().unwrap_or_else(|| spec.into()), |e| e.name.clone()),
+        file: file_name.unwrap_or_default(),
+        sha256: registry::sha256_hex(&bytes),
+        rows: t.n_rows(),
+        kernels: t.distinct_groups().len(),
+    };
+    Ok((opened, info))
+}
+
+/// The artifact prefix of a dataset name (`titanx`, `gtx1080ti`, or the file stem).
+pub fn default_prefix(name: &str) -> String {
+    if name.starts_with("guerreiro-titanx") {
+        return "titanx".into();
+    }
+    if let Some(rest) = name.strip_prefix("nvdvfs-") {
+        return rest.to_string();
+    }
+    Path::new(name).file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// The protocols and settings of one run.
+#[derive(Debug, Clone)]
+pub struct RunParams {
+    pub candidates: Vec<CandidateSpec>,
+    /// `--select MODEL`: take this candidate as the default regardless of the CV figures.
+    pub fixed: Option<String>,
+    pub seed: u64,
+    /// Held-out fits of each network with seeds `seed, seed+1000, …`; the median is reported.
+    pub seeds: usize,
+    pub folds: usize,
+    pub group_folds: usize,
+    /// Restarts of a network inside each CV fold.
+    pub cv_restarts: usize,
+    /// The command line as typed (program name only, no absolute paths), recorded in the artifacts.
+    pub command: String,
+    pub feature_set: FeatureSet,
+    pub train_info: DataInfo,
+    pub test_info: Option<DataInfo>,
+    pub physical_not_applicable: Option<String>,
+}
+
+/// One model's figures under every protocol.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ModelReport {
+    pub inputs: Vec<String>,
+    /// `adam` or `lbfgs` for the networks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solver: Option<&'static str>,
+    /// The share of the residual network kept (0.5: the mean of `physical` and `physical+bpann`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual_scale: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", rename = "random-kfold")]
+    pub random_kfold: Option<Metrics>,
+    #[serde(skip_serializing_if = "Option::is_none", rename = "group-kfold")]
+    pub group_kfold: Option<Metrics>,
+    #[serde(skip_serializing_if = "Option::is_none", rename = "held-out")]
+    pub held_out: Option<Metrics>,
+    /// Held-out metrics per seed (networks with `--seeds` > 1), and their median.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held_out_per_seed: Vec<Metrics>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out_median: Option<Median>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_fit: Option<Metrics>,
+    /// Wall time of the (first-seed) fit on the whole training set, s.
+    pub fit_seconds: f64,
+    /// Batched inference throughput of the artifact (plain-Rust forward pass), rows/s.
+    pub predict_rows_per_s: f64,
+}
+
+/// Median over seeds of the held-out figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Median {
+    pub seeds: usize,
+    pub mape_pct: f64,
+    pub rmse_w: f64,
+    pub kernel_error_pct: f64,
+    pub worst_kernel_error_pct: f64,
+}
+
+/// One evaluated row of the headline protocol: what the report plots.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowPrediction {
+    /// Application or kernel name (the group column).
+    pub kernel: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core_mhz: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_mhz: Option<f64>,
+    pub measured_w: f64,
+    /// Predicted power per model (held-out: the written artifact, i.e. the first seed; group-kfold: the
+    /// out-of-fold prediction).
+    pub predicted_w: BTreeMap<String, f64>,
+}
+
+/// One application's (kernel's) error per model on the headline protocol.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApplicationError {
+    pub kernel: String,
+    pub rows: usize,
+    /// Mean measured power over its rows, W.
+    pub measured_w: f64,
+    pub models: BTreeMap<String, AppModelError>,
+}
+
+/// One model on one application.
+#[derive(Debug, Clone, Serialize)]
+pub struct AppModelError {
+    /// Mean predicted power over the application's rows, W.
+    pub predicted_w: f64,
+    /// |mean predicted − mean measured| / mean measured, % (the paper's per-kernel error).
+    pub error_pct: f64,
+    /// MAPE over the application's rows, %.
+    pub mape_pct: f64,
+}
+
+/// Everything one `gpumodel train` run computed: one result document for every output format.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainReport {
+    pub data: DataInfo,
+    pub test: Option<DataInfo>,
+    pub feature_set: FeatureSet,
+    /// The protocol the figures to quote come from: `held-out` when there is a test set, else `group-kfold`.
+    pub headline: &'static str,
+    /// Model names in the order of the run (tables follow it).
+    pub model_order: Vec<String>,
+    pub models: BTreeMap<String, ModelReport>,
+    /// The peer's model fitted by gpumodel beside ours (`physical`: Guerreiro et al.'s DVFS model), when fitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// Which model became the default and the grouped-CV figures that chose it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
+    /// Why the physical models were left out, when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub physical_not_applicable: Option<String>,
+    /// The protocol of `rows` and `applications` (the headline one).
+    pub rows_protocol: &'static str,
+    pub rows: Vec<RowPrediction>,
+    pub applications: Vec<ApplicationError>,
+    /// Files written (set by the caller after writing).
+    pub artifacts: Vec<String>,
+}
+
+/// A fitted model ready to write: its candidate name and the artifact (with its `training` record).
+#[derive(Debug, Clone)]
+pub struct Fitted {
+    pub name: String,
+    pub artifact: ModelArtifact,
+}
+
+/// A network's recorded hyper-parameters.
+fn bpann_record(b: &BpannParams) -> serde_json::Value {
+    serde_json::json!({
+        "hidden": b.hidden, "restarts": b.restarts, "max_epochs": b.max_epochs,
+        "patience": b.patience, "learning_rate": b.learning_rate, "adam_epsilon": b.epsilon,
+        "l2": b.l2, "solver": b.solver.name(),
+        "validation_fraction": b.validation_fraction, "validation": "grouped (whole kernels)",
+        "ensemble_of_restarts": b.ensemble,
+        "backend": match b.solver {
+            Solver::Adam => "burn 0.22.1 Flex (f64), full-batch Adam",
+            Solver::Lbfgs => "gpumodel-train ndarray (f64), full-batch L-BFGS (m = 10, Armijo backtracking)",
+        },
+    })
+}
+
+/// The network of a `physical+bpann` artifact scaled by `s` (exact: its output layer is linear).
+fn scale_residual(a: &ModelArtifact, s: f64) -> ModelArtifact {
+    let mut a = a.clone();
+    if s != 1.0 {
+        for v in a.target_scaling.mean.iter_mut().chain(a.target_scaling.std.iter_mut()) {
+            *v *= s;
+        }
+    }
+    a
+}
+
+/// Rows per second of `model.predict` on `ds`, repeated until at least 0.2 s have passed.
+fn throughput(model: &ModelArtifact, ds: &Dataset) -> Result<f64> {
+    let idx = model.check_inputs(&ds.feature_names)?;
+    let x = ds.records.select(ndarray::Axis(1), &idx);
+    let started = std::time::Instant::now();
+    let mut rows = 0usize;
+    let mut sink = 0.0;
+    while started.elapsed().as_secs_f64() < 0.2 {
+        sink += model.predict(x.view()).sum();
+        rows += x.nrows();
+    }
+    std::hint::black_box(sink);
+    Ok(rows as f64 / started.elapsed().as_secs_f64())
+}
+
+fn column(ds: &Dataset, name: &str) -> Option<Vec<f64>> {
+    ds.feature_names.iter().position(|f| f == name).map(|j| ds.records.column(j).to_vec())
+}
+
+impl RunParams {
+    fn groups(&self) -> Vec<(String, Vec<usize>)> {
+        let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, c) in self.candidates.iter().enumerate() {
+            let k = c.fit_key();
+            match out.iter_mut().find(|(key, _)| *key == k) {
+                Some((_, v)) => v.push(i),
+                None => out.push((k, vec![i])),
+            }
+        }
+        out
+    }
+
+    fn cv_spec(&self, s: &ModelSpec) -> ModelSpec {
+        let mut s = s.clone();
+        s.bpann.restarts = self.cv_restarts.max(1);
+        s
+    }
+
+    /// Progress units the whole run reports (network epochs / iterations).
+    pub fn progress_len(&self) -> u64 {
+        let n_cv = (self.folds + self.group_folds) as u64;
+        self.groups()
+            .iter()
+            .map(|(_, m)| {
+                let s = &self.candidates[m[0]].spec;
+                let seeds = if s.progress_len() > 0 { self.seeds as u64 } else { 1 };
+                s.progress_len() * seeds + self.cv_spec(s).progress_len() * n_cv
+            })
+            .sum()
+    }
+
+    /// Fits every candidate on `train`, evaluates it by every protocol asked for (the held-out set
+    /// `test` once per seed, with every model alike), and chooses the default by grouped CV on `train`.
+    /// Nothing is written.
+    pub fn run(
+        &self,
+        train: &Dataset,
+        test: Option<&Dataset>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(TrainReport, Vec<Fitted>)> {
+        if self.candidates.is_empty() {
+            return Err(Error::Params(format!("--models is empty: name at least one of {CANDIDATE_HELP}")));
+        }
+        let random_folds = if self.folds > 0 { Some(train.kfold(self.folds, self.seed)?) } else { None };
+        let group_folds =
+            if self.group_folds > 0 { Some(train.group_kfold(self.group_folds, self.seed)?) } else { None };
+        let n = self.candidates.len();
+        let mut reports: Vec<ModelReport> = vec![ModelReport::default(); n];
+        let mut fitted: Vec<Option<ModelArtifact>> = vec![None; n];
+        let mut held_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut group_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
+        for (_, members) in self.groups() {
+            let spec = &self.candidates[members[0]].spec;
+            let scales: Vec<f64> = members.iter().map(|&i| self.candidates[i].residual_scale).collect();
+            let is_net = matches!(spec.kind, ModelKind::Bpann | ModelKind::PhysicalBpann);
+            let n_seeds = if is_net { self.seeds } else { 1 };
+            let mut per_seed: Vec<Vec<Metrics>> = vec![Vec::new(); members.len()];
+            let mut fit_seconds = 0.0;
+            for k in 0..n_seeds {
+                let mut s = spec.clone();
+                s.bpann.seed = self.seed.wrapping_add(1000 * k as u64);
+                let started = std::time::Instant::now();
+                let m = s.fit(train, progress)?;
+                if k == 0 {
+                    fit_seconds = started.elapsed().as_secs_f64();
+                }
+                for (j, &sc) in scales.iter().enumerate() {
+                    let a = scale_residual(&m, sc);
+                    if let Some(t) = test {
+                        let p = predict(&a, t)?;
+                        per_seed[j].push(Metrics::score(&p, &t.targets.to_vec(), &t.groups)?);
+                        if k == 0 {
+                            held_pred[members[j]] = p;
+                        }
+                    }
+                    if k == 0 {
+                        fitted[members[j]] = Some(a);
+                    }
+                }
+            }
+            let random = match &random_folds {
+                Some(f) => Some(cross_validate_scaled(&self.cv_spec(spec), train, f, &scales, progress)?),
+                None => None,
+            };
+            let grouped = match &group_folds {
+                Some(f) => Some(cross_validate_scaled(&self.cv_spec(spec), train, f, &scales, progress)?),
+                None => None,
+            };
+            for (j, &i) in members.iter().enumerate() {
+                let c = &self.candidates[i];
+                let model = fitted[i].as_ref().ok_or_else(|| Error::Invalid("no model was fitted".into()))?;
+                let r = &mut reports[i];
+                r.inputs = c.spec.inputs.clone();
+                r.solver = is_net.then(|| c.spec.bpann.solver.name());
+                r.residual_scale = (c.spec.kind == ModelKind::PhysicalBpann).then_some(c.residual_scale);
+                r.fit_seconds = fit_seconds;
+                r.predict_rows_per_s = throughput(model, test.unwrap_or(train))?;
+                r.training_fit = Some(evaluate(model, train)?);
+                r.held_out = per_seed[j].first().cloned();
+                if per_seed[j].len() > 1 {
+                    let hs = &per_seed[j];
+                    r.held_out_median = Some(Median {
+                        seeds: hs.len(),
+                        mape_pct: median(hs.iter().map(|m| m.mape_pct).collect()),
+                        rmse_w: median(hs.iter().map(|m| m.rmse_w).collect()),
+                        kernel_error_pct: median(hs.iter().map(|m| m.kernel_error_pct).collect()),
+                        worst_kernel_error_pct: median(hs.iter().map(|m| m.worst_kernel_error_pct).collect()),
+                    });
+                    r.held_out_per_seed = hs.clone();
+                }
+                if let Some((m, _)) = &random {
+                    r.random_kfold = Some(m[j].clone());
+                }
+                if let Some((m, p)) = &grouped {
+                    r.group_kfold = Some(m[j].clone());
+                    group_pred[i] = p[j].clone();
+                }
+            }
+        }
+
+        // The default: chosen by grouped CV on the training data only (or fixed by --select). The held-out
+        // figures above were computed for every model alike and play no part in the choice.
+        let cands: Vec<Candidate> = self
+            .candidates
+            .iter()
+            .zip(&reports)
+            .filter_map(|(c, r)| {
+                Some(Candidate { model: c.name.clone(), group_kfold: r.group_kfold.clone()? })
+            })
+            .collect();
+        let selection = if cands.is_empty() && self.fixed.is_none() {
+            None
+        } else {
+            Some(select_default(cands, self.fixed.as_deref())?)
+        };
+
+        let (rows_protocol, rows_ds, preds) = match test {
+            Some(t) => ("held-out", Some(t), &held_pred),
+            None => ("group-kfold", group_folds.as_ref().map(|_| train), &group_pred),
+        };
+        let names: Vec<String> = self.candidates.iter().map(|c| c.name.clone()).collect();
+        let (rows, applications) = match rows_ds {
+            Some(ds) => per_row(ds, &names, preds),
+            None => (Vec::new(), Vec::new()),
+        };
+
+        let mut out = Vec::new();
+        let mut models = BTreeMap::new();
+        for ((c, r), a) in self.candidates.iter().zip(reports).zip(fitted) {
+            let mut artifact = a.ok_or_else(|| Error::Invalid("no model was fitted".into()))?;
+            let k = c.spec.kind;
+            artifact.training = serde_json::json!({
+                "command": self.command,
+                "gpumodel_version": env!("CARGO_PKG_VERSION"),
+                "model": c.name,
+                "dataset": self.train_info,
+                "test_dataset": self.test_info,
+                "feature_set": self.feature_set.name,
+                "seed": self.seed,
+                "physical": matches!(k, ModelKind::Physical | ModelKind::PhysicalBpann).then(|| serde_json::json!({
+                    "form": "Guerreiro et al. TPDS'19: P = b0*Vc + Vc^2*fc*(bc + sum bi*Ui) + b1*Vm + Vm^2*fm*(bm + sum bj*Uj)",
+                    "fit": "alternating non-negative least squares (betas) and neighbour-bounded 1-D least squares (one voltage per clock level), until the error stops falling",
+                    "core_inputs": c.spec.physical.core_inputs, "mem_inputs": c.spec.physical.mem_inputs,
+                })),
+                "bpann": matches!(k, ModelKind::Bpann | ModelKind::PhysicalBpann).then(|| bpann_record(&c.spec.bpann)),
+                "residual_scale": (k == ModelKind::PhysicalBpann).then_some(c.residual_scale),
+                "metrics": {
+                    "training-fit": r.training_fit,
+                    "held-out": r.held_out,
+                    "held-out-median": r.held_out_median,
+                    "random-kfold": r.random_kfold,
+                    "group-kfold": r.group_kfold,
+                    "cv_restarts": self.cv_restarts,
+                },
+            });
+            out.push(Fitted { name: c.name.clone(), artifact });
+            models.insert(c.name.clone(), r);
+        }
+        let peer = models.contains_key("physical").then(|| "physical".to_string());
+        let report = TrainReport {
+            data: self.train_info.clone(),
+            test: self.test_info.clone(),
+            feature_set: self.feature_set.clone(),
+            headline: if test.is_some() { "held-out" } else { "group-kfold" },
+            model_order: names,
+            models,
+            peer,
+            selection,
+            physical_not_applicable: self.physical_not_applicable.clone(),
+            rows_protocol,
+            rows,
+            applications,
+            artifacts: Vec::new(),
+        };
+        Ok((report, out))
+    }
+}
+
+/// The rows of `ds` with every model's prediction, and the per-application errors.
+fn per_row(
+    ds: &Dataset,
+    names: &[String],
+    preds: &[Vec<f64>],
+) -> (Vec<RowPrediction>, Vec<ApplicationError>) {
+    let core = column(ds, "core_mhz");
+    let mem = column(ds, "mem_mhz");
+    let mut rows = Vec::with_capacity(ds.n_rows());
+    for r in 0..ds.n_rows() {
+        let predicted_w = names
+            .iter()
+            .zip(preds)
+            .filter_map(|(n, p)| p.get(r).filter(|v| v.is_finite()).map(|v| (n.clone(), *v)))
+            .collect();
+        rows.push(RowPrediction {
+            kernel: ds.groups[r].clone(),
+            core_mhz: core.as_ref().map(|c| c[r]),
+            mem_mhz: mem.as_ref().map(|c| c[r]),
+            measured_w: ds.targets[r],
+            predicted_w,
+        });
+    }
+    let mut apps = Vec::new();
+    for (kernel, idx) in ds.group_rows() {
+        let measured: f64 = idx.iter().map(|&r| ds.targets[r]).sum::<f64>() / idx.len() as f64;
+        let mut models = BTreeMap::new();
+        for (n, p) in names.iter().zip(preds) {
+            if p.len() != ds.n_rows() || idx.iter().any(|&r| !p[r].is_finite()) {
+                continue;
+            }
+            let predicted: f64 = idx.iter().map(|&r| p[r]).sum::<f64>() / idx.len() as f64;
+            let mape = gpumodel_models::stats::mape(idx.iter().map(|&r| (p[r], ds.targets[r])));
+            let error_pct =
+                if measured != 0.0 { 100.0 * (predicted - measured).abs() / measured } else { f64::NAN };
+            models.insert(n.clone(), AppModelError { predicted_w: predicted, error_pct, mape_pct: mape });
+        }
+        apps.push(ApplicationError { kernel, rows: idx.len(), measured_w: measured, models });
+    }
+    apps.sort_by(|a, b| a.kernel.cmp(&b.kernel));
+    (rows, apps)
+}
+
+fn metric_cells(x: &Metrics) -> Vec<Cell> {
+    vec![
+        Cell::num(x.mape_pct, 2),
+        Cell::num(x.rmse_w, 2),
+        Cell::num(x.kernel_error_pct, 2),
+        Cell::text(&x.worst_kernel),
+        Cell::num(x.worst_kernel_error_pct, 2),
+    ]
+}
+
+impl Export for TrainReport {
+    const COMMAND: &'static str = "train";
+
+    fn preamble(&self) -> Vec<String> {
+        let mut v = vec![format!(
+            "Training data: {} ({} rows, {} kernels); feature set {} ({} inputs)",
+            self.data.name,
+            self.data.rows,
+            self.data.kernels,
+            self.feature_set.name,
+            self.feature_set.inputs.len()
+        )];
+        if let Some(t) = &self.test {
+            v.push(format!("Held-out test: {} ({} rows, {} kernels)", t.name, t.rows, t.kernels));
+        }
+        v
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let mut main = Section::new(vec![
+            Column::new("model", "model"),
+            Column::new("protocol", "protocol"),
+            Column::new("mape_pct", "MAPE %"),
+            Column::new("rmse_w", "RMSE W"),
+            Column::new("kernel_error_pct", "kernel err %"),
+            Column::new("worst_kernel", "worst kernel"),
+            Column::new("worst_kernel_error_pct", "worst %"),
+        ]);
+        for name in &self.model_order {
+            let Some(m) = self.models.get(name) else { continue };
+            for (p, x) in [
+                ("held-out", &m.held_out),
+                ("group-kfold", &m.group_kfold),
+                ("random-kfold", &m.random_kfold),
+            ] {
+                if let Some(x) = x {
+                    let mut row = vec![Cell::text(name), Cell::text(p)];
+                    row.extend(metric_cells(x));
+                    main.push(row);
+                }
+            }
+            if let Some(md) = &m.held_out_median {
+                main.push(vec![
+                    Cell::text(name),
+                    Cell::text(format!("held-out median of {} seeds", md.seeds)),
+                    Cell::num(md.mape_pct, 2),
+                    Cell::num(md.rmse_w, 2),
+                    Cell::num(md.kernel_error_pct, 2),
+                    Cell::Empty,
+                    Cell::num(md.worst_kernel_error_pct, 2),
+                ]);
+            }
+        }
+        let mut out = vec![main];
+        if !self.applications.is_empty() {
+            let models: Vec<&String> = self
+                .model_order
+                .iter()
+                .filter(|n| self.applications.iter().any(|a| a.models.contains_key(*n)))
+                .collect();
+            let mut cols = vec![
+                Column::new("kernel", "application"),
+                Column::new("rows", "rows"),
+                Column::new("measured_w", "measured W"),
+            ];
+            cols.extend(models.iter().map(|n| Column::new(format!("{n}_error_pct"), format!("{n} err %"))));
+            let mut s = Section::titled(
+                format!(
+                    "Average-power error per application ({}, |mean predicted − mean measured| / mean measured)",
+                    self.rows_protocol
+                ),
+                cols,
+            );
+            for a in &self.applications {
+                let mut row =
+                    vec![Cell::text(&a.kernel), Cell::int(a.rows as i64), Cell::num(a.measured_w, 1)];
+                row.extend(models.iter().map(|n| Cell::opt(a.models.get(*n).map(|e| e.error_pct), 2)));
+                s.push(row);
+            }
+            out.push(s);
+        }
+        out
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut v = vec![format!("Headline protocol: {}", self.headline)];
+        if let Some(p) = &self.peer {
+            v.push(format!("Peer baseline: `{p}` is Guerreiro et al.'s physical DVFS model (TPDS'19 form), fitted by gpumodel on the same data"));
+        }
+        match &self.selection {
+            Some(s) => {
+                let mut line = format!("Default model: {} ({}", s.chosen, s.how);
+                if !s.candidates.is_empty() && s.criterion != "none" {
+                    let c: Vec<String> =
+                        s.candidates.iter().map(|c| format!("{} {:.2}%", c.model, c.group_kfold.mape_pct)).collect();
+                    line += &format!(": group-kfold MAPE {}", c.join(", "));
+                }
+                line += if self.test.is_some() { "; the held-out test set played no part in the choice)" } else { ")" };
+                v.push(line);
+            }
+            None => v.push(
+                "Default model: none chosen (grouped CV was skipped; keep --group-folds ≥ 2 or pass --select MODEL)".into(),
+            ),
+        }
+        if let Some(why) = &self.physical_not_applicable {
+            v.push(format!("Physical DVFS model not fitted: {why}"));
+        }
+        for a in &self.artifacts {
+            v.push(format!("wrote {a}"));
+        }
+        v
+    }
+}
+
 /// One candidate of the default-model choice with the grouped-CV figures it was judged by.
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
@@ -103,10 +792,14 @@ pub struct Selection {
 
 /// Picks the candidate with the lowest grouped-CV MAPE (ties: the first listed, i.e. the simpler model
 /// in `gpumodel train`'s order). `fixed` names a model to take regardless.
-pub fn select_default(candidates: Vec<Candidate>, fixed: Option<ModelKind>) -> Result<Selection> {
-    if let Some(kind) = fixed {
-        let chosen = kind.name().to_string();
-        return Ok(Selection { chosen, how: "fixed by --select".into(), criterion: "none", candidates });
+pub fn select_default(candidates: Vec<Candidate>, fixed: Option<&str>) -> Result<Selection> {
+    if let Some(name) = fixed {
+        return Ok(Selection {
+            chosen: name.to_string(),
+            how: "fixed by --select".into(),
+            criterion: "none",
+            candidates,
+        });
     }
     let best = candidates
         .iter()
@@ -142,9 +835,55 @@ mod tests {
         let s = select_default(c.clone(), None).unwrap();
         assert_eq!(s.chosen, "physical");
         assert_eq!(s.candidates.len(), 3);
-        let s = select_default(c, Some(ModelKind::Bpann)).unwrap();
+        let s = select_default(c, Some("bpann")).unwrap();
         assert_eq!((s.chosen.as_str(), s.how.as_str()), ("bpann", "fixed by --select"));
         let msg = select_default(Vec::new(), None).unwrap_err().to_string();
         assert!(msg.contains("--group-folds") && msg.contains("--select"), "{msg}");
+    }
+
+    #[test]
+    fn candidate_names_parse_and_bad_ones_name_the_valid_ones() {
+        assert_eq!(
+            parse_candidate("physical+bpann-lbfgs/2").unwrap(),
+            (ModelKind::PhysicalBpann, Solver::Lbfgs, 0.5)
+        );
+        assert_eq!(parse_candidate("mlrplus").unwrap(), (ModelKind::MlrPlus, Solver::Adam, 1.0));
+        assert_eq!(file_stem("physical+bpann-lbfgs/2"), "physical-bpann-lbfgs-half");
+        assert_eq!(file_stem("mlr+"), "mlrplus");
+        for bad in ["svm", "mlr-lbfgs", "bpann/2", "physical/2"] {
+            let msg = parse_candidate(bad).unwrap_err().to_string();
+            assert!(msg.contains("unknown model") && msg.contains("physical+bpann-lbfgs"), "{msg}");
+        }
+        for name in DEFAULT_CANDIDATES {
+            let (k, s, sc) = parse_candidate(name).unwrap();
+            assert_eq!(canonical_name(k, s, sc), *name);
+        }
+    }
+
+    #[test]
+    fn a_halved_residual_is_the_mean_of_physical_and_physical_plus_bpann() {
+        use gpumodel_models::artifact::{Activation, Dense, FORMAT_VERSION, Scaling};
+        // A one-input "network" y = 3x + 1 (standardized), target scaling mean 2, std 4: output 4(3x+1)+2.
+        let a = ModelArtifact {
+            format_version: FORMAT_VERSION,
+            kind: ModelKind::Bpann,
+            inputs: vec!["x".into()],
+            target: "power_w".into(),
+            feature_set: "t".into(),
+            input_scaling: Scaling { mean: vec![0.0], std: vec![1.0] },
+            target_scaling: Scaling { mean: vec![2.0], std: vec![4.0] },
+            layers: vec![Dense {
+                weights: vec![vec![3.0]],
+                bias: vec![1.0],
+                activation: Activation::Identity,
+            }],
+            base_columns: vec!["x".into()],
+            training: serde_json::Value::Null,
+            physical: None,
+        };
+        let half = scale_residual(&a, 0.5);
+        for x in [-1.0, 0.0, 2.5] {
+            assert!((half.predict_one(&[x]) - 0.5 * a.predict_one(&[x])).abs() < 1e-12);
+        }
     }
 }

@@ -28,11 +28,12 @@
 pub mod bpann;
 pub mod eval;
 pub mod experiment;
+pub mod lbfgs;
 pub mod metrics;
 pub mod mlr;
 pub mod physical;
 
-pub use bpann::{BpannParams, burn_forward};
+pub use bpann::{BpannParams, Solver, burn_forward};
 
 pub use eval::{ModelSpec, Protocol, correlation_ranking, cross_validate, evaluate};
 pub use metrics::{KernelError, Metrics};
