@@ -114,7 +114,7 @@ pub(crate) const FONT: &str = "sans-serif";
 
 /// Width estimate of text in px (the SVG backend has no font metrics; ~0.6 em per character).
 pub(crate) fn text_width(s: &str, size_px: f64) -> i32 {
-    (s.chars().count() as f64 * size_px * 0.6).ceil() as i32
+    (s.chars().count() as f64 * size_px * 0.55).ceil() as i32
 }
 
 /// Shortens `s` to at most `n` characters, with an ellipsis.
@@ -221,7 +221,9 @@ fn frame(root: &Area, canvas: &Canvas) -> DrawResult {
     let title_style = TextStyle::from((FONT, 18.0).into_font().style(FontStyle::Bold))
         .color(&INK)
         .pos(Pos::new(HPos::Center, VPos::Center));
-    root.draw(&Text::new(canvas.title.clone(), (w / 2, TITLE_H / 2 + 2), title_style))?;
+    // The SVG has no font metrics: shorten what would not fit rather than let it run off the edge.
+    let fit = |size: f64| ((w - 16) as f64 / (size * 0.55)) as usize;
+    root.draw(&Text::new(shorten(&canvas.title, fit(18.0)), (w / 2, TITLE_H / 2 + 2), title_style))?;
     if !canvas.legend.is_empty() {
         // Legend in one centred row between title and plot, so it never covers data.
         let items: Vec<i32> = canvas.legend.iter().map(|k| 24 + text_width(&k.label, 13.0) + 18).collect();
@@ -234,7 +236,13 @@ fn frame(root: &Area, canvas: &Canvas) -> DrawResult {
             x += width;
         }
     }
-    text(root, &canvas.caption, (w / 2, canvas.height as i32 - CAPTION_H / 2), 13.0, center())?;
+    text(
+        root,
+        &shorten(&canvas.caption, fit(13.0)),
+        (w / 2, canvas.height as i32 - CAPTION_H / 2),
+        13.0,
+        center(),
+    )?;
     Ok(())
 }
 
@@ -259,8 +267,12 @@ pub(crate) fn tick(v: f64) -> String {
     if v == 0.0 {
         "0".into()
     } else if !(1e-3..1e5).contains(&a) {
-        let s = format!("{v:.1e}");
-        s.replace(".0e", "e")
+        // Three significant digits, so that neighbouring ticks of a narrow range stay distinct.
+        let s = format!("{v:.2e}");
+        match s.split_once('e') {
+            Some((m, e)) => format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.')),
+            None => s,
+        }
     } else {
         let s = format!("{v:.3}");
         let s = s.trim_end_matches('0').trim_end_matches('.');
@@ -278,7 +290,7 @@ pub(crate) fn span(values: impl IntoIterator<Item = f64>, pad: f64) -> (f64, f64
     if !lo.is_finite() {
         return (0.0, 1.0);
     }
-    if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+    if hi - lo <= 1e-9 * hi.abs().max(lo.abs()).max(1e-300) {
         let d = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
         return (lo - d, hi + d);
     }
@@ -654,7 +666,7 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
     let rows = p.panels.len().div_ceil(cols).max(1);
     let height = (rows as i32 * 250 + TITLE_H + LEGEND_H + CAPTION_H) as u32;
     let canvas = Canvas { width: 960, height, title: title.into(), caption: caption.into(), legend };
-    let (xlo, xhi) = span(p.panels.iter().flat_map(|q| q.points.iter().map(|pt| pt.0)), 0.02);
+    let (xlo, xhi) = span(p.panels.iter().flat_map(|q| q.points.iter().map(|pt| pt.0)), 0.04);
     layered(id, &canvas, |layer, area| {
         let cells = area.split_evenly((rows, cols));
         for (panel, cell) in p.panels.iter().zip(cells.iter()) {
@@ -719,9 +731,9 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                         let (w, _) = root.dim_in_pixel();
                         let tw = text_width(label, 12.0);
                         let (at, pos) = if cx + 10 + tw < w as i32 {
-                            ((cx + 9, cy - 11), left())
+                            ((cx + 9, cy - 18), left())
                         } else {
-                            ((cx - 9, cy - 11), right())
+                            ((cx - 9, cy - 18), right())
                         };
                         text(&root, label, at, 12.0, pos)?;
                     }

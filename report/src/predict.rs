@@ -159,7 +159,7 @@ fn sweep_figure(p: &PredictView, s: &Sweep) -> Result<Figure> {
         panels.push(Panel {
             y_label: format!("{name} ({unit})"),
             points,
-            optimum: Some((format!("{} optimum: {}", o.objective, figure::tick(o.x)), o.x, o.value)),
+            optimum: Some((format!("{name} optimum: {}", figure::tick(o.x)), o.x, o.value)),
         });
     }
     let caption = "Diamonds mark each curve's optimum (from the JSON): the more weight on delay, the further right it moves.";

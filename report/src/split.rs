@@ -146,7 +146,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
             );
             figs.push(figure::scatter(
                 "split-pareto",
-                &format!("Time vs energy of the CPU/GPU splits: {}", head.title),
+                &format!("Time vs energy of the CPU/GPU splits: {}", shorten_title(&head.title)),
                 caption,
                 &Scatter {
                     x_label: format!("time ({unit})"),
@@ -186,7 +186,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
             );
             figs.push(figure::scatter(
                 "split-pareto",
-                &format!("Time vs energy over the clock pairs: {}", head.title),
+                &format!("Time vs energy over the clock pairs: {}", shorten_title(&head.title)),
                 "One point per (CPU, GPU) clock pair at its best share for the chosen objective; the line is the Pareto front.",
                 &Scatter {
                     x_label: format!("time ({unit})"),
