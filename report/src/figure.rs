@@ -300,8 +300,9 @@ pub(crate) fn span(values: impl IntoIterator<Item = f64>, pad: f64) -> (f64, f64
 
 /// A log range (positive values only) padded by a factor.
 pub(crate) fn log_span(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
-    let (lo, hi) = span(values.into_iter().filter(|v| *v > 0.0).map(f64::log10), 0.05);
-    (10f64.powf(lo), 10f64.powf(hi))
+    // Whole decades: a log axis inside one decade would get no tick labels at all.
+    let (lo, hi) = span(values.into_iter().filter(|v| *v > 0.0).map(f64::log10), 0.02);
+    (10f64.powf(lo.floor()), 10f64.powf(hi.ceil().max(lo.floor() + 1.0)))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -389,7 +390,7 @@ where
         Layer::Frame => {
             chart
                 .configure_mesh()
-                .light_line_style(WHITE)
+                .light_line_style(TRANSPARENT)
                 .bold_line_style(GRID)
                 .x_desc(s.x_label.as_str())
                 .y_desc(s.y_label.as_str())
@@ -510,7 +511,7 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
                     .configure_mesh()
                     .disable_y_mesh()
                     .y_labels(0)
-                    .light_line_style(WHITE)
+                    .light_line_style(TRANSPARENT)
                     .bold_line_style(GRID)
                     .x_desc(b.x_label.as_str())
                     .axis_desc_style((FONT, 15))
@@ -601,7 +602,7 @@ pub(crate) fn stacked_bar(
                     .configure_mesh()
                     .disable_y_mesh()
                     .y_labels(0)
-                    .light_line_style(WHITE)
+                    .light_line_style(TRANSPARENT)
                     .bold_line_style(GRID)
                     .x_desc(x_label)
                     .axis_desc_style((FONT, 15))
@@ -687,7 +688,7 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                 Layer::Frame => {
                     chart
                         .configure_mesh()
-                        .light_line_style(WHITE)
+                        .light_line_style(TRANSPARENT)
                         .bold_line_style(GRID)
                         .x_labels(6)
                         .y_labels(5)

@@ -162,7 +162,7 @@ fn sweep_figure(p: &PredictView, s: &Sweep) -> Result<Figure> {
             optimum: Some((format!("{name} optimum: {}", figure::tick(o.x)), o.x, o.value)),
         });
     }
-    let caption = "Diamonds mark each curve's optimum (from the JSON): the more weight on delay, the further right it moves.";
+    let caption = "Diamonds mark each objective's optimum (from the JSON); where they sit apart, the objective decides the setting.";
     figure::panels(
         "predict-sweep",
         &format!("Sweep over {}: {} on {}", x_label, p.kernel, p.arch),
