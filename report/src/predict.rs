@@ -50,7 +50,6 @@ struct Point {
 
 #[derive(Deserialize)]
 struct Optimum {
-    objective: String,
     a: f64,
     b: f64,
     x: f64,

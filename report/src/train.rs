@@ -37,6 +37,9 @@ struct Model {
     held_out_median: Option<Median>,
 }
 
+/// Reads one evaluation's MAPE from a model's metrics.
+type Getter = fn(&Model) -> Option<f64>;
+
 #[derive(Deserialize, Clone)]
 struct Metrics {
     mape_pct: f64,
@@ -80,7 +83,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
     let categories: Vec<String> = names.iter().map(|n| model_label(n)).collect();
     let m = |n: &String| &t.models[n.as_str()];
     let mut series: Vec<(String, Vec<Option<f64>>)> = Vec::new();
-    let evals: [(&str, fn(&Model) -> Option<f64>); 3] = [
+    let evals: [(&str, Getter); 3] = [
         ("grouped CV (kernels held out)", |x| x.group_kfold.as_ref().map(|g| g.mape_pct)),
         ("random 10-fold (paper's protocol)", |x| x.random_kfold.as_ref().map(|g| g.mape_pct)),
         ("held-out test set", |x| {
