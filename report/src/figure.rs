@@ -57,7 +57,7 @@ impl Layer {
     }
 }
 
-/// Series colours, chosen so that their lightness differs in greyscale (L* ≈ 25, 45, 62, 78, 35), with a
+/// Series colours, chosen so that their lightness differs in greyscale (CIE L* 25, 45, 57, 72, 35), with a
 /// marker shape each so that points stay distinguishable without colour.
 pub(crate) const PALETTE: [RGBColor; 5] = [
     RGBColor(0x1b, 0x3a, 0x6b), // navy
