@@ -102,20 +102,21 @@ pub(crate) fn pareto_front(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 }
 
 /// One label per distinct point: objectives that share an optimum are named together.
-fn merge_highlights(items: Vec<(String, (f64, f64))>) -> Vec<Highlight> {
-    let mut out: Vec<Highlight> = Vec::new();
-    for (label, at) in items {
+/// Items are (objective, what it chose, where); the choice is said once per point.
+fn merge_highlights(items: Vec<(String, String, (f64, f64))>) -> Vec<Highlight> {
+    let mut out: Vec<(Highlight, String)> = Vec::new();
+    for (name, suffix, at) in items {
         let close = |h: &Highlight| {
             (h.at.0 - at.0).abs() <= 1e-9 * at.0.abs().max(1e-30)
                 && (h.at.1 - at.1).abs() <= 1e-9 * at.1.abs().max(1e-30)
         };
-        if let Some(h) = out.iter_mut().find(|h| close(h)) {
-            h.label = format!("{}, {label}", h.label);
+        if let Some((h, _)) = out.iter_mut().find(|(h, _)| close(h)) {
+            h.label = format!("{}, {name}", h.label);
         } else {
-            out.push(Highlight { label, at });
+            out.push((Highlight { label: name, at }, suffix));
         }
     }
-    out
+    out.into_iter().map(|(h, suffix)| Highlight { label: format!("{}{suffix}", h.label), at: h.at }).collect()
 }
 
 fn share(p: &Point) -> String {
@@ -136,12 +137,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
             let hl = merge_highlights(
                 t.best
                     .iter()
-                    .map(|b| {
-                        (
-                            format!("{}{}", b.objective, share(&b.point)),
-                            (b.point.time_s * k, b.point.energy_j),
-                        )
-                    })
+                    .map(|b| (b.objective.clone(), share(&b.point), (b.point.time_s * k, b.point.energy_j)))
                     .collect(),
             );
             figs.push(figure::scatter(
@@ -173,14 +169,8 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
                 d.global
                     .iter()
                     .map(|g| {
-                        let l = format!(
-                            "{}: {} GHz / {} MHz{}",
-                            g.objective,
-                            g.cpu_clock,
-                            g.gpu_clock,
-                            share(&g.point)
-                        );
-                        (l, (g.point.time_s * k, g.point.energy_j))
+                        let l = format!(": {} GHz / {} MHz{}", g.cpu_clock, g.gpu_clock, share(&g.point));
+                        (g.objective.clone(), l, (g.point.time_s * k, g.point.energy_j))
                     })
                     .collect(),
             );
@@ -214,7 +204,11 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
             let tp: Vec<(f64, f64)> = p.total.points.iter().map(|q| (q.time_s * k, q.energy_j)).collect();
             let dp: Vec<(f64, f64)> = p.dynamic.points.iter().map(|q| (q.time_s * k, q.energy_j)).collect();
             let hl = merge_highlights(
-                p.total.best.iter().map(|(o, q)| (o.clone(), (q.time_s * k, q.energy_j))).collect(),
+                p.total
+                    .best
+                    .iter()
+                    .map(|(o, q)| (o.clone(), String::new(), (q.time_s * k, q.energy_j)))
+                    .collect(),
             );
             figs.push(figure::scatter(
                 "split-pareto",
