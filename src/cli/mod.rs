@@ -12,6 +12,7 @@ pub mod import;
 pub mod merge;
 pub mod output;
 pub mod predict;
+pub mod report;
 pub mod split;
 pub mod suite;
 pub mod train;
@@ -49,6 +50,8 @@ pub enum Command {
     Calibrate(calibrate::Args),
     /// Merge per-host / per-GPU collector outputs into one.
     Merge(merge::Args),
+    /// Draw command results: one self-contained HTML report, or one figure as SVG.
+    Report(report::Args),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -66,5 +69,6 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Counters(a) => counters::run(a),
         Command::Calibrate(a) => calibrate::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Report(a) => report::run(a),
     }
 }

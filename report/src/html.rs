@@ -1,0 +1,60 @@
+//! The self-contained page: inline CSS and SVG, no script, and a Content-Security-Policy that forbids the
+//! browser to fetch anything, so the report reads the same offline or as a mail attachment.
+
+use crate::Section;
+use crate::figure::escape;
+
+const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}\
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ccc}\
+figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}\
+figcaption{font-size:.95em;color:#444}.note{color:#7a4b00;background:#fff7e6;padding:.4em .6em}\
+code{background:#f3f3f3;padding:0 .2em}ul.toc{columns:2}";
+
+pub(crate) fn page(sections: &[Section]) -> String {
+    let mut h = String::new();
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    h.push_str(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n",
+    );
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    h.push_str(&format!("<title>gpumodel report</title>\n<style>{CSS}</style>\n</head>\n<body>\n"));
+    h.push_str("<h1>gpumodel report</h1>\n");
+    let n: usize = sections.iter().map(|s| s.figures.len()).sum();
+    h.push_str(&format!(
+        "<p>{n} figures from {} result file(s), drawn by <code>gpumodel report</code> {}.</p>\n<ul class=\"toc\">\n",
+        sections.len(),
+        env!("CARGO_PKG_VERSION")
+    ));
+    for (i, s) in sections.iter().enumerate() {
+        for f in &s.figures {
+            h.push_str(&format!("<li><a href=\"#s{i}-{}\">{}</a></li>\n", escape(&f.id), escape(&f.title)));
+        }
+    }
+    h.push_str("</ul>\n");
+    for (i, s) in sections.iter().enumerate() {
+        h.push_str(&format!(
+            "<section class=\"result\" data-command=\"{}\">\n<h2><code>{}</code> — {}</h2>\n<p>{}</p>\n",
+            s.command.name(),
+            escape(&s.source),
+            s.command.name(),
+            escape(&s.subtitle)
+        ));
+        for note in &s.notes {
+            h.push_str(&format!("<p class=\"note\">Not drawn: {}.</p>\n", escape(&note.text)));
+        }
+        for f in &s.figures {
+            let uid = format!("s{i}-{}", f.id);
+            let svg =
+                f.svg.replacen(&format!("id=\"{}\"", escape(&f.id)), &format!("id=\"{}\"", escape(&uid)), 1);
+            h.push_str(&format!(
+                "<figure data-marks=\"{}\">\n{svg}<figcaption><b>{}.</b> {}</figcaption>\n</figure>\n",
+                f.marks,
+                escape(&f.title),
+                escape(&f.caption)
+            ));
+        }
+        h.push_str("</section>\n");
+    }
+    h.push_str("</body>\n</html>\n");
+    h
+}

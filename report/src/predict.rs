@@ -1,0 +1,172 @@
+//! `gpumodel predict --format json`: the component times of one prediction as a stacked bar, and a
+//! `--sweep`'s curves of time, power and each E^a·D^b objective with its optimum marked.
+
+use crate::figure::{self, Figure, Note, Panel, Panels};
+use crate::{Result, view};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+struct PredictView {
+    kernel: String,
+    arch: String,
+    prediction: Option<Prediction>,
+    sweep: Option<Sweep>,
+}
+
+#[derive(Deserialize)]
+struct Prediction {
+    power_w: f64,
+    detail: Detail,
+}
+
+#[derive(Deserialize)]
+struct Detail {
+    bottleneck: String,
+    time_s: f64,
+    components: Vec<Component>,
+}
+
+#[derive(Deserialize)]
+struct Component {
+    name: String,
+    time_s: f64,
+}
+
+#[derive(Deserialize)]
+struct Sweep {
+    kind: String,
+    points: Vec<Point>,
+    optima: Vec<Optimum>,
+}
+
+#[derive(Deserialize)]
+struct Point {
+    x: f64,
+    time_s: f64,
+    power_w: f64,
+    energy_j: f64,
+}
+
+#[derive(Deserialize)]
+struct Optimum {
+    a: f64,
+    b: f64,
+    x: f64,
+    value: f64,
+}
+
+/// A time unit that keeps the numbers of `max_s` readable: (factor, name).
+pub(crate) fn time_unit(max_s: f64) -> (f64, &'static str) {
+    if max_s < 1e-3 {
+        (1e6, "µs")
+    } else if max_s < 1.0 {
+        (1e3, "ms")
+    } else {
+        (1.0, "s")
+    }
+}
+
+/// `E·D²`-style name and its unit for E^a·D^b.
+pub(crate) fn objective_label(a: f64, b: f64) -> (String, String) {
+    let pow = |base: &str, e: f64| -> String {
+        if e == 0.0 {
+            String::new()
+        } else if e == 1.0 {
+            base.to_string()
+        } else if e == 2.0 {
+            format!("{base}²")
+        } else if e == 3.0 {
+            format!("{base}³")
+        } else {
+            format!("{base}^{e}")
+        }
+    };
+    let name = [pow("E", a), pow("D", b)].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("·");
+    let unit = [pow("J", a), pow("s", b)].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("·");
+    (name, unit)
+}
+
+pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec<Note>)> {
+    let p: PredictView = view(file, "predict", v)?;
+    let mut figs = Vec::new();
+    let subtitle = format!("kernel {} on {}", p.kernel, p.arch);
+    if let Some(pr) = &p.prediction {
+        let d = &pr.detail;
+        let max = d.components.iter().map(|c| c.time_s).sum::<f64>().max(d.time_s);
+        let (k, unit) = time_unit(max);
+        // Components with no time would be invisible slivers; the caption says they are left out.
+        let comps: Vec<(String, f64)> =
+            d.components.iter().filter(|c| c.time_s > 0.0).map(|c| (c.name.clone(), c.time_s * k)).collect();
+        let zero: Vec<&str> =
+            d.components.iter().filter(|c| c.time_s <= 0.0).map(|c| c.name.as_str()).collect();
+        let mut caption = format!(
+            "The longest segment is the bottleneck ({}); the black line is the predicted time after overlap, {:.1} W.",
+            d.bottleneck, pr.power_w
+        );
+        if !zero.is_empty() {
+            caption = format!("{caption} Zero: {}.", zero.join(", "));
+        }
+        figs.push(figure::stacked_bar(
+            "predict-components",
+            &format!("Where the time goes: {} on {}", p.kernel, p.arch),
+            &caption,
+            &format!("time per component ({unit})"),
+            &comps,
+            Some(("predicted time".to_string(), d.time_s * k)),
+        )?);
+    }
+    if let Some(s) = &p.sweep {
+        figs.push(sweep_figure(&p, s)?);
+    }
+    let notes = if figs.is_empty() {
+        vec![Note {
+            source: file.into(),
+            text: "neither a prediction nor a sweep in this predict result".into(),
+        }]
+    } else {
+        vec![]
+    };
+    Ok((subtitle, figs, notes))
+}
+
+fn sweep_figure(p: &PredictView, s: &Sweep) -> Result<Figure> {
+    let x_label = match s.kind.as_str() {
+        "warps" => "active warps per SM".to_string(),
+        "core-clock" => "core clock (MHz)".to_string(),
+        other => other.to_string(),
+    };
+    let max_t = s.points.iter().map(|q| q.time_s).fold(0.0, f64::max);
+    let (k, unit) = time_unit(max_t);
+    let time: Vec<(f64, f64)> = s.points.iter().map(|q| (q.x, q.time_s * k)).collect();
+    let fastest = time.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1));
+    let mut panels = vec![
+        Panel {
+            y_label: format!("time ({unit})"),
+            points: time,
+            optimum: fastest.map(|(x, y)| (format!("fastest: {}", figure::tick(x)), x, y)),
+        },
+        Panel {
+            y_label: "power (W)".into(),
+            points: s.points.iter().map(|q| (q.x, q.power_w)).collect(),
+            optimum: None,
+        },
+    ];
+    for o in &s.optima {
+        let (name, unit) = objective_label(o.a, o.b);
+        let points = s.points.iter().map(|q| (q.x, q.energy_j.powf(o.a) * q.time_s.powf(o.b))).collect();
+        panels.push(Panel {
+            y_label: format!("{name} ({unit})"),
+            points,
+            optimum: Some((format!("{name} optimum: {}", figure::tick(o.x)), o.x, o.value)),
+        });
+    }
+    let caption = "Diamonds mark each objective's optimum (from the JSON); where they sit apart, the objective decides the setting.";
+    figure::panels(
+        "predict-sweep",
+        &format!("Sweep over {}: {} on {}", x_label, p.kernel, p.arch),
+        caption,
+        &Panels { x_label, cols: 3, panels, point_marks: true, spans: vec![] },
+        vec![],
+    )
+}
