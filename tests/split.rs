@@ -174,7 +174,9 @@ fn fit_recovers_peach_gpu_laws_from_table_vii() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["command"], "split-fit");
+    let rows = &report["rows"];
     let row = |q: &str| {
         rows.as_array().unwrap().iter().find(|r| r["device"] == "gpu" && r["quantity"] == q).unwrap()["fit"]
             .clone()

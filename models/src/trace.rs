@@ -384,12 +384,36 @@ pub fn align_rates(target: &[TraceRow], source: &[TraceRow], cols: &[usize]) -> 
     out
 }
 
-/// What [`merge_traces`] did.
+/// What [`merge_traces`] did (what `gpumodel merge` prints).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MergeReport {
+    /// The merged file as the caller named it.
+    pub out: String,
     pub inputs: usize,
     pub rows: u64,
     pub columns: Vec<String>,
+}
+
+impl crate::export::Export for MergeReport {
+    const COMMAND: &'static str = "merge";
+
+    /// One row: the merged file, its rows, traces and columns.
+    fn sections(&self) -> Vec<crate::export::Section> {
+        use crate::export::{Cell, Column, Section};
+        let mut s = Section::new(vec![
+            Column::new("out", "merged file"),
+            Column::new("rows", "rows"),
+            Column::new("inputs", "traces"),
+            Column::new("columns", "columns"),
+        ]);
+        s.push(vec![
+            Cell::text(&self.out),
+            Cell::int(i64::try_from(self.rows).unwrap_or(i64::MAX)),
+            Cell::int(i64::try_from(self.inputs).unwrap_or(i64::MAX)),
+            Cell::Text(self.columns.join(" ")),
+        ]);
+        vec![s]
+    }
 }
 
 /// Merges traces from many hosts / GPUs into one CSV with `host` and `device` columns (first), the union
@@ -466,7 +490,7 @@ pub fn merge_traces(inputs: &[PathBuf], out: &Path) -> Result<MergeReport> {
         }
     }
     w.flush().map_err(|e| Error::io(out, e))?;
-    Ok(MergeReport { inputs: inputs.len(), rows, columns })
+    Ok(MergeReport { out: out.display().to_string(), inputs: inputs.len(), rows, columns })
 }
 
 #[cfg(test)]

@@ -43,6 +43,27 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// A command's output collected in memory and written at once through [`emit`], for the commands that
+/// still format their own text (`validate`).
+pub(crate) struct Out(pub String);
+
+impl Out {
+    pub(crate) fn new() -> Out {
+        Out(String::new())
+    }
+
+    /// What `write!` / `writeln!` call.
+    pub(crate) fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) {
+        // Writing into a String cannot fail.
+        let _ = std::fmt::Write::write_fmt(&mut self.0, args);
+    }
+
+    /// Writes everything to stdout; a reader that went away is not an error.
+    pub(crate) fn emit(self) -> anyhow::Result<()> {
+        emit(&self.0)
+    }
+}
+
 /// How a command prints its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OutputFormat {

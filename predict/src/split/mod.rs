@@ -33,6 +33,7 @@
 
 pub mod cg;
 pub mod dvfs;
+pub mod export;
 pub mod from_model;
 pub mod input;
 pub mod pareto;
