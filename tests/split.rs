@@ -243,7 +243,7 @@ fn bad_input_gets_a_clear_one_line_error() {
     );
     assert_one_line_error(TWO, &["--gpu-share", "1.5"], "outside [0, 1]");
     assert_one_line_error(TWO, &["--gpu-share", "-0.2"], "outside [0, 1]");
-    assert_one_line_error(TWO, &["--objective", "fastest"], "unknown objective");
+    assert_one_line_error(TWO, &["--objective", "fastest"], "objective 'fastest' is not one of");
     assert_one_line_error(&format!("{TWO}[workload]\nshare_step = 0.3\n"), &[], "share step");
     assert_one_line_error("[cpu]\nrate = 1\n", &[], "[gpu]");
     assert_one_line_error("[cpu]\nrtae = 1\n", &[], "not a valid split case");

@@ -59,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
             };
             // Flags first, then the file.
-            let objective: Objective = args.run.objective.parse().map_err(one_line)?;
+            let objective = Objective::parse(&args.run.objective)?;
             let case = input::load(&file).map_err(one_line)?;
             let report = case.run_at(objective, args.run.gpu_share).map_err(one_line)?;
             print(&report, args.run.format)?;
