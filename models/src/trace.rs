@@ -230,9 +230,7 @@ pub struct TraceWriter {
 
 /// Writes `text` to `path` atomically (temporary file + rename), so a reader never sees half a file.
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    crate::atomic::write_atomic(path, text.as_bytes())
 }
 
 fn write_meta(path: &Path, meta: &TraceMeta) -> Result<()> {

@@ -174,10 +174,9 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
 fn write_table(t: &gpumodel_models::Table, args: &Args) -> anyhow::Result<Option<ImportSummary>> {
     match &args.out {
         Some(out) => {
-            let tmp = out.with_extension("csv.part");
-            t.write_csv(&tmp)?;
-            std::fs::rename(&tmp, out)
-                .with_context(|| format!("moving {} to {}", tmp.display(), out.display()))?;
+            let mut bytes = Vec::new();
+            t.write_csv_to(&mut bytes)?;
+            gpumodel_models::atomic::write_atomic(out, &bytes)?;
             let source = args.file.display().to_string();
             Ok(Some(ImportSummary::of(t, &source, &args.source, &out.display().to_string())))
         }
