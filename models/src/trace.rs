@@ -358,26 +358,17 @@ pub fn align_rates(target: &[TraceRow], source: &[TraceRow], cols: &[usize]) -> 
         while first < source.len() && source[first].t_s <= a {
             first += 1;
         }
-        let mut sum = vec![0.0; cols.len()];
-        let mut w = vec![0.0; cols.len()];
+        let mut means = vec![crate::stats::OverlapMean::default(); cols.len()];
         for sr in &source[first..] {
             let (sa, sb) = (sr.t_s - sr.dt_s, sr.t_s);
             if sa >= b {
                 break;
             }
-            let o = sb.min(b) - sa.max(a);
-            if o <= 0.0 {
-                continue;
-            }
-            for (j, &c) in cols.iter().enumerate() {
-                let v = sr.counters.get(c).copied().unwrap_or(f64::NAN);
-                if v.is_finite() {
-                    sum[j] += v * o;
-                    w[j] += o;
-                }
+            for (m, &c) in means.iter_mut().zip(cols) {
+                m.add(sr.counters.get(c).copied().unwrap_or(f64::NAN), (sa, sb), (a, b));
             }
         }
-        out.push(sum.iter().zip(&w).map(|(s, w)| if *w > 0.0 { s / w } else { f64::NAN }).collect());
+        out.push(means.iter().map(|m| m.mean().unwrap_or(f64::NAN)).collect());
     }
     out
 }
