@@ -237,3 +237,8 @@ fn merge_summary_every_format() {
         }
     }
 }
+
+#[test]
+fn suite_kernel_list_every_format() {
+    check_formats(&["collect", "--suite", "--list-kernels"], "collect-suite-kernels");
+}

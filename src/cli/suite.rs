@@ -1,8 +1,9 @@
 //! `gpumodel collect --suite` — the built-in microbenchmark suite → a training table for this GPU.
 
 use super::gpu::{GpuArgs, interrupt_flag, open_suite_device};
-use super::output::progress_bar;
+use super::output::{ExportFormat, emit, print, progress_bar};
 use anyhow::Context;
+use gpumodel_collect::suite::listing::KernelList;
 use gpumodel_collect::suite::{self, Plan, Progress};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +25,9 @@ pub struct SuiteArgs {
     /// List the suite's kernels, their patterns and the counters they drive, and exit.
     #[arg(long, requires = "suite")]
     pub list_kernels: bool,
+    /// How --list-kernels prints the kernels.
+    #[arg(long, value_enum, default_value_t, requires = "list_kernels")]
+    pub format: ExportFormat,
 }
 
 /// Default output of the suite.
@@ -42,7 +46,7 @@ pub fn run(
     gpu: &GpuArgs,
 ) -> anyhow::Result<ExitCode> {
     if s.list_kernels {
-        print_kernels();
+        print(&KernelList::builtin(), s.format)?;
         return Ok(ExitCode::SUCCESS);
     }
     if !program.is_empty() {
@@ -99,31 +103,14 @@ pub fn run(
         );
         return Ok(ExitCode::from(130));
     }
-    println!(
-        "wrote {} rows ({} kept from before) to {} (metadata: {}); train with: gpumodel train --data {} --import table --features {}",
+    emit(&format!(
+        "wrote {} rows ({} kept from before) to {} (metadata: {}); train with: gpumodel train --data {} --import table --features {}\n",
         summary.rows_written,
         summary.rows_kept,
         plan.out.display(),
         meta.display(),
         plan.out.display(),
         suite::feature_set_path(&plan.out).display()
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_kernels() {
-    let rows: Vec<Vec<String>> = suite::kernels()
-        .iter()
-        .map(|k| {
-            let e = k.entry();
-            vec![
-                k.name.clone(),
-                k.knob.to_string(),
-                k.grid_fraction.to_string(),
-                e.map_or_else(String::new, |e| e.drives.join(" ")),
-                e.map_or_else(String::new, |e| e.pattern.to_string()),
-            ]
-        })
-        .collect();
-    print!("{}", super::output::render_table(&["kernel", "knob", "grid", "drives", "pattern"], &rows));
 }
