@@ -74,8 +74,8 @@ fn finish(summary: Option<ImportSummary>, format: ExportFormat) -> anyhow::Resul
 /// Nsight Compute / nvprof CSV → training table (one row per kernel) and, optionally, kernel profiles.
 fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
     use gpumodel_models::ncu::{
-        gpu_trace_kernels, is_gpu_trace, join_gpu_trace, kernels_table, read_ncu, read_nvprof,
-        read_nvprof_gpu_trace,
+        gpu_trace_kernels, is_gpu_trace, join_gpu_trace, kernels_table, profile_file_name, read_ncu,
+        read_nvprof, read_nvprof_gpu_trace,
     };
     use gpumodel_models::profile::Launch;
     // The flags first: a bad --grid must not cost reading the file.
@@ -141,14 +141,7 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
     if args.profiles.is_some() {
         for (i, k) in kernels.iter().enumerate() {
             let profile = k.to_profile(&source, launch.clone())?;
-            let safe: String = k
-                .name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
-                .take(60)
-                .collect();
-            profiles
-                .push((format!("{:03}-{safe}.json", i + 1), serde_json::to_string_pretty(&profile)? + "\n"));
+            profiles.push((profile_file_name(i, &k.name), serde_json::to_string_pretty(&profile)? + "\n"));
         }
     }
     let table = kernels_table(&kernels, &source);
