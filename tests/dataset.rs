@@ -58,7 +58,8 @@ fn gtx980_has_750_rows() {
 fn list_shows_all_four_as_present() {
     let out = gpumodel().args(["dataset", "list", "--format", "json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = v.as_array().unwrap();
+    assert_eq!(v["command"], "dataset-list");
+    let rows = v["datasets"].as_array().unwrap();
     assert!(rows.len() >= 4);
     for r in rows {
         assert_eq!(r["found"], "data-dir", "{r}");

@@ -174,7 +174,9 @@ fn fit_recovers_peach_gpu_laws_from_table_vii() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["command"], "split-fit");
+    let rows = &report["rows"];
     let row = |q: &str| {
         rows.as_array().unwrap().iter().find(|r| r["device"] == "gpu" && r["quantity"] == q).unwrap()["fit"]
             .clone()
@@ -241,7 +243,7 @@ fn bad_input_gets_a_clear_one_line_error() {
     );
     assert_one_line_error(TWO, &["--gpu-share", "1.5"], "outside [0, 1]");
     assert_one_line_error(TWO, &["--gpu-share", "-0.2"], "outside [0, 1]");
-    assert_one_line_error(TWO, &["--objective", "fastest"], "unknown objective");
+    assert_one_line_error(TWO, &["--objective", "fastest"], "objective 'fastest' is not one of");
     assert_one_line_error(&format!("{TWO}[workload]\nshare_step = 0.3\n"), &[], "share step");
     assert_one_line_error("[cpu]\nrate = 1\n", &[], "[gpu]");
     assert_one_line_error("[cpu]\nrtae = 1\n", &[], "not a valid split case");

@@ -7,47 +7,70 @@
 use crate::error::{Error, Result};
 use serde::Serialize;
 
-/// An objective E^a · D^b with real a, b ≥ 0: `e` (1,0), `ed` (1,1), `ed2` (1,2), `ed3` (1,3), or `a,b`.
+/// What to minimize: E^a·D^b (energy to the power a times delay to the power b), real a, b ≥ 0, not both 0.
+/// The one objective of every command (predict, cluster, validate, split), with one grammar:
+/// `e` / `energy` / `efficiency` (1,0), `d` / `t` / `time` / `delay` / `performance` (0,1), `ed` (1,1),
+/// `ed2`, `ed3`, `edN` (1,N), or `a,b`. Maximizing performance (work / time) is minimizing time;
+/// maximizing efficiency (work / energy) is minimizing energy.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Objective {
+    /// Exponent of energy.
     pub a: f64,
+    /// Exponent of delay (time).
     pub b: f64,
 }
 
 impl Objective {
-    /// E, ED, ED², ED³: the objectives printed by default.
-    pub const DEFAULTS: [Objective; 4] = [
-        Objective { a: 1.0, b: 0.0 },
-        Objective { a: 1.0, b: 1.0 },
-        Objective { a: 1.0, b: 2.0 },
-        Objective { a: 1.0, b: 3.0 },
-    ];
+    /// Shortest time (best performance).
+    pub const TIME: Objective = Objective { a: 0.0, b: 1.0 };
+    /// Least energy (best efficiency).
+    pub const ENERGY: Objective = Objective { a: 1.0, b: 0.0 };
+    /// Energy-delay product.
+    pub const ED: Objective = Objective { a: 1.0, b: 1.0 };
+    /// Energy-delay-squared product.
+    pub const ED2: Objective = Objective { a: 1.0, b: 2.0 };
+    /// Energy-delay-cubed product.
+    pub const ED3: Objective = Objective { a: 1.0, b: 3.0 };
 
-    /// Parses `e|d|ed|ed2|ed3|edN|a,b`.
+    /// E, ED, ED², ED³: the objectives of a sweep or a cluster printed by default.
+    pub const DEFAULTS: [Objective; 4] = [Objective::ENERGY, Objective::ED, Objective::ED2, Objective::ED3];
+
+    /// The objectives a work split lists: time, energy, ED, ED².
+    pub fn standard() -> [Objective; 4] {
+        [Objective::TIME, Objective::ENERGY, Objective::ED, Objective::ED2]
+    }
+
+    /// Checks a, b ≥ 0, finite, not both zero.
+    pub fn new(a: f64, b: f64) -> Result<Objective> {
+        if a.is_finite() && b.is_finite() && a >= 0.0 && b >= 0.0 && a + b > 0.0 {
+            Ok(Objective { a, b })
+        } else {
+            Err(Objective::bad(&format!("{a},{b}")))
+        }
+    }
+
+    fn bad(s: &str) -> Error {
+        Error::Invalid(format!(
+            "objective '{s}' is not one of e (energy), d (time), ed, ed2, ed3 or 'a,b' for E^a·D^b with real \
+             a, b ≥ 0, not both 0"
+        ))
+    }
+
+    /// Parses the one grammar (see [`Objective`]).
     pub fn parse(s: &str) -> Result<Objective> {
         let t = s.trim().to_ascii_lowercase();
-        let bad = || {
-            Error::Invalid(format!(
-                "objective '{s}' is not one of e, d, ed, ed2, ed3 or 'a,b' with real a, b ≥ 0 (E^a·D^b)"
-            ))
-        };
+        let bad = || Objective::bad(s);
         let o = match t.as_str() {
-            "e" => Objective { a: 1.0, b: 0.0 },
-            "d" | "t" => Objective { a: 0.0, b: 1.0 },
-            "ed" => Objective { a: 1.0, b: 1.0 },
-            _ if t.starts_with("ed") => {
-                let n: f64 = t[2..].parse().map_err(|_| bad())?;
-                Objective { a: 1.0, b: n }
-            }
+            "e" | "energy" | "efficiency" => Objective::ENERGY,
+            "d" | "t" | "time" | "delay" | "performance" => Objective::TIME,
+            "ed" => Objective::ED,
+            _ if t.starts_with("ed") => Objective { a: 1.0, b: t[2..].parse().map_err(|_| bad())? },
             _ => {
                 let (a, b) = t.split_once(',').ok_or_else(bad)?;
                 Objective { a: a.trim().parse().map_err(|_| bad())?, b: b.trim().parse().map_err(|_| bad())? }
             }
         };
-        if !(o.a.is_finite() && o.b.is_finite() && o.a >= 0.0 && o.b >= 0.0) || (o.a == 0.0 && o.b == 0.0) {
-            return Err(bad());
-        }
-        Ok(o)
+        Objective::new(o.a, o.b).map_err(|_| bad())
     }
 
     /// E^a · D^b.
@@ -55,7 +78,20 @@ impl Objective {
         energy_j.powf(self.a) * delay_s.powf(self.b)
     }
 
-    /// A short label: `E`, `ED`, `ED^2`, `E^0.5·D^2`.
+    /// The value to minimize through logarithms, so that large exponents do not overflow; it orders
+    /// points as E^a·D^b does.
+    pub fn log_value(self, energy_j: f64, time_s: f64) -> f64 {
+        let mut v = 0.0;
+        if self.a > 0.0 {
+            v += self.a * energy_j.ln();
+        }
+        if self.b > 0.0 {
+            v += self.b * time_s.ln();
+        }
+        v
+    }
+
+    /// A short label in the papers' notation: `E`, `ED`, `ED^2`, `E^0.5·D^2`.
     pub fn label(self) -> String {
         let pow = |x: f64| if x == 1.0 { String::new() } else { format!("^{x}") };
         let (a, b) = (self.a, self.b);
@@ -79,6 +115,27 @@ impl Objective {
             .filter(|(_, v)| v.is_finite())
             .min_by(|x, y| x.1.total_cmp(&y.1))
             .map(|(i, _)| i)
+    }
+}
+
+/// The name a user types: `time`, `energy`, `ed`, `ed2`, else `E^a·D^b` (what the split reports name).
+impl std::fmt::Display for Objective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match *self {
+            Objective::TIME => "time".to_string(),
+            Objective::ENERGY => "energy".to_string(),
+            Objective::ED => "ed".to_string(),
+            Objective::ED2 => "ed2".to_string(),
+            o => format!("E^{}·D^{}", o.a, o.b),
+        };
+        f.write_str(&name)
+    }
+}
+
+impl std::str::FromStr for Objective {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Objective> {
+        Objective::parse(s)
     }
 }
 
@@ -190,6 +247,15 @@ mod tests {
         assert_eq!(Objective::parse("0.5, 2").unwrap(), Objective { a: 0.5, b: 2.0 });
         assert_eq!(Objective::parse("ED2").unwrap().label(), "ED^2");
         assert!(Objective::parse("ed-1").is_err() && Objective::parse("x").is_err());
+        // One grammar: the split's names parse here too.
+        assert_eq!(Objective::parse("time").unwrap(), Objective::TIME);
+        assert_eq!(Objective::parse("Energy").unwrap(), Objective::ENERGY);
+        assert_eq!(Objective::parse("ed3").unwrap(), Objective::ED3);
+        assert!(Objective::parse("0,0").is_err() && Objective::parse("-1,2").is_err());
+        assert_eq!(Objective::ED2.to_string(), "ed2");
+        let (e1, t1, e2, t2) = (3.0, 2.0, 10.0, 1.2);
+        let o = Objective::ED2;
+        assert_eq!(o.log_value(e1, t1) < o.log_value(e2, t2), o.value(e1, t1) < o.value(e2, t2));
         // 10 J, 2 s: ED² = 40.
         assert_eq!(Objective::parse("ed2").unwrap().value(10.0, 2.0), 40.0);
         // E prefers the slow low-energy point, ED² the fast one.

@@ -83,6 +83,12 @@ pub enum Cell {
         decimals: usize,
     },
     Int(i64),
+    /// A value shown the way a command formats it (a percentage, µJ, a unit-aware precision); CSV writes
+    /// the value itself.
+    Shown {
+        value: f64,
+        text: String,
+    },
     /// No value (shown as `-`, empty in CSV).
     Empty,
 }
@@ -100,6 +106,10 @@ impl Cell {
     pub fn int(value: impl Into<i64>) -> Cell {
         Cell::Int(value.into())
     }
+    /// A value people see as `text`.
+    pub fn shown(value: f64, text: impl Into<String>) -> Cell {
+        Cell::Shown { value, text: text.into() }
+    }
     /// A number when there is one, `-` otherwise.
     pub fn opt(value: Option<f64>, decimals: usize) -> Cell {
         value.map_or(Cell::Empty, |v| Cell::num(v, decimals))
@@ -113,6 +123,7 @@ impl Cell {
             Cell::Sci { value, decimals } if value.is_finite() => format!("{value:.decimals$e}"),
             Cell::Num { value, .. } | Cell::Sci { value, .. } => format!("{value}"),
             Cell::Int(i) => i.to_string(),
+            Cell::Shown { text, .. } => text.clone(),
             Cell::Empty => "-".to_string(),
         }
     }
@@ -121,35 +132,107 @@ impl Cell {
     fn raw(&self) -> String {
         match self {
             Cell::Text(s) => s.clone(),
-            Cell::Num { value, .. } | Cell::Sci { value, .. } => format!("{value}"),
+            Cell::Num { value, .. } | Cell::Sci { value, .. } | Cell::Shown { value, .. } => {
+                format!("{value}")
+            }
             Cell::Int(i) => i.to_string(),
             Cell::Empty => String::new(),
         }
     }
 
     fn is_numeric(&self) -> bool {
-        matches!(self, Cell::Num { .. } | Cell::Sci { .. } | Cell::Int(_))
+        matches!(self, Cell::Num { .. } | Cell::Sci { .. } | Cell::Int(_) | Cell::Shown { .. })
     }
 }
 
-/// One table of a result.
-#[derive(Debug, Clone, PartialEq)]
+/// One table of a result, with the prose people read around it (table and Markdown only).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Section {
     /// A heading printed above the table (not in CSV).
     pub title: Option<String>,
+    /// Lines printed after the title, before the table: what the table shows, the inputs it came from.
+    pub text: Vec<String>,
+    /// No columns: a section of prose only.
     pub columns: Vec<Column>,
     pub rows: Vec<Vec<Cell>>,
+    /// Lines printed after the table: its optima, verdicts, caveats.
+    pub after: Vec<String>,
 }
 
 impl Section {
     pub fn new(columns: Vec<Column>) -> Section {
-        Section { title: None, columns, rows: Vec::new() }
+        Section { columns, ..Section::default() }
     }
     pub fn titled(title: impl Into<String>, columns: Vec<Column>) -> Section {
-        Section { title: Some(title.into()), columns, rows: Vec::new() }
+        Section { title: Some(title.into()), columns, ..Section::default() }
+    }
+    /// A section of prose only (no table).
+    pub fn prose(lines: Vec<String>) -> Section {
+        Section { text: lines, ..Section::default() }
     }
     pub fn push(&mut self, row: Vec<Cell>) {
         self.rows.push(row);
+    }
+    /// Adds a line of prose before the table.
+    pub fn say(&mut self, line: impl Into<String>) {
+        self.text.push(line.into());
+    }
+    /// Adds a line of prose after the table.
+    pub fn then(&mut self, line: impl Into<String>) {
+        self.after.push(line.into());
+    }
+}
+
+/// Sections built in reading order from prose and tables, for results that interleave them.
+#[derive(Debug, Clone, Default)]
+pub struct Doc {
+    sections: Vec<Section>,
+}
+
+impl Doc {
+    pub fn new() -> Doc {
+        Doc::default()
+    }
+
+    fn current(&mut self) -> &mut Section {
+        if self.sections.is_empty() {
+            self.sections.push(Section::default());
+        }
+        let last = self.sections.len() - 1;
+        &mut self.sections[last]
+    }
+
+    fn is_empty(s: &Section) -> bool {
+        s.title.is_none() && s.text.is_empty() && s.columns.is_empty() && s.after.is_empty()
+    }
+
+    /// Prose: every `\n` starts a line; an empty line starts a new section (a blank line in the table
+    /// output). Lines after a table belong to it.
+    pub fn say(&mut self, text: impl AsRef<str>) {
+        for line in text.as_ref().split('\n') {
+            if line.is_empty() {
+                if !self.sections.last().is_none_or(Doc::is_empty) {
+                    self.sections.push(Section::default());
+                }
+                continue;
+            }
+            let s = self.current();
+            if s.columns.is_empty() { s.text.push(line.to_string()) } else { s.after.push(line.to_string()) }
+        }
+    }
+
+    /// A table, after the prose said so far.
+    pub fn table(&mut self, columns: Vec<Column>, rows: Vec<Vec<Cell>>) {
+        if !self.current().columns.is_empty() {
+            self.sections.push(Section::default());
+        }
+        let s = self.current();
+        s.columns = columns;
+        s.rows = rows;
+    }
+
+    pub fn into_sections(self) -> Vec<Section> {
+        self.sections.into_iter().filter(|s| !Doc::is_empty(s)).collect()
     }
 }
 
@@ -169,6 +252,11 @@ pub trait Export: Serialize {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The table CSV carries: by default the first section that has columns. A command overrides it when
+    /// its machine-readable rows differ from what people read first (one row per point, not a matrix).
+    fn csv_section(&self) -> Option<Section> {
+        self.sections().into_iter().find(|s| !s.columns.is_empty())
+    }
 }
 
 /// An output could not be rendered (a result that does not serialize, or a CSV writer error).
@@ -187,7 +275,7 @@ pub enum ExportError {
 pub fn render<E: Export>(value: &E, format: Format) -> Result<String, ExportError> {
     match format {
         Format::Json => render_json(value),
-        Format::Csv => render_csv(value.sections().first()),
+        Format::Csv => render_csv(value.csv_section().as_ref()),
         Format::Table => Ok(render_text(value)),
         Format::Markdown => Ok(render_markdown(value)),
     }
@@ -249,13 +337,20 @@ fn render_text<E: Export>(value: &E) -> String {
         if i > 0 || !out.is_empty() {
             out.push('\n');
         }
-        if let Some(t) = &s.title {
-            out.push_str(t);
+        for line in s.title.iter().chain(&s.text) {
+            out.push_str(line);
             out.push('\n');
         }
-        let header: Vec<&str> = s.columns.iter().map(|c| c.label.as_str()).collect();
-        let rows: Vec<Vec<String>> = s.rows.iter().map(|r| r.iter().map(Cell::display).collect()).collect();
-        out.push_str(&aligned(&header, &rows, &numeric_columns(s)));
+        if !s.columns.is_empty() {
+            let header: Vec<&str> = s.columns.iter().map(|c| c.label.as_str()).collect();
+            let rows: Vec<Vec<String>> =
+                s.rows.iter().map(|r| r.iter().map(Cell::display).collect()).collect();
+            out.push_str(&aligned(&header, &rows, &numeric_columns(s)));
+        }
+        for line in &s.after {
+            out.push_str(line);
+            out.push('\n');
+        }
     }
     let notes = value.notes();
     if !notes.is_empty() {
@@ -319,23 +414,42 @@ fn render_markdown<E: Export>(value: &E) -> String {
         if let Some(t) = &s.title {
             out.push_str(&format!("### {}\n\n", markdown_escape(t)));
         }
-        let right = numeric_columns(&s);
-        let head: Vec<String> = s.columns.iter().map(|c| markdown_escape(&c.label)).collect();
-        out.push_str(&format!("| {} |\n", head.join(" | ")));
-        let rule: Vec<&str> = (0..s.columns.len()).map(|j| if right[j] { "---:" } else { "---" }).collect();
-        out.push_str(&format!("|{}|\n", rule.join("|")));
-        for r in &s.rows {
-            let cells: Vec<String> = r.iter().map(|c| markdown_escape(&c.display())).collect();
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        markdown_paragraph(&mut out, &s.text);
+        if !s.columns.is_empty() {
+            markdown_table(&mut out, &s);
         }
-        out.push('\n');
+        markdown_paragraph(&mut out, &s.after);
     }
-    let notes = value.notes();
-    for line in &notes {
-        out.push_str(&markdown_escape(line));
+    for line in value.notes() {
+        out.push_str(&markdown_escape(&line));
         out.push_str("  \n");
     }
     out
+}
+
+/// Lines kept as lines (a Markdown hard break ends each), then a blank line.
+fn markdown_paragraph(out: &mut String, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    for line in lines {
+        out.push_str(&markdown_escape(line.trim_end()));
+        out.push_str("  \n");
+    }
+    out.push('\n');
+}
+
+fn markdown_table(out: &mut String, s: &Section) {
+    let right = numeric_columns(s);
+    let head: Vec<String> = s.columns.iter().map(|c| markdown_escape(&c.label)).collect();
+    out.push_str(&format!("| {} |\n", head.join(" | ")));
+    let rule: Vec<&str> = (0..s.columns.len()).map(|j| if right[j] { "---:" } else { "---" }).collect();
+    out.push_str(&format!("|{}|\n", rule.join("|")));
+    for r in &s.rows {
+        let cells: Vec<String> = r.iter().map(|c| markdown_escape(&c.display())).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]

@@ -538,3 +538,74 @@ mod tests {
         assert_eq!(Format::guess(b"kernel,power_w\n"), Some(Format::Table));
     }
 }
+
+/// What `gpumodel import … --out FILE` did: the training table written and the kernel profiles beside it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ImportSummary {
+    /// The imported file as the user named it.
+    pub source: String,
+    /// The importer: guerreiro, nvdvfs, ncu or nvprof.
+    pub format: String,
+    /// The training table written.
+    pub out: String,
+    pub rows: usize,
+    /// Columns of the table: kernel, text and numeric.
+    pub columns: usize,
+    pub kernels: usize,
+    /// Malformed rows skipped (`--skip-bad-rows`).
+    pub skipped_rows: usize,
+    /// Where the kernel profiles went (`--profiles DIR`) and how many.
+    pub profiles_dir: Option<String>,
+    pub profiles: usize,
+}
+
+impl ImportSummary {
+    /// The summary of `table` imported from `source` with `format` and written to `out`.
+    pub fn of(table: &Table, source: &str, format: &str, out: &str) -> ImportSummary {
+        ImportSummary {
+            source: source.to_string(),
+            format: format.to_string(),
+            out: out.to_string(),
+            rows: table.n_rows(),
+            columns: 1 + table.text.len() + table.columns.len(),
+            kernels: table.distinct_groups().len(),
+            skipped_rows: 0,
+            profiles_dir: None,
+            profiles: 0,
+        }
+    }
+}
+
+impl crate::export::Export for ImportSummary {
+    const COMMAND: &'static str = "import";
+
+    fn sections(&self) -> Vec<crate::export::Section> {
+        use crate::export::{Cell, Column, Section};
+        let count = |n: usize| Cell::int(i64::try_from(n).unwrap_or(i64::MAX));
+        let mut s = Section::new(vec![
+            Column::new("out", "table"),
+            Column::new("rows", "rows"),
+            Column::new("columns", "columns"),
+            Column::new("kernels", "kernels"),
+            Column::new("skipped_rows", "skipped rows"),
+            Column::new("profiles", "profiles"),
+        ]);
+        s.push(vec![
+            Cell::text(&self.out),
+            count(self.rows),
+            count(self.columns),
+            count(self.kernels),
+            count(self.skipped_rows),
+            count(self.profiles),
+        ]);
+        vec![s]
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut out = vec![format!("imported {} ({})", self.source, self.format)];
+        if let Some(d) = &self.profiles_dir {
+            out.push(format!("kernel profiles (inputs of `gpumodel predict --kernel`) in {d}"));
+        }
+        out
+    }
+}

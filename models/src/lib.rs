@@ -15,6 +15,8 @@
 
 pub mod arch;
 pub mod artifact;
+pub mod atomic;
+pub mod catalogue;
 pub mod cluster;
 pub mod counters;
 pub mod dataset;

@@ -633,6 +633,18 @@ pub fn join_gpu_trace(kernels: &mut [ImportedKernel], trace: &[TraceLaunch]) -> 
     notes
 }
 
+/// The file name of the `index`-th (from 0) kernel's profile: `001-<name>.json`, the name reduced to ASCII
+/// letters, digits and `_` (at most 60), so templated C++ names make portable file names; the number keeps
+/// kernels whose names reduce alike apart.
+pub fn profile_file_name(index: usize, kernel_name: &str) -> String {
+    let safe: String = kernel_name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .take(60)
+        .collect();
+    format!("{:03}-{safe}.json", index + 1)
+}
+
 /// A table of imported kernels: `kernel`, `time_s` (nan when unknown), the canonical counters, the ten
 /// model inputs as totals, and — when the time is known — as rates (`<input>_per_s`).
 pub fn kernels_table(kernels: &[ImportedKernel], source: &str) -> Table {
@@ -666,6 +678,15 @@ pub fn kernels_table(kernels: &[ImportedKernel], source: &str) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profile_file_names_are_portable_and_numbered() {
+        assert_eq!(
+            profile_file_name(0, "void f<int, 2>(float*, int)"),
+            "001-void_f_int__2__float___int_.json"
+        );
+        assert_eq!(profile_file_name(41, &"k".repeat(100)), format!("042-{}.json", "k".repeat(60)));
+    }
 
     // Shape of `ncu --csv --page raw` (Nsight Compute 2023+): header, units row, one row per launch.
     const NCU: &str = r#"==PROF== Connected to process 1234

@@ -184,11 +184,8 @@ impl Locator {
                 actual,
             });
         }
-        // Write beside the destination and rename, so an interrupted download never leaves a partial file
-        // under the dataset's name.
-        let part = dest.with_extension("part");
-        std::fs::write(&part, &bytes).map_err(|e| Error::io(&part, e))?;
-        std::fs::rename(&part, &dest).map_err(|e| Error::io(&dest, e))?;
+        // An interrupted download never leaves a partial file under the dataset's name.
+        crate::atomic::write_atomic(&dest, &bytes)?;
         Ok((dest, Found::Downloaded))
     }
 }

@@ -1,6 +1,32 @@
 //! Small statistics shared by the crates that report figures (medians over seeds, regrets, …): the
 //! workspace's one MAPE and one least-squares solver.
 
+/// A time-weighted mean over a window: each value counts in proportion to how much of its interval
+/// overlaps the window, so counter intervals that straddle a window's edges count for their part inside
+/// it. Non-finite values (a counter the interval lacks) are left out. The one overlap mean of the trace
+/// merger and the suite.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OverlapMean {
+    sum: f64,
+    weight_s: f64,
+}
+
+impl OverlapMean {
+    /// Adds `value` held over `(start_s, end_s)`, weighted by its overlap with the window `(w0_s, w1_s)`.
+    pub fn add(&mut self, value: f64, (start_s, end_s): (f64, f64), (w0_s, w1_s): (f64, f64)) {
+        let overlap_s = end_s.min(w1_s) - start_s.max(w0_s);
+        if overlap_s > 0.0 && value.is_finite() {
+            self.sum += value * overlap_s;
+            self.weight_s += overlap_s;
+        }
+    }
+
+    /// The mean, or `None` when nothing overlapped the window.
+    pub fn mean(&self) -> Option<f64> {
+        (self.weight_s > 0.0).then(|| self.sum / self.weight_s)
+    }
+}
+
 /// The median of `v` (mean of the two middle values for an even count); NaN for an empty `v`.
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -230,9 +230,7 @@ pub struct TraceWriter {
 
 /// Writes `text` to `path` atomically (temporary file + rename), so a reader never sees half a file.
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    crate::atomic::write_atomic(path, text.as_bytes())
 }
 
 fn write_meta(path: &Path, meta: &TraceMeta) -> Result<()> {
@@ -360,36 +358,51 @@ pub fn align_rates(target: &[TraceRow], source: &[TraceRow], cols: &[usize]) -> 
         while first < source.len() && source[first].t_s <= a {
             first += 1;
         }
-        let mut sum = vec![0.0; cols.len()];
-        let mut w = vec![0.0; cols.len()];
+        let mut means = vec![crate::stats::OverlapMean::default(); cols.len()];
         for sr in &source[first..] {
             let (sa, sb) = (sr.t_s - sr.dt_s, sr.t_s);
             if sa >= b {
                 break;
             }
-            let o = sb.min(b) - sa.max(a);
-            if o <= 0.0 {
-                continue;
-            }
-            for (j, &c) in cols.iter().enumerate() {
-                let v = sr.counters.get(c).copied().unwrap_or(f64::NAN);
-                if v.is_finite() {
-                    sum[j] += v * o;
-                    w[j] += o;
-                }
+            for (m, &c) in means.iter_mut().zip(cols) {
+                m.add(sr.counters.get(c).copied().unwrap_or(f64::NAN), (sa, sb), (a, b));
             }
         }
-        out.push(sum.iter().zip(&w).map(|(s, w)| if *w > 0.0 { s / w } else { f64::NAN }).collect());
+        out.push(means.iter().map(|m| m.mean().unwrap_or(f64::NAN)).collect());
     }
     out
 }
 
-/// What [`merge_traces`] did.
+/// What [`merge_traces`] did (what `gpumodel merge` prints).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MergeReport {
+    /// The merged file as the caller named it.
+    pub out: String,
     pub inputs: usize,
     pub rows: u64,
     pub columns: Vec<String>,
+}
+
+impl crate::export::Export for MergeReport {
+    const COMMAND: &'static str = "merge";
+
+    /// One row: the merged file, its rows, traces and columns.
+    fn sections(&self) -> Vec<crate::export::Section> {
+        use crate::export::{Cell, Column, Section};
+        let mut s = Section::new(vec![
+            Column::new("out", "merged file"),
+            Column::new("rows", "rows"),
+            Column::new("inputs", "traces"),
+            Column::new("columns", "columns"),
+        ]);
+        s.push(vec![
+            Cell::text(&self.out),
+            Cell::int(i64::try_from(self.rows).unwrap_or(i64::MAX)),
+            Cell::int(i64::try_from(self.inputs).unwrap_or(i64::MAX)),
+            Cell::Text(self.columns.join(" ")),
+        ]);
+        vec![s]
+    }
 }
 
 /// Merges traces from many hosts / GPUs into one CSV with `host` and `device` columns (first), the union
@@ -466,7 +479,7 @@ pub fn merge_traces(inputs: &[PathBuf], out: &Path) -> Result<MergeReport> {
         }
     }
     w.flush().map_err(|e| Error::io(out, e))?;
-    Ok(MergeReport { inputs: inputs.len(), rows, columns })
+    Ok(MergeReport { out: out.display().to_string(), inputs: inputs.len(), rows, columns })
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod examples;
 pub mod kernel;
 pub mod nvdvfs;
 pub mod power;
+pub mod report;
 pub mod split;
 pub mod sweep;
 pub mod validation;

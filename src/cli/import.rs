@@ -1,16 +1,17 @@
 //! `gpumodel import guerreiro|nvdvfs|ncu|nvprof FILE --out table.csv` — measurement files → training table
 //! (and, for ncu / nvprof, kernel profiles for `predict` with `--profiles DIR`).
 
+use super::output::{ExportFormat, emit, print};
 use anyhow::Context;
-use gpumodel_models::import::{BadRows, Format, import_file};
+use gpumodel_models::import::{BadRows, Format, ImportSummary, import_file};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Source format.
-    #[arg(value_parser = ["guerreiro", "nvdvfs", "ncu", "nvprof"])]
-    pub format: String,
+    #[arg(value_name = "FORMAT", value_parser = ["guerreiro", "nvdvfs", "ncu", "nvprof"])]
+    pub source: String,
     /// The file to import.
     pub file: PathBuf,
     /// Where to write the training table (CSV); stdout when omitted.
@@ -34,13 +35,17 @@ pub struct Args {
     /// nvprof: block size `BX,BY,BZ` for the kernel profiles.
     #[arg(long, value_delimiter = ',', value_name = "BX,BY,BZ")]
     pub block: Option<Vec<u32>>,
+    /// How to print the summary of what was written with --out (without --out, stdout is the table's CSV).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ExportFormat,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.format == "ncu" || args.format == "nvprof" {
-        return run_profiler(&args);
+    let args = &args;
+    if args.source == "ncu" || args.source == "nvprof" {
+        return run_profiler(args);
     }
-    let format = Format::from_name(&args.format)?;
+    let format = Format::from_name(&args.source)?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
     let imported = import_file(&args.file, format, bad)?;
     if !imported.skipped.is_empty() {
@@ -51,15 +56,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             imported.skipped[0]
         );
     }
-    write_table(&imported.table, args.out.as_ref())?;
+    let mut summary = write_table(&imported.table, args)?;
+    if let Some(s) = &mut summary {
+        s.skipped_rows = imported.skipped.len();
+    }
+    finish(summary, args.format)
+}
+
+/// Prints the summary of a table written with --out.
+fn finish(summary: Option<ImportSummary>, format: ExportFormat) -> anyhow::Result<ExitCode> {
+    if let Some(s) = summary {
+        print(&s, format)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Nsight Compute / nvprof CSV → training table (one row per kernel) and, optionally, kernel profiles.
 fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
     use gpumodel_models::ncu::{
-        gpu_trace_kernels, is_gpu_trace, join_gpu_trace, kernels_table, read_ncu, read_nvprof,
-        read_nvprof_gpu_trace,
+        gpu_trace_kernels, is_gpu_trace, join_gpu_trace, kernels_table, profile_file_name, read_ncu,
+        read_nvprof, read_nvprof_gpu_trace,
     };
     use gpumodel_models::profile::Launch;
     // The flags first: a bad --grid must not cost reading the file.
@@ -78,7 +94,7 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
         (None, None) => None,
         _ => anyhow::bail!("give both --grid and --block, or neither"),
     };
-    if args.gpu_trace.is_some() && args.format != "nvprof" {
+    if args.gpu_trace.is_some() && args.source != "nvprof" {
         anyhow::bail!("--gpu-trace is nvprof's companion file; ncu exports carry their own launch shapes");
     }
     let source = args.file.display().to_string();
@@ -93,7 +109,7 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
         })
     };
     let text = read(&args.file)?;
-    let kernels = if args.format == "ncu" {
+    let kernels = if args.source == "ncu" {
         read_ncu(&text, &source)?
     } else if is_gpu_trace(&text) && args.gpu_trace.is_some() {
         anyhow::bail!(
@@ -125,14 +141,7 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
     if args.profiles.is_some() {
         for (i, k) in kernels.iter().enumerate() {
             let profile = k.to_profile(&source, launch.clone())?;
-            let safe: String = k
-                .name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
-                .take(60)
-                .collect();
-            profiles
-                .push((format!("{:03}-{safe}.json", i + 1), serde_json::to_string_pretty(&profile)? + "\n"));
+            profiles.push((profile_file_name(i, &k.name), serde_json::to_string_pretty(&profile)? + "\n"));
         }
     }
     let table = kernels_table(&kernels, &source);
@@ -142,29 +151,33 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
             let path = dir.join(name);
             std::fs::write(&path, text).with_context(|| path.display().to_string())?;
         }
+    }
+    let mut summary = write_table(&table, args)?;
+    if let (Some(s), Some(dir)) = (&mut summary, &args.profiles) {
+        s.profiles_dir = Some(dir.display().to_string());
+        s.profiles = profiles.len();
+    } else if let Some(dir) = &args.profiles {
         eprintln!("gpumodel: wrote {} kernel profile(s) to {}", profiles.len(), dir.display());
     }
-    write_table(&table, args.out.as_ref())?;
-    Ok(ExitCode::SUCCESS)
+    finish(summary, args.format)
 }
 
-fn write_table(t: &gpumodel_models::Table, out: Option<&PathBuf>) -> anyhow::Result<()> {
-    match out {
+/// Writes the table to --out (through a temporary file: a failure leaves no half-written table) and
+/// returns its summary, or prints it as CSV on stdout.
+fn write_table(t: &gpumodel_models::Table, args: &Args) -> anyhow::Result<Option<ImportSummary>> {
+    match &args.out {
         Some(out) => {
-            // Write beside the target and rename: a failure never leaves a half-written table behind.
-            let tmp = out.with_extension("csv.part");
-            t.write_csv(&tmp)?;
-            std::fs::rename(&tmp, out)
-                .with_context(|| format!("moving {} to {}", tmp.display(), out.display()))?;
-            eprintln!(
-                "gpumodel: wrote {} rows x {} columns ({} kernels) to {}",
-                t.n_rows(),
-                1 + t.text.len() + t.columns.len(),
-                t.distinct_groups().len(),
-                out.display()
-            );
+            let mut bytes = Vec::new();
+            t.write_csv_to(&mut bytes)?;
+            gpumodel_models::atomic::write_atomic(out, &bytes)?;
+            let source = args.file.display().to_string();
+            Ok(Some(ImportSummary::of(t, &source, &args.source, &out.display().to_string())))
         }
-        None => t.write_csv_to(std::io::stdout().lock())?,
+        None => {
+            let mut bytes = Vec::new();
+            t.write_csv_to(&mut bytes)?;
+            emit(&String::from_utf8_lossy(&bytes))?;
+            Ok(None)
+        }
     }
-    Ok(())
 }

@@ -2,6 +2,7 @@
 //! (`srun gpumodel collect …` writes one `<program>-<host>-gpu<device>.csv` per task) into one table
 //! with `host` and `device` columns.
 
+use super::output::{ExportFormat, print};
 use anyhow::Context;
 use gpumodel_models::trace::merge_traces;
 use std::path::PathBuf;
@@ -15,16 +16,13 @@ pub struct Args {
     /// Merged CSV to write (must not exist).
     #[arg(long, short)]
     pub out: PathBuf,
+    /// How to print what was merged.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ExportFormat,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let r = merge_traces(&args.traces, &args.out).context("merge")?;
-    eprintln!(
-        "{}: {} rows from {} traces, {} columns",
-        args.out.display(),
-        r.rows,
-        r.inputs,
-        r.columns.len()
-    );
+    let report = merge_traces(&args.traces, &args.out).context("merge")?;
+    print(&report, args.format)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod collect;
 pub mod counters;
 pub mod dataset;
+pub mod gpu;
 pub mod import;
 pub mod merge;
 pub mod output;

@@ -1,14 +1,15 @@
 //! `gpumodel collect --suite` — the built-in microbenchmark suite → a training table for this GPU.
 
-use super::output::progress_bar;
+use super::gpu::{GpuArgs, interrupt_flag, open_suite_device};
+use super::output::{ExportFormat, emit, print, progress_bar};
 use anyhow::Context;
-use gpumodel_collect::suite::{self, FakeSuiteDevice, Plan, Progress, SuiteDevice};
+use gpumodel_collect::suite::listing::KernelList;
+use gpumodel_collect::suite::{self, Plan, Progress};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
-/// Options of `collect --suite` (the shared ones — out, rate, min-seconds, device — are in collect::Args).
+/// Options of `collect --suite` (the shared ones — out, min-seconds — are `collect`'s; the GPU's are
+/// [`GpuArgs`]).
 #[derive(Debug, clap::Args)]
 pub struct SuiteArgs {
     /// Clock pairs to sweep, `CORE:MEM` in MHz, comma-separated (e.g. 1410:1215,1095:1215), or `current`.
@@ -24,38 +25,48 @@ pub struct SuiteArgs {
     /// List the suite's kernels, their patterns and the counters they drive, and exit.
     #[arg(long, requires = "suite")]
     pub list_kernels: bool,
+    /// How --list-kernels prints the kernels.
+    #[arg(long, value_enum, default_value_t, requires = "list_kernels")]
+    pub format: ExportFormat,
 }
 
 /// Default output of the suite.
 const DEFAULT_OUT: &str = "suite.csv";
 
-/// `GPUMODEL_FAKE_GPU=1` runs the suite on the scripted GPU (tests and demos on machines without one).
-pub(crate) fn fake_gpu() -> bool {
-    std::env::var("GPUMODEL_FAKE_GPU").is_ok_and(|v| v == "1")
-}
+/// Kept for `calibrate`, which opens its own device (it lives in `gpu`; allowed unused so that a branch
+/// that calls `gpu::fake_gpu` merges cleanly).
+#[allow(unused_imports)]
+pub(crate) use super::gpu::fake_gpu;
 
-pub fn run(args: &super::collect::Args) -> anyhow::Result<ExitCode> {
-    let s = &args.suite_args;
+/// Runs the suite: `s` its own flags, `program` what `collect` was given after them (must be empty),
+/// `out` the table to write, `gpu` the device and sampling rate.
+pub fn run(
+    s: &SuiteArgs,
+    program: &[String],
+    out: Option<PathBuf>,
+    min_seconds: f64,
+    gpu: &GpuArgs,
+) -> anyhow::Result<ExitCode> {
     if s.list_kernels {
-        print_kernels();
+        print(&KernelList::builtin(), s.format)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if !args.program.is_empty() {
+    if !program.is_empty() {
         anyhow::bail!(
             "--suite runs the built-in kernels and takes no program ('{}'): drop one of them",
-            args.program.join(" ")
+            program.join(" ")
         );
     }
     // Options first, hardware after (so a typo never waits for the GPU).
     let plan = Plan {
         kernels: suite::select_kernels(&s.kernels)?,
         clocks: suite::parse_clocks(&s.clocks)?,
-        min_seconds: args.min_seconds,
-        out: args.out.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_OUT)),
+        min_seconds,
+        out: out.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT)),
         resume: s.resume,
     };
-    if !(args.min_seconds.is_finite() && args.min_seconds > 0.0) {
-        anyhow::bail!("--min-seconds {} must be a number > 0", args.min_seconds);
+    if !(min_seconds.is_finite() && min_seconds > 0.0) {
+        anyhow::bail!("--min-seconds {min_seconds} must be a number > 0");
     }
     if plan.out.exists() && !plan.resume {
         anyhow::bail!(
@@ -63,13 +74,8 @@ pub fn run(args: &super::collect::Args) -> anyhow::Result<ExitCode> {
             plan.out.display()
         );
     }
-    let mut device: Box<dyn SuiteDevice> =
-        if fake_gpu() { Box::new(FakeSuiteDevice::new()) } else { Box::new(open_real_device(args)?) };
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    // A second handler cannot be installed in one process; the suite is the only one here.
-    let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    let mut device = open_suite_device(gpu)?;
+    let stop = interrupt_flag();
 
     let pb = progress_bar(0, "suite");
     let summary = suite::run_suite(device.as_mut(), &plan, &stop, &mut |p| match p {
@@ -99,54 +105,14 @@ pub fn run(args: &super::collect::Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(130));
     }
-    println!(
-        "wrote {} rows ({} kept from before) to {} (metadata: {}); train with: gpumodel train --data {} --import table --features {}",
+    emit(&format!(
+        "wrote {} rows ({} kept from before) to {} (metadata: {}); train with: gpumodel train --data {} --import table --features {}\n",
         summary.rows_written,
         summary.rows_kept,
         plan.out.display(),
         meta.display(),
         plan.out.display(),
         suite::feature_set_path(&plan.out).display()
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_kernels() {
-    let rows: Vec<Vec<String>> = suite::kernels()
-        .iter()
-        .map(|k| {
-            let e = k.entry();
-            vec![
-                k.name.clone(),
-                k.knob.to_string(),
-                k.grid_fraction.to_string(),
-                e.map_or_else(String::new, |e| e.drives.join(" ")),
-                e.map_or_else(String::new, |e| e.pattern.to_string()),
-            ]
-        })
-        .collect();
-    print!("{}", super::output::render_table(&["kernel", "knob", "grid", "drives", "pattern"], &rows));
-}
-
-/// The real GPU with CUPTI PM sampling of the chip's `pm` counter map. The driver is checked first, so a
-/// machine without a GPU gets that one line rather than a CUPTI error.
-fn open_real_device(args: &super::collect::Args) -> anyhow::Result<suite::cuda::CudaSuiteDevice> {
-    use gpumodel_collect::counters::CounterSource;
-    use gpumodel_collect::cupti::pm::CuptiPmCounters;
-    use gpumodel_models::counters::{CounterMap, MapKind};
-    suite::cuda::check_driver(args.device)?;
-    let pm = super::collect::pm_options(args)?;
-    // PM sampling is opened by the device after its CUDA context exists (NVIDIA's pm_sampling sample
-    // creates the context first; issue 16 item 5).
-    let open_counters = move || -> Result<suite::cuda::SuiteCounters, suite::SuiteError> {
-        let source = CuptiPmCounters::open(&pm)?;
-        let map = CounterMap::builtin(source.chip()).map_err(gpumodel_collect::Error::from)?;
-        Ok(suite::cuda::SuiteCounters {
-            source: Box::new(source) as Box<dyn CounterSource>,
-            map,
-            kind: MapKind::Pm,
-        })
-    };
-    suite::cuda::CudaSuiteDevice::open(args.device, args.rate, Some(Box::new(open_counters)))
-        .context("CUPTI PM sampling for the suite")
 }

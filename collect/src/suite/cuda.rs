@@ -16,6 +16,7 @@ use crate::nvrtc;
 use crate::sampler::{Clock, Event, spawn_counters, spawn_power};
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use gpumodel_models::stats::OverlapMean;
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enums::device::GpuLockedClocksSetting;
 use nvml_wrapper::error::NvmlError;
@@ -337,7 +338,7 @@ pub(crate) fn window(
     names: &[String],
 ) -> Result<Window, SuiteError> {
     let mut w = Window::default();
-    let mut weighted: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let mut weighted: BTreeMap<String, OverlapMean> = BTreeMap::new();
     for ev in events {
         match ev {
             Event::Power(p) if p.t_s >= t0 && p.t_s <= t1 => {
@@ -347,11 +348,12 @@ pub(crate) fn window(
             }
             Event::Counters(intervals) => {
                 for iv in intervals {
-                    let overlap = (iv.end_s.min(t1) - iv.start_s.max(t0)).max(0.0);
                     for (name, rate) in names.iter().zip(&iv.rates) {
-                        let e = weighted.entry(name.clone()).or_default();
-                        e.0 += rate * overlap;
-                        e.1 += overlap;
+                        weighted.entry(name.clone()).or_default().add(
+                            *rate,
+                            (iv.start_s, iv.end_s),
+                            (t0, t1),
+                        );
                     }
                 }
             }
@@ -359,11 +361,7 @@ pub(crate) fn window(
             _ => {}
         }
     }
-    w.metric_rates = weighted
-        .into_iter()
-        .filter(|(_, (_, secs))| *secs > 0.0)
-        .map(|(name, (sum, secs))| (name, sum / secs))
-        .collect();
+    w.metric_rates = weighted.into_iter().filter_map(|(name, m)| Some((name, m.mean()?))).collect();
     Ok(w)
 }
 

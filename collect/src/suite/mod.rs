@@ -9,6 +9,7 @@
 
 pub mod cuda;
 mod fake;
+pub mod listing;
 mod table;
 
 pub use fake::FakeSuiteDevice;

@@ -185,10 +185,8 @@ impl SuiteMetadata {
     /// Writes the sidecar (whole-file replace through a temporary file, so it is never half-written).
     pub(crate) fn write(&self, out: &Path) -> Result<(), SuiteError> {
         let path = Self::path_for(out);
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).map_err(|e| SuiteError::io(&path, e))?;
-        std::fs::write(&tmp, text).map_err(|e| SuiteError::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| SuiteError::io(&path, e))
+        gpumodel_models::atomic::write_atomic(&path, text.as_bytes()).map_err(|e| SuiteError::io(&path, e))
     }
 }
 

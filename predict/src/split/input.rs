@@ -496,7 +496,8 @@ impl CaseFile {
         let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let (fc, fg, obj) = match &self.compare {
             Some(c) => {
-                let o: Objective = c.objective.as_deref().unwrap_or("time").parse()?;
+                let o = Objective::parse(c.objective.as_deref().unwrap_or("time"))
+                    .map_err(|e| SplitError::BadObjective(e.to_string()))?;
                 (c.cpu_clock, c.gpu_clock, o)
             }
             None => (max(&cd.clocks), max(&gd.clocks), Objective::TIME),

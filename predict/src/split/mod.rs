@@ -33,6 +33,7 @@
 
 pub mod cg;
 pub mod dvfs;
+pub mod export;
 pub mod from_model;
 pub mod input;
 pub mod pareto;
@@ -40,10 +41,6 @@ pub mod peach;
 
 #[cfg(test)]
 mod pareto_props;
-
-use serde::Serialize;
-use std::fmt;
-use std::str::FromStr;
 
 /// Everything that can go wrong in the split tools; messages say what to change.
 #[derive(Debug, thiserror::Error)]
@@ -61,8 +58,8 @@ pub enum SplitError {
     /// Two columns of one table (or the size grids of two devices) do not line up.
     #[error("{what}: {detail}")]
     Mismatch { what: String, detail: String },
-    /// The objective flag could not be parsed.
-    #[error("unknown objective `{0}`: use time, energy, ed, ed2, or `a,b` for E^a·D^b with a, b >= 0")]
+    /// The objective flag could not be parsed (the message says the grammar).
+    #[error("{0}")]
     BadObjective(String),
     /// The input file could not be read.
     #[error("cannot read {path}: {source}")]
@@ -118,102 +115,14 @@ pub(crate) fn share(what: &str, value: f64) -> Result<f64> {
     }
 }
 
-/// What to minimize: E^a·D^b (energy to the power a times delay to the power b), a, b >= 0, not both 0.
-///
-/// `time` is (0, 1), `energy` (1, 0), `ed` (1, 1), `ed2` (1, 2). Maximizing performance (work / time)
-/// is minimizing time; maximizing efficiency (work / energy, e.g. GFLOPS/W) is minimizing energy.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Objective {
-    /// Exponent of energy.
-    pub a: f64,
-    /// Exponent of delay (time).
-    pub b: f64,
-}
-
-impl Objective {
-    /// Shortest time (best performance).
-    pub const TIME: Objective = Objective { a: 0.0, b: 1.0 };
-    /// Least energy (best efficiency).
-    pub const ENERGY: Objective = Objective { a: 1.0, b: 0.0 };
-    /// Energy-delay product.
-    pub const ED: Objective = Objective { a: 1.0, b: 1.0 };
-    /// Energy-delay-squared product.
-    pub const ED2: Objective = Objective { a: 1.0, b: 2.0 };
-
-    /// Checks a, b >= 0, finite, not both zero.
-    pub fn new(a: f64, b: f64) -> Result<Objective> {
-        if a.is_finite() && b.is_finite() && a >= 0.0 && b >= 0.0 && a + b > 0.0 {
-            Ok(Objective { a, b })
-        } else {
-            Err(SplitError::BadObjective(format!("{a},{b}")))
-        }
-    }
-
-    /// The value to minimize. Computed through logarithms so that large exponents do not overflow;
-    /// the ordering is the same as that of E^a·D^b.
-    pub fn log_value(&self, energy_j: f64, time_s: f64) -> f64 {
-        let mut v = 0.0;
-        if self.a > 0.0 {
-            v += self.a * energy_j.ln();
-        }
-        if self.b > 0.0 {
-            v += self.b * time_s.ln();
-        }
-        v
-    }
-
-    /// E^a·D^b itself.
-    pub fn value(&self, energy_j: f64, time_s: f64) -> f64 {
-        energy_j.powf(self.a) * time_s.powf(self.b)
-    }
-
-    /// The objectives every report lists: time, energy, ED, ED².
-    pub fn standard() -> [Objective; 4] {
-        [Objective::TIME, Objective::ENERGY, Objective::ED, Objective::ED2]
-    }
-}
-
-impl fmt::Display for Objective {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = if *self == Objective::TIME {
-            "time".to_string()
-        } else if *self == Objective::ENERGY {
-            "energy".to_string()
-        } else if *self == Objective::ED {
-            "ed".to_string()
-        } else if *self == Objective::ED2 {
-            "ed2".to_string()
-        } else {
-            format!("E^{}·D^{}", self.a, self.b)
-        };
-        f.write_str(&name)
-    }
-}
-
-impl FromStr for Objective {
-    type Err = SplitError;
-
-    fn from_str(s: &str) -> Result<Objective> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "time" | "delay" | "performance" => Ok(Objective::TIME),
-            "energy" | "efficiency" => Ok(Objective::ENERGY),
-            "ed" => Ok(Objective::ED),
-            "ed2" => Ok(Objective::ED2),
-            other => {
-                let bad = || SplitError::BadObjective(s.to_string());
-                let (a, b) = other.split_once(',').ok_or_else(bad)?;
-                let a: f64 = a.trim().parse().map_err(|_| bad())?;
-                let b: f64 = b.trim().parse().map_err(|_| bad())?;
-                Objective::new(a, b).map_err(|_| bad())
-            }
-        }
-    }
-}
+/// The one objective, shared with every other command (`gpumodel_models::energy::Objective`).
+pub use gpumodel_models::energy::Objective;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The split's names and pairs go through the one grammar.
     #[test]
     fn objective_parses_names_and_pairs() {
         assert_eq!("time".parse::<Objective>().unwrap(), Objective::TIME);

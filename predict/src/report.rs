@@ -1,0 +1,271 @@
+//! What `gpumodel predict` prints: one kernel at one configuration ([`KernelReport`]) or a sweep
+//! ([`SweepReport`]), as typed results rendered by the one output layer (`gpumodel_models::export`).
+//!
+//! JSON keeps the field names `gpumodel report` reads: `kernel`, `arch`, `model`, `calibration`
+//! (`applied`, `file`, `content`), `prediction` (the [`Prediction`]) or `sweep` (the [`Sweep`]).
+
+use crate::calibration::file::CalibrationFile;
+use crate::kernel::Prediction;
+use crate::sweep::{Sweep, SweepKind};
+use gpumodel_models::arch::ArchProfile;
+use gpumodel_models::artifact::ModelArtifact;
+use gpumodel_models::export::{Cell, Column, Export, Section};
+use gpumodel_models::profile::KernelProfile;
+use serde::Serialize;
+
+/// The time calibration a prediction used, if any.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrationUse {
+    pub applied: bool,
+    /// The file as the user named it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// What the file holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<CalibrationFile>,
+}
+
+impl CalibrationUse {
+    /// `file` as the user named it and its content; none when no calibration was given.
+    pub fn new(used: Option<(String, CalibrationFile)>) -> CalibrationUse {
+        match used {
+            Some((file, content)) => {
+                CalibrationUse { applied: true, file: Some(file), content: Some(content) }
+            }
+            None => CalibrationUse { applied: false, file: None, content: None },
+        }
+    }
+}
+
+/// What the kernel, GPU and model were, for the lines above the numbers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Provenance {
+    /// Where the kernel's counters come from (a paper, a tool, a run); empty when the profile says not.
+    pub kernel_source: String,
+    /// The architecture the counters were measured on, when the profile says and it differs.
+    pub measured_on: Option<String>,
+    /// The GPU's marketing name.
+    pub gpu: String,
+    /// The dataset the power model was trained on, from its artifact.
+    pub model_trained_on: Option<String>,
+}
+
+impl Provenance {
+    pub fn new(kernel: &KernelProfile, arch: &ArchProfile, model: &ModelArtifact) -> Provenance {
+        Provenance {
+            kernel_source: kernel.source.clone(),
+            measured_on: kernel.arch.clone().filter(|a| *a != arch.name),
+            gpu: arch.display_name.clone(),
+            model_trained_on: model
+                .training
+                .get("dataset")
+                .and_then(|d| d.get("name"))
+                .and_then(|n| n.as_str())
+                .map(str::to_string),
+        }
+    }
+}
+
+/// `gpumodel predict` at one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelReport {
+    pub kernel: String,
+    pub arch: String,
+    /// The power model as the user named it (a file or an embedded model's name).
+    pub model: String,
+    pub calibration: CalibrationUse,
+    pub context: Provenance,
+    pub prediction: Prediction,
+}
+
+/// `gpumodel predict --sweep`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepReport {
+    pub kernel: String,
+    pub arch: String,
+    pub model: String,
+    pub calibration: CalibrationUse,
+    pub context: Provenance,
+    pub sweep: Sweep,
+}
+
+fn cal_line(c: &CalibrationUse) -> Option<(&str, &CalibrationFile)> {
+    Some((c.file.as_deref()?, c.content.as_ref()?))
+}
+
+/// A power model describes the GPU it was trained on: a note when the architecture differs.
+fn model_note(ctx: &Provenance, arch: &str) -> Option<String> {
+    let ds = ctx.model_trained_on.as_deref()?;
+    (!ds.replace('-', "").contains(arch)).then(|| {
+        format!("note        the power model was trained on {ds}; its watts describe that GPU, not {arch}")
+    })
+}
+
+impl Export for KernelReport {
+    const COMMAND: &'static str = "predict";
+
+    fn preamble(&self) -> Vec<String> {
+        let (p, ctx) = (&self.prediction, &self.context);
+        let d = &p.detail;
+        let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
+        let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
+        if let Some(m) = &ctx.measured_on {
+            out.push(format!("note        counters measured on {m}, predicted on {}", self.arch));
+        }
+        out.extend(model_note(ctx, &self.arch));
+        out.push(format!(
+            "gpu         {} at {} / {} MHz (core / memory)",
+            ctx.gpu, d.clocks.core_mhz, d.clocks.mem_mhz
+        ));
+        let o = &d.occupancy;
+        out.push(format!(
+            "occupancy   {} warps/SM ({} blocks of {} warps, limited by {}), {} rounds on {} SMs",
+            o.active_warps_per_sm,
+            o.active_blocks_per_sm,
+            o.warps_per_block,
+            o.limiter,
+            o.rounds,
+            o.active_sms
+        ));
+        out.push(match cal_line(&self.calibration) {
+            Some((file, c)) => format!(
+                "time        {:.4} ms, calibrated by {file} ({:.4} ms from the timing model alone; fitted on {}, \
+                 {:.1}% out-of-fold MAPE there)",
+                p.time_s * 1e3,
+                d.timing.time_s * 1e3,
+                c.dataset.name,
+                c.fit.out_of_fold_mape_pct
+            ),
+            None => format!("time        {:.4} ms", p.time_s * 1e3),
+        });
+        out.push(format!(
+            "power       {:.1} W ({} model; inputs = counter rates at the predicted time)",
+            p.power_w, self.model
+        ));
+        out.push(format!("energy      {:.4} J", p.energy_j));
+        out.push(format!(
+            "bottleneck  {} ({:.0}% of the component total)",
+            d.bottleneck,
+            100.0 * d.bottleneck_share
+        ));
+        out
+    }
+
+    /// The component breakdown; CSV carries the one-row summary instead (see [`Export::csv_section`]).
+    fn sections(&self) -> Vec<Section> {
+        let mut s = Section::new(vec![
+            Column::new("component", "component"),
+            Column::new("time_ms", "time ms"),
+            Column::new("share_pct", "share %"),
+            Column::new("access_ratio", "access ratio"),
+        ]);
+        for c in &self.prediction.detail.components {
+            s.push(vec![
+                Cell::text(c.name),
+                Cell::num(c.time_s * 1e3, 4),
+                Cell::num(100.0 * c.share, 1),
+                Cell::opt(c.access_ratio, 4),
+            ]);
+        }
+        if let Some((_, c)) = cal_line(&self.calibration) {
+            s.then(format!(
+                "L2 time {:.4} ms (the DRAM traffic through L2 at this core clock; not a component: the \
+                 calibration weighs it by a_l2 = {:.4})",
+                self.prediction.detail.timing.l2_s * 1e3,
+                c.coefficients.a_l2
+            ));
+        }
+        vec![s]
+    }
+
+    /// One row: the prediction at this configuration (the columns of earlier versions, now quoted).
+    fn csv_section(&self) -> Option<Section> {
+        let (p, d) = (&self.prediction, &self.prediction.detail);
+        let names = [
+            "kernel",
+            "arch",
+            "core_mhz",
+            "mem_mhz",
+            "warps_per_sm",
+            "time_s",
+            "power_w",
+            "energy_j",
+            "bottleneck",
+            "bottleneck_share",
+            "calibration",
+        ];
+        let mut s = Section::new(names.iter().map(|n| Column::new(*n, *n)).collect());
+        s.push(vec![
+            Cell::text(&self.kernel),
+            Cell::text(&self.arch),
+            Cell::num(d.clocks.core_mhz, 0),
+            Cell::num(d.clocks.mem_mhz, 0),
+            Cell::int(d.occupancy.active_warps_per_sm),
+            Cell::num(p.time_s, 6),
+            Cell::num(p.power_w, 1),
+            Cell::num(p.energy_j, 6),
+            Cell::text(d.bottleneck),
+            Cell::num(d.bottleneck_share, 3),
+            Cell::text(self.calibration.file.clone().unwrap_or_default()),
+        ]);
+        Some(s)
+    }
+}
+
+impl Export for SweepReport {
+    const COMMAND: &'static str = "predict";
+
+    fn preamble(&self) -> Vec<String> {
+        let mut out = vec![format!("kernel {} on {}", self.kernel, self.context.gpu)];
+        out.extend(model_note(&self.context, &self.arch));
+        if let Some(file) = &self.calibration.file {
+            out.push(format!("times calibrated by {file}"));
+        }
+        out
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let (x_name, x_label) = match self.sweep.kind {
+            SweepKind::Warps => ("warps_per_sm", "warps/SM"),
+            SweepKind::CoreClock => ("core_mhz", "core MHz"),
+        };
+        let mut s = Section::new(vec![
+            Column::new(x_name, x_label),
+            Column::new("time_ms", "time ms"),
+            Column::new("power_w", "power W"),
+            Column::new("energy_j", "energy J"),
+            Column::new("bottleneck", "bottleneck"),
+        ]);
+        for p in &self.sweep.points {
+            s.push(vec![
+                Cell::num(p.x, 0),
+                Cell::num(p.time_s * 1e3, 4),
+                Cell::num(p.power_w, 1),
+                Cell::num(p.energy_j, 4),
+                Cell::text(p.bottleneck),
+            ]);
+        }
+        vec![s]
+    }
+
+    fn csv_section(&self) -> Option<Section> {
+        let mut s = self.sections().into_iter().next()?;
+        s.columns[1] = Column::new("time_s", "time s");
+        for (row, p) in s.rows.iter_mut().zip(&self.sweep.points) {
+            row[1] = Cell::num(p.time_s, 6);
+        }
+        Some(s)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let x = match self.sweep.kind {
+            SweepKind::Warps => "warps/SM",
+            SweepKind::CoreClock => "core MHz",
+        };
+        self.sweep
+            .optima
+            .iter()
+            .map(|o| format!("optimum {:>8}: {x} = {} ({} = {:.6e})", o.objective, o.x, o.objective, o.value))
+            .collect()
+    }
+}

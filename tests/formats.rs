@@ -1,0 +1,244 @@
+//! Every command on the one output layer × every `--format` (table, csv, json, markdown), through the real
+//! binary: each output parses as what it claims to be, JSON names its command, CSV has a header and rows,
+//! and the table and JSON of the shipped defaults are pinned with `insta` (reviewed by hand when they
+//! change: `INSTA_UPDATE=always cargo test --test formats`, then read the diff).
+
+mod common;
+
+use common::{data_dir, gpumodel};
+use std::path::{Path, PathBuf};
+
+const FORMATS: [&str; 4] = ["table", "csv", "json", "markdown"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(args: &[&str]) -> Vec<u8> {
+    let o = gpumodel().args(args).output().unwrap();
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    o.stdout
+}
+
+/// The checks every format gets: JSON is an object tagged with `command`; CSV reads back with a header
+/// and at least one row of the header's width; table and Markdown are non-empty text.
+fn check_formats(args: &[&str], command: &str) {
+    for f in FORMATS {
+        let mut a = args.to_vec();
+        a.extend(["--format", f]);
+        let out = run(&a);
+        match f {
+            "json" => {
+                let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+                assert_eq!(v["command"], command, "{a:?}");
+                assert_eq!(v["format_version"], 1, "{a:?}");
+            }
+            "csv" => {
+                let mut r = csv::Reader::from_reader(out.as_slice());
+                let width = r.headers().unwrap().len();
+                let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+                assert!(!rows.is_empty(), "{a:?}: no CSV rows");
+                assert!(rows.iter().all(|r| r.len() == width), "{a:?}");
+            }
+            "markdown" => {
+                let s = String::from_utf8(out).unwrap();
+                assert!(!s.trim().is_empty() && !s.contains("\n\n\n"), "{a:?}: {s}");
+            }
+            _ => assert!(!out.is_empty(), "{a:?}"),
+        }
+    }
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.extend(["--format", "json"]);
+    serde_json::from_slice(&run(&a)).unwrap()
+}
+
+fn text(args: &[&str]) -> String {
+    String::from_utf8(run(args)).unwrap()
+}
+
+/// The machine's dataset folder replaced by a placeholder, so snapshots hold no absolute path.
+fn redact(s: &str) -> String {
+    s.replace(&data_dir().display().to_string(), "$GPUMODEL_DATA_DIR")
+}
+
+#[test]
+fn predict_every_format_and_snapshots() {
+    check_formats(&["predict", "--warps", "32"], "predict");
+    insta::assert_snapshot!("predict_table", text(&["predict", "--warps", "32"]));
+    insta::assert_json_snapshot!("predict_json", json(&["predict", "--warps", "32"]));
+}
+
+#[test]
+fn predict_sweep_every_format_and_snapshots() {
+    check_formats(&["predict", "--sweep", "warps"], "predict");
+    insta::assert_snapshot!("predict_sweep_table", text(&["predict", "--sweep", "warps"]));
+    insta::assert_json_snapshot!("predict_sweep_json", json(&["predict", "--sweep", "warps"]));
+}
+
+/// The sweep's CSV carries seconds with every digit, the same numbers as the JSON.
+#[test]
+fn predict_sweep_csv_matches_json() {
+    let csv_out = run(&["predict", "--sweep", "core-clock", "--format", "csv"]);
+    let v = json(&["predict", "--sweep", "core-clock"]);
+    let mut r = csv::Reader::from_reader(csv_out.as_slice());
+    assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>()[..2], ["core_mhz", "time_s"]);
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    let points = v["sweep"]["points"].as_array().unwrap();
+    assert_eq!(rows.len(), points.len());
+    // serde_json's default float parser may land one ulp off the printed digits (it is not the
+    // round-trip parser); the CSV's digits are the value itself.
+    let same = |a: f64, b: f64| (a - b).abs() <= 2.0 * f64::EPSILON * a.abs().max(b.abs());
+    for (row, p) in rows.iter().zip(points) {
+        assert!(same(row[1].parse().unwrap(), p["time_s"].as_f64().unwrap()), "{row:?} {p}");
+        assert!(same(row[3].parse().unwrap(), p["energy_j"].as_f64().unwrap()), "{row:?} {p}");
+    }
+}
+
+fn split_example(name: &str) -> String {
+    root().join("datasets/examples/split").join(name).display().to_string()
+}
+
+#[test]
+fn split_every_example_every_format() {
+    let dir = root().join("datasets/examples/split");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            check_formats(&["split", p.to_str().unwrap()], "split");
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "{n} examples");
+}
+
+#[test]
+fn split_snapshots() {
+    for (name, file) in [
+        ("split_two_device", "peach_system_i.toml"),
+        ("split_dvfs", "peach_table_vii.toml"),
+        ("split_pareto", "hepopta_small.toml"),
+        ("split_cg", "lang_runger_cg.toml"),
+    ] {
+        let f = split_example(file);
+        insta::assert_snapshot!(format!("{name}_table"), text(&["split", &f]));
+        insta::assert_snapshot!(
+            format!("{name}_csv"),
+            String::from_utf8(run(&["split", &f, "--format", "csv"])).unwrap()
+        );
+    }
+    insta::assert_json_snapshot!(
+        "split_two_device_json",
+        json(&["split", &split_example("peach_system_i.toml")])
+    );
+}
+
+/// An objective `a,b` is a label with a comma: CSV must quote it, not shift the row.
+#[test]
+fn split_csv_quotes_an_objective_with_a_comma() {
+    let f = split_example("peach_system_i.toml");
+    let out = run(&["split", &f, "--objective", "1,2", "--format", "csv"]);
+    let mut r = csv::Reader::from_reader(out.as_slice());
+    let width = r.headers().unwrap().len();
+    for rec in r.records() {
+        assert_eq!(rec.unwrap().len(), width);
+    }
+}
+
+#[test]
+fn split_fit_every_format() {
+    let f = split_example("peach_table_vii_gpu_fit.toml");
+    check_formats(&["split", "fit", &f], "split-fit");
+    insta::assert_snapshot!("split_fit_table", text(&["split", "fit", &f]));
+}
+
+#[test]
+fn dataset_list_and_show_every_format() {
+    check_formats(&["dataset", "list"], "dataset-list");
+    check_formats(&["dataset", "show", "nvdvfs-gtx980"], "dataset-show");
+    insta::assert_snapshot!("dataset_show_table", redact(&text(&["dataset", "show", "nvdvfs-gtx980"])));
+    let v = json(&["dataset", "show", "nvdvfs-gtx980"]);
+    insta::assert_json_snapshot!(
+        "dataset_show_json",
+        serde_json::from_str::<serde_json::Value>(&redact(&v.to_string())).unwrap()
+    );
+}
+
+#[test]
+fn counters_every_format() {
+    check_formats(&["counters", "--chip", "GA102"], "counters");
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("collect/tests/fixtures").join(name)
+}
+
+#[test]
+fn import_summary_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in FORMATS {
+        let out = dir.path().join(format!("t-{f}.csv"));
+        let o = gpumodel()
+            .args(["import", "ncu"])
+            .arg(fixture("ncu_raw_ga102.csv"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--format", f])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(out.is_file());
+        if f == "json" {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!((v["command"].as_str(), v["kernels"].as_u64()), (Some("import"), Some(2)));
+        }
+        if f == "csv" {
+            let mut r = csv::Reader::from_reader(o.stdout.as_slice());
+            let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+            assert_eq!(rows.len(), 1);
+        }
+    }
+}
+
+fn write_trace(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(format!("{name}.csv"));
+    let o = gpumodel()
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .args(["collect", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
+        .arg(&out)
+        .args(["/bin/sh", "-c", "sleep 0.1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn merge_summary_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = [write_trace(dir.path(), "a"), write_trace(dir.path(), "b")];
+    for f in FORMATS {
+        let merged = dir.path().join(format!("all-{f}.csv"));
+        let o = gpumodel()
+            .arg("merge")
+            .args(&traces)
+            .arg("-o")
+            .arg(&merged)
+            .args(["--format", f])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        if f == "json" {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!((v["command"].as_str(), v["inputs"].as_u64()), (Some("merge"), Some(2)));
+        }
+    }
+}
+
+#[test]
+fn suite_kernel_list_every_format() {
+    check_formats(&["collect", "--suite", "--list-kernels"], "collect-suite-kernels");
+}
