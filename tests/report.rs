@@ -209,3 +209,21 @@ fn a_collector_trace_draws_power_counters_and_both_energies() {
     assert_eq!(marks(&sec.figures, "collect-energy"), 2, "integral and counter");
     let _ = Path::new("");
 }
+
+#[test]
+fn plot_writes_the_headline_figure_of_predict_and_split_as_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    // The directory does not exist yet: --plot creates it, like every output.
+    let svg = dir.path().join("figs/sweep.svg");
+    let json = run(&["predict", "--sweep", "warps", "--format", "json", "--plot", svg.to_str().unwrap()]);
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<svg"), "an SVG document");
+    // The same figure `gpumodel report` draws first for this result.
+    let first = &figures("sweep.json", &json)[0];
+    assert_eq!(drawn, first.svg, "--plot writes the report's headline figure");
+
+    let svg = dir.path().join("pareto.svg");
+    let p = "datasets/examples/split/hepopta_small.toml";
+    let json = run(&["split", p, "--format", "json", "--plot", svg.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), figures("split.json", &json)[0].svg);
+}

@@ -128,6 +128,30 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
                 let held = models.values().any(|m| m.get("held-out").is_some());
                 let key = if held { "held-out" } else { "group-kfold" };
                 expected.push(2 * models.values().filter(|m| m.get(key).is_some()).count());
+                // Per-row figures: the default (chosen), the peer and the paper's BP-ANN, where predicted.
+                let rows = v["rows"].as_array().unwrap();
+                let mut shown: Vec<String> = Vec::new();
+                for n in [&v["selection"]["chosen"], &v["peer"], &Value::from("bpann")] {
+                    if let Some(n) = n.as_str()
+                        && rows[0]["predicted_w"].get(n).is_some()
+                        && !shown.iter().any(|s| s == n)
+                    {
+                        shown.push(n.to_string());
+                    }
+                }
+                assert!(!shown.is_empty(), "train's rows carry predictions");
+                expected.push(rows.len() * shown.len());
+                let apps = v["applications"].as_array().unwrap();
+                expected.push(
+                    apps.iter()
+                        .map(|a| shown.iter().filter(|m| a["models"].get(m.as_str()).is_some()).count())
+                        .sum(),
+                );
+                let mut cells: Vec<(String, String)> =
+                    rows.iter().map(|r| (r["core_mhz"].to_string(), r["mem_mhz"].to_string())).collect();
+                cells.sort();
+                cells.dedup();
+                expected.push(cells.len());
             }
             "validate.json" => {
                 expected.push(len(&v["per_row"]));

@@ -17,6 +17,9 @@ pub enum Error {
     /// The output exists and `--force` was not given.
     #[error("{0}: already exists; pass --force to overwrite it (nothing was written)")]
     Exists(String),
+    /// The atomic write failed (the message names the file).
+    #[error(transparent)]
+    Write(#[from] gpumodel_models::error::Error),
     /// Drawing failed (a plotters error; not expected on valid input).
     #[error("drawing {0}")]
     Draw(String),

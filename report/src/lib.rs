@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 /// The commands whose results the report reads, with the JSON `format_version` each reader understands.
 pub const SUPPORTED: &[(&str, u64)] =
-    &[("predict", 1), ("validate", 1), ("split", 1), ("train", 1), ("collect", 1)];
+    &[("predict", 1), ("validate", 2), ("split", 1), ("train", 1), ("collect", 1)];
 
 /// Which command produced a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,21 +200,15 @@ pub fn render_html(sections: &[Section]) -> String {
     html::page(sections)
 }
 
-/// Writes `text` to `path` atomically (temporary file in the same directory, then rename), creating the
-/// directory; an existing file is kept unless `force`.
+/// Writes `text` to `path` atomically (the workspace's one atomic write,
+/// `gpumodel_models::atomic::write_atomic`), creating the directory; an existing file is kept unless `force`.
 pub fn write_output(path: &Path, text: &str, force: bool) -> Result<()> {
     if path.exists() && !force {
         return Err(Error::Exists(path.display().to_string()));
     }
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let file = path.file_name().map_or_else(|| "report".into(), |f| f.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{file}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
+    Ok(gpumodel_models::atomic::write_atomic(path, text.as_bytes())?)
 }
 
 /// Deserializes a reader's view of `v`, naming the file and the command on failure.

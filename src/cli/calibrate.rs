@@ -54,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         anyhow::bail!("{} exists: choose another --out or pass --force to replace it", out.display());
     }
-    let mut dev: Box<dyn CalibrationDevice> = if super::suite::fake_gpu() {
+    let mut dev: Box<dyn CalibrationDevice> = if super::gpu::fake_gpu() {
         Box::new(FakeCalibrationDevice::new(calibrate::TrueConstants::AMPERE_LIKE))
     } else {
         Box::new(calibrate::cuda::CudaCalibrationDevice::open(args.device)?)

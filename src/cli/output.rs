@@ -43,43 +43,6 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// A command's output collected in memory and written at once through [`emit`], for the commands that
-/// still format their own text (`validate`). Allowed dead so that the branches migrating the last commands
-/// merge cleanly; remove with them.
-#[allow(dead_code)]
-pub(crate) struct Out(pub String);
-
-#[allow(dead_code)]
-impl Out {
-    pub(crate) fn new() -> Out {
-        Out(String::new())
-    }
-
-    /// What `write!` / `writeln!` call.
-    pub(crate) fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) {
-        // Writing into a String cannot fail.
-        let _ = std::fmt::Write::write_fmt(&mut self.0, args);
-    }
-
-    /// Writes everything to stdout; a reader that went away is not an error.
-    pub(crate) fn emit(self) -> anyhow::Result<()> {
-        emit(&self.0)
-    }
-}
-
-/// How a command prints its result (train, validate, calibrate until they are on [`ExportFormat`]).
-#[allow(dead_code)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// An aligned text table for people.
-    #[default]
-    Table,
-    /// One JSON document on stdout.
-    Json,
-    /// CSV on stdout.
-    Csv,
-}
-
 /// A progress bar on stderr when stderr is a terminal; hidden otherwise (pipes, CI, files).
 pub fn progress_bar(len: u64, message: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -95,37 +58,13 @@ pub fn progress_bar(len: u64, message: &str) -> ProgressBar {
     pb
 }
 
-/// Renders rows as an aligned text table; numbers right-aligned, text left-aligned (the layout of
-/// `gpumodel_models::export`, for the commands not yet on it).
-#[allow(dead_code)]
-pub fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let numeric = |s: &str| s.trim_end_matches('%').parse::<f64>().is_ok();
-    // A column is right-aligned, header included, when every non-empty body cell in it is a number.
-    let right: Vec<bool> = (0..header.len())
-        .map(|j| {
-            let mut cells =
-                rows.iter().filter_map(|r| r.get(j)).filter(|c| !c.is_empty() && c.as_str() != "-");
-            let mut any = false;
-            let all = cells.all(|c| {
-                any = true;
-                numeric(c)
-            });
-            any && all
-        })
-        .collect();
-    export::aligned(header, rows, &right)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_aligns_number_columns_right_with_their_header() {
-        let t = render_table(
-            &["name", "W"],
-            &[vec!["a".into(), "1.5".into()], vec!["bcd".into(), "10.25".into()]],
-        );
-        assert_eq!(t, "name      W\n----  -----\na       1.5\nbcd   10.25\n");
-    }
+/// `--plot FILE.svg`: the command's headline figure (the first one `gpumodel report` draws for this
+/// result) as one SVG file; the directory is created and an existing file is replaced, like an output.
+/// The other figures: `gpumodel report RESULT.json --svg FILE --figure ID`.
+pub fn plot<E: Export>(result: &E, path: &std::path::Path) -> anyhow::Result<()> {
+    let json = export::render_json(result)?;
+    let svg = gpumodel_report::figure_for(&json)?;
+    gpumodel_report::write_output(path, &svg, true)?;
+    eprintln!("wrote {} (figure)", path.display());
+    Ok(())
 }

@@ -4,7 +4,7 @@
 //! With no other argument it uses the embedded example kernel (the reduction, counters measured on a
 //! GTX 980), the Titan X architecture profile and the Titan X BP-ANN power model.
 
-use crate::cli::output::{ExportFormat, print};
+use crate::cli::output::{ExportFormat, plot, print};
 use anyhow::Context;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
@@ -59,6 +59,9 @@ pub struct Args {
     /// the predicted time, hence to power, energy, sweeps and optima.
     #[arg(long, value_name = "FILE")]
     pub calibration: Option<PathBuf>,
+    /// Also write the headline figure of the result as SVG (`gpumodel report` draws all of them).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
 }
@@ -139,6 +142,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 context,
                 prediction,
             };
+            if let Some(p) = &args.plot {
+                plot(&report, p)?;
+            }
             print(&report, args.format)?;
         }
         Some(s) => {
@@ -154,13 +160,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 context,
                 sweep,
             };
+            if let Some(p) = &args.plot {
+                plot(&report, p)?;
+            }
             print(&report, args.format)?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
-
-/// Kept for `validate`, which is not on the one output layer yet (allowed unused so that the branch that
-/// migrates it merges cleanly; remove then).
-#[allow(unused_imports)]
-pub(crate) use super::output::Out;

@@ -2,7 +2,7 @@
 //! file (PEACH two-device and coupled DVFS, Stafford's range test, the exact Pareto front over measured
 //! profiles, Lang & Rünger's CG split); `gpumodel split fit FILE` fits linear clock laws with R².
 
-use super::output::{ExportFormat, print};
+use super::output::{ExportFormat, plot, print};
 use gpumodel_predict::split::export::FitReport;
 use gpumodel_predict::split::input;
 use gpumodel_predict::split::{Objective, SplitError};
@@ -29,6 +29,9 @@ pub struct RunArgs {
     /// Also evaluate the model at this GPU share (0 to 1; two-device cases at fixed clocks).
     #[arg(long, value_name = "ALPHA", allow_negative_numbers = true)]
     pub gpu_share: Option<f64>,
+    /// Also write the headline figure of the result as SVG (`gpumodel report` draws all of them).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
 }
@@ -62,6 +65,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let objective = Objective::parse(&args.run.objective)?;
             let case = input::load(&file).map_err(one_line)?;
             let report = case.run_at(objective, args.run.gpu_share).map_err(one_line)?;
+            if let Some(p) = &args.run.plot {
+                plot(&report, p)?;
+            }
             print(&report, args.run.format)?;
             Ok(ExitCode::SUCCESS)
         }

@@ -33,11 +33,6 @@ pub struct SuiteArgs {
 /// Default output of the suite.
 const DEFAULT_OUT: &str = "suite.csv";
 
-/// Kept for `calibrate`, which opens its own device (it lives in `gpu`; allowed unused so that a branch
-/// that calls `gpu::fake_gpu` merges cleanly).
-#[allow(unused_imports)]
-pub(crate) use super::gpu::fake_gpu;
-
 /// Runs the suite: `s` its own flags, `program` what `collect` was given after them (must be empty),
 /// `out` the table to write, `gpu` the device and sampling rate.
 pub fn run(

@@ -2,7 +2,7 @@
 //! (`gpumodel_train::experiment`: every candidate model, every protocol, the default chosen by grouped CV),
 //! write the artifacts, print the one result in the format asked for.
 
-use super::output::{ExportFormat, print, progress_bar};
+use super::output::{ExportFormat, plot, print, progress_bar};
 use anyhow::{Context, bail};
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::Opened;
@@ -106,6 +106,9 @@ pub struct Args {
     /// Skip data rows that do not parse (each is reported) instead of stopping at the first.
     #[arg(long)]
     pub skip_bad_rows: bool,
+    /// Also write the headline figure of the result as SVG (`gpumodel report` draws all of them).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
 }
@@ -432,6 +435,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 report.artifacts.push(path.display().to_string());
             }
         }
+    }
+    if let Some(p) = &args.plot {
+        plot(&report, p)?;
     }
     print(&report, args.format)?;
     Ok(ExitCode::SUCCESS)

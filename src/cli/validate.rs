@@ -1,7 +1,7 @@
 //! `gpumodel validate --data nvdvfs-gtx1080ti --arch gtx1080ti` — predicted vs measured kernel time for
 //! every kernel and clock pair, and the E·D^n optimum each model picks against the measured one.
 
-use crate::cli::output::{ExportFormat, print, progress_bar};
+use crate::cli::output::{ExportFormat, plot, print, progress_bar};
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::import::{BadRows, Format};
@@ -46,6 +46,9 @@ pub struct Args {
     pub force: bool,
     /// table, csv (the main table, RFC 4180), json (everything: per row, per kernel, baselines, optima)
     /// or markdown.
+    /// Also write the headline figure of the result as SVG (`gpumodel report` draws all of them).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
 }
@@ -133,6 +136,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let out = ValidateOutput { report, arch_display_name: arch.display_name.clone(), rows_first: args.rows };
+    if let Some(p) = &args.plot {
+        plot(&out, p)?;
+    }
     print(&out, args.format)?;
     Ok(ExitCode::SUCCESS)
 }
