@@ -20,11 +20,12 @@ pub fn pass_path(out: &Path, pass: usize) -> PathBuf {
 }
 
 /// Application replay: runs the program once per counter group (`passes` of them), pass k with the
-/// counter source `counters_for(k)` (k from 0), each pass a full [`run`] into [`pass_path`]`(out, k+1)`,
-/// then merges the passes into `opts.out` (see the module docs). The same power source samples every
-/// pass. `Err` means nothing was measured (pass 1 could not start, or an output already exists — all are
-/// checked before anything runs); a later pass that cannot start, fails or is interrupted ends the replay
-/// and the merged trace holds the passes before it, with the sidecar saying what happened.
+/// counter source `counters_for(k)` (k from 0), each pass a full [`run`](super::run) into
+/// [`pass_path`]`(out, k+1)`, then merges the passes into `opts.out` (see the module docs). The same
+/// power source samples every pass. `Err` means nothing was measured (pass 1 could not start, or an
+/// output already exists — all are checked before anything runs); a later pass that cannot start, fails
+/// or is interrupted ends the replay and the merged trace holds the passes before it, with the sidecar
+/// saying what happened.
 pub fn run_replay<P, F>(
     opts: &RunOptions,
     power: P,
