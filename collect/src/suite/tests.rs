@@ -2,7 +2,9 @@ use super::*;
 use crate::nvrtc;
 use gpumodel_models::Table;
 use gpumodel_models::profile::CANONICAL_COUNTERS;
+use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 /// Compiles `SOURCE` with the real NVRTC, or returns None (skip) when NVRTC is missing and not required.
 fn compile_all() -> Option<Vec<(&'static str, String)>> {

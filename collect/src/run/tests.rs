@@ -1,0 +1,316 @@
+use super::merger::{Merger, derived_inputs};
+use super::*;
+use crate::counters::CounterInterval;
+use crate::fake::{FakeCounters, FakePower};
+use crate::sampler::{Clock, PowerSample};
+use gpumodel_models::Table;
+use gpumodel_models::trace::RunStatus;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn opts(dir: &Path, program: &[&str]) -> RunOptions {
+    RunOptions {
+        program: program.iter().map(|s| s.to_string()).collect(),
+        out: dir.join("t.csv"),
+        rate_hz: 100.0,
+        min_seconds: 0.0,
+        idle_seconds: 0.15,
+        device: 0,
+        host: "h".into(),
+        chip: None,
+    }
+}
+
+/// Issue 16 item 2: samples the counter source lost (a full KEEP_OLDEST buffer) are counted and end
+/// up in the sidecar's warnings, read back from disk.
+#[test]
+fn lost_counter_samples_are_counted_and_reported_in_the_sidecar() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let counters = FakeCounters::new(&["inst_executed"], 0.01, |_| vec![4e9]).dropping_every(5);
+    let power = FakePower::constant(clock, 100.0);
+    let o = opts(dir.path(), &["/bin/sleep", "0.2"]);
+    run(&o, power, Some(Box::new(counters)), Arc::new(AtomicBool::new(false))).unwrap();
+    let meta = gpumodel_models::trace::read_meta(&o.out).unwrap();
+    let w = meta.warnings.iter().find(|w| w.contains("PM samples lost")).expect("a lost-samples warning");
+    let n: u64 = w.trim_start_matches("about ").split(' ').next().unwrap().parse().unwrap();
+    // ~0.5 s of 10 ms intervals, one in five dropped.
+    assert!((5..=25).contains(&n), "{w}");
+    assert!(w.contains("hardware-buffer overflow"), "{w}");
+}
+
+/// The fake power source reads 30 W more while the fake counters run: the idle phases must
+/// report 100 W idle and a 30 W profiler overhead.
+#[test]
+fn idle_power_and_profiler_overhead_are_accounted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let counters = FakeCounters::new(&["inst_executed"], 0.01, |_| vec![4e9]);
+    let running = counters.running_flag();
+    let power =
+        FakePower::from_fn(clock, move |_| if running.load(Ordering::SeqCst) { 130.0 } else { 100.0 });
+    let o = opts(dir.path(), &["/bin/sleep", "0.1"]);
+    let r = run(&o, power, Some(Box::new(counters)), Arc::new(AtomicBool::new(false))).unwrap();
+    let s = r.meta.summary.unwrap();
+    assert_eq!(s.idle_power_w, Some(100.0));
+    // The flag flips between two power reads: allow one sample of the transition.
+    let oh = s.profiler_overhead_w.unwrap();
+    assert!((oh - 30.0).abs() < 3.1, "{oh}");
+    assert_eq!(s.exit_code, Some(0));
+    // Every row is in the program phase: power 130 W (counters running), rate 4e9/s.
+    let t = Table::read_csv(&o.out, "kernel").unwrap();
+    assert!(t.column("power_w").unwrap().iter().all(|&p| p == 130.0));
+    assert!(t.column("inst_executed").unwrap().iter().all(|&c| (c - 4e9).abs() < 1.0));
+    assert!(t.column("exec_inst").unwrap().iter().all(|&c| (c - 4e9).abs() < 1.0));
+}
+
+#[test]
+fn counter_rates_are_time_weighted_over_each_row() {
+    let mut m = Merger {
+        pending: vec![],
+        intervals: vec![],
+        covered_until: f64::NEG_INFINITY,
+        have_counters: true,
+        n_counters: 1,
+        inputs: vec![],
+        last_t: None,
+        run_start: 0.0,
+        written: vec![],
+    };
+    let reading = crate::power::PowerReading { power: gpumodel_models::Watts(1.0), core: None, mem: None };
+    m.push_power(PowerSample { t_s: 0.0, reading, late_s: 0.0 });
+    m.push_power(PowerSample { t_s: 1.0, reading, late_s: 0.0 });
+    // Not covered yet: nothing is ready.
+    assert!(m.ready(false).is_empty());
+    m.push_counters(vec![
+        CounterInterval { start_s: 0.0, end_s: 0.25, rates: vec![100.0] },
+        CounterInterval { start_s: 0.25, end_s: 1.0, rates: vec![20.0] },
+    ]);
+    let rows = m.ready(false);
+    assert_eq!(rows.len(), 1);
+    // (100·0.25 + 20·0.75) / 1 = 40 events/s.
+    assert!((rows[0].counters[0] - 40.0).abs() < 1e-9);
+    assert_eq!(rows[0].dt_s, 1.0);
+}
+
+#[test]
+fn energy_counter_matches_the_power_integral_with_the_fake() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let mut o = opts(dir.path(), &["/bin/sleep", "0.3"]);
+    o.idle_seconds = 0.0;
+    let r = run(&o, FakePower::constant(clock, 50.0), None, Arc::new(AtomicBool::new(false))).unwrap();
+    let s = r.meta.summary.unwrap();
+    assert_eq!(s.energy_source, "energy_counter");
+    // 50 W over ~0.3 s; counter read within one period of each end.
+    assert!((s.energy_j - 50.0 * s.duration_s).abs() < 50.0 * 0.03, "{} vs {}", s.energy_j, s.duration_s);
+    assert!((s.power_integral_j - s.energy_j).abs() < 50.0 * 0.03);
+}
+
+#[test]
+fn restricted_counters_fail_before_the_program_runs_and_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let marker = dir.path().join("ran");
+    let o = opts(dir.path(), &["/bin/touch", marker.to_str().unwrap()]);
+    let e = run(
+        &o,
+        FakePower::constant(clock, 1.0),
+        Some(Box::new(FakeCounters::new(&["a"], 0.01, |_| vec![0.0]).restricted())),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("NVreg_RestrictProfilingToAdminUsers=0"), "{e}");
+    assert!(!marker.exists());
+    let meta = gpumodel_models::trace::read_meta(&o.out).unwrap();
+    assert!(matches!(meta.status, RunStatus::Failed(ref m) if m.contains("admin")));
+}
+
+#[test]
+fn a_power_source_that_dies_stops_the_run_but_keeps_the_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let mut o = opts(dir.path(), &["/bin/sleep", "20"]);
+    o.idle_seconds = 0.0;
+    let r =
+        run(&o, FakePower::constant(clock, 1.0).failing_after(10), None, Arc::new(AtomicBool::new(false)))
+            .unwrap();
+    assert!(
+        matches!(r.meta.status, RunStatus::Failed(ref m) if m.contains("GPU is lost")),
+        "{:?}",
+        r.meta.status
+    );
+    assert_eq!(r.exit, ProgramExit::Killed);
+    let rows = std::fs::read_to_string(&o.out).unwrap().lines().count() - 1;
+    assert!((8..=10).contains(&rows), "{rows}");
+}
+
+fn replay_opts(dir: &Path, program: &[&str]) -> RunOptions {
+    RunOptions { idle_seconds: 0.0, ..opts(dir, program) }
+}
+
+/// Pass 1 samples `gld_request` = 100 + 1000·t, pass 2 the L1 hits and misses = 200 + 1000·t and
+/// 300 + 1000·t, t in seconds since the pass's run clock started (≈ since its program started). On
+/// the merged rows, aligned by time since the program started, hit − gld_request stays ≈ 100 (the
+/// tolerance of 150 allows 150 ms of start-up jitter between passes on a loaded machine); had pass 2
+/// been placed after pass 1 on one clock, the difference would be ≈ 100 − 1000 × 0.5 s. G_load is
+/// derived across the passes.
+#[test]
+fn replay_merges_every_group_on_time_since_the_program_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let o = replay_opts(dir.path(), &["/bin/sleep", "0.5"]);
+    let groups: Vec<Vec<&'static str>> =
+        vec![vec!["gld_request"], vec!["l1_global_load_hit", "l1_global_load_miss"]];
+    let r = run_replay(
+        &o,
+        FakePower::constant(clock, 70.0),
+        2,
+        |k| {
+            let g = groups[k].clone();
+            let base = 100.0 * (k as f64 + 1.0);
+            let n = g.len();
+            Ok(Box::new(FakeCounters::new(&g, 0.01, move |t| {
+                (0..n).map(|j| base + 100.0 * j as f64 + 1000.0 * t).collect()
+            })) as Box<dyn CounterSource>)
+        },
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    assert_eq!(r.meta.status, RunStatus::Complete);
+    assert_eq!(r.exit, ProgramExit::Code(0));
+    let t = Table::read_csv(&o.out, "kernel").unwrap();
+    let gld = t.column("gld_request").unwrap();
+    let hit = t.column("l1_global_load_hit").unwrap();
+    let miss = t.column("l1_global_load_miss").unwrap();
+    let g_load = t.column("G_load").unwrap();
+    assert!(t.n_rows() >= 10, "{}", t.n_rows());
+    // Interior rows: both passes cover them (the last rows may outlast the shorter pass).
+    for i in 1..t.n_rows() - 3 {
+        assert!((hit[i] - gld[i] - 100.0).abs() < 150.0, "row {i}: {} vs {}", hit[i], gld[i]);
+        assert!((miss[i] - hit[i] - 100.0).abs() < 1e-6, "row {i}");
+        assert!((g_load[i] - (gld[i] + hit[i] + miss[i])).abs() < 1e-6, "row {i}");
+    }
+    let rp = r.meta.replay.unwrap();
+    assert_eq!(rp.passes.len(), 2);
+    assert_eq!(rp.passes[0].counters, ["gld_request"]);
+    assert_eq!(rp.passes[1].counters, ["l1_global_load_hit", "l1_global_load_miss"]);
+    assert_eq!(rp.passes[1].trace, "t.pass2.csv");
+    for p in &rp.passes {
+        let d = p.duration_s.unwrap();
+        assert!((0.5..2.0).contains(&d), "{d}");
+        assert_eq!(p.mean_power_w, Some(70.0));
+    }
+    let spread = rp.duration_spread.unwrap();
+    assert!(spread.min >= 0.5 && spread.max >= spread.min);
+    // Each pass keeps its own trace, with its power series.
+    for k in 1..=2 {
+        let m = gpumodel_models::trace::read_meta(&pass_path(&o.out, k)).unwrap();
+        assert_eq!(m.status, RunStatus::Complete);
+    }
+}
+
+/// Ctrl-C during pass 2 of 3: pass 1's trace is left exactly as it was written, the merged trace
+/// holds pass 1's rows with what pass 2 measured, the sidecar says "interrupted", and pass 3 never
+/// runs.
+#[test]
+fn interrupting_pass_2_keeps_pass_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let dur = dir.path().join("dur");
+    std::fs::write(&dur, "0.2").unwrap();
+    let script = format!("sleep $(cat {})", dur.display());
+    let o = replay_opts(dir.path(), &["/bin/sh", "-c", &script]);
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    let pass1 = pass_path(&o.out, 1);
+    let mut pass1_text = String::new();
+    let r = run_replay(
+        &o,
+        FakePower::constant(clock, 50.0),
+        3,
+        |k| {
+            if k == 1 {
+                pass1_text = std::fs::read_to_string(&pass1).unwrap();
+                // Pass 2's program would run for 30 s: interrupt it after 0.3 s.
+                std::fs::write(&dur, "30").unwrap();
+                let flag = flag.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(300));
+                    flag.store(true, Ordering::SeqCst);
+                });
+            }
+            Ok(Box::new(FakeCounters::new(&[["a", "b", "c"][k]], 0.01, |_| vec![1.0]))
+                as Box<dyn CounterSource>)
+        },
+        interrupted,
+    )
+    .unwrap();
+    assert_eq!(r.meta.status, RunStatus::Interrupted);
+    assert_eq!(std::fs::read_to_string(&pass1).unwrap(), pass1_text);
+    assert!(!pass1_text.is_empty());
+    assert!(!pass_path(&o.out, 3).exists());
+    let rp = r.meta.replay.unwrap();
+    assert_eq!(rp.passes.len(), 2);
+    assert_eq!(rp.passes[0].status, RunStatus::Complete);
+    assert_eq!(rp.passes[1].status, RunStatus::Interrupted);
+    let t = Table::read_csv(&o.out, "kernel").unwrap();
+    assert_eq!(t.n_rows(), pass1_text.lines().count() - 1);
+    assert!(t.column("b").unwrap().iter().any(|v| *v == 1.0));
+    assert!(t.column("c").is_none());
+}
+
+/// Counters that refuse to start in pass 2 end the replay with the reason; pass 1 is merged.
+#[test]
+fn a_pass_that_cannot_start_ends_the_replay_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let o = replay_opts(dir.path(), &["/bin/sleep", "0.1"]);
+    let r = run_replay(
+        &o,
+        FakePower::constant(clock, 50.0),
+        2,
+        |k| {
+            let c = FakeCounters::new(&["a"], 0.01, |_| vec![1.0]);
+            Ok(Box::new(if k == 1 { c.restricted() } else { c }) as Box<dyn CounterSource>)
+        },
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    assert!(
+        matches!(r.meta.status, RunStatus::Failed(ref m) if m.starts_with("pass 2 of 2 could not start") && m.contains("admin")),
+        "{:?}",
+        r.meta.status
+    );
+    assert_eq!(r.meta.replay.unwrap().passes.len(), 1);
+    assert!(Table::read_csv(&o.out, "kernel").unwrap().n_rows() > 0);
+}
+
+/// A pass trace left from an earlier run stops the replay before the program runs at all.
+#[test]
+fn an_existing_pass_trace_stops_the_replay_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new();
+    let marker = dir.path().join("ran");
+    let o = replay_opts(dir.path(), &["/bin/touch", marker.to_str().unwrap()]);
+    std::fs::write(pass_path(&o.out, 2), "precious").unwrap();
+    let e = run_replay(
+        &o,
+        FakePower::constant(clock, 1.0),
+        2,
+        |_| Ok(Box::new(FakeCounters::new(&["a"], 0.01, |_| vec![0.0])) as Box<dyn CounterSource>),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("t.pass2.csv: already exists"), "{e}");
+    assert!(!marker.exists() && !o.out.exists() && !pass_path(&o.out, 1).exists());
+    assert_eq!(std::fs::read_to_string(pass_path(&o.out, 2)).unwrap(), "precious");
+}
+
+/// `branch` is both a counter and a model input: the trace must not name the column twice.
+#[test]
+fn an_input_named_like_its_counter_is_not_repeated() {
+    let names: Vec<String> = ["branch", "inst_executed"].iter().map(|s| s.to_string()).collect();
+    let d: Vec<String> = derived_inputs(&names).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(d, ["exec_inst"]);
+}

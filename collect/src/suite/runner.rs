@@ -1,0 +1,146 @@
+//! The run loop: every kernel at every clock pair, one table row per run flushed at once, `--resume`
+//! skipping the rows the table has.
+
+use super::table::{self, SuiteMetadata, feature_set_path, feature_set_toml, read_done};
+use super::{ClockOutcome, ClockPair, SuiteDevice, SuiteError, SuiteKernel};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What to run and where to write it.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub kernels: Vec<SuiteKernel>,
+    /// Clock pairs to sweep; `None` means the current clocks.
+    pub clocks: Vec<Option<ClockPair>>,
+    /// Minimum measured duration per kernel × clock pair, seconds.
+    pub min_seconds: f64,
+    /// The training table (CSV); the metadata goes beside it as `<out>.json`.
+    pub out: PathBuf,
+    /// Continue an existing table, skipping the kernel × clock rows it already holds.
+    pub resume: bool,
+}
+
+/// Progress of a run, for the progress bar.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// The run starts: total kernel × clock runs, and how many a resumed table already holds.
+    Start { total: usize, already_done: usize },
+    /// One kernel × clock run finished (or was skipped because the table has it).
+    Step { kernel: String, clocks: String },
+    /// A warning to show once (e.g. clocks cannot be set).
+    Warning(String),
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Rows written by this run.
+    pub rows_written: usize,
+    /// Rows the resumed table already had.
+    pub rows_kept: usize,
+    /// Whether the run stopped early (Ctrl-C); every finished row is in the table.
+    pub interrupted: bool,
+    /// Warnings issued (clock control refused, …).
+    pub warnings: Vec<String>,
+}
+
+/// Runs the suite: for each clock pair (outer loop, since clock changes are slow), each kernel; one row
+/// per run, flushed at once. `stop` is checked before every run (set it from a Ctrl-C handler).
+pub fn run_suite(
+    dev: &mut dyn SuiteDevice,
+    plan: &Plan,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary, SuiteError> {
+    if !(plan.min_seconds.is_finite() && plan.min_seconds > 0.0) {
+        return Err(SuiteError::Invalid(format!(
+            "--min-seconds {} must be a number > 0 (the sampler needs time to see each kernel)",
+            plan.min_seconds
+        )));
+    }
+    if plan.kernels.is_empty() || plan.clocks.is_empty() {
+        return Err(SuiteError::Invalid("nothing to run: no kernels or no clocks selected".into()));
+    }
+    let done = if plan.out.exists() {
+        if !plan.resume {
+            return Err(SuiteError::Output(format!(
+                "{} exists: pass --resume to continue it, or choose another --out (nothing was changed)",
+                plan.out.display()
+            )));
+        }
+        read_done(&plan.out)?
+    } else {
+        Default::default()
+    };
+    let info = dev.info();
+    let mut writer = table::RowWriter::open(&plan.out, done.is_empty() && !plan.out.exists())?;
+    let mut meta = SuiteMetadata::new(&info, plan);
+    meta.write(&plan.out)?;
+
+    let total = plan.kernels.len() * plan.clocks.len();
+    let mut summary =
+        Summary { rows_written: 0, rows_kept: done.len(), interrupted: false, warnings: Vec::new() };
+    progress(Progress::Start { total, already_done: done.len() });
+    let mut clock_control = true;
+    let mut touched_clocks = false;
+    let mut seen_labels: Vec<String> = Vec::new();
+    'clocks: for req in &plan.clocks {
+        let mut req = if clock_control { *req } else { None };
+        if let Some(pair) = req {
+            let pending = plan.kernels.iter().any(|k| !done.contains(&(k.name.clone(), pair.label())));
+            if pending && !stop.load(Ordering::SeqCst) {
+                match dev.set_clocks(pair)? {
+                    ClockOutcome::Applied => touched_clocks = true,
+                    ClockOutcome::Refused(why) => {
+                        clock_control = false;
+                        let w = format!("cannot set clocks ({why}); running at the current clocks instead");
+                        progress(Progress::Warning(w.clone()));
+                        summary.warnings.push(w);
+                        req = None;
+                    }
+                }
+            }
+        }
+        if req.is_none() && touched_clocks {
+            // "current" means the driver's own clocks, not the last pair this run set.
+            dev.reset_clocks()?;
+            touched_clocks = false;
+        }
+        let label = req.map_or_else(|| "current".to_string(), |p| p.label());
+        let repeat = seen_labels.contains(&label);
+        seen_labels.push(label.clone());
+        for kernel in &plan.kernels {
+            if stop.load(Ordering::SeqCst) {
+                summary.interrupted = true;
+                break 'clocks;
+            }
+            if repeat || done.contains(&(kernel.name.clone(), label.clone())) {
+                progress(Progress::Step { kernel: kernel.name.clone(), clocks: label.clone() });
+                continue;
+            }
+            let m = dev.run(kernel, plan.min_seconds)?;
+            writer.write(kernel, &label, &m)?;
+            summary.rows_written += 1;
+            progress(Progress::Step { kernel: kernel.name.clone(), clocks: label.clone() });
+        }
+    }
+    if touched_clocks {
+        dev.reset_clocks()?;
+    }
+    meta.warnings = summary.warnings.clone();
+    meta.interrupted = summary.interrupted;
+    meta.write(&plan.out)?;
+    write_feature_set(&plan.out)?;
+    Ok(summary)
+}
+
+/// Writes `<out>.features.toml` from the table as it is on disk (resumed rows included).
+fn write_feature_set(out: &Path) -> Result<(), SuiteError> {
+    let table = match gpumodel_models::Table::read_csv(out, gpumodel_models::table::GROUP_COLUMN) {
+        Ok(t) => t,
+        Err(_) => return Ok(()), // no rows yet (interrupted before the first): nothing to describe
+    };
+    let path = feature_set_path(out);
+    std::fs::write(&path, feature_set_toml(&table)).map_err(|e| SuiteError::io(&path, e))
+}
