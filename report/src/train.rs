@@ -204,10 +204,10 @@ fn shown_models(t: &TrainView) -> Vec<String> {
             out.push(n);
         }
     }
-    if out.is_empty() {
-        if let Some(r) = t.rows.first() {
-            out.extend(r.predicted_w.keys().take(3).cloned());
-        }
+    if out.is_empty()
+        && let Some(r) = t.rows.first()
+    {
+        out.extend(r.predicted_w.keys().take(3).cloned());
     }
     out
 }
