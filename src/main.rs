@@ -12,8 +12,13 @@ fn main() -> ExitCode {
         Err(err) => {
             // One line: the error and its causes, as hyperfine and ripgrep print them.
             let mut line = format!("gpumodel: error: {err}");
+            // Library errors often print their source in their own message ("path: cause"); a cause the
+            // line already ends with is not repeated.
             for cause in err.chain().skip(1) {
-                line.push_str(&format!(": {cause}"));
+                let cause = cause.to_string();
+                if !line.ends_with(&cause) {
+                    line.push_str(&format!(": {cause}"));
+                }
             }
             eprintln!("{line}");
             ExitCode::from(2)

@@ -473,3 +473,19 @@ fn import_nvprof_with_a_two_number_grid_says_how_to_write_it() {
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(e.contains("--grid takes three sizes of at least 1, like --grid 128,1,1"), "{e}");
 }
+
+/// A missing trace: one line that names the file and says the cause once (the library's message already
+/// carries its source; the binary does not repeat it), nothing written.
+#[test]
+fn merge_of_a_missing_trace_says_the_cause_once_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("gone.csv");
+    let out = dir.path().join("all.csv");
+    let o = gpumodel().arg("merge").arg(&missing).arg("-o").arg(&out).output().unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("gone"), "names the file: {err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "cause repeated: {err}");
+    assert!(!out.exists());
+}
