@@ -119,6 +119,32 @@ impl Objective {
 }
 
 /// The name a user types: `time`, `energy`, `ed`, `ed2`, else `E^a·D^b` (what the split reports name).
+/// Keeps the (time, energy) points no other point dominates (≤ in both, < in one), one per objective pair,
+/// sorted by time: the Pareto front of `items`, each read through `key` as (time, energy). The one front
+/// filter of the workspace (the split's dynamic programme, its exact fronts, the report's drawn fronts).
+///
+/// ```
+/// let mut p = vec![(1.0, 5.0), (2.0, 3.0), (2.5, 4.0), (3.0, 1.0), (1.5, 6.0)];
+/// gpumodel_models::energy::pareto_retain(&mut p, |q| *q);
+/// assert_eq!(p, vec![(1.0, 5.0), (2.0, 3.0), (3.0, 1.0)]);
+/// ```
+pub fn pareto_retain<T>(items: &mut Vec<T>, key: impl Fn(&T) -> (f64, f64)) {
+    items.sort_by(|a, b| {
+        let (a, b) = (key(a), key(b));
+        a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
+    });
+    let mut best_e = f64::INFINITY;
+    items.retain(|p| {
+        let e = key(p).1;
+        if e < best_e {
+            best_e = e;
+            true
+        } else {
+            false
+        }
+    });
+}
+
 impl std::fmt::Display for Objective {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = match *self {

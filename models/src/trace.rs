@@ -228,15 +228,10 @@ pub struct TraceWriter {
     rows: u64,
 }
 
-/// Writes `text` to `path` atomically (temporary file + rename), so a reader never sees half a file.
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    crate::atomic::write_atomic(path, text.as_bytes())
-}
-
 fn write_meta(path: &Path, meta: &TraceMeta) -> Result<()> {
     let text =
         serde_json::to_string_pretty(meta).map_err(|e| Error::Invalid(format!("trace metadata: {e}")))?;
-    write_atomic(&sidecar_path(path), &(text + "\n"))
+    crate::atomic::write_atomic(&sidecar_path(path), (text + "\n").as_bytes())
 }
 
 impl TraceWriter {

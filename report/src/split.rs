@@ -91,14 +91,8 @@ struct CgRun {
 pub(crate) fn pareto_front(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let mut p: Vec<(f64, f64)> =
         points.iter().copied().filter(|q| q.0.is_finite() && q.1.is_finite()).collect();
-    p.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mut front: Vec<(f64, f64)> = Vec::new();
-    for q in p {
-        if front.last().is_none_or(|l| q.1 < l.1) {
-            front.push(q);
-        }
-    }
-    front
+    gpumodel_models::energy::pareto_retain(&mut p, |q| *q);
+    p
 }
 
 /// One label per distinct point: objectives that share an optimum are named together.

@@ -151,13 +151,7 @@ impl CalibrationFile {
             })?;
             return f.write_all(text.as_bytes()).map_err(io);
         }
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(e)
-        })
+        Ok(gpumodel_models::atomic::write_atomic(path, text.as_bytes())?)
     }
 
     /// Parses and checks a calibration; `source` names it in errors.

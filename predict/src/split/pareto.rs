@@ -192,31 +192,13 @@ struct Node {
 }
 
 fn prune_nodes(nodes: &mut Vec<Node>) {
-    nodes.sort_by(|a, b| a.t.total_cmp(&b.t).then(a.e.total_cmp(&b.e)));
-    let mut best_e = f64::INFINITY;
-    nodes.retain(|p| {
-        if p.e < best_e {
-            best_e = p.e;
-            true
-        } else {
-            false
-        }
-    });
+    gpumodel_models::energy::pareto_retain(nodes, |n| (n.t, n.e));
 }
 
 /// Keeps the points no other point dominates (≤ in both, < in one), one per objective pair, sorted by
 /// time.
 pub fn prune(points: &mut Vec<ParetoPoint>) {
-    points.sort_by(|a, b| a.time_s.total_cmp(&b.time_s).then(a.energy_j.total_cmp(&b.energy_j)));
-    let mut best_e = f64::INFINITY;
-    points.retain(|p| {
-        if p.energy_j < best_e {
-            best_e = p.energy_j;
-            true
-        } else {
-            false
-        }
-    });
+    gpumodel_models::energy::pareto_retain(points, |p| (p.time_s, p.energy_j));
 }
 
 /// The point of a front that minimizes E^a·T^b (the optimum of any such objective lies on the front).
