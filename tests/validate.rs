@@ -14,13 +14,15 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
-    // Regression guard (BENCHMARKS.md, issue 14, session 4): over all 30 kernels the model as is reaches
-    // 17.9% (21.0% before waves and memory instructions) and the calibration 19.6% out-of-fold — worse
-    // than the model as is and than session 3's 18.4%: binomialOptions (FP64) dominates; a known open
-    // problem, guarded so that it does not get worse unnoticed.
+    // Regression guard (BENCHMARKS.md, issue 14, session 5): over all 30 kernels the model as is reaches
+    // 14.3% (17.9% in session 4: FP64 at the Programming Guide's rate, a warp waits once per request) and
+    // the calibration, kept only where it wins inside the fold by more than one standard error, 14.3%
+    // out-of-fold (no fold kept it). The calibrated figure must never be worse than the model as is.
     let mape = v["mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 20.0, "{mape}");
-    assert!(v["model_mape_pct"].as_f64().unwrap() <= 18.5, "{}", v["model_mape_pct"]);
+    let model = v["model_mape_pct"].as_f64().unwrap();
+    assert!(mape > 0.0 && mape <= 14.5, "{mape}");
+    assert!(model <= 14.5, "{model}");
+    assert!(mape <= model + 1e-9, "calibrated {mape} vs model {model}");
     // Every candidate exponent's plain leave-one-kernel-out figure is shown, and the best of them (chosen
     // on the figure it reports) is labelled apart from the headline.
     let by_p: Vec<f64> =

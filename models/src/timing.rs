@@ -319,7 +319,8 @@ impl Timing {
 ///   throughput, plus shared-memory accesses incl. bank conflicts: the same schedulers issue all of them,
 ///   so they add;
 /// * **latency** — with few resident warps a warp's own requests wait one after another: requests per
-///   warp (transactions / sectors per 128-byte request) × the average (DRAM or L2-hit) latency;
+///   warp (global load requests where the profile counts them, else transactions in 128-byte requests;
+///   a request waits once however many sectors it touches) × the average (DRAM or L2-hit) latency;
 ///
 /// a wave takes the longest of the three, plus one DRAM latency to fill the pipeline (when the kernel
 /// touches global memory) and the barrier time.
@@ -460,9 +461,12 @@ fn wave(x: &TimingInputs, arch: &ArchProfile, per: f64, w: f64, sms: f64, clocks
     let dram_tx = ld_dram + st_dram;
     let hit_rate = if l2_tx > 0.0 { (1.0 - dram_tx / l2_tx).clamp(0.0, 1.0) } else { 0.0 };
     let avg_lat = (lat_dram + delay) * (1.0 - hit_rate) + l2_lat * hit_rate;
-    // Requests that leave the SM: L2 transactions (L1/texture-level transactions that hit never wait for
-    // memory), in 128-byte warp requests.
-    let requests_per_warp = l2_tx / w * tx / 128.0;
+    // Requests that leave the SM: a warp waits once per request, however many sectors it touches (an
+    // uncoalesced load of 14 sectors is one wait, not 3.5). Global load requests (`gld_request`) where
+    // the profile has them, at most one per L2 read transaction (L1/texture hits never wait for memory);
+    // else the L2 transactions in 128-byte warp requests. Stores: one request per 128 bytes.
+    let load_requests = x.load_requests.map_or(ld_l2 * tx / 128.0, |r| (r * per).min(ld_l2));
+    let requests_per_warp = (load_requests + st_l2 * tx / 128.0) / w;
     let t_latency = requests_per_warp * avg_lat;
 
     let mem_side = t_load + t_store + t_tex;
@@ -643,7 +647,7 @@ mod tests {
 
     #[test]
     fn fp64_adds_at_its_own_throughput_and_shared_adds_on_the_sm_side() {
-        // GTX 980: FP64 warp instructions cost cost_fp64 (20) cycles each on top of the other instructions'
+        // GTX 980: FP64 warp instructions cost cost_fp64 (8) cycles each on top of the other instructions'
         // issue; shared accesses add to compute (the same schedulers issue both).
         let a = ArchProfile::builtin("gtx980").unwrap();
         // 13 full waves of 16 SMs · 8 blocks.
@@ -655,7 +659,8 @@ mod tests {
         x.inst_fp64 = 1e5;
         let with_dp = predict_time(&x, &a, &o, c).time_s;
         let per_s = o.rounds / (f64::from(o.active_sms) * o.rounds) / (c.core_mhz * 1e6);
-        let want = (-1e5 * 0.25 + 1e5 * 20.0) * per_s;
+        assert_eq!(a.cost_fp64.value, 8.0);
+        let want = (-1e5 * 0.25 + 1e5 * 8.0) * per_s;
         assert!(((with_dp - base) / want - 1.0).abs() < 1e-9, "{} vs {want}", with_dp - base);
         x.inst_fp64 = 0.0;
         x.shared_base = 4e5;
@@ -727,6 +732,34 @@ mod tests {
         assert_eq!(mem.l2_s, t.l2_s);
         // Not part of the uncalibrated time.
         assert!((t.time_s - (t.bound_s + t.sync_s)).abs() <= 1e-15 * t.time_s);
+    }
+
+    #[test]
+    fn a_few_warps_wait_once_per_request_not_per_sector() {
+        // GTX 1080 Ti, one warp per SM (28 blocks of 32 threads, one wave): 1e5 uncoalesced load requests
+        // of 14 sectors each, all DRAM misses. The latency bound is requests per warp × (DRAM latency +
+        // departure delay), plus one DRAM latency to fill; 14 sectors per request do not wait 3.5 times.
+        let a = ArchProfile::builtin("gtx1080ti").unwrap();
+        let mut x = inputs();
+        x.inst = 1e4;
+        x.load_tx = 1.4e6;
+        x.l2_read_tx = Some(1.4e6);
+        x.dram_read_bytes = Some(1.4e6 * 32.0);
+        x.load_requests = Some(1e5);
+        let o = occupancy(&launch(28, 32, 0, 0), &a, None).unwrap();
+        assert_eq!((o.active_warps_per_sm, o.rounds), (1, 1.0));
+        let c = Clocks::default_for(&a);
+        let (l, d) =
+            (a.dram_latency_cycles(c.core_mhz, c.mem_mhz), a.dram_delay_cycles(c.core_mhz, c.mem_mhz));
+        let t = predict_time(&x, &a, &o, c);
+        let want = (1e5 / 28.0 * (l + d) + l) / (c.core_mhz * 1e6);
+        assert_eq!(t.bound_kind, "latency");
+        assert!((t.time_s / want - 1.0).abs() < 1e-12, "{} vs {want}", t.time_s);
+        // Without gld_request the requests are the L2 transactions in 128-byte requests: 3.5× as many.
+        x.load_requests = None;
+        let sectors = predict_time(&x, &a, &o, c);
+        let want = (1.4e6 / 4.0 / 28.0 * (l + d) + l) / (c.core_mhz * 1e6);
+        assert!((sectors.time_s / want - 1.0).abs() < 1e-12);
     }
 
     #[test]

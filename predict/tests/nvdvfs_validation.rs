@@ -92,20 +92,21 @@ fn gtx1080ti_time_and_optima() {
     }
     assert_eq!((r.rows, r.kernels), (400, 20));
     // Regression guards at the figures this build reaches on Wang & Chu's 20 kernels (BENCHMARKS.md,
-    // issue 14, session 4; development figures: the model's structure was chosen on these rows): the model
-    // as is 10.6% (target ≤ 15%; below the peer's general form, 11.0%), calibrated out-of-fold 10.6% (every
-    // fold kept the model as is; the peer's published 8.6% is NOT reached); E·D^n median regrets 0.00% /
-    // 0.10% / 2.48% and means 1.49% / 3.27% / 5.59%: ED² misses the 2% / 5% targets (it reached 2.02% /
-    // 3.03% with session 3's model), guarded here so that it gets no worse unnoticed.
-    assert!(r.model_mape_pct <= 11.0, "timing model MAPE {:.2}%", r.model_mape_pct);
-    assert!(r.mape_pct <= 11.0, "calibrated time MAPE {:.2}%", r.mape_pct);
+    // issue 14, session 5; development figures: the model's structure was chosen on these rows): the model
+    // as is 12.75%, calibrated out-of-fold 12.75% (every fold kept the model as is). Worse than session 4's
+    // 10.6% and than the peer's general form (11.0%): FP64 at the Programming Guide's 8 cycles (was Wang &
+    // Chu's 20) fixes binomialOptions and srad but leaves hotspot (3.8% FP64) 43% too fast; the published
+    // 8.6% is NOT reached. E·D^n median regrets 0.01% / 0.10% / 1.67%, means 1.61% / 3.27% / 5.51%: ED²'s
+    // mean misses the 5% target, guarded here so that it gets no worse unnoticed.
+    assert!(r.model_mape_pct <= 13.0, "timing model MAPE {:.2}%", r.model_mape_pct);
+    assert!(r.mape_pct <= 13.0, "calibrated time MAPE {:.2}%", r.mape_pct);
     // Choosing p on the reported figure can only look better than choosing it inside each fold — among
     // the same candidates, which inside the folds include the model as is.
     let reported_best = r.selected_on_reported_mape_pct.min(r.model_mape_pct);
     assert!(reported_best <= r.mape_pct + 1e-9, "{reported_best} vs {}", r.mape_pct);
     // The baseline, computed from the same rows: 11.0% (timing_baselines.md).
     assert!((r.baselines[0].mape_pct - 11.03).abs() < 0.01, "{:?}", r.baselines);
-    for (o, (median_max, mean_max)) in r.objectives.iter().zip([(2.0, 5.0), (2.0, 5.0), (2.6, 5.7)]) {
+    for (o, (median_max, mean_max)) in r.objectives.iter().zip([(2.0, 5.0), (2.0, 5.0), (2.0, 5.6)]) {
         assert!(
             o.median_regret_pct <= median_max,
             "{} median regret {:.2}%",
@@ -155,11 +156,11 @@ fn gtx980_validates_too() {
         r.model_mape_pct, r.mape_pct, r.objectives[0].median_regret_pct
     );
     assert_eq!((r.rows, r.kernels), (500, 20));
-    // Reached by this build on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14): the model as is 13.9%,
-    // calibrated out-of-fold 10.7%, below the peer's general form computed from the same rows (13.5%);
-    // ED median regret 0.00%, mean 0.86%.
-    assert!(r.model_mape_pct <= 15.0, "timing model MAPE {:.2}%", r.model_mape_pct);
-    assert!(r.mape_pct <= 11.0, "calibrated time MAPE {:.2}%", r.mape_pct);
+    // Reached by this build on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 5): the model as
+    // is 13.3%, calibrated out-of-fold 9.15% (below the peer's general form computed from the same rows,
+    // 13.5%, and its published 10.8%); ED median regret 0.00%, mean 0.66%.
+    assert!(r.model_mape_pct <= 13.5, "timing model MAPE {:.2}%", r.model_mape_pct);
+    assert!(r.mape_pct <= 9.5, "calibrated time MAPE {:.2}%", r.mape_pct);
     assert!(r.mape_pct < r.baselines[0].mape_pct, "{:.2}% vs {:?}", r.mape_pct, r.baselines);
     assert!(
         r.objectives[0].median_regret_pct <= 2.0,

@@ -10,8 +10,12 @@
 //!
 //! **A calibration that cannot hurt**: the uncalibrated timing model is one more candidate. Its error on
 //! the training kernels needs no fit (it is out-of-fold by construction), so it is compared with the
-//! calibrated candidates' inner LOKO errors on the same rows; when it wins, the fold predicts its
-//! held-out kernel with the model as it is, and the fitted correction is dropped for that fold.
+//! best calibrated candidate's inner LOKO errors on the same rows, kernel by kernel. The calibration is
+//! kept only when its mean per-kernel improvement exceeds one standard error of those paired
+//! differences (the one-standard-error rule of Breiman et al., *Classification and Regression Trees*,
+//! 1984, §3.4.3: prefer the simpler model unless the complex one is better by more than the noise of
+//! the estimate). A mean win carried by one or two training kernels (an outlier the factors bend
+//! towards) is not enough; otherwise the fold predicts its held-out kernel with the model as it is.
 //!
 //! The inner fit that leaves out kernels `o` and `k` is the same whether `o` is the outer kernel and `k`
 //! the inner one or the other way round, so each pair is fitted once (`C(n, 2)` fits per exponent instead
@@ -85,9 +89,45 @@ fn uncalibrated_mape_pct(rows: &[CalRow], model: &[f64], kernel: &[usize], exclu
     100.0 * s / n.max(1) as f64
 }
 
-/// Keeps the calibration only when it beat the uncalibrated model inside the fold.
-fn keep_if_better(inner_best: f64, uncalibrated: f64, cal: TimeCalibration) -> Option<TimeCalibration> {
-    (inner_best <= uncalibrated).then_some(cal)
+/// The uncalibrated model's MAPE (percent) over each kernel's rows, in kernel order.
+fn uncalibrated_kernel_mape_pct(
+    rows: &[CalRow],
+    model: &[f64],
+    kernel: &[usize],
+    n_kernels: usize,
+) -> Vec<f64> {
+    let mut sum = vec![(0.0, 0usize); n_kernels];
+    for ((r, m), &k) in rows.iter().zip(model).zip(kernel) {
+        sum[k].0 += (m / r.2 - 1.0).abs();
+        sum[k].1 += 1;
+    }
+    sum.into_iter().map(|(s, n)| 100.0 * s / n.max(1) as f64).collect()
+}
+
+/// Keeps the calibration only when it beat the uncalibrated model inside the fold by more than one
+/// standard error: `calibrated[i]` and `uncalibrated[i]` are the same training kernel's MAPE (the
+/// calibrated one from the inner fold that left that kernel out).
+fn keep_if_better(calibrated: &[f64], uncalibrated: &[f64], cal: TimeCalibration) -> Option<TimeCalibration> {
+    let d: Vec<f64> = calibrated.iter().zip(uncalibrated).map(|(c, u)| c - u).collect();
+    let n = d.len() as f64;
+    if n < 2.0 {
+        return None;
+    }
+    let mean = d.iter().sum::<f64>() / n;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let standard_error = (var / n).sqrt();
+    (mean + standard_error < 0.0).then_some(cal)
+}
+
+/// MAPE (percent) pooled over all rows of per-kernel (error sum, rows).
+fn pooled_mape_pct(v: &[(f64, usize)]) -> f64 {
+    let (s, n) = v.iter().fold((0.0, 0), |(s, n), &(ds, dn)| (s + ds, n + dn));
+    100.0 * s / n.max(1) as f64
+}
+
+/// Each kernel's own MAPE (percent) from its (error sum, rows).
+fn kernel_mape_pct(v: &[(f64, usize)]) -> Vec<f64> {
+    v.iter().map(|&(s, n)| 100.0 * s / n.max(1) as f64).collect()
 }
 
 /// Index of the smallest value (the first one on a tie, so the smaller exponent wins).
@@ -138,25 +178,30 @@ fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 /// is the held-out kernel.
 pub fn fold_fit(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize, fold: usize) -> FoldFit {
     let inner: Vec<usize> = (0..n_kernels).filter(|&k| k != fold).collect();
-    let inner_mape_pct: Vec<f64> = EXPONENTS
+    // Per exponent, each inner kernel's (error sum, rows) when its inner fold left it out.
+    let per_kernel: Vec<Vec<(f64, usize)>> = EXPONENTS
         .iter()
         .map(|&p| {
-            let (s, n) = inner.iter().fold((0.0, 0), |(s, n), &k| {
-                let cal = TimeCalibration::fit_to(&training(rows, kernel, &[fold, k]), p, Precision::Ranking);
-                let (ds, dn) =
-                    abs_rel_error(&cal, rows.iter().zip(kernel).filter(|(_, kk)| **kk == k).map(|(r, _)| *r));
-                (s + ds, n + dn)
-            });
-            100.0 * s / n.max(1) as f64
+            inner
+                .iter()
+                .map(|&k| {
+                    let cal =
+                        TimeCalibration::fit_to(&training(rows, kernel, &[fold, k]), p, Precision::Ranking);
+                    abs_rel_error(&cal, rows.iter().zip(kernel).filter(|(_, kk)| **kk == k).map(|(r, _)| *r))
+                })
+                .collect()
         })
         .collect();
+    let inner_mape_pct: Vec<f64> = per_kernel.iter().map(|v| pooled_mape_pct(v)).collect();
     let best = argmin(&inner_mape_pct);
     let exponent = EXPONENTS[best];
     let calibration = TimeCalibration::fit(&training(rows, kernel, &[fold]), exponent);
     let uncalibrated_inner_mape_pct = uncalibrated_mape_pct(rows, model, kernel, &[fold]);
+    let model_kernels = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
+    let model_inner: Vec<f64> = inner.iter().map(|&k| model_kernels[k]).collect();
     FoldFit {
         exponent,
-        calibration: keep_if_better(inner_mape_pct[best], uncalibrated_inner_mape_pct, calibration),
+        calibration: keep_if_better(&kernel_mape_pct(&per_kernel[best]), &model_inner, calibration),
         inner_mape_pct,
         uncalibrated_inner_mape_pct,
     }
@@ -203,24 +248,29 @@ pub fn nested_with_progress(
         .map(|k| rows.iter().zip(kernel).filter(|(_, kk)| **kk == k).map(|(r, _)| *r).collect())
         .collect();
     let mut folds = Vec::with_capacity(n_kernels);
+    let model_kernels = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
     for fold in 0..n_kernels {
-        let inner_mape_pct: Vec<f64> = (0..np)
+        let inner: Vec<usize> = (0..n_kernels).filter(|&k| k != fold).collect();
+        let per_kernel: Vec<Vec<(f64, usize)>> = (0..np)
             .map(|pi| {
-                let (s, n) = (0..n_kernels).filter(|&k| k != fold).fold((0.0, 0), |(s, n), k| {
-                    let cal = &paired[pi * pairs.len() + pair_index(n_kernels, fold, k)];
-                    let (ds, dn) = abs_rel_error(cal, rows_of[k].iter().copied());
-                    (s + ds, n + dn)
-                });
-                100.0 * s / n.max(1) as f64
+                inner
+                    .iter()
+                    .map(|&k| {
+                        let cal = &paired[pi * pairs.len() + pair_index(n_kernels, fold, k)];
+                        abs_rel_error(cal, rows_of[k].iter().copied())
+                    })
+                    .collect()
             })
             .collect();
+        let inner_mape_pct: Vec<f64> = per_kernel.iter().map(|v| pooled_mape_pct(v)).collect();
         let best = argmin(&inner_mape_pct);
         let uncalibrated_inner_mape_pct = uncalibrated_mape_pct(rows, model, kernel, &[fold]);
+        let model_inner: Vec<f64> = inner.iter().map(|&k| model_kernels[k]).collect();
         folds.push(FoldFit {
             exponent: EXPONENTS[best],
             calibration: keep_if_better(
-                inner_mape_pct[best],
-                uncalibrated_inner_mape_pct,
+                &kernel_mape_pct(&per_kernel[best]),
+                &model_inner,
                 single[best * n_kernels + fold],
             ),
             inner_mape_pct,
@@ -339,6 +389,20 @@ mod tests {
             );
         }
         assert_eq!(all.predicted, exact);
+    }
+
+    /// The one-standard-error rule: a mean inner-fold gain carried by one training kernel while the
+    /// others get worse is not kept; a gain shared by every kernel is.
+    #[test]
+    fn a_gain_carried_by_one_kernel_is_not_kept() {
+        let cal = TimeCalibration { a: [1.0; 4], p: 4.0 };
+        let model = [20.0; 5];
+        // Mean difference −1.2 points (the old rule, mean < 0, kept it), standard error 2.2.
+        assert_eq!(keep_if_better(&[10.0, 21.0, 21.0, 21.0, 21.0], &model, cal), None);
+        assert_eq!(keep_if_better(&[19.0, 18.8, 19.2, 19.0, 19.0], &model, cal), Some(cal));
+        // A tie or a single kernel is never enough.
+        assert_eq!(keep_if_better(&model, &model, cal), None);
+        assert_eq!(keep_if_better(&[1.0], &[20.0], cal), None);
     }
 
     #[test]
