@@ -22,9 +22,9 @@
 //! one that minimizes the *measured* E·D^n; the regret is the extra measured E·D^n at the picked pair.
 //! Two diagnostic regrets put the measured time, or the measured power, in place of the prediction.
 //!
-//! **Calibration that cannot hurt**: inside each fold the uncalibrated model is a candidate too; when
-//! it beats every calibrated candidate on the fold's training kernels, the fold drops the calibration
-//! ([`nested`]). **Baselines** ([`crate::baseline`]): peer timing models computed from the same rows,
+//! **Calibration that cannot hurt**: inside each fold the uncalibrated model is a candidate too; unless
+//! the best calibrated candidate beats it on the fold's training kernels by more than one standard
+//! error, the fold drops the calibration ([`nested`]). **Baselines** ([`crate::baseline`]): peer timing models computed from the same rows,
 //! reported per kernel and overall beside ours. **Kernel sets** ([`Options::kernels`]): the whole
 //! validation — folds, fits and figures — runs on the named kernels only.
 
@@ -394,7 +394,7 @@ pub fn validate_with_progress(
         "model: the timing model with the architecture profile's constants, nothing fitted".into(),
         "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times and L, its DRAM traffic's time through L2 at a bandwidth scaled with the core clock; factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
         format!("nested selection: in each outer fold, p is chosen among {} by an inner leave-one-kernel-out over that fold's training kernels only; the headline MAPE is the outer out-of-fold error of that whole procedure", nested::EXPONENTS.map(|p| p.to_string()).join(", ")),
-        "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; where its error on the fold's training kernels beats every calibrated candidate's inner leave-one-kernel-out error, the fold predicts with the model as is".into(),
+        "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
         "calibration (the saved one): p chosen by leave-one-kernel-out over all kernels, factors fitted on all kernels; its expected error on unseen kernels is the nested out-of-fold MAPE".into(),

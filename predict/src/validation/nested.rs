@@ -40,7 +40,8 @@ pub struct FoldFit {
     /// The uncalibrated model's MAPE on the same rows, percent.
     pub uncalibrated_inner_mape_pct: f64,
     /// The factors fitted on all training kernels with `exponent`; `None` when the uncalibrated model
-    /// beat every calibrated candidate inside the fold (the fold then predicts with the model as is).
+    /// was not beaten inside the fold by more than one standard error (the fold then predicts with the
+    /// model as is).
     pub calibration: Option<TimeCalibration>,
 }
 

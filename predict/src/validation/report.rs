@@ -61,8 +61,9 @@ pub struct KernelResult {
     /// The power-mean exponent chosen (by inner leave-one-kernel-out over the other kernels) for the
     /// fold that predicts this kernel.
     pub fold_exponent: f64,
-    /// Whether the fold that predicts this kernel kept its calibration (false: the uncalibrated model
-    /// beat every calibrated candidate on that fold's training kernels, so it predicts with the model).
+    /// Whether the fold that predicts this kernel kept its calibration (false: no calibrated candidate
+    /// beat the uncalibrated model on that fold's training kernels by more than one standard error, so it
+    /// predicts with the model).
     pub fold_calibrated: bool,
     /// The power model's input set (a [`PowerInputs`] label) chosen the same way for that fold.
     pub fold_power_inputs: &'static str,
