@@ -3,9 +3,9 @@
 //! profiles, Lang & Rünger's CG split); `gpumodel split fit FILE` fits linear clock laws with R².
 
 use super::output::{ExportFormat, plot, print};
+use gpumodel_predict::split::Objective;
 use gpumodel_predict::split::export::FitReport;
 use gpumodel_predict::split::input;
-use gpumodel_predict::split::{Objective, SplitError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,7 +48,7 @@ pub enum Action {
 }
 
 /// The library's error as one line (its message already names the cause).
-fn one_line(e: SplitError) -> anyhow::Error {
+fn one_line(e: gpumodel_predict::Error) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
 

@@ -2,7 +2,7 @@
 
 use super::CaseFile;
 use crate::split::dvfs::{self, LineFit};
-use crate::split::{Result, SplitError};
+use crate::split::{Error, Result};
 use serde::Serialize;
 
 /// A fitted linear law for one table of one device.
@@ -28,7 +28,7 @@ pub fn fit_laws(file: &CaseFile) -> Result<Vec<FitRow>> {
     for (name, d) in devs {
         let Some(d) = d else { continue };
         if d.clocks.is_empty() {
-            return Err(SplitError::EmptyTable { what: format!("{name} clock list") });
+            return Err(Error::EmptyTable { what: format!("{name} clock list") });
         }
         for (q, c) in [("rate", &d.rate), ("dynamic_power_w", &d.dynamic_power_w)] {
             let row = match c {
@@ -49,7 +49,7 @@ pub fn fit_laws(file: &CaseFile) -> Result<Vec<FitRow>> {
         }
     }
     if rows.is_empty() {
-        return Err(SplitError::Case(
+        return Err(Error::Case(
             "nothing to fit: give clock tables in [cpu.dvfs] / [gpu.dvfs] (clocks, rate, dynamic_power_w)"
                 .into(),
         ));
