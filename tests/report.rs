@@ -195,13 +195,20 @@ fn report_creates_its_directory_and_keeps_an_existing_report_without_force() {
 fn a_collector_trace_draws_power_counters_and_both_energies() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("t.csv");
-    gpumodel()
+    let o = gpumodel()
         .env("GPUMODEL_FAKE_GPU", "1")
-        .args(["collect", "--out"])
+        .args(["collect", "--format", "json", "--out"])
         .arg(&csv)
         .args(["--", "sleep", "0.3"])
-        .assert()
-        .success();
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The run summary collect prints is not the trace: the report says which file to give it.
+    let err = gpumodel_report::source_from_str("summary.json", &String::from_utf8(o.stdout).unwrap())
+        .err()
+        .expect("a run summary is refused")
+        .to_string();
+    assert!(err.contains("run summary") && err.contains(&csv.display().to_string()), "{err}");
     let s = gpumodel_report::read_source(&csv.with_extension("json")).unwrap();
     let sec = gpumodel_report::section(&s).unwrap();
     let ids: Vec<&str> = sec.figures.iter().map(|f| f.id.as_str()).collect();

@@ -92,6 +92,16 @@ pub fn identify(file: &str, v: &Value) -> Result<Command> {
         return Err(Error::input(file, format!("not a JSON object; expected {}", expected())));
     };
     if let Some(cmd) = obj.get("command").and_then(Value::as_str) {
+        // `collect` prints a summary of its run; the figures are drawn from the trace it names.
+        if let (true, Some(trace)) = (cmd == "collect", obj.get("trace").and_then(Value::as_str)) {
+            return Err(Error::input(
+                file,
+                format!(
+                    "this is the run summary `gpumodel collect` prints, not its trace: pass the trace {trace} \
+                     (or its .json sidecar) to `gpumodel report`"
+                ),
+            ));
+        }
         let Some(&(_, want)) = SUPPORTED.iter().find(|(c, _)| *c == cmd) else {
             return Err(Error::input(
                 file,

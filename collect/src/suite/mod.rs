@@ -9,7 +9,7 @@
 //!
 //! One job per file: `catalogue` (source, functions, kernels), `ptx` (checks on the emitted PTX), `device`
 //! (the [`SuiteDevice`] trait and what it measures), `runner` (the run loop), `table` (the
-//! training table written), `listing` (`--list-kernels`).
+//! training table written), `listing` (`--list-kernels`), `report` (what a run prints).
 
 mod catalogue;
 pub mod cuda;
@@ -17,6 +17,7 @@ mod device;
 mod fake;
 pub mod listing;
 mod ptx;
+pub mod report;
 mod runner;
 mod table;
 
