@@ -168,6 +168,19 @@ pub(crate) fn center() -> Pos {
     Pos::new(HPos::Center, VPos::Center)
 }
 
+/// The chart's plotting area addressed in plain pixels, and the map from data coordinates to those pixels:
+/// marks are drawn in pixels so that each one is a single SVG element of a known shape.
+fn in_pixels<'c, 'a: 'c, X: Ranged, Y: Ranged>(
+    chart: &'c ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+) -> (Area<'a>, impl Fn((X::ValueType, Y::ValueType)) -> (i32, i32) + Copy + 'c) {
+    let root = chart.plotting_area().strip_coord_spec();
+    let base = root.get_base_pixel();
+    (root, move |p| {
+        let c = chart.backend_coord(&p);
+        (c.0 - base.0, c.1 - base.1)
+    })
+}
+
 /// Draws the figure layer by layer. `draw` gets the layer and the area below the title and legend and above
 /// the caption; the frame layer's title, legend and caption are drawn here.
 pub(crate) fn layered(
@@ -413,30 +426,24 @@ where
             }
         }
         Layer::Marks => {
-            let root = chart.plotting_area().strip_coord_spec();
-            let base = root.get_base_pixel();
+            let (root, px) = in_pixels(&chart);
             for (i, se) in s.series.iter().enumerate() {
                 for p in &se.points {
-                    let c = chart.backend_coord(p);
-                    marker(&root, (c.0 - base.0, c.1 - base.1), series_shape(i), 3, series_color(i))?;
+                    marker(&root, px(*p), series_shape(i), 3, series_color(i))?;
                 }
             }
         }
         Layer::Highlights => {
-            let root = chart.plotting_area().strip_coord_spec();
-            let base = root.get_base_pixel();
+            let (root, px) = in_pixels(&chart);
             for h in &s.highlights {
-                let c = chart.backend_coord(&h.at);
-                marker(&root, (c.0 - base.0, c.1 - base.1), Shape::Diamond, 5, HIGHLIGHT)?;
+                marker(&root, px(h.at), Shape::Diamond, 5, HIGHLIGHT)?;
             }
         }
         Layer::Labels => {
-            let root = chart.plotting_area().strip_coord_spec();
-            let base = root.get_base_pixel();
+            let (root, px) = in_pixels(&chart);
             let (w, _) = root.dim_in_pixel();
             for (i, h) in s.highlights.iter().enumerate() {
-                let c = chart.backend_coord(&h.at);
-                let (cx, cy) = (c.0 - base.0, c.1 - base.1);
+                let (cx, cy) = px(h.at);
                 // Alternate label sides so that neighbouring optima do not print over each other.
                 let tw = text_width(&h.label, 12.0);
                 let right_side = cx + 12 + tw < w as i32 && i % 2 == 0 || cx - 12 - tw < 0;
@@ -497,12 +504,7 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
             .x_label_area_size(46)
             .y_label_area_size(label_px)
             .build_cartesian_2d(0.0..xmax, 0.0..n.max(1.0))?;
-        let root = chart.plotting_area().strip_coord_spec();
-        let base = root.get_base_pixel();
-        let px = |p: (f64, f64)| {
-            let c = chart.backend_coord(&p);
-            (c.0 - base.0, c.1 - base.1)
-        };
+        let (root, px) = in_pixels(&chart);
         // Category i occupies y in [n-i-1, n-i): first category at the top.
         let row_top = |i: usize| n - i as f64;
         match layer {
@@ -590,12 +592,7 @@ pub(crate) fn stacked_bar(
             .x_label_area_size(46)
             .y_label_area_size(20)
             .build_cartesian_2d(0.0..xmax, 0.0..1.0)?;
-        let root = chart.plotting_area().strip_coord_spec();
-        let base = root.get_base_pixel();
-        let px = |p: (f64, f64)| {
-            let c = chart.backend_coord(&p);
-            (c.0 - base.0, c.1 - base.1)
-        };
+        let (root, px) = in_pixels(&chart);
         match layer {
             Layer::Frame => {
                 chart
@@ -678,12 +675,7 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                 .x_label_area_size(40)
                 .y_label_area_size(70)
                 .build_cartesian_2d(xlo..xhi, ylo..yhi)?;
-            let root = chart.plotting_area().strip_coord_spec();
-            let base = root.get_base_pixel();
-            let px = |q: (f64, f64)| {
-                let c = chart.backend_coord(&q);
-                (c.0 - base.0, c.1 - base.1)
-            };
+            let (root, px) = in_pixels(&chart);
             match layer {
                 Layer::Frame => {
                     chart
@@ -797,12 +789,7 @@ pub(crate) fn heatmap(id: &str, title: &str, caption: &str, h: &Heat, width: u32
             .x_label_area_size(46)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..nx, 0.0..ny)?;
-        let root = chart.plotting_area().strip_coord_spec();
-        let base = root.get_base_pixel();
-        let px = |q: (f64, f64)| {
-            let c = chart.backend_coord(&q);
-            (c.0 - base.0, c.1 - base.1)
-        };
+        let (root, px) = in_pixels(&chart);
         match layer {
             Layer::Frame => {
                 chart
