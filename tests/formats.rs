@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{data_dir, gpumodel};
+use common::{Import, data_dir, gpumodel, profiler_fixture};
 use std::path::{Path, PathBuf};
 
 const FORMATS: [&str; 4] = ["table", "csv", "json", "markdown"];
@@ -172,24 +172,13 @@ fn counters_every_format() {
     check_formats(&["counters", "--chip", "GA102"], "counters");
 }
 
-fn fixture(name: &str) -> PathBuf {
-    root().join("collect/tests/fixtures").join(name)
-}
-
 #[test]
 fn import_summary_every_format() {
     let dir = tempfile::tempdir().unwrap();
     for f in FORMATS {
         let out = dir.path().join(format!("t-{f}.csv"));
-        let o = gpumodel()
-            .args(["import", "ncu"])
-            .arg(fixture("ncu_raw_ga102.csv"))
-            .arg("--out")
-            .arg(&out)
-            .args(["--format", f])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let o =
+            Import::new("ncu", profiler_fixture("ncu_raw_ga102.csv")).out(&out).arg("--format").arg(f).ok();
         assert!(out.is_file());
         if f == "json" {
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -243,8 +232,9 @@ fn suite_kernel_list_every_format() {
     check_formats(&["collect", "--suite", "--list-kernels"], "collect-suite-kernels");
 }
 
-/// Every number replaced by `N` and runs of spaces by one: what a timed run measured (samples, seconds,
-/// watts) differs from run to run, so a snapshot of it pins the layout, labels and units only.
+/// Every number replaced by `N`, runs of spaces by one and the header's rules by `--`: what a timed run
+/// measured (samples, seconds, watts) differs from run to run, so a snapshot of it pins the labels, units
+/// and order only.
 fn numbers_masked(s: &str) -> String {
     let mut out = String::new();
     let mut chars = s.chars().peekable();
@@ -254,11 +244,12 @@ fn numbers_masked(s: &str) -> String {
                 chars.next();
             }
             out.push('N');
-        } else if c == ' ' {
-            while chars.peek() == Some(&' ') {
+        } else if c == ' ' || c == '-' && chars.peek() == Some(&'-') {
+            // Column widths follow the numbers: runs of spaces, and the rule under the header, shrink.
+            while chars.peek() == Some(&c) {
                 chars.next();
             }
-            out.push(' ');
+            out.push_str(if c == ' ' { " " } else { "--" });
         } else {
             out.push(c);
         }
