@@ -234,3 +234,25 @@ fn plot_writes_the_headline_figure_of_predict_and_split_as_svg() {
     let json = run(&["split", p, "--format", "json", "--plot", svg.to_str().unwrap()]);
     assert_eq!(std::fs::read_to_string(&svg).unwrap(), figures("split.json", &json)[0].svg);
 }
+
+/// `split fit`: one figure per fitted clock table, one mark per measured point (counted from the JSON's
+/// clock tables here); a law the file gives is a note, not a figure.
+#[test]
+fn split_fit_draws_each_fitted_law_over_its_measured_points() {
+    let json =
+        run(&["split", "fit", "datasets/examples/split/peach_table_vii_gpu_fit.toml", "--format", "json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let s = gpumodel_report::source_from_str("fit.json", &json).unwrap();
+    let sec = gpumodel_report::section(&s).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let fitted: Vec<&Value> = rows.iter().filter(|r| !r["fit"].is_null()).collect();
+    assert!(!fitted.is_empty());
+    assert_eq!(sec.figures.len(), fitted.len());
+    assert_eq!(sec.notes.len(), rows.len() - fitted.len(), "{:?}", sec.notes);
+    for r in fitted {
+        let id = format!("split-fit-{}-{}", r["device"].as_str().unwrap(), r["quantity"].as_str().unwrap());
+        assert_eq!(marks(&sec.figures, &id), len(&r["measured"]), "{id}");
+        assert_eq!(len(&r["measured"]), len(&r["clocks"]));
+    }
+    insta::assert_snapshot!("split_fit_structure", structure(&sec.figures));
+}

@@ -343,6 +343,17 @@ pub(crate) struct Scatter {
 }
 
 pub(crate) fn scatter(id: &str, title: &str, caption: &str, s: &Scatter) -> Result<Figure> {
+    scatter_line_named(id, title, caption, s, "Pareto front")
+}
+
+/// [`scatter`] whose `line` is named `line_label` in the legend (a fitted law, not a front).
+pub(crate) fn scatter_line_named(
+    id: &str,
+    title: &str,
+    caption: &str,
+    s: &Scatter,
+    line_label: &str,
+) -> Result<Figure> {
     let mut legend: Vec<Key> = s
         .series
         .iter()
@@ -353,7 +364,7 @@ pub(crate) fn scatter(id: &str, title: &str, caption: &str, s: &Scatter) -> Resu
         legend.push(Key { label: "y = x".into(), color: RGBColor(0x77, 0x77, 0x77), shape: Shape::Line });
     }
     if !s.line.is_empty() {
-        legend.push(Key { label: "Pareto front".into(), color: INK, shape: Shape::Line });
+        legend.push(Key { label: line_label.into(), color: INK, shape: Shape::Line });
     }
     if !s.highlights.is_empty() {
         legend.push(Key { label: "optimum".into(), color: HIGHLIGHT, shape: Shape::Diamond });

@@ -42,6 +42,9 @@ pub enum Action {
     Fit {
         /// The case file with [cpu.dvfs] / [gpu.dvfs] tables.
         file: PathBuf,
+        /// Also write the first fitted law over its measured points as SVG (`gpumodel report` draws all).
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t)]
         format: ExportFormat,
     },
@@ -54,7 +57,7 @@ fn one_line(e: gpumodel_predict::Error) -> anyhow::Error {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
-        Some(Action::Fit { file, format }) => fit(file, format),
+        Some(Action::Fit { file, plot: svg, format }) => fit(file, svg, format),
         None => {
             let Some(file) = args.run.file else {
                 anyhow::bail!(
@@ -74,9 +77,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn fit(file: PathBuf, format: ExportFormat) -> anyhow::Result<ExitCode> {
+fn fit(file: PathBuf, svg: Option<PathBuf>, format: ExportFormat) -> anyhow::Result<ExitCode> {
     let case = input::load(&file).map_err(one_line)?;
     let rows = input::fit_laws(&case).map_err(one_line)?;
-    print(&FitReport { file: file.display().to_string(), rows }, format)?;
+    let report = FitReport { file: file.display().to_string(), rows };
+    if let Some(p) = &svg {
+        plot(&report, p)?;
+    }
+    print(&report, format)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -16,6 +16,10 @@ pub struct FitRow {
     pub fit: Option<LineFit>,
     /// The law the file gives, when it gives one: (slope, intercept).
     pub given_law: Option<(f64, f64)>,
+    /// The device's clock table (x of the fit).
+    pub clocks: Vec<f64>,
+    /// The measured values at those clocks that were fitted (None when the file gives a law).
+    pub measured: Option<Vec<f64>>,
 }
 
 /// `gpumodel split fit`: a least-squares line for every clock table in `[cpu.dvfs]` / `[gpu.dvfs]`.
@@ -37,12 +41,16 @@ pub fn fit_laws(file: &CaseFile) -> Result<Vec<FitRow>> {
                     quantity: q.into(),
                     fit: Some(dvfs::fit_line(&format!("{name} {q}"), &d.clocks, v)?),
                     given_law: None,
+                    clocks: d.clocks.clone(),
+                    measured: Some(v.clone()),
                 },
                 dvfs::Curve::Law { slope, intercept } => FitRow {
                     device: name.into(),
                     quantity: q.into(),
                     fit: None,
                     given_law: Some((*slope, *intercept)),
+                    clocks: d.clocks.clone(),
+                    measured: None,
                 },
             };
             rows.push(row);
