@@ -205,8 +205,7 @@ fn a_collector_trace_draws_power_counters_and_both_energies() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // The run summary collect prints is not the trace: the report says which file to give it.
     let err = gpumodel_report::source_from_str("summary.json", &String::from_utf8(o.stdout).unwrap())
-        .err()
-        .expect("a run summary is refused")
+        .expect_err("a run summary is refused")
         .to_string();
     assert!(err.contains("run summary") && err.contains(&csv.display().to_string()), "{err}");
     let s = gpumodel_report::read_source(&csv.with_extension("json")).unwrap();

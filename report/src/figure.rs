@@ -168,17 +168,28 @@ pub(crate) fn center() -> Pos {
     Pos::new(HPos::Center, VPos::Center)
 }
 
+/// Data coordinates → pixels of a chart's plotting area (see [`in_pixels`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Pixels<'c, 'a, X: Ranged, Y: Ranged> {
+    chart: &'c ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    base: (i32, i32),
+}
+
+impl<X: Ranged, Y: Ranged> Pixels<'_, '_, X, Y> {
+    pub(crate) fn at(&self, p: (X::ValueType, Y::ValueType)) -> (i32, i32) {
+        let c = self.chart.backend_coord(&p);
+        (c.0 - self.base.0, c.1 - self.base.1)
+    }
+}
+
 /// The chart's plotting area addressed in plain pixels, and the map from data coordinates to those pixels:
 /// marks are drawn in pixels so that each one is a single SVG element of a known shape.
 fn in_pixels<'c, 'a: 'c, X: Ranged, Y: Ranged>(
     chart: &'c ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
-) -> (Area<'a>, impl Fn((X::ValueType, Y::ValueType)) -> (i32, i32) + Copy + 'c) {
+) -> (Area<'a>, Pixels<'c, 'a, X, Y>) {
     let root = chart.plotting_area().strip_coord_spec();
     let base = root.get_base_pixel();
-    (root, move |p| {
-        let c = chart.backend_coord(&p);
-        (c.0 - base.0, c.1 - base.1)
-    })
+    (root, Pixels { chart, base })
 }
 
 /// Draws the figure layer by layer. `draw` gets the layer and the area below the title and legend and above
@@ -440,21 +451,21 @@ where
             let (root, px) = in_pixels(&chart);
             for (i, se) in s.series.iter().enumerate() {
                 for p in &se.points {
-                    marker(&root, px(*p), series_shape(i), 3, series_color(i))?;
+                    marker(&root, px.at(*p), series_shape(i), 3, series_color(i))?;
                 }
             }
         }
         Layer::Highlights => {
             let (root, px) = in_pixels(&chart);
             for h in &s.highlights {
-                marker(&root, px(h.at), Shape::Diamond, 5, HIGHLIGHT)?;
+                marker(&root, px.at(h.at), Shape::Diamond, 5, HIGHLIGHT)?;
             }
         }
         Layer::Labels => {
             let (root, px) = in_pixels(&chart);
             let (w, _) = root.dim_in_pixel();
             for (i, h) in s.highlights.iter().enumerate() {
-                let (cx, cy) = px(h.at);
+                let (cx, cy) = px.at(h.at);
                 // Alternate label sides so that neighbouring optima do not print over each other.
                 let tw = text_width(&h.label, 12.0);
                 let right_side = cx + 12 + tw < w as i32 && i % 2 == 0 || cx - 12 - tw < 0;
@@ -540,14 +551,14 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
             }
             Layer::Marks | Layer::Labels => {
                 for (i, _) in b.categories.iter().enumerate() {
-                    let top = px((0.0, row_top(i))).1 + 4;
+                    let top = px.at((0.0, row_top(i))).1 + 4;
                     for (j, (_, vals)) in b.series.iter().enumerate() {
                         let Some(v) = vals.get(i).copied().flatten().filter(|v| v.is_finite()) else {
                             continue;
                         };
                         let y0 = top + j as i32 * bar_px;
-                        let x0 = px((0.0, 0.0)).0;
-                        let x1 = px((v.max(0.0), 0.0)).0.max(x0 + 1);
+                        let x0 = px.at((0.0, 0.0)).0;
+                        let x1 = px.at((v.max(0.0), 0.0)).0.max(x0 + 1);
                         if layer == Layer::Marks {
                             root.draw(&Rectangle::new(
                                 [(x0, y0), (x1, y0 + bar_px - 1)],
@@ -621,8 +632,8 @@ pub(crate) fn stacked_bar(
             Layer::Marks | Layer::Labels => {
                 let mut at = 0.0;
                 for (i, (name, v)) in components.iter().enumerate() {
-                    let (x0, y0) = px((at, 0.8));
-                    let (x1, y1) = px((at + v, 0.2));
+                    let (x0, y0) = px.at((at, 0.8));
+                    let (x1, y1) = px.at((at + v, 0.2));
                     if layer == Layer::Marks {
                         root.draw(&Rectangle::new(
                             [(x0, y0), (x1.max(x0 + 1), y1)],
@@ -639,8 +650,8 @@ pub(crate) fn stacked_bar(
             }
             Layer::Highlights => {
                 if let Some((_, t)) = &total {
-                    let (x, y0) = px((*t, 0.92));
-                    let (_, y1) = px((*t, 0.08));
+                    let (x, y0) = px.at((*t, 0.92));
+                    let (_, y1) = px.at((*t, 0.08));
                     root.draw(&PathElement::new(vec![(x, y0), (x, y1)], HIGHLIGHT.stroke_width(3)))?;
                 }
             }
@@ -705,8 +716,8 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                 }
                 Layer::Lines => {
                     for (a, b) in &p.spans {
-                        let (x0, y0) = px((a.max(xlo), yhi));
-                        let (x1, y1) = px((b.min(xhi), ylo));
+                        let (x0, y0) = px.at((a.max(xlo), yhi));
+                        let (x1, y1) = px.at((b.min(xhi), ylo));
                         root.draw(&Rectangle::new(
                             [(x0, y0), (x1.max(x0 + 1), y1)],
                             RGBColor(0xe8, 0xe8, 0xe8).filled(),
@@ -720,18 +731,18 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                 Layer::Marks => {
                     if p.point_marks {
                         for q in &panel.points {
-                            marker(&root, px(*q), Shape::Circle, 2, PALETTE[0])?;
+                            marker(&root, px.at(*q), Shape::Circle, 2, PALETTE[0])?;
                         }
                     }
                 }
                 Layer::Highlights => {
                     if let Some((_, x, y)) = &panel.optimum {
-                        marker(&root, px((*x, *y)), Shape::Diamond, 5, PALETTE[1])?;
+                        marker(&root, px.at((*x, *y)), Shape::Diamond, 5, PALETTE[1])?;
                     }
                 }
                 Layer::Labels => {
                     if let Some((label, x, y)) = &panel.optimum {
-                        let (cx, cy) = px((*x, *y));
+                        let (cx, cy) = px.at((*x, *y));
                         let (w, _) = root.dim_in_pixel();
                         let tw = text_width(label, 12.0);
                         let (at, pos) = if cx + 10 + tw < w as i32 {
@@ -840,8 +851,8 @@ pub(crate) fn heatmap(id: &str, title: &str, caption: &str, h: &Heat, width: u32
             }
             Layer::Marks | Layer::Labels => {
                 for &(i, j, v) in &h.cells {
-                    let (x0, y0) = px((i as f64, j as f64 + 1.0));
-                    let (x1, y1) = px((i as f64 + 1.0, j as f64));
+                    let (x0, y0) = px.at((i as f64, j as f64 + 1.0));
+                    let (x1, y1) = px.at((i as f64 + 1.0, j as f64));
                     if layer == Layer::Marks {
                         root.draw(&Rectangle::new(
                             [(x0 + 1, y0 + 1), (x1 - 1, y1 - 1)],

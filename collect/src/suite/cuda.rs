@@ -356,7 +356,7 @@ pub(crate) fn window(
                     }
                 }
             }
-            Event::Failed(e) => return Err(e.into()),
+            Event::Failed(e) => return Err(e),
             _ => {}
         }
     }
