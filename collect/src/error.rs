@@ -54,7 +54,7 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
     /// A file could not be written or read (a CSV or JSON error of a file is carried as its I/O error).
-    #[error("{path}: {source}")]
+    #[error("{path}: {source}; check the path and its permissions")]
     Io {
         path: std::path::PathBuf,
         #[source]

@@ -51,8 +51,14 @@ pub fn read_done(path: &Path) -> Result<BTreeSet<(String, String)>, Error> {
         None => "",
     };
     let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(complete.as_bytes());
-    let header: Vec<String> =
-        reader.headers().map_err(|e| Error::io(path, e))?.iter().map(String::from).collect();
+    // A table that does not read as CSV cannot be resumed; say so rather than blame the file system.
+    let unreadable = |e: csv::Error| {
+        Error::Output(format!(
+            "{}: {e}: not a suite table that can be resumed: choose another --out (nothing was changed)",
+            path.display()
+        ))
+    };
+    let header: Vec<String> = reader.headers().map_err(unreadable)?.iter().map(String::from).collect();
     if header != suite_header() {
         return Err(Error::Output(format!(
             "{}: not a suite table of this gpumodel version (its header differs): choose another --out \
@@ -62,7 +68,7 @@ pub fn read_done(path: &Path) -> Result<BTreeSet<(String, String)>, Error> {
     }
     let mut done = BTreeSet::new();
     for rec in reader.records() {
-        let rec = rec.map_err(|e| Error::io(path, e))?;
+        let rec = rec.map_err(unreadable)?;
         done.insert((rec[0].to_string(), rec[2].to_string()));
     }
     Ok(done)
