@@ -12,11 +12,11 @@ fn main() -> ExitCode {
         Err(err) => {
             // One line: the error and its causes, as hyperfine and ripgrep print them.
             let mut line = format!("gpumodel: error: {err}");
-            // Library errors often print their source in their own message ("path: cause"); a cause the
-            // line already ends with is not repeated.
+            // Library errors often print their source in their own message ("path: cause", or "cannot
+            // read path: cause; check the path"); a cause the line already holds is not repeated.
             for cause in err.chain().skip(1) {
                 let cause = cause.to_string();
-                if !line.ends_with(&cause) {
+                if !line.contains(&cause) {
                     line.push_str(&format!(": {cause}"));
                 }
             }

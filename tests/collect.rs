@@ -2,7 +2,10 @@
 //! machines, and the whole run loop on the scripted GPU (GPUMODEL_FAKE_GPU=1): streaming, exit-status
 //! forwarding, repetition, interruption, and `gpumodel merge` of per-host traces.
 
+mod common;
+
 use assert_cmd::Command;
+use common::{Import, profiler_fixture as fixture};
 use std::path::Path;
 
 fn gpumodel() -> Command {
@@ -182,7 +185,8 @@ fn pm_passes_all_merges_every_group_into_one_trace() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("passes are separate runs: run time"), "{}", stderr(&o));
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert!(summary.contains("passes are separate runs: run time"), "{summary}");
     let t = gpumodel_models::Table::read_csv(&out, "kernel").unwrap();
     let want = [
         // models/counters/ga102.toml: pass 2 = global loads and stores, pass 3 = texture, pass 4 =
@@ -339,10 +343,6 @@ fn kernel_totals_without_a_driver_say_why_and_keep_the_trace() {
 // (they say so in their first lines); they are not real captures. Every expected value below is worked
 // out by hand from the fixture's cells, not taken from the importer's output.
 
-fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("collect/tests/fixtures").join(name)
-}
-
 fn table(path: &Path) -> gpumodel_models::Table {
     gpumodel_models::Table::read_csv(path, gpumodel_models::table::GROUP_COLUMN).unwrap()
 }
@@ -367,16 +367,7 @@ fn import_ncu_raw_fixture_undoes_unit_scaling() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ncu.csv");
     let profiles = dir.path().join("profiles");
-    let o = gpumodel()
-        .args(["import", "ncu"])
-        .arg(fixture("ncu_raw_ga102.csv"))
-        .arg("--out")
-        .arg(&out)
-        .arg("--profiles")
-        .arg(&profiles)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    Import::new("ncu", fixture("ncu_raw_ga102.csv")).out(&out).profiles(&profiles).ok();
     let t = table(&out);
     let sgemm = "void sgemm_kernel<128, 8>(const float *, const float *, float *, int, int, int)";
     assert_eq!(t.groups, ["vecAdd(const float *, const float *, float *, int)", sgemm, sgemm]);
@@ -420,17 +411,12 @@ fn import_nvprof_fixture_reads_both_tables() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("nvprof.csv");
     let profiles = dir.path().join("profiles");
-    let o = gpumodel()
-        .args(["import", "nvprof"])
-        .arg(fixture("nvprof_events_metrics_gtx580.csv"))
-        .arg("--out")
-        .arg(&out)
-        .arg("--profiles")
-        .arg(&profiles)
-        .args(["--grid", "128,1,1", "--block", "256,1,1"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = Import::new("nvprof", fixture("nvprof_events_metrics_gtx580.csv"))
+        .out(&out)
+        .profiles(&profiles)
+        .arg("--grid=128,1,1")
+        .arg("--block=256,1,1")
+        .ok();
     let e = stderr(&o);
     assert!(
         e.contains(
@@ -462,12 +448,10 @@ fn import_nvprof_fixture_reads_both_tables() {
 
 #[test]
 fn import_nvprof_with_a_two_number_grid_says_how_to_write_it() {
-    let o = gpumodel()
-        .args(["import", "nvprof"])
-        .arg(fixture("nvprof_events_metrics_gtx580.csv"))
-        .args(["--grid", "128,1", "--block", "256,1,1"])
-        .output()
-        .unwrap();
+    let o = Import::new("nvprof", fixture("nvprof_events_metrics_gtx580.csv"))
+        .arg("--grid=128,1")
+        .arg("--block=256,1,1")
+        .run();
     assert!(!o.status.success());
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");

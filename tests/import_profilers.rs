@@ -4,16 +4,10 @@
 //! `--print-gpu-trace` companion, and a gpu trace alone. Expected values are worked out by hand from the
 //! fixtures' cells.
 
-use assert_cmd::Command;
-use std::path::{Path, PathBuf};
+mod common;
 
-fn gpumodel() -> Command {
-    Command::cargo_bin("gpumodel").unwrap()
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("collect/tests/fixtures").join(name)
-}
+use common::{Import, profiler_fixture as fixture};
+use std::path::Path;
 
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -29,16 +23,10 @@ fn profiles(dir: &Path) -> Vec<serde_json::Value> {
 fn old_ncu_long_layout_yields_a_profile_per_kernel() {
     let dir = tempfile::tempdir().unwrap();
     let pdir = dir.path().join("p");
-    let o = gpumodel()
-        .args(["import", "ncu"])
-        .arg(fixture("ncu_long_no_launch_columns.csv"))
-        .arg("--out")
-        .arg(dir.path().join("t.csv"))
-        .arg("--profiles")
-        .arg(&pdir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    Import::new("ncu", fixture("ncu_long_no_launch_columns.csv"))
+        .out(&dir.path().join("t.csv"))
+        .profiles(&pdir)
+        .ok();
     let p = profiles(&pdir);
     assert_eq!(p.len(), 2);
     assert_eq!(p[0]["name"], "saxpy(int, float, float*, float*)");
@@ -58,18 +46,12 @@ fn old_ncu_long_layout_yields_a_profile_per_kernel() {
 fn nvprof_metrics_with_a_gpu_trace_companion_get_each_kernels_shape() {
     let dir = tempfile::tempdir().unwrap();
     let pdir = dir.path().join("p");
-    let o = gpumodel()
-        .args(["import", "nvprof"])
-        .arg(fixture("nvprof_events_metrics_gtx580.csv"))
+    Import::new("nvprof", fixture("nvprof_events_metrics_gtx580.csv"))
         .arg("--gpu-trace")
         .arg(fixture("nvprof_gpu_trace_gtx580.csv"))
-        .arg("--out")
-        .arg(dir.path().join("t.csv"))
-        .arg("--profiles")
-        .arg(&pdir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+        .out(&dir.path().join("t.csv"))
+        .profiles(&pdir)
+        .ok();
     let p = profiles(&pdir);
     assert_eq!(p.len(), 2);
     assert_eq!(p[0]["launch"]["grid"], serde_json::json!([1, 4096, 1]));
@@ -87,14 +69,7 @@ fn nvprof_metrics_with_a_gpu_trace_companion_get_each_kernels_shape() {
 fn a_gpu_trace_alone_gives_per_kernel_times() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.csv");
-    let o = gpumodel()
-        .args(["import", "nvprof"])
-        .arg(fixture("nvprof_gpu_trace_gtx580.csv"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = Import::new("nvprof", fixture("nvprof_gpu_trace_gtx580.csv")).out(&out).ok();
     assert!(stderr(&o).contains("gpu trace"), "{}", stderr(&o));
     let t = gpumodel_models::Table::read_csv(&out, "kernel").unwrap();
     assert_eq!(t.n_rows(), 2);
@@ -109,15 +84,8 @@ fn nvprof_without_shapes_names_the_gpu_trace_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let pdir = dir.path().join("p");
     let out = dir.path().join("t.csv");
-    let o = gpumodel()
-        .args(["import", "nvprof"])
-        .arg(fixture("nvprof_events_metrics_gtx580.csv"))
-        .arg("--out")
-        .arg(&out)
-        .arg("--profiles")
-        .arg(&pdir)
-        .output()
-        .unwrap();
+    let o =
+        Import::new("nvprof", fixture("nvprof_events_metrics_gtx580.csv")).out(&out).profiles(&pdir).run();
     assert!(!o.status.success());
     let e = stderr(&o);
     // The note about ignored metrics, then the error in one line.
@@ -129,13 +97,10 @@ fn nvprof_without_shapes_names_the_gpu_trace_and_writes_nothing() {
 
 #[test]
 fn gpu_trace_with_ncu_is_refused() {
-    let o = gpumodel()
-        .args(["import", "ncu"])
-        .arg(fixture("ncu_long_no_launch_columns.csv"))
+    let o = Import::new("ncu", fixture("ncu_long_no_launch_columns.csv"))
         .arg("--gpu-trace")
         .arg(fixture("nvprof_gpu_trace_gtx580.csv"))
-        .output()
-        .unwrap();
+        .run();
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--gpu-trace is nvprof's companion"), "{}", stderr(&o));
 }

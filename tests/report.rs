@@ -195,13 +195,19 @@ fn report_creates_its_directory_and_keeps_an_existing_report_without_force() {
 fn a_collector_trace_draws_power_counters_and_both_energies() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("t.csv");
-    gpumodel()
+    let o = gpumodel()
         .env("GPUMODEL_FAKE_GPU", "1")
-        .args(["collect", "--out"])
+        .args(["collect", "--format", "json", "--out"])
         .arg(&csv)
         .args(["--", "sleep", "0.3"])
-        .assert()
-        .success();
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The run summary collect prints is not the trace: the report says which file to give it.
+    let err = gpumodel_report::source_from_str("summary.json", &String::from_utf8(o.stdout).unwrap())
+        .expect_err("a run summary is refused")
+        .to_string();
+    assert!(err.contains("run summary") && err.contains(&csv.display().to_string()), "{err}");
     let s = gpumodel_report::read_source(&csv.with_extension("json")).unwrap();
     let sec = gpumodel_report::section(&s).unwrap();
     let ids: Vec<&str> = sec.figures.iter().map(|f| f.id.as_str()).collect();
@@ -226,4 +232,26 @@ fn plot_writes_the_headline_figure_of_predict_and_split_as_svg() {
     let p = "datasets/examples/split/hepopta_small.toml";
     let json = run(&["split", p, "--format", "json", "--plot", svg.to_str().unwrap()]);
     assert_eq!(std::fs::read_to_string(&svg).unwrap(), figures("split.json", &json)[0].svg);
+}
+
+/// `split fit`: one figure per fitted clock table, one mark per measured point (counted from the JSON's
+/// clock tables here); a law the file gives is a note, not a figure.
+#[test]
+fn split_fit_draws_each_fitted_law_over_its_measured_points() {
+    let json =
+        run(&["split", "fit", "datasets/examples/split/peach_table_vii_gpu_fit.toml", "--format", "json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let s = gpumodel_report::source_from_str("fit.json", &json).unwrap();
+    let sec = gpumodel_report::section(&s).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let fitted: Vec<&Value> = rows.iter().filter(|r| !r["fit"].is_null()).collect();
+    assert!(!fitted.is_empty());
+    assert_eq!(sec.figures.len(), fitted.len());
+    assert_eq!(sec.notes.len(), rows.len() - fitted.len(), "{:?}", sec.notes);
+    for r in fitted {
+        let id = format!("split-fit-{}-{}", r["device"].as_str().unwrap(), r["quantity"].as_str().unwrap());
+        assert_eq!(marks(&sec.figures, &id), len(&r["measured"]), "{id}");
+        assert_eq!(len(&r["measured"]), len(&r["clocks"]));
+    }
+    insta::assert_snapshot!("split_fit_structure", structure(&sec.figures));
 }

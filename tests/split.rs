@@ -266,7 +266,8 @@ fn bad_input_gets_a_clear_one_line_error() {
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains("cannot read /nonexistent/case.toml"), "{err}");
+    assert!(err.contains("cannot read /nonexistent/case.toml") && err.contains("check the path"), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "cause repeated: {err}");
 }
 
 #[test]

@@ -53,16 +53,15 @@ fn the_fake_gpu_suite_writes_a_trainable_table_with_metadata() {
             "--kernels",
             "shared_conflict,fp64_fma,idle",
         ])
-        .args(["--min-seconds", "0.5", "--out"])
+        .args(["--min-seconds", "0.5", "--format", "json", "--out"])
         .arg(&out)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("wrote 20 rows"),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["command"], "collect-suite");
+    assert_eq!((report["rows_written"].as_u64(), report["rows_kept"].as_u64()), (Some(20), Some(0)));
+    assert!(report["train_command"].as_str().unwrap().contains("--import table --features"), "{report}");
     let t = Table::read_csv(&out, "kernel").unwrap();
     assert_eq!(t.n_rows(), 2 * (6 + 3 + 1));
     assert_eq!(t.distinct_groups().len(), 10);
@@ -117,11 +116,10 @@ fn an_existing_table_is_kept_unless_resumed() {
     assert_eq!(std::fs::read(&out).unwrap(), first, "nothing already written is lost");
     let o = run(&["--resume"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("wrote 0 rows (3 kept"),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
+    // The table's one row: the file, 0 rows written, 3 kept from the first run.
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text.lines().find(|l| l.contains("suite.csv ")).unwrap_or_default();
+    assert_eq!(row.split_whitespace().skip(1).take(3).collect::<Vec<_>>(), ["0", "3", "no"], "{text}");
     assert_eq!(std::fs::read(&out).unwrap(), first);
 }
 

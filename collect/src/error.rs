@@ -1,6 +1,7 @@
 //! The one error type of `gpumodel-collect`. Every message says what happened and what to do.
 
-/// Errors of the collector: the hardware libraries, the measured program, and the files written.
+/// Errors of the collector: the hardware libraries, the measured program, the microbenchmark suite and
+/// calibration (NVRTC, the CUDA driver), and the files written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -38,10 +39,13 @@ pub enum Error {
     )]
     MissingMetric { metric: String, chip: String, profiler: String, file: String },
     /// A CUPTI call failed.
-    #[error("{call} failed: {message} (CUPTI error {code})")]
+    #[error(
+        "{call} failed: {message} (CUPTI error {code}); check that the CUPTI library is the one of a CUDA 12 \
+         toolkit the driver supports (`nvidia-smi` shows it), or pass --no-counters"
+    )]
     Cupti { call: &'static str, code: u32, message: String },
     /// An NVML call failed.
-    #[error("NVML {call} failed: {message}")]
+    #[error("NVML {call} failed: {message}; check that `nvidia-smi -q` can read it for this user")]
     Nvml { call: &'static str, message: String },
     /// The program to measure does not exist or cannot be started.
     #[error("cannot run '{program}': {detail}; check the path (use ./name for a program in this folder)")]
@@ -49,18 +53,48 @@ pub enum Error {
     /// The options do not make sense (rate ≤ 0, …).
     #[error("{0}")]
     Invalid(String),
-    /// A file could not be written or read.
-    #[error("{path}: {source}")]
+    /// A file could not be written or read (a CSV or JSON error of a file is carried as its I/O error).
+    #[error("{path}: {source}; check the path and its permissions")]
     Io {
         path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
     },
+    /// The output file exists and `--resume` was not given, or it cannot be resumed (the message says
+    /// which and what to do).
+    #[error("{0}")]
+    Output(String),
+    /// No CUDA driver (libcuda.so) on this machine.
+    #[error(
+        "no CUDA driver: {0}; run on a machine with an NVIDIA GPU and driver, or import existing measurements \
+         with `gpumodel import`"
+    )]
+    NoCudaDriver(String),
+    /// A CUDA driver call failed.
+    #[error(
+        "CUDA {call} failed: {message}; check the GPU with `nvidia-smi` (another process, a fault, a driver too old)"
+    )]
+    Cuda { call: &'static str, message: String },
+    /// The NVRTC shared library is nowhere the loader looks.
+    #[error(
+        "NVRTC (libnvrtc.so.12) not found (looked in: {looked}): install the CUDA toolkit or \
+         `pip install nvidia-cuda-nvrtc-cu12` and put its lib folder in GPUMODEL_CUDA_LIBS or LD_LIBRARY_PATH"
+    )]
+    NvrtcNotFound { looked: String },
+    /// NVRTC rejected a kernel source.
+    #[error(
+        "NVRTC could not compile {name} for {arch}: {log}; use the NVRTC of a CUDA 12 toolkit \
+         (`pip install nvidia-cuda-nvrtc-cu12`)"
+    )]
+    NvrtcCompile { name: String, arch: String, log: String },
+    /// The architecture is not one NVRTC accepts in the form `sm_XY` / `compute_XY`.
+    #[error("unknown GPU architecture '{0}': use the form sm_80 (compute capability 8.0)")]
+    BadArch(String),
     /// The shared vocabulary crate refused something (a counter map, a trace).
     #[error(transparent)]
     Models(#[from] gpumodel_models::Error),
     /// A sampler thread panicked or could not be started.
-    #[error("sampler thread: {0}")]
+    #[error("sampler thread: {0}; this is a bug in gpumodel: please report it with the command line")]
     Thread(String),
 }
 
@@ -68,7 +102,8 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn io(path: impl Into<std::path::PathBuf>, source: std::io::Error) -> Error {
-        Error::Io { path: path.into(), source }
+    /// A file's error: an I/O error, or a CSV or JSON error of that file (both convert into one).
+    pub(crate) fn io(path: impl Into<std::path::PathBuf>, source: impl Into<std::io::Error>) -> Error {
+        Error::Io { path: path.into(), source: source.into() }
     }
 }

@@ -7,7 +7,6 @@ use crate::error::{Error, Result};
 use gpumodel_models::ncu::read_inject_rows;
 use gpumodel_models::profile::KernelProfile;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// File name of the injection library.
 pub const INJECT_LIB: &str = "libgpumodel_inject.so";
@@ -32,10 +31,12 @@ pub fn find_inject_lib() -> Result<PathBuf> {
 }
 
 /// Runs `program` under the injection library, writing rows to `rows_csv` (must not exist), and returns
-/// the kernel profiles and the program's exit code.
+/// the kernel profiles and the program's exit code; with `stdout_to_stderr` the program's standard output
+/// goes to our standard error.
 pub fn collect_kernel_totals(
     program: &[String],
     rows_csv: &Path,
+    stdout_to_stderr: bool,
 ) -> Result<(Vec<KernelProfile>, Option<i32>)> {
     if rows_csv.exists() {
         return Err(Error::Invalid(format!(
@@ -47,8 +48,7 @@ pub fn collect_kernel_totals(
     let exe = crate::run::resolve_program(program.first().map_or("", String::as_str))?;
     let mut ld: Vec<PathBuf> = crate::cupti::loader::cuda_lib_dirs();
     ld.retain(|d| d.is_dir());
-    let st = Command::new(&exe)
-        .args(&program[1..])
+    let st = crate::run::program_command(&exe, &program[1..], stdout_to_stderr)
         .env("CUDA_INJECTION64_PATH", &lib)
         .env("GPUMODEL_INJECT_OUT", rows_csv)
         .env("LD_LIBRARY_PATH", std::env::join_paths(&ld).unwrap_or_default())

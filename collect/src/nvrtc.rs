@@ -10,29 +10,12 @@
 //! `cudarc::nvrtc::sys::is_culib_present()` agrees do we call into cudarc, so a missing library is an
 //! error value with a fix, never a panic.
 
+use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// GPU targets every kernel is compiled for in the tests (Turing … Hopper).
 pub const TEST_ARCHES: &[&str] = &["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"];
-
-/// Errors of NVRTC loading and compilation.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum NvrtcError {
-    /// The NVRTC shared library is nowhere the loader looks.
-    #[error(
-        "NVRTC (libnvrtc.so.12) not found (looked in: {looked}): install the CUDA toolkit or \
-         `pip install nvidia-cuda-nvrtc-cu12` and put its lib folder in GPUMODEL_CUDA_LIBS or LD_LIBRARY_PATH"
-    )]
-    NotFound { looked: String },
-    /// NVRTC rejected a kernel source.
-    #[error("NVRTC could not compile {name} for {arch}: {log}")]
-    Compile { name: String, arch: String, log: String },
-    /// The architecture is not one NVRTC accepts in the form `sm_XY` / `compute_XY`.
-    #[error("unknown GPU architecture '{0}': use the form sm_80 (compute capability 8.0)")]
-    BadArch(String),
-}
 
 /// Folders to search for the CUDA host libraries: `GPUMODEL_CUDA_LIBS` first, then `LD_LIBRARY_PATH`.
 pub fn library_dirs() -> Vec<PathBuf> {
@@ -45,12 +28,14 @@ pub fn library_dirs() -> Vec<PathBuf> {
 }
 
 /// Makes NVRTC loadable by cudarc (see the module docs); cached for the process.
-pub fn ensure_loaded() -> Result<(), NvrtcError> {
-    static LOADED: OnceLock<Result<(), NvrtcError>> = OnceLock::new();
-    LOADED.get_or_init(load).clone()
+pub fn ensure_loaded() -> Result<()> {
+    // The outcome is cached as the folders looked in (the error is not `Clone`: it may carry an I/O error).
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED.get_or_init(load).clone().map_err(|looked| Error::NvrtcNotFound { looked })
 }
 
-fn load() -> Result<(), NvrtcError> {
+/// Loads NVRTC, or says where it looked.
+fn load() -> Result<(), String> {
     let dirs = library_dirs();
     for dir in &dirs {
         if let Some(lib) = find_in(dir, "libnvrtc.so") {
@@ -72,7 +57,7 @@ fn load() -> Result<(), NvrtcError> {
         } else {
             dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
         };
-        Err(NvrtcError::NotFound { looked })
+        Err(looked)
     }
 }
 
@@ -104,22 +89,22 @@ fn open_forever(path: &Path) -> bool {
 }
 
 /// Checks the `sm_XY` form and returns the `&'static str` cudarc's options need.
-pub fn arch_static(arch: &str) -> Result<&'static str, NvrtcError> {
+pub fn arch_static(arch: &str) -> Result<&'static str> {
     const KNOWN: &[&str] = &[
         "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80", "sm_86",
         "sm_87", "sm_89", "sm_90", "sm_100", "sm_120",
     ];
-    KNOWN.iter().copied().find(|k| *k == arch).ok_or_else(|| NvrtcError::BadArch(arch.to_string()))
+    KNOWN.iter().copied().find(|k| *k == arch).ok_or_else(|| Error::BadArch(arch.to_string()))
 }
 
 /// The `sm_XY` target for a compute capability (8, 6) → `sm_86`.
-pub fn arch_for_capability(major: u32, minor: u32) -> Result<&'static str, NvrtcError> {
+pub fn arch_for_capability(major: u32, minor: u32) -> Result<&'static str> {
     arch_static(&format!("sm_{major}{minor}"))
 }
 
 /// Compiles one CUDA C source to PTX text for `arch` (e.g. `sm_86`), optimized (-O3 is NVRTC's default).
 /// `name` names the source in errors.
-pub fn compile_ptx(name: &str, source: &str, arch: &str) -> Result<String, NvrtcError> {
+pub fn compile_ptx(name: &str, source: &str, arch: &str) -> Result<String> {
     ensure_loaded()?;
     let arch = arch_static(arch)?;
     let opts = cudarc::nvrtc::CompileOptions {
@@ -130,19 +115,19 @@ pub fn compile_ptx(name: &str, source: &str, arch: &str) -> Result<String, Nvrtc
     };
     match cudarc::nvrtc::compile_ptx_with_opts(source, opts) {
         Ok(ptx) => Ok(ptx.to_src()),
-        Err(cudarc::nvrtc::CompileError::CompileError { log, .. }) => Err(NvrtcError::Compile {
+        Err(cudarc::nvrtc::CompileError::CompileError { log, .. }) => Err(Error::NvrtcCompile {
             name: name.to_string(),
             arch: arch.to_string(),
             log: log.to_string_lossy().trim().to_string(),
         }),
         Err(e) => {
-            Err(NvrtcError::Compile { name: name.to_string(), arch: arch.to_string(), log: format!("{e}") })
+            Err(Error::NvrtcCompile { name: name.to_string(), arch: arch.to_string(), log: format!("{e}") })
         }
     }
 }
 
 /// The NVRTC version as (major, minor).
-pub fn version() -> Result<(i32, i32), NvrtcError> {
+pub fn version() -> Result<(i32, i32)> {
     ensure_loaded()?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: the library is loaded (checked above) and the out-pointers are valid.
@@ -162,7 +147,7 @@ mod tests {
     #[test]
     fn arch_names_are_checked() {
         assert_eq!(arch_for_capability(8, 6).unwrap(), "sm_86");
-        assert!(matches!(arch_static("ampere"), Err(NvrtcError::BadArch(_))));
+        assert!(matches!(arch_static("ampere"), Err(Error::BadArch(_))));
     }
 
     /// Real NVRTC: a trivial kernel compiles for every test target; a syntax error comes back as a
@@ -182,7 +167,7 @@ mod tests {
             assert!(ptx.contains("st.global.f32"), "{ptx}");
         }
         let err = compile_ptx("bad", "extern \"C\" __global__ void k( { }", "sm_80").unwrap_err();
-        assert!(matches!(err, NvrtcError::Compile { .. }), "{err}");
+        assert!(matches!(err, Error::NvrtcCompile { .. }), "{err}");
         assert!(err.to_string().contains("bad.cu"), "{err}");
     }
 }

@@ -139,6 +139,7 @@ fn run_opts(dir: &Path) -> RunOptions {
         device: 0,
         host: "h".into(),
         chip: None,
+        program_stdout_to_stderr: false,
     }
 }
 

@@ -1,13 +1,14 @@
-//! The one error type of the dataset layer. Every message says what happened and what to do.
+//! The one error type of `gpumodel-models`. Every message says what happened and what to do.
 
 use std::path::PathBuf;
 
-/// Errors of `gpumodel-models`' dataset layer: reading, importing, resolving and checking data.
+/// Errors of `gpumodel-models`: reading, importing, resolving and checking data, and rendering a
+/// command's result (`export`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {source}; check the path and its permissions")]
     Io {
         path: PathBuf,
         #[source]
@@ -46,6 +47,13 @@ pub enum Error {
     /// A TOML or JSON document could not be read.
     #[error("{file}: {message}")]
     Document { file: String, message: String },
+    /// A command's result could not be rendered (it does not serialize, or the CSV writer failed): a bug,
+    /// not bad input.
+    #[error(
+        "cannot render the result of `{command}` as {format}: {message}; this is a bug in gpumodel: please \
+         report it with the command line, or try another --format"
+    )]
+    Render { command: &'static str, format: &'static str, message: String },
 }
 
 /// Result with the dataset layer's error.

@@ -25,6 +25,7 @@
 //! assert_eq!(csv, "kernel,time_s\n\"void f<int, 2>(float*, int)\",0.5\n");
 //! ```
 
+use crate::Error;
 use serde::Serialize;
 
 /// How a command prints its result.
@@ -259,32 +260,30 @@ pub trait Export: Serialize {
     }
 }
 
-/// An output could not be rendered (a result that does not serialize, or a CSV writer error).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExportError {
-    #[error("rendering JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("rendering CSV: {0}")]
-    Csv(#[from] csv::Error),
-    #[error("rendering JSON: the result of `{0}` is not a JSON object")]
-    NotAnObject(&'static str),
-}
-
 /// Renders a result in the asked format.
-pub fn render<E: Export>(value: &E, format: Format) -> Result<String, ExportError> {
+pub fn render<E: Export>(value: &E, format: Format) -> Result<String, Error> {
     match format {
         Format::Json => render_json(value),
-        Format::Csv => render_csv(value.csv_section().as_ref()),
+        Format::Csv => render_csv(value.csv_section().as_ref()).map_err(|e| Error::Render {
+            command: E::COMMAND,
+            format: "CSV",
+            message: e.to_string(),
+        }),
         Format::Table => Ok(render_text(value)),
         Format::Markdown => Ok(render_markdown(value)),
     }
 }
 
 /// The result as pretty JSON, with `"command"` and `"format_version"` first.
-pub fn render_json<E: Export>(value: &E) -> Result<String, ExportError> {
-    let serde_json::Value::Object(body) = serde_json::to_value(value)? else {
-        return Err(ExportError::NotAnObject(E::COMMAND));
+pub fn render_json<E: Export>(value: &E) -> Result<String, Error> {
+    let json =
+        |e: serde_json::Error| Error::Render { command: E::COMMAND, format: "JSON", message: e.to_string() };
+    let serde_json::Value::Object(body) = serde_json::to_value(value).map_err(json)? else {
+        return Err(Error::Render {
+            command: E::COMMAND,
+            format: "JSON",
+            message: "not a JSON object".into(),
+        });
     };
     let mut out = serde_json::Map::new();
     out.insert("command".into(), E::COMMAND.into());
@@ -294,12 +293,12 @@ pub fn render_json<E: Export>(value: &E) -> Result<String, ExportError> {
             out.insert(k, v);
         }
     }
-    let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(out))?;
+    let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(out)).map_err(json)?;
     s.push('\n');
     Ok(s)
 }
 
-fn render_csv(section: Option<&Section>) -> Result<String, ExportError> {
+fn render_csv(section: Option<&Section>) -> Result<String, csv::Error> {
     let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
     if let Some(s) = section {
         w.write_record(s.columns.iter().map(|c| c.name.as_str()))?;

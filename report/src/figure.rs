@@ -168,6 +168,30 @@ pub(crate) fn center() -> Pos {
     Pos::new(HPos::Center, VPos::Center)
 }
 
+/// Data coordinates → pixels of a chart's plotting area (see [`in_pixels`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Pixels<'c, 'a, X: Ranged, Y: Ranged> {
+    chart: &'c ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    base: (i32, i32),
+}
+
+impl<X: Ranged, Y: Ranged> Pixels<'_, '_, X, Y> {
+    pub(crate) fn at(&self, p: (X::ValueType, Y::ValueType)) -> (i32, i32) {
+        let c = self.chart.backend_coord(&p);
+        (c.0 - self.base.0, c.1 - self.base.1)
+    }
+}
+
+/// The chart's plotting area addressed in plain pixels, and the map from data coordinates to those pixels:
+/// marks are drawn in pixels so that each one is a single SVG element of a known shape.
+fn in_pixels<'c, 'a: 'c, X: Ranged, Y: Ranged>(
+    chart: &'c ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+) -> (Area<'a>, Pixels<'c, 'a, X, Y>) {
+    let root = chart.plotting_area().strip_coord_spec();
+    let base = root.get_base_pixel();
+    (root, Pixels { chart, base })
+}
+
 /// Draws the figure layer by layer. `draw` gets the layer and the area below the title and legend and above
 /// the caption; the frame layer's title, legend and caption are drawn here.
 pub(crate) fn layered(
@@ -330,6 +354,17 @@ pub(crate) struct Scatter {
 }
 
 pub(crate) fn scatter(id: &str, title: &str, caption: &str, s: &Scatter) -> Result<Figure> {
+    scatter_line_named(id, title, caption, s, "Pareto front")
+}
+
+/// [`scatter`] whose `line` is named `line_label` in the legend (a fitted law, not a front).
+pub(crate) fn scatter_line_named(
+    id: &str,
+    title: &str,
+    caption: &str,
+    s: &Scatter,
+    line_label: &str,
+) -> Result<Figure> {
     let mut legend: Vec<Key> = s
         .series
         .iter()
@@ -340,7 +375,7 @@ pub(crate) fn scatter(id: &str, title: &str, caption: &str, s: &Scatter) -> Resu
         legend.push(Key { label: "y = x".into(), color: RGBColor(0x77, 0x77, 0x77), shape: Shape::Line });
     }
     if !s.line.is_empty() {
-        legend.push(Key { label: "Pareto front".into(), color: INK, shape: Shape::Line });
+        legend.push(Key { label: line_label.into(), color: INK, shape: Shape::Line });
     }
     if !s.highlights.is_empty() {
         legend.push(Key { label: "optimum".into(), color: HIGHLIGHT, shape: Shape::Diamond });
@@ -413,30 +448,24 @@ where
             }
         }
         Layer::Marks => {
-            let root = chart.plotting_area().strip_coord_spec();
-            let base = root.get_base_pixel();
+            let (root, px) = in_pixels(&chart);
             for (i, se) in s.series.iter().enumerate() {
                 for p in &se.points {
-                    let c = chart.backend_coord(p);
-                    marker(&root, (c.0 - base.0, c.1 - base.1), series_shape(i), 3, series_color(i))?;
+                    marker(&root, px.at(*p), series_shape(i), 3, series_color(i))?;
                 }
             }
         }
         Layer::Highlights => {
-            let root = chart.plotting_area().strip_coord_spec();
-            let base = root.get_base_pixel();
+            let (root, px) = in_pixels(&chart);
             for h in &s.highlights {
-                let c = chart.backend_coord(&h.at);
-                marker(&root, (c.0 - base.0, c.1 - base.1), Shape::Diamond, 5, HIGHLIGHT)?;
+                marker(&root, px.at(h.at), Shape::Diamond, 5, HIGHLIGHT)?;
             }
         }
         Layer::Labels => {
-            let root = chart.plotting_area().strip_coord_spec();
-            let base = root.get_base_pixel();
+            let (root, px) = in_pixels(&chart);
             let (w, _) = root.dim_in_pixel();
             for (i, h) in s.highlights.iter().enumerate() {
-                let c = chart.backend_coord(&h.at);
-                let (cx, cy) = (c.0 - base.0, c.1 - base.1);
+                let (cx, cy) = px.at(h.at);
                 // Alternate label sides so that neighbouring optima do not print over each other.
                 let tw = text_width(&h.label, 12.0);
                 let right_side = cx + 12 + tw < w as i32 && i % 2 == 0 || cx - 12 - tw < 0;
@@ -497,12 +526,7 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
             .x_label_area_size(46)
             .y_label_area_size(label_px)
             .build_cartesian_2d(0.0..xmax, 0.0..n.max(1.0))?;
-        let root = chart.plotting_area().strip_coord_spec();
-        let base = root.get_base_pixel();
-        let px = |p: (f64, f64)| {
-            let c = chart.backend_coord(&p);
-            (c.0 - base.0, c.1 - base.1)
-        };
+        let (root, px) = in_pixels(&chart);
         // Category i occupies y in [n-i-1, n-i): first category at the top.
         let row_top = |i: usize| n - i as f64;
         match layer {
@@ -527,14 +551,14 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
             }
             Layer::Marks | Layer::Labels => {
                 for (i, _) in b.categories.iter().enumerate() {
-                    let top = px((0.0, row_top(i))).1 + 4;
+                    let top = px.at((0.0, row_top(i))).1 + 4;
                     for (j, (_, vals)) in b.series.iter().enumerate() {
                         let Some(v) = vals.get(i).copied().flatten().filter(|v| v.is_finite()) else {
                             continue;
                         };
                         let y0 = top + j as i32 * bar_px;
-                        let x0 = px((0.0, 0.0)).0;
-                        let x1 = px((v.max(0.0), 0.0)).0.max(x0 + 1);
+                        let x0 = px.at((0.0, 0.0)).0;
+                        let x1 = px.at((v.max(0.0), 0.0)).0.max(x0 + 1);
                         if layer == Layer::Marks {
                             root.draw(&Rectangle::new(
                                 [(x0, y0), (x1, y0 + bar_px - 1)],
@@ -590,12 +614,7 @@ pub(crate) fn stacked_bar(
             .x_label_area_size(46)
             .y_label_area_size(20)
             .build_cartesian_2d(0.0..xmax, 0.0..1.0)?;
-        let root = chart.plotting_area().strip_coord_spec();
-        let base = root.get_base_pixel();
-        let px = |p: (f64, f64)| {
-            let c = chart.backend_coord(&p);
-            (c.0 - base.0, c.1 - base.1)
-        };
+        let (root, px) = in_pixels(&chart);
         match layer {
             Layer::Frame => {
                 chart
@@ -613,8 +632,8 @@ pub(crate) fn stacked_bar(
             Layer::Marks | Layer::Labels => {
                 let mut at = 0.0;
                 for (i, (name, v)) in components.iter().enumerate() {
-                    let (x0, y0) = px((at, 0.8));
-                    let (x1, y1) = px((at + v, 0.2));
+                    let (x0, y0) = px.at((at, 0.8));
+                    let (x1, y1) = px.at((at + v, 0.2));
                     if layer == Layer::Marks {
                         root.draw(&Rectangle::new(
                             [(x0, y0), (x1.max(x0 + 1), y1)],
@@ -631,8 +650,8 @@ pub(crate) fn stacked_bar(
             }
             Layer::Highlights => {
                 if let Some((_, t)) = &total {
-                    let (x, y0) = px((*t, 0.92));
-                    let (_, y1) = px((*t, 0.08));
+                    let (x, y0) = px.at((*t, 0.92));
+                    let (_, y1) = px.at((*t, 0.08));
                     root.draw(&PathElement::new(vec![(x, y0), (x, y1)], HIGHLIGHT.stroke_width(3)))?;
                 }
             }
@@ -678,12 +697,7 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                 .x_label_area_size(40)
                 .y_label_area_size(70)
                 .build_cartesian_2d(xlo..xhi, ylo..yhi)?;
-            let root = chart.plotting_area().strip_coord_spec();
-            let base = root.get_base_pixel();
-            let px = |q: (f64, f64)| {
-                let c = chart.backend_coord(&q);
-                (c.0 - base.0, c.1 - base.1)
-            };
+            let (root, px) = in_pixels(&chart);
             match layer {
                 Layer::Frame => {
                     chart
@@ -702,8 +716,8 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                 }
                 Layer::Lines => {
                     for (a, b) in &p.spans {
-                        let (x0, y0) = px((a.max(xlo), yhi));
-                        let (x1, y1) = px((b.min(xhi), ylo));
+                        let (x0, y0) = px.at((a.max(xlo), yhi));
+                        let (x1, y1) = px.at((b.min(xhi), ylo));
                         root.draw(&Rectangle::new(
                             [(x0, y0), (x1.max(x0 + 1), y1)],
                             RGBColor(0xe8, 0xe8, 0xe8).filled(),
@@ -717,18 +731,18 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                 Layer::Marks => {
                     if p.point_marks {
                         for q in &panel.points {
-                            marker(&root, px(*q), Shape::Circle, 2, PALETTE[0])?;
+                            marker(&root, px.at(*q), Shape::Circle, 2, PALETTE[0])?;
                         }
                     }
                 }
                 Layer::Highlights => {
                     if let Some((_, x, y)) = &panel.optimum {
-                        marker(&root, px((*x, *y)), Shape::Diamond, 5, PALETTE[1])?;
+                        marker(&root, px.at((*x, *y)), Shape::Diamond, 5, PALETTE[1])?;
                     }
                 }
                 Layer::Labels => {
                     if let Some((label, x, y)) = &panel.optimum {
-                        let (cx, cy) = px((*x, *y));
+                        let (cx, cy) = px.at((*x, *y));
                         let (w, _) = root.dim_in_pixel();
                         let tw = text_width(label, 12.0);
                         let (at, pos) = if cx + 10 + tw < w as i32 {
@@ -797,12 +811,7 @@ pub(crate) fn heatmap(id: &str, title: &str, caption: &str, h: &Heat, width: u32
             .x_label_area_size(46)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..nx, 0.0..ny)?;
-        let root = chart.plotting_area().strip_coord_spec();
-        let base = root.get_base_pixel();
-        let px = |q: (f64, f64)| {
-            let c = chart.backend_coord(&q);
-            (c.0 - base.0, c.1 - base.1)
-        };
+        let (root, px) = in_pixels(&chart);
         match layer {
             Layer::Frame => {
                 chart
@@ -842,8 +851,8 @@ pub(crate) fn heatmap(id: &str, title: &str, caption: &str, h: &Heat, width: u32
             }
             Layer::Marks | Layer::Labels => {
                 for &(i, j, v) in &h.cells {
-                    let (x0, y0) = px((i as f64, j as f64 + 1.0));
-                    let (x1, y1) = px((i as f64 + 1.0, j as f64));
+                    let (x0, y0) = px.at((i as f64, j as f64 + 1.0));
+                    let (x1, y1) = px.at((i as f64 + 1.0, j as f64));
                     if layer == Layer::Marks {
                         root.draw(&Rectangle::new(
                             [(x0 + 1, y0 + 1), (x1 - 1, y1 - 1)],

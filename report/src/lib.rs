@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 /// The commands whose results the report reads, with the JSON `format_version` each reader understands.
 pub const SUPPORTED: &[(&str, u64)] =
-    &[("predict", 1), ("validate", 2), ("split", 1), ("train", 1), ("collect", 1)];
+    &[("predict", 1), ("validate", 2), ("split", 1), ("split-fit", 1), ("train", 1), ("collect", 1)];
 
 /// Which command produced a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub struct Section {
 }
 
 fn expected() -> String {
-    "the JSON that `gpumodel predict | validate | split | train --format json` prints, or a collector trace's \
+    "the JSON that `gpumodel predict | validate | split | split fit | train --format json` prints, or a collector trace's \
      .json sidecar"
         .into()
 }
@@ -92,6 +92,16 @@ pub fn identify(file: &str, v: &Value) -> Result<Command> {
         return Err(Error::input(file, format!("not a JSON object; expected {}", expected())));
     };
     if let Some(cmd) = obj.get("command").and_then(Value::as_str) {
+        // `collect` prints a summary of its run; the figures are drawn from the trace it names.
+        if let (true, Some(trace)) = (cmd == "collect", obj.get("trace").and_then(Value::as_str)) {
+            return Err(Error::input(
+                file,
+                format!(
+                    "this is the run summary `gpumodel collect` prints, not its trace: pass the trace {trace} \
+                     (or its .json sidecar) to `gpumodel report`"
+                ),
+            ));
+        }
         let Some(&(_, want)) = SUPPORTED.iter().find(|(c, _)| *c == cmd) else {
             return Err(Error::input(
                 file,
@@ -112,7 +122,7 @@ pub fn identify(file: &str, v: &Value) -> Result<Command> {
         return Ok(match cmd {
             "predict" => Command::Predict,
             "validate" => Command::Validate,
-            "split" => Command::Split,
+            "split" | "split-fit" => Command::Split,
             "train" => Command::Train,
             _ => Command::Collect,
         });

@@ -1,5 +1,6 @@
 //! `gpumodel split --format json`: the time–energy plane of the candidate splits with the Pareto front and
 //! the chosen points, and, for the coupled-DVFS model (PEACH), the best GPU share over the clock grid.
+//! `gpumodel split fit --format json`: each fitted clock law over the measured points it was fitted to.
 
 use crate::figure::{self, Figure, Heat, Highlight, Note, Scatter, Series};
 use crate::predict::time_unit;
@@ -117,7 +118,84 @@ fn share(p: &Point) -> String {
     p.gpu_share.map_or(String::new(), |s| format!(" (GPU {:.0}%)", s * 100.0))
 }
 
+#[derive(Deserialize)]
+struct FitReport {
+    file: String,
+    rows: Vec<FitRow>,
+}
+
+#[derive(Deserialize)]
+struct FitRow {
+    device: String,
+    quantity: String,
+    fit: Option<LineFit>,
+    #[serde(default)]
+    clocks: Vec<f64>,
+    #[serde(default)]
+    measured: Option<Vec<f64>>,
+}
+
+#[derive(Deserialize)]
+struct LineFit {
+    slope: f64,
+    intercept: f64,
+    r2: f64,
+}
+
+/// `split fit`: one figure per fitted table — the measured values against clock, and the least-squares
+/// line over the clock range, with R² in the title. Laws the file gives were not fitted: a note says so.
+fn fit_figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec<Note>)> {
+    let r: FitReport = view(file, "split-fit", v)?;
+    let (mut figs, mut notes) = (Vec::new(), Vec::new());
+    for row in &r.rows {
+        let quantity = match row.quantity.as_str() {
+            "dynamic_power_w" => "dynamic power (W)",
+            q => q,
+        };
+        let what = format!("{} {quantity}", row.device);
+        let (Some(fit), Some(measured)) = (&row.fit, &row.measured) else {
+            notes.push(Note {
+                source: file.into(),
+                text: format!("{what}: the file gives the law, nothing was fitted"),
+            });
+            continue;
+        };
+        if row.clocks.len() != measured.len() || row.clocks.is_empty() {
+            notes.push(Note {
+                source: file.into(),
+                text: format!(
+                    "{what}: no measured points in this result (re-run `gpumodel split fit --format json`)"
+                ),
+            });
+            continue;
+        }
+        let points: Vec<(f64, f64)> = row.clocks.iter().copied().zip(measured.iter().copied()).collect();
+        let lo = row.clocks.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = row.clocks.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let line = vec![(lo, fit.slope * lo + fit.intercept), (hi, fit.slope * hi + fit.intercept)];
+        figs.push(figure::scatter_line_named(
+            &format!("split-fit-{}-{}", row.device, row.quantity),
+            &format!("{what} against clock: R² = {:.4}", fit.r2),
+            "Points are the clock table of the case file; the line is the least-squares law the split models use.",
+            &Scatter {
+                x_label: "clock".into(),
+                y_label: what.clone(),
+                log: false,
+                identity: false,
+                series: vec![Series { label: format!("{} measured points", points.len()), points }],
+                line,
+                highlights: vec![],
+            },
+            &format!("fit: {:.4}·clock {} {:.4}", fit.slope, if fit.intercept < 0.0 { "−" } else { "+" }, fit.intercept.abs()),
+        )?);
+    }
+    Ok((shorten_title(&r.file), figs, notes))
+}
+
 pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec<Note>)> {
+    if v.get("command").and_then(Value::as_str) == Some("split-fit") {
+        return fit_figures(file, v);
+    }
     let head: Head = view(file, "split", v)?;
     let chosen = head.chosen.clone().unwrap_or_else(|| "energy".into());
     let mut figs = Vec::new();

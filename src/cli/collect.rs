@@ -1,7 +1,9 @@
 //! `gpumodel collect ./kernel [args…]` and `gpumodel collect --suite`.
 
 use super::gpu::{Counters, GpuArgs, interrupt_flag, measure, pm_options};
+use super::output::{ExportFormat, print};
 use anyhow::Context;
+use gpumodel_collect::run::report::{CollectReport, KernelTotals};
 use gpumodel_collect::run::{ProgramExit, RunOptions, resolve_program};
 use gpumodel_models::trace::{RunStatus, sidecar_path};
 use std::path::PathBuf;
@@ -41,6 +43,11 @@ pub struct Args {
     /// (kernel profiles for `predict`).
     #[arg(long)]
     pub kernel_totals: bool,
+    /// How to print the run's summary (or the suite's, or --list-kernels) on stdout; the trace always
+    /// goes to its file. With csv, json or markdown the program's own stdout goes to stderr, so stdout
+    /// carries only the result.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ExportFormat,
     /// The program to run and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
@@ -73,7 +80,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("--pm-passes all applies to a program, not to --suite; drop one of them");
         }
         let out = args.out.clone();
-        return super::suite::run(&args.suite_args, &args.program, out, args.min_seconds, &args.gpu);
+        return super::suite::run(
+            &args.suite_args,
+            &args.program,
+            out,
+            args.min_seconds,
+            &args.gpu,
+            args.format,
+        );
     }
     if args.pm_passes == PmPasses::All && args.no_counters {
         anyhow::bail!("--pm-passes all records counters in several runs; drop --no-counters or --pm-passes");
@@ -101,6 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         device: args.gpu.device,
         host,
         chip: None,
+        program_stdout_to_stderr: args.format != ExportFormat::Table,
     };
     let interrupted = interrupt_flag();
 
@@ -113,10 +128,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = measure(&mut opts, &args.gpu, counters, interrupted)?;
 
     let meta = &outcome.meta;
+    let mut kernel_totals = None;
     if args.kernel_totals && matches!(meta.status, RunStatus::Complete) {
         let rows = out.with_extension("kernels.csv");
-        let (profiles, code) = gpumodel_collect::kernels::collect_kernel_totals(&args.program, &rows)
-            .context("per-kernel totals (--kernel-totals)")?;
+        let (profiles, code) = gpumodel_collect::kernels::collect_kernel_totals(
+            &args.program,
+            &rows,
+            opts.program_stdout_to_stderr,
+        )
+        .context("per-kernel totals (--kernel-totals)")?;
         let json = out.with_extension("kernels.json");
         let text = serde_json::to_string_pretty(&profiles)?;
         std::fs::OpenOptions::new()
@@ -125,65 +145,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .open(&json)
             .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
             .with_context(|| format!("{}: cannot write (it must not exist yet)", json.display()))?;
-        eprintln!(
-            "{}: {} kernel profiles from {} (program exit {:?})",
-            json.display(),
-            profiles.len(),
-            rows.display(),
-            code
-        );
+        kernel_totals = Some(KernelTotals {
+            profiles: json.display().to_string(),
+            rows: rows.display().to_string(),
+            kernels: profiles.len(),
+            exit_code: code,
+        });
     }
-    let s = meta.summary.clone().unwrap_or_default();
-    let fmt_opt = |x: Option<f64>, unit: &str| x.map_or("n/a".to_string(), |v| format!("{v:.2} {unit}"));
-    eprintln!(
-        "{}: {} samples ({:.1} Hz), {:.3} s, {} run(s); mean power {:.2} W, energy {:.3} J ({}); \
-         idle {}, profiler overhead {}, sampler CPU {}",
-        out.display(),
-        s.samples,
-        s.achieved_rate_hz,
-        s.duration_s,
-        s.repetitions,
-        s.mean_power_w,
-        s.energy_j,
-        s.energy_source,
-        fmt_opt(s.idle_power_w, "W"),
-        fmt_opt(s.profiler_overhead_w, "W"),
-        fmt_opt(s.sampler_cpu_s, "s"),
-    );
-    if let Some(rp) = &meta.replay {
-        for p in &rp.passes {
-            let status = match &p.status {
-                RunStatus::Running => "unfinished".to_string(),
-                RunStatus::Complete => "complete".to_string(),
-                RunStatus::Interrupted => "interrupted".to_string(),
-                RunStatus::Failed(why) => format!("failed: {why}"),
-            };
-            eprintln!(
-                "  pass {} ({}): {} s, mean power {}, {} run(s), {}; counters: {}",
-                p.pass,
-                p.trace,
-                p.duration_s.map_or("n/a".into(), |d| format!("{d:.3}")),
-                fmt_opt(p.mean_power_w, "W"),
-                p.repetitions,
-                status,
-                p.counters.join(", ")
-            );
-        }
-        let spread = |s: Option<gpumodel_models::trace::Spread>, unit: &str| {
-            s.map_or("n/a".to_string(), |s| {
-                format!("{:.3}–{:.3} {unit} ({:.1}% of the mean)", s.min, s.max, s.range_pct)
-            })
-        };
-        eprintln!(
-            "  passes are separate runs: run time {}, mean power {}",
-            spread(rp.duration_spread, "s"),
-            spread(rp.mean_power_spread, "W")
-        );
-    }
-    eprintln!("metadata: {}", sidecar_path(&out).display());
     for w in &meta.warnings {
         eprintln!("gpumodel: warning: {w}");
     }
+    let report = CollectReport::new(
+        &out.display().to_string(),
+        &sidecar_path(&out).display().to_string(),
+        meta,
+        kernel_totals,
+    );
+    print(&report, args.format)?;
     Ok(match (&meta.status, outcome.exit) {
         (RunStatus::Interrupted, _) => {
             eprintln!("gpumodel: interrupted; the trace holds everything measured until then");

@@ -3,9 +3,9 @@
 //! profiles, Lang & Rünger's CG split); `gpumodel split fit FILE` fits linear clock laws with R².
 
 use super::output::{ExportFormat, plot, print};
+use gpumodel_predict::split::Objective;
 use gpumodel_predict::split::export::FitReport;
 use gpumodel_predict::split::input;
-use gpumodel_predict::split::{Objective, SplitError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -42,19 +42,22 @@ pub enum Action {
     Fit {
         /// The case file with [cpu.dvfs] / [gpu.dvfs] tables.
         file: PathBuf,
+        /// Also write the first fitted law over its measured points as SVG (`gpumodel report` draws all).
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t)]
         format: ExportFormat,
     },
 }
 
 /// The library's error as one line (its message already names the cause).
-fn one_line(e: SplitError) -> anyhow::Error {
+fn one_line(e: gpumodel_predict::Error) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
-        Some(Action::Fit { file, format }) => fit(file, format),
+        Some(Action::Fit { file, plot: svg, format }) => fit(file, svg, format),
         None => {
             let Some(file) = args.run.file else {
                 anyhow::bail!(
@@ -74,9 +77,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn fit(file: PathBuf, format: ExportFormat) -> anyhow::Result<ExitCode> {
+fn fit(file: PathBuf, svg: Option<PathBuf>, format: ExportFormat) -> anyhow::Result<ExitCode> {
     let case = input::load(&file).map_err(one_line)?;
     let rows = input::fit_laws(&case).map_err(one_line)?;
-    print(&FitReport { file: file.display().to_string(), rows }, format)?;
+    let report = FitReport { file: file.display().to_string(), rows };
+    if let Some(p) = &svg {
+        plot(&report, p)?;
+    }
+    print(&report, format)?;
     Ok(ExitCode::SUCCESS)
 }

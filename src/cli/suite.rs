@@ -1,7 +1,7 @@
 //! `gpumodel collect --suite` — the built-in microbenchmark suite → a training table for this GPU.
 
 use super::gpu::{GpuArgs, interrupt_flag, open_suite_device};
-use super::output::{ExportFormat, emit, print, progress_bar};
+use super::output::{ExportFormat, print, progress_bar};
 use anyhow::Context;
 use gpumodel_collect::suite::listing::KernelList;
 use gpumodel_collect::suite::{self, Plan, Progress};
@@ -25,25 +25,23 @@ pub struct SuiteArgs {
     /// List the suite's kernels, their patterns and the counters they drive, and exit.
     #[arg(long, requires = "suite")]
     pub list_kernels: bool,
-    /// How --list-kernels prints the kernels.
-    #[arg(long, value_enum, default_value_t, requires = "list_kernels")]
-    pub format: ExportFormat,
 }
 
 /// Default output of the suite.
 const DEFAULT_OUT: &str = "suite.csv";
 
 /// Runs the suite: `s` its own flags, `program` what `collect` was given after them (must be empty),
-/// `out` the table to write, `gpu` the device and sampling rate.
+/// `out` the table to write, `gpu` the device and sampling rate, `format` how the result is printed.
 pub fn run(
     s: &SuiteArgs,
     program: &[String],
     out: Option<PathBuf>,
     min_seconds: f64,
     gpu: &GpuArgs,
+    format: ExportFormat,
 ) -> anyhow::Result<ExitCode> {
     if s.list_kernels {
-        print(&KernelList::builtin(), s.format)?;
+        print(&KernelList::builtin(), format)?;
         return Ok(ExitCode::SUCCESS);
     }
     if !program.is_empty() {
@@ -90,7 +88,7 @@ pub fn run(
     })
     .with_context(|| format!("the finished rows are in {}", plan.out.display()))?;
     pb.finish_and_clear();
-    let meta = suite::SuiteMetadata::path_for(&plan.out);
+    let report = suite::report::SuiteReport::new(&plan, &summary);
     if summary.interrupted {
         eprintln!(
             "interrupted: {} rows written ({} kept) in {}; continue with --resume",
@@ -98,16 +96,9 @@ pub fn run(
             summary.rows_kept,
             plan.out.display()
         );
+        print(&report, format)?;
         return Ok(ExitCode::from(130));
     }
-    emit(&format!(
-        "wrote {} rows ({} kept from before) to {} (metadata: {}); train with: gpumodel train --data {} --import table --features {}\n",
-        summary.rows_written,
-        summary.rows_kept,
-        plan.out.display(),
-        meta.display(),
-        plan.out.display(),
-        suite::feature_set_path(&plan.out).display()
-    ))?;
+    print(&report, format)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -39,3 +39,41 @@ pub fn toml_value<'a>(text: &'a str, key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no '{key} =' line in:\n{text}"))
         .trim()
 }
+
+/// A hand-written profiler export of `collect/tests/fixtures` (each says so in its first lines).
+pub fn profiler_fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("collect/tests/fixtures").join(name)
+}
+
+/// `gpumodel import TOOL FILE …`, the set-up every importer test repeats: `--out`, `--profiles` and any
+/// other flag chained on, then [`Import::run`] (whatever the outcome) or [`Import::ok`] (must succeed).
+pub struct Import(Command);
+
+impl Import {
+    pub fn new(tool: &str, file: impl AsRef<std::ffi::OsStr>) -> Import {
+        let mut c = gpumodel();
+        c.args(["import", tool]).arg(file);
+        Import(c)
+    }
+    /// The training table written (without it, the table goes to stdout).
+    pub fn out(self, path: &std::path::Path) -> Import {
+        self.arg("--out").arg(path)
+    }
+    /// The folder of kernel profiles written.
+    pub fn profiles(self, dir: &std::path::Path) -> Import {
+        self.arg("--profiles").arg(dir)
+    }
+    pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Import {
+        self.0.arg(a);
+        self
+    }
+    pub fn run(mut self) -> std::process::Output {
+        self.0.output().unwrap()
+    }
+    /// Runs it and checks that it succeeded (the message carries its stderr).
+    pub fn ok(self) -> std::process::Output {
+        let o = self.run();
+        assert!(o.status.success(), "import: {}", String::from_utf8_lossy(&o.stderr));
+        o
+    }
+}

@@ -6,16 +6,16 @@
 //! compiled and its driver checks are tested, but its launches have not run on hardware here.
 
 use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, MEASURED, SOURCE};
+use crate::Error;
 use crate::nvrtc;
-use crate::suite::SuiteError;
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use nvml_wrapper::enum_wrappers::device::Clock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> SuiteError {
-    move |e| SuiteError::Cuda { call, message: e.to_string() }
+fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+    move |e| Error::Cuda { call, message: e.to_string() }
 }
 
 /// The real GPU.
@@ -28,7 +28,7 @@ pub struct CudaCalibrationDevice {
 
 impl CudaCalibrationDevice {
     /// Opens GPU `device`: driver checks, NVRTC compilation for its architecture, module load, facts.
-    pub fn open(device: u32) -> Result<CudaCalibrationDevice, SuiteError> {
+    pub fn open(device: u32) -> Result<CudaCalibrationDevice, Error> {
         let nvml = crate::suite::cuda::check_driver(device)?;
         let ctx = CudaContext::new(device as usize).map_err(cuda("cuCtxCreate"))?;
         let (major, minor) = ctx.compute_capability().map_err(cuda("cuDeviceGetAttribute"))?;
@@ -125,7 +125,7 @@ impl CudaCalibrationDevice {
         .map(|(f, v, s)| (f.to_string(), v, s.to_string()))
         .collect();
         if let Some((f, v, _)) = values.iter().find(|(_, v, _)| !(v.is_finite() && *v > 0.0)) {
-            return Err(SuiteError::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "the driver reported {f} = {v} for {name}: cannot write a profile"
             )));
         }
@@ -163,11 +163,11 @@ fn throughput(major: i32, minor: i32) -> (f64, f64, f64, f64) {
 impl CudaCalibrationDevice {
     /// The launch's kernel; its chain is on the device afterwards, under [`chain_key`] (uploaded on first
     /// use, then reused).
-    fn prepare(&mut self, l: &CalLaunch) -> Result<CudaFunction, SuiteError> {
+    fn prepare(&mut self, l: &CalLaunch) -> Result<CudaFunction, Error> {
         let f = self
             .functions
             .get(l.entry)
-            .ok_or_else(|| SuiteError::Invalid(format!("no calibration kernel {}", l.entry)))?
+            .ok_or_else(|| Error::Invalid(format!("no calibration kernel {}", l.entry)))?
             .clone();
         if !self.chains.contains_key(&chain_key(l.chain)) {
             let host = l.chain.build();
@@ -187,7 +187,7 @@ impl CalibrationDevice for CudaCalibrationDevice {
         self.facts.clone()
     }
 
-    fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
+    fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {
         let f = self.prepare(l)?;
         let chain = &self.chains[&chain_key(l.chain)];
         let elems = l.chain.elems;
@@ -211,7 +211,7 @@ impl CalibrationDevice for CudaCalibrationDevice {
         self.stream.clone_dtoh(&out).map_err(cuda("cuMemcpyDtoH"))
     }
 
-    fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, SuiteError> {
+    fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, Error> {
         let f = self.prepare(l)?;
         let chain = &self.chains[&chain_key(l.chain)];
         let elems = l.chain.elems;
@@ -238,7 +238,7 @@ impl CalibrationDevice for CudaCalibrationDevice {
 }
 
 /// A texture object over a linear buffer of `elems` 32-bit signed integers (what `tex1Dfetch<int>` reads).
-fn texture_over(chain: &CudaSlice<u32>, elems: u32) -> Result<u64, SuiteError> {
+fn texture_over(chain: &CudaSlice<u32>, elems: u32) -> Result<u64, Error> {
     crate::suite::cuda::texture_with_format(
         chain,
         elems,

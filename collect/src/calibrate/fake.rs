@@ -3,7 +3,7 @@
 //! checked against constants the test chose.
 
 use super::{CalLaunch, CalibrationDevice, DeviceFacts};
-use crate::suite::SuiteError;
+use crate::Error;
 use gpumodel_models::arch::ArchProfile;
 
 /// The constants the fake GPU has (core cycles; the L2 bandwidth in GB/s).
@@ -74,7 +74,7 @@ impl CalibrationDevice for FakeCalibrationDevice {
         f
     }
 
-    fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
+    fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {
         self.launches += 1;
         self.log.push((l.entry, l.chain));
         let t = self.truth;
@@ -99,18 +99,18 @@ impl CalibrationDevice for FakeCalibrationDevice {
                 return Ok(out);
             }
             other => {
-                return Err(SuiteError::Invalid(format!("fake GPU: unknown calibration kernel {other}")));
+                return Err(Error::Invalid(format!("fake GPU: unknown calibration kernel {other}")));
             }
         };
         let c = steps * per_step * self.jitter() + TIMER_OVERHEAD;
         Ok(vec![c.round() as u64, 7])
     }
 
-    fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, SuiteError> {
+    fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, Error> {
         self.launches += 1;
         self.log.push((l.entry, l.chain));
         if l.entry != "l2_stream" || blocks == 0 || l.threads == 0 {
-            return Err(SuiteError::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "fake GPU: no timed kernel {} over {blocks} blocks",
                 l.entry
             )));

@@ -63,7 +63,7 @@ fn civil_date(secs: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-use crate::suite::SuiteError;
+use crate::Error;
 use serde::Serialize;
 
 /// CUDA C source of the calibration kernels.
@@ -138,10 +138,10 @@ pub trait CalibrationDevice {
     /// What the driver says about the GPU (everything the profile needs that is not measured).
     fn facts(&self) -> DeviceFacts;
     /// Runs one launch and returns `out` (at least `2 × warps` values).
-    fn run(&mut self, launch: &CalLaunch) -> Result<Vec<u64>, SuiteError>;
+    fn run(&mut self, launch: &CalLaunch) -> Result<Vec<u64>, Error>;
     /// Runs `launch` over `blocks` blocks of `launch.threads` threads and returns its GPU time in seconds,
     /// measured with CUDA events recorded around it on the same stream.
-    fn run_timed(&mut self, launch: &CalLaunch, blocks: u32) -> Result<f64, SuiteError>;
+    fn run_timed(&mut self, launch: &CalLaunch, blocks: u32) -> Result<f64, Error>;
 }
 
 /// One measured constant: the median over repetitions and the spread.
@@ -165,16 +165,10 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    fn from_samples(
-        field: &'static str,
-        method: &'static str,
-        mut v: Vec<f64>,
-    ) -> Result<Estimate, SuiteError> {
+    fn from_samples(field: &'static str, method: &'static str, mut v: Vec<f64>) -> Result<Estimate, Error> {
         v.retain(|x| x.is_finite());
         if v.is_empty() {
-            return Err(SuiteError::Invalid(format!(
-                "calibration of {field} produced no finite measurement"
-            )));
+            return Err(Error::Invalid(format!("calibration of {field} produced no finite measurement")));
         }
         v.sort_by(f64::total_cmp);
         let q = |p: f64| {
@@ -228,12 +222,12 @@ pub fn calibrate(
     dev: &mut dyn CalibrationDevice,
     p: CalParams,
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<Estimate>, SuiteError> {
+) -> Result<Vec<Estimate>, Error> {
     if p.repeats == 0 || p.steps <= 0 {
-        return Err(SuiteError::Invalid("--repeats and --steps must be at least 1".into()));
+        return Err(Error::Invalid("--repeats and --steps must be at least 1".into()));
     }
     let steps = f64::from(p.steps);
-    let mut run = |launch: CalLaunch, dev: &mut dyn CalibrationDevice| -> Result<Vec<u64>, SuiteError> {
+    let mut run = |launch: CalLaunch, dev: &mut dyn CalibrationDevice| -> Result<Vec<u64>, Error> {
         let out = dev.run(&launch)?;
         progress(launch.entry);
         Ok(out)
@@ -244,7 +238,7 @@ pub fn calibrate(
                        chain: Chain,
                        per_step: f64,
                        dev: &mut dyn CalibrationDevice|
-     -> Result<Estimate, SuiteError> {
+     -> Result<Estimate, Error> {
         let mut v = Vec::with_capacity(p.repeats);
         for _ in 0..p.repeats {
             let launch = CalLaunch { entry, threads: 32, chain, steps: p.steps, knob: chain.elems as i32 };
@@ -328,7 +322,7 @@ pub fn calibrate(
             };
             let out = run(launch, dev)?;
             if out.len() < 2 * w as usize {
-                return Err(SuiteError::Invalid(format!(
+                return Err(Error::Invalid(format!(
                     "out_warp_loads returned {} values for {w} warps",
                     out.len()
                 )));
@@ -358,11 +352,11 @@ fn l2_bandwidth(
     dev: &mut dyn CalibrationDevice,
     p: CalParams,
     progress: &mut dyn FnMut(&str),
-) -> Result<Estimate, SuiteError> {
+) -> Result<Estimate, Error> {
     let mut timed = |dev: &mut dyn CalibrationDevice, launch: &CalLaunch, blocks| {
         let t = dev.run_timed(launch, blocks)?;
         progress(launch.entry);
-        Ok::<f64, SuiteError>(t)
+        Ok::<f64, Error>(t)
     };
     let facts = dev.facts();
     let sm = facts.values.iter().find(|(f, _, _)| f == "sm_count").map_or(1.0, |v| v.1).max(1.0);
@@ -390,10 +384,10 @@ fn l2_bandwidth(
     Ok(e)
 }
 
-fn first(out: &[u64], entry: &str) -> Result<f64, SuiteError> {
+fn first(out: &[u64], entry: &str) -> Result<f64, Error> {
     match out.first() {
         Some(&c) if c > 0 => Ok(c as f64),
-        _ => Err(SuiteError::Invalid(format!("{entry} returned no cycle count: the kernel did not run"))),
+        _ => Err(Error::Invalid(format!("{entry} returned no cycle count: the kernel did not run"))),
     }
 }
 

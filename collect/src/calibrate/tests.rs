@@ -81,10 +81,10 @@ fn an_l2_stream_that_takes_no_time_is_an_error() {
         fn facts(&self) -> DeviceFacts {
             self.0.facts()
         }
-        fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
+        fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {
             self.0.run(l)
         }
-        fn run_timed(&mut self, _: &CalLaunch, _: u32) -> Result<f64, SuiteError> {
+        fn run_timed(&mut self, _: &CalLaunch, _: u32) -> Result<f64, Error> {
             Ok(1e-3)
         }
     }
@@ -104,10 +104,10 @@ fn a_kernel_that_did_not_run_is_an_error_not_a_zero() {
         fn facts(&self) -> DeviceFacts {
             FakeCalibrationDevice::new(TRUTH).facts()
         }
-        fn run(&mut self, _: &CalLaunch) -> Result<Vec<u64>, SuiteError> {
+        fn run(&mut self, _: &CalLaunch) -> Result<Vec<u64>, Error> {
             Ok(vec![0, 0])
         }
-        fn run_timed(&mut self, _: &CalLaunch, _: u32) -> Result<f64, SuiteError> {
+        fn run_timed(&mut self, _: &CalLaunch, _: u32) -> Result<f64, Error> {
             Ok(0.0)
         }
     }

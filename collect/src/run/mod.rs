@@ -24,18 +24,20 @@
 //!
 //! One job per file: [`options`] (what a run is given and returns), `merger` (samples → rows), `phases`
 //! (the consumer that accounts events to a phase), `repeat` (phase 3), `summary` (the sidecar's metadata and
-//! summary), [`replay`] (application replay).
+//! summary), [`replay`] (application replay), [`report`] (what the command prints).
 
 mod merger;
 pub mod options;
 mod phases;
 mod repeat;
 pub mod replay;
+pub mod report;
 mod summary;
 #[cfg(test)]
 mod tests;
 
 pub use options::{ProgramExit, RunOptions, RunOutcome, resolve_program};
+pub(crate) use repeat::program_command;
 pub use replay::{pass_path, run_replay};
 
 use crate::counters::CounterSource;
@@ -119,6 +121,7 @@ fn run_once<P: PowerSource + 'static>(
     let reps = repeat::repeat_program(
         &program,
         &opts.program[1..],
+        opts.program_stdout_to_stderr,
         opts.min_seconds,
         clock,
         &mut c,

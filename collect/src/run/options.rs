@@ -24,6 +24,9 @@ pub struct RunOptions {
     pub host: String,
     /// Chip name, when known.
     pub chip: Option<String>,
+    /// Send the program's standard output to our standard error, so that ours carries only the result
+    /// (`collect --format json|csv|markdown`); otherwise the program writes where it always does.
+    pub program_stdout_to_stderr: bool,
 }
 
 /// How the program ended.

@@ -11,6 +11,21 @@ use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// `program args…`, its standard output sent to our standard error when asked (so that a result printed
+/// on our standard output is not mixed with the program's).
+pub(crate) fn program_command(program: &Path, args: &[String], stdout_to_stderr: bool) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    if stdout_to_stderr {
+        use std::os::fd::AsFd;
+        // If stderr cannot be duplicated the program keeps our stdout: its output is not lost.
+        if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
+            cmd.stdout(std::process::Stdio::from(fd));
+        }
+    }
+    cmd
+}
+
 /// How the repetitions ended.
 pub(super) struct Repeats {
     /// Times the program was started.
@@ -22,10 +37,13 @@ pub(super) struct Repeats {
 }
 
 /// Runs `program args…` until the run lasts `min_seconds` (measured from `c.merger.run_start`) or
-/// something stops it, draining `c` and writing ready rows to `writer` meanwhile.
+/// something stops it, draining `c` and writing ready rows to `writer` meanwhile. With `stdout_to_stderr`
+/// the program's standard output goes to our standard error.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn repeat_program(
     program: &Path,
     args: &[String],
+    stdout_to_stderr: bool,
     min_seconds: f64,
     clock: Clock,
     c: &mut Consumer,
@@ -42,7 +60,7 @@ pub(super) fn repeat_program(
             exit = ProgramExit::Killed;
             break;
         }
-        let mut child: Child = match Command::new(program).args(args).spawn() {
+        let mut child: Child = match program_command(program, args, stdout_to_stderr).spawn() {
             Ok(ch) => ch,
             Err(e) => {
                 status = RunStatus::Failed(format!("cannot start {}: {e}", program.display()));

@@ -18,6 +18,7 @@ fn opts(dir: &Path, program: &[&str]) -> RunOptions {
         device: 0,
         host: "h".into(),
         chip: None,
+        program_stdout_to_stderr: false,
     }
 }
 

@@ -1,7 +1,8 @@
 //! The suite's catalogue: the CUDA source, its functions ([`Entry`]) and the kernels run from them
 //! ([`SuiteKernel`]), and choosing among them (`--kernels`).
 
-use super::{LANE_DEPENDENT_BRANCH, SuiteError};
+use super::LANE_DEPENDENT_BRANCH;
+use crate::Error;
 use serde::{Deserialize, Serialize};
 
 /// CUDA C source of every suite kernel.
@@ -196,7 +197,7 @@ pub fn kernels() -> Vec<SuiteKernel> {
 }
 
 /// Selects suite kernels by name or entry (`--kernels shared_conflict,fp32_fma_full`); empty = all.
-pub fn select_kernels(filter: &[String]) -> Result<Vec<SuiteKernel>, SuiteError> {
+pub fn select_kernels(filter: &[String]) -> Result<Vec<SuiteKernel>, Error> {
     let all = kernels();
     if filter.is_empty() {
         return Ok(all);
@@ -206,7 +207,7 @@ pub fn select_kernels(filter: &[String]) -> Result<Vec<SuiteKernel>, SuiteError>
         let hits: Vec<&SuiteKernel> = all.iter().filter(|k| &k.name == f || &k.entry == f).collect();
         if hits.is_empty() {
             let entries: Vec<&str> = ENTRIES.iter().map(|e| e.name).collect();
-            return Err(SuiteError::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "--kernels: no suite kernel '{f}': use a pattern ({}) or a kernel name from `gpumodel collect --suite --list-kernels`",
                 entries.join(", ")
             )));

@@ -9,7 +9,8 @@
 //! Written against cudarc 0.19.10 and nvml-wrapper 0.13; our machines have no GPU, so this path is
 //! compiled and its driver checks are tested, but its launches have not run on hardware here.
 
-use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteError, SuiteKernel};
+use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteKernel};
+use crate::Error;
 use crate::counters::CounterSource;
 use crate::nvml::NvmlPower;
 use crate::nvrtc;
@@ -26,19 +27,19 @@ use std::time::Instant;
 
 /// Checks that a GPU can be driven: NVML opens (the collector's no-driver error otherwise), `libcuda.so`
 /// loads, and NVRTC loads. Returns the NVML handle for power and clocks.
-pub fn check_driver(device: u32) -> Result<std::sync::Arc<nvml_wrapper::Nvml>, SuiteError> {
+pub fn check_driver(device: u32) -> Result<std::sync::Arc<nvml_wrapper::Nvml>, Error> {
     let nvml = crate::nvml::open_nvml()?;
     nvml.device_by_index(device).map_err(|e| crate::Error::NoGpu { index: device, detail: e.to_string() })?;
     // SAFETY: cudarc only tries `dlopen` on its candidate names here; it calls nothing in the library.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(SuiteError::NoCudaDriver("libcuda.so (the CUDA driver library) cannot be loaded".into()));
+        return Err(Error::NoCudaDriver("libcuda.so (the CUDA driver library) cannot be loaded".into()));
     }
     crate::nvrtc::ensure_loaded()?;
     Ok(nvml)
 }
 
-fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> SuiteError {
-    move |e| SuiteError::Cuda { call, message: e.to_string() }
+fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+    move |e| Error::Cuda { call, message: e.to_string() }
 }
 
 /// Hardware counters for the suite: a source (CUPTI PM sampling) and the chip's counter map
@@ -51,7 +52,7 @@ pub struct SuiteCounters {
 }
 
 /// Opens the suite's counters; called by [`CudaSuiteDevice::open`] after the CUDA context is created.
-pub type OpenCounters = Box<dyn FnOnce() -> Result<SuiteCounters, SuiteError>>;
+pub type OpenCounters = Box<dyn FnOnce() -> Result<SuiteCounters, Error>>;
 
 /// Threads per block of every suite launch.
 const BLOCK: u32 = 256;
@@ -85,13 +86,13 @@ impl CudaSuiteDevice {
         device: u32,
         rate_hz: f64,
         open_counters: Option<OpenCounters>,
-    ) -> Result<CudaSuiteDevice, SuiteError> {
+    ) -> Result<CudaSuiteDevice, Error> {
         if !(rate_hz.is_finite() && rate_hz > 0.0) {
-            return Err(SuiteError::Invalid(format!("--rate {rate_hz} must be a number of Hz > 0")));
+            return Err(Error::Invalid(format!("--rate {rate_hz} must be a number of Hz > 0")));
         }
         let nvml = check_driver(device)?;
         let Some(open_counters) = open_counters else {
-            return Err(SuiteError::Invalid(
+            return Err(Error::Invalid(
                 "the suite needs hardware counters (CUPTI PM sampling) and this build cannot open them yet; \
                  a table with power but no counters would not train a model, so nothing was run"
                     .into(),
@@ -147,7 +148,7 @@ impl CudaSuiteDevice {
         })
     }
 
-    fn launch(&mut self, k: &SuiteKernel, f: &CudaFunction) -> Result<(), SuiteError> {
+    fn launch(&mut self, k: &SuiteKernel, f: &CudaFunction) -> Result<(), Error> {
         let blocks = ((f64::from(self.sm_count * BLOCKS_PER_SM) * k.grid_fraction).round() as u32).max(1);
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         let n = super::BUFFER_ELEMS as i32;
@@ -185,15 +186,14 @@ impl SuiteDevice for CudaSuiteDevice {
 
     /// Application clocks first (data-center GPUs); where those are not supported (GeForce), locked
     /// clocks (Volta and newer): the core clock locked to the pair's value, and the memory clock too.
-    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, SuiteError> {
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
         let mut dev = self
             .nvml
             .device_by_index(self.index)
             .map_err(|e| crate::Error::NoGpu { index: self.index, detail: e.to_string() })?;
         let (core, mem) = (pair.core_mhz as u32, pair.mem_mhz as u32);
-        let nvml_error = |call: &'static str, e: NvmlError| {
-            SuiteError::Collect(crate::Error::Nvml { call, message: e.to_string() })
-        };
+        let nvml_error =
+            |call: &'static str, e: NvmlError| crate::Error::Nvml { call, message: e.to_string() };
         match dev.set_applications_clocks(mem, core) {
             Ok(()) => return Ok(ClockOutcome::Applied),
             Err(NvmlError::NotSupported) => {}
@@ -232,14 +232,13 @@ impl SuiteDevice for CudaSuiteDevice {
         }
     }
 
-    fn reset_clocks(&mut self) -> Result<(), SuiteError> {
+    fn reset_clocks(&mut self) -> Result<(), Error> {
         let mut dev = self
             .nvml
             .device_by_index(self.index)
             .map_err(|e| crate::Error::NoGpu { index: self.index, detail: e.to_string() })?;
-        let err = |call: &'static str| {
-            move |e: NvmlError| SuiteError::Collect(crate::Error::Nvml { call, message: e.to_string() })
-        };
+        let err =
+            |call: &'static str| move |e: NvmlError| crate::Error::Nvml { call, message: e.to_string() };
         if self.locked {
             dev.reset_gpu_locked_clocks().map_err(err("nvmlDeviceResetGpuLockedClocks"))?;
             dev.reset_mem_locked_clocks().map_err(err("nvmlDeviceResetMemoryLockedClocks"))?;
@@ -249,11 +248,11 @@ impl SuiteDevice for CudaSuiteDevice {
         dev.reset_applications_clocks().map_err(err("nvmlDeviceResetApplicationsClocks"))
     }
 
-    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, SuiteError> {
+    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error> {
         let f = self
             .functions
             .get(kernel.entry.as_str())
-            .ok_or_else(|| SuiteError::Invalid(format!("no suite kernel function {}", kernel.entry)))?
+            .ok_or_else(|| Error::Invalid(format!("no suite kernel function {}", kernel.entry)))?
             .clone();
         // Warm-up launch: module load, caches, clocks ramping; not measured.
         self.launch(kernel, &f)?;
@@ -295,7 +294,7 @@ impl SuiteDevice for CudaSuiteDevice {
         let names = self.counters.as_ref().map(|c| c.source.names()).unwrap_or_default();
         let w = window(rx.try_iter(), t0, t1, &names)?;
         if w.watts.is_empty() {
-            return Err(SuiteError::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "{}: no power sample in {:.2} s: raise --min-seconds or --rate",
                 kernel.name,
                 t1 - t0
@@ -336,7 +335,7 @@ pub(crate) fn window(
     t0: f64,
     t1: f64,
     names: &[String],
-) -> Result<Window, SuiteError> {
+) -> Result<Window, Error> {
     let mut w = Window::default();
     let mut weighted: BTreeMap<String, OverlapMean> = BTreeMap::new();
     for ev in events {
@@ -357,7 +356,7 @@ pub(crate) fn window(
                     }
                 }
             }
-            Event::Failed(e) => return Err(e.into()),
+            Event::Failed(e) => return Err(e),
             _ => {}
         }
     }
@@ -387,7 +386,7 @@ impl CounterSource for NoCounters {
 }
 
 /// A texture object over a linear buffer of `elems` 32-bit values of `format`.
-pub(crate) fn texture_over<T>(buf: &CudaSlice<T>, elems: u32) -> Result<u64, SuiteError> {
+pub(crate) fn texture_over<T>(buf: &CudaSlice<T>, elems: u32) -> Result<u64, Error> {
     texture_with_format(buf, elems, cudarc::driver::sys::CUarray_format::CU_AD_FORMAT_FLOAT)
 }
 
@@ -396,7 +395,7 @@ pub(crate) fn texture_with_format<T>(
     buf: &CudaSlice<T>,
     elems: u32,
     format: cudarc::driver::sys::CUarray_format,
-) -> Result<u64, SuiteError> {
+) -> Result<u64, Error> {
     use cudarc::driver::DevicePtr;
     use cudarc::driver::sys;
     let stream = buf.stream().clone();
@@ -414,7 +413,7 @@ pub(crate) fn texture_with_format<T>(
         let mut tex: sys::CUtexObject = 0;
         let r = sys::cuTexObjectCreate(&mut tex, &res, &tex_desc, std::ptr::null());
         if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(SuiteError::Cuda { call: "cuTexObjectCreate", message: format!("{r:?}") });
+            return Err(Error::Cuda { call: "cuTexObjectCreate", message: format!("{r:?}") });
         }
         Ok(tex)
     }

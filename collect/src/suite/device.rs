@@ -1,7 +1,8 @@
 //! The GPU as the suite sees it: the [`SuiteDevice`] trait, what it reports and measures, and the clock
 //! pairs it is asked to run at (`--clocks`).
 
-use super::{SuiteError, SuiteKernel};
+use super::SuiteKernel;
+use crate::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -20,9 +21,9 @@ impl ClockPair {
 }
 
 /// Parses `--clocks`: `current`, or a comma-separated list of `CORE:MEM` pairs in MHz.
-pub fn parse_clocks(spec: &str) -> Result<Vec<Option<ClockPair>>, SuiteError> {
+pub fn parse_clocks(spec: &str) -> Result<Vec<Option<ClockPair>>, Error> {
     let bad = |what: &str| {
-        SuiteError::Invalid(format!(
+        Error::Invalid(format!(
             "--clocks '{spec}': {what}; use `current` or pairs like 1410:1215,1095:1215 (core:memory MHz)"
         ))
     };
@@ -92,9 +93,9 @@ pub trait SuiteDevice {
     /// The GPU, for the metadata.
     fn info(&self) -> GpuInfo;
     /// Sets application / locked clocks.
-    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, SuiteError>;
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error>;
     /// Returns the clocks to the driver's defaults.
-    fn reset_clocks(&mut self) -> Result<(), SuiteError>;
+    fn reset_clocks(&mut self) -> Result<(), Error>;
     /// Runs `kernel` repeatedly for at least `min_seconds` while sampling power and counters.
-    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, SuiteError>;
+    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error>;
 }

@@ -2,7 +2,8 @@
 //! a log of every call (to check ordering and clock sweeping), and hooks to refuse clock changes, to
 //! "press Ctrl-C" after some runs, or to fail a kernel.
 
-use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteError, SuiteKernel};
+use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteKernel};
+use crate::Error;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,7 +79,7 @@ impl SuiteDevice for FakeSuiteDevice {
         self.info.clone()
     }
 
-    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, SuiteError> {
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
         self.log.push(format!("set {}", pair.label()));
         if !self.clocks_allowed {
             return Ok(ClockOutcome::Refused(
@@ -89,19 +90,16 @@ impl SuiteDevice for FakeSuiteDevice {
         Ok(ClockOutcome::Applied)
     }
 
-    fn reset_clocks(&mut self) -> Result<(), SuiteError> {
+    fn reset_clocks(&mut self) -> Result<(), Error> {
         self.log.push("reset".into());
         self.current = self.default_clocks;
         Ok(())
     }
 
-    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, SuiteError> {
+    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error> {
         self.log.push(format!("run {}", kernel.name));
         if self.fail_on.as_deref() == Some(kernel.name.as_str()) {
-            return Err(SuiteError::Cuda {
-                call: "cuLaunchKernel",
-                message: "unspecified launch failure".into(),
-            });
+            return Err(Error::Cuda { call: "cuLaunchKernel", message: "unspecified launch failure".into() });
         }
         self.runs += 1;
         if let Some((n, flag)) = &self.stop_after

@@ -8,22 +8,21 @@
 //! where it stopped.
 //!
 //! One job per file: `catalogue` (source, functions, kernels), `ptx` (checks on the emitted PTX), `device`
-//! (the [`SuiteDevice`] trait and what it measures), `error`, `runner` (the run loop), `table` (the
-//! training table written), `listing` (`--list-kernels`).
+//! (the [`SuiteDevice`] trait and what it measures), `runner` (the run loop), `table` (the
+//! training table written), `listing` (`--list-kernels`), `report` (what a run prints).
 
 mod catalogue;
 pub mod cuda;
 mod device;
-mod error;
 mod fake;
 pub mod listing;
 mod ptx;
+pub mod report;
 mod runner;
 mod table;
 
 pub use catalogue::{BUFFER_ELEMS, ENTRIES, Entry, SOURCE, SuiteKernel, kernels, select_kernels};
 pub use device::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, parse_clocks};
-pub use error::SuiteError;
 pub use fake::FakeSuiteDevice;
 pub use ptx::{LANE_DEPENDENT_BRANCH, ptx_function, ptx_has};
 pub use runner::{Plan, Progress, Summary, run_suite};

@@ -2,7 +2,8 @@
 //! skipping the rows the table has.
 
 use super::table::{self, SuiteMetadata, feature_set_path, feature_set_toml, read_done};
-use super::{ClockOutcome, ClockPair, SuiteDevice, SuiteError, SuiteKernel};
+use super::{ClockOutcome, ClockPair, SuiteDevice, SuiteKernel};
+use crate::Error;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,19 +53,19 @@ pub fn run_suite(
     plan: &Plan,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Summary, SuiteError> {
+) -> Result<Summary, Error> {
     if !(plan.min_seconds.is_finite() && plan.min_seconds > 0.0) {
-        return Err(SuiteError::Invalid(format!(
+        return Err(Error::Invalid(format!(
             "--min-seconds {} must be a number > 0 (the sampler needs time to see each kernel)",
             plan.min_seconds
         )));
     }
     if plan.kernels.is_empty() || plan.clocks.is_empty() {
-        return Err(SuiteError::Invalid("nothing to run: no kernels or no clocks selected".into()));
+        return Err(Error::Invalid("nothing to run: no kernels or no clocks selected".into()));
     }
     let done = if plan.out.exists() {
         if !plan.resume {
-            return Err(SuiteError::Output(format!(
+            return Err(Error::Output(format!(
                 "{} exists: pass --resume to continue it, or choose another --out (nothing was changed)",
                 plan.out.display()
             )));
@@ -136,11 +137,11 @@ pub fn run_suite(
 }
 
 /// Writes `<out>.features.toml` from the table as it is on disk (resumed rows included).
-fn write_feature_set(out: &Path) -> Result<(), SuiteError> {
+fn write_feature_set(out: &Path) -> Result<(), Error> {
     let table = match gpumodel_models::Table::read_csv(out, gpumodel_models::table::GROUP_COLUMN) {
         Ok(t) => t,
         Err(_) => return Ok(()), // no rows yet (interrupted before the first): nothing to describe
     };
     let path = feature_set_path(out);
-    std::fs::write(&path, feature_set_toml(&table)).map_err(|e| SuiteError::io(&path, e))
+    std::fs::write(&path, feature_set_toml(&table)).map_err(|e| Error::io(&path, e))
 }

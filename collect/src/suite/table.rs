@@ -2,7 +2,8 @@
 //! `kernel`, target `power_w`, clocks `core_mhz` / `mem_mhz`, the paper's ten inputs as event rates), written
 //! one flushed row at a time, and its JSON metadata sidecar (`<out>.json`: GPU name, chip, driver, kernels).
 
-use super::{ClockPair, GpuInfo, Measurement, Plan, SuiteError, SuiteKernel};
+use super::{ClockPair, GpuInfo, Measurement, Plan, SuiteKernel};
+use crate::Error;
 use gpumodel_models::profile::MODEL_INPUTS;
 use gpumodel_models::table::format_number;
 use serde::Serialize;
@@ -42,18 +43,24 @@ pub fn suite_header() -> Vec<String> {
 }
 
 /// The (kernel, clocks) pairs a table already holds; an error when the file is not a suite table.
-pub fn read_done(path: &Path) -> Result<BTreeSet<(String, String)>, SuiteError> {
-    let text = std::fs::read_to_string(path).map_err(|e| SuiteError::io(path, e))?;
+pub fn read_done(path: &Path) -> Result<BTreeSet<(String, String)>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     // A row cut off by a kill has no line end: it is not finished, and the writer drops it on resume.
     let complete = match text.rfind('\n') {
         Some(i) => &text[..=i],
         None => "",
     };
     let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(complete.as_bytes());
-    let header: Vec<String> =
-        reader.headers().map_err(|e| SuiteError::io(path, e))?.iter().map(String::from).collect();
+    // A table that does not read as CSV cannot be resumed; say so rather than blame the file system.
+    let unreadable = |e: csv::Error| {
+        Error::Output(format!(
+            "{}: {e}: not a suite table that can be resumed: choose another --out (nothing was changed)",
+            path.display()
+        ))
+    };
+    let header: Vec<String> = reader.headers().map_err(unreadable)?.iter().map(String::from).collect();
     if header != suite_header() {
-        return Err(SuiteError::Output(format!(
+        return Err(Error::Output(format!(
             "{}: not a suite table of this gpumodel version (its header differs): choose another --out \
              (nothing was changed)",
             path.display()
@@ -61,7 +68,7 @@ pub fn read_done(path: &Path) -> Result<BTreeSet<(String, String)>, SuiteError> 
     }
     let mut done = BTreeSet::new();
     for rec in reader.records() {
-        let rec = rec.map_err(|e| SuiteError::io(path, e))?;
+        let rec = rec.map_err(unreadable)?;
         done.insert((rec[0].to_string(), rec[2].to_string()));
     }
     Ok(done)
@@ -75,13 +82,13 @@ pub(crate) struct RowWriter {
 
 impl RowWriter {
     /// Creates the table (with its header) or opens it for appending, dropping an unfinished last row.
-    pub(crate) fn open(path: &Path, create: bool) -> Result<RowWriter, SuiteError> {
-        let io = |e: std::io::Error| SuiteError::io(path, e);
+    pub(crate) fn open(path: &Path, create: bool) -> Result<RowWriter, Error> {
+        let io = |e: std::io::Error| Error::io(path, e);
         if create {
             let mut file = File::create(path).map_err(io)?;
             let mut w = csv::Writer::from_writer(Vec::new());
-            w.write_record(suite_header()).map_err(|e| SuiteError::io(path, e))?;
-            file.write_all(&w.into_inner().map_err(|e| SuiteError::io(path, e))?).map_err(io)?;
+            w.write_record(suite_header()).map_err(|e| Error::io(path, e))?;
+            file.write_all(&w.into_inner().map_err(|e| Error::io(path, e.into_error()))?).map_err(io)?;
             file.sync_data().map_err(io)?;
             return Ok(RowWriter { file, path: path.to_path_buf() });
         }
@@ -95,7 +102,7 @@ impl RowWriter {
     }
 
     /// Writes one row and flushes it.
-    pub(crate) fn write(&mut self, k: &SuiteKernel, clocks: &str, m: &Measurement) -> Result<(), SuiteError> {
+    pub(crate) fn write(&mut self, k: &SuiteKernel, clocks: &str, m: &Measurement) -> Result<(), Error> {
         let pattern = k.entry().map_or("", |e| e.pattern);
         // Counter columns are totals per launch (rate × time per launch), like a kernel profile's counter
         // totals, so the feature set's `G_load/time_s` inputs are rates both here and in `predict`.
@@ -118,10 +125,10 @@ impl RowWriter {
         rec.extend(MODEL_INPUTS.iter().map(|(_, parts)| format_number(parts.iter().map(|p| rate(p)).sum())));
         rec.extend(EXTRA_RATES.iter().map(|n| format_number(rate(n))));
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(&rec).map_err(|e| SuiteError::io(&self.path, e))?;
-        let bytes = w.into_inner().map_err(|e| SuiteError::io(&self.path, e))?;
-        self.file.write_all(&bytes).map_err(|e| SuiteError::io(&self.path, e))?;
-        self.file.sync_data().map_err(|e| SuiteError::io(&self.path, e))
+        w.write_record(&rec).map_err(|e| Error::io(&self.path, e))?;
+        let bytes = w.into_inner().map_err(|e| Error::io(&self.path, e.into_error()))?;
+        self.file.write_all(&bytes).map_err(|e| Error::io(&self.path, e))?;
+        self.file.sync_data().map_err(|e| Error::io(&self.path, e))
     }
 }
 
@@ -183,10 +190,10 @@ impl SuiteMetadata {
     }
 
     /// Writes the sidecar (whole-file replace through a temporary file, so it is never half-written).
-    pub(crate) fn write(&self, out: &Path) -> Result<(), SuiteError> {
+    pub(crate) fn write(&self, out: &Path) -> Result<(), Error> {
         let path = Self::path_for(out);
-        let text = serde_json::to_string_pretty(self).map_err(|e| SuiteError::io(&path, e))?;
-        gpumodel_models::atomic::write_atomic(&path, text.as_bytes()).map_err(|e| SuiteError::io(&path, e))
+        let text = serde_json::to_string_pretty(self).map_err(|e| Error::io(&path, e))?;
+        Ok(gpumodel_models::atomic::write_atomic(&path, text.as_bytes())?)
     }
 }
 

@@ -31,7 +31,7 @@
 //! The CPU's clock f (GHz) enters through the paper's DVFS laws P(f) and v(f) (elements per ms of the
 //! whole CPU): E_el(f) = P(f)/v(f), fitted on 1.2–2.0 GHz without Turbo.
 
-use super::{Objective, Result, SplitError, non_negative, positive, share};
+use super::{Error, Objective, Result, non_negative, positive, share};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -137,9 +137,8 @@ impl Share {
         let v = match self {
             Share::Number(v) => *v,
             Share::Fraction(s) => {
-                let bad = || {
-                    SplitError::Case(format!("{what} = \"{s}\": write a number or a fraction like \"1/3\""))
-                };
+                let bad =
+                    || Error::Case(format!("{what} = \"{s}\": write a number or a fraction like \"1/3\""));
                 let (a, b) = s.split_once('/').ok_or_else(bad)?;
                 let a: f64 = a.trim().parse().map_err(|_| bad())?;
                 let b: f64 = b.trim().parse().map_err(|_| bad())?;
@@ -408,8 +407,7 @@ fn decide(i: &Inputs, q: u32) -> Decision {
 impl CgCase {
     /// Applies the paper's equations and picks the run that minimizes `objective`.
     pub fn solve(&self, objective: Objective) -> Result<CgReport> {
-        let missing =
-            |what: &str, keys: &str| SplitError::Case(format!("[cg] needs {what}: add it ({keys})"));
+        let missing = |what: &str, keys: &str| Error::Case(format!("[cg] needs {what}: add it ({keys})"));
         let p = self.threads.ok_or_else(|| missing("`threads` (p)", "threads = 16"))?;
         let p = positive("[cg] threads", p)?;
         let l = self.iterations.ok_or_else(|| missing("`iterations` (l)", "iterations = 32.4"))?;
@@ -437,10 +435,10 @@ impl CgCase {
         let e_copy = non_negative("[cg.gpu] copy_energy_per_element_j", gpu.copy_energy_per_element_j)?;
         non_negative("[cg.gpu] copy_time_per_element_s", gpu.copy_time_per_element_s)?;
         if self.gpus.is_empty() {
-            return Err(SplitError::EmptyTable { what: "[cg] gpus".into() });
+            return Err(Error::EmptyTable { what: "[cg] gpus".into() });
         }
         if let Some(&q) = self.gpus.iter().find(|&&q| q == 0) {
-            return Err(SplitError::BadValue {
+            return Err(Error::BadValue {
                 what: "[cg] gpus".into(),
                 must: "a whole number > 0",
                 value: q as f64,
@@ -505,7 +503,7 @@ impl CgCase {
                     Some(s) => {
                         let r1 = s.value("[cg.example] one_cpu_gpu_share")?;
                         let idle_w = ex.idle_cpu_power_w.ok_or_else(|| {
-                            SplitError::Case(
+                            Error::Case(
                                 "[cg.example] one_cpu_gpu_share needs idle_cpu_power_w: the idle power of the unused CPU"
                                     .into(),
                             )
@@ -562,12 +560,10 @@ fn published_at(p: &Published, f: f64) -> Option<f64> {
 
 fn law_table(law: &CpuLaw, i: &Inputs, e_dram: f64, published: &Published) -> Result<Vec<LawRow>> {
     if law.clocks_ghz.is_empty() {
-        return Err(SplitError::EmptyTable { what: "[cg.cpu_law] clocks_ghz".into() });
+        return Err(Error::EmptyTable { what: "[cg.cpu_law] clocks_ghz".into() });
     }
     if law.power_w.is_empty() || law.elements_per_ms.is_empty() {
-        return Err(SplitError::EmptyTable {
-            what: "[cg.cpu_law] power_w / elements_per_ms coefficients".into(),
-        });
+        return Err(Error::EmptyTable { what: "[cg.cpu_law] power_w / elements_per_ms coefficients".into() });
     }
     law.clocks_ghz
         .iter()
@@ -595,7 +591,7 @@ fn clock_choice(law: &CpuLaw, rows: &[LawRow]) -> Result<ClockChoice> {
     let best = rows
         .iter()
         .min_by(|a, b| a.e_el_j.total_cmp(&b.e_el_j))
-        .ok_or_else(|| SplitError::EmptyTable { what: "[cg.cpu_law] clocks_ghz".into() })?;
+        .ok_or_else(|| Error::EmptyTable { what: "[cg.cpu_law] clocks_ghz".into() })?;
     let lo = rows.iter().map(|r| r.clock_ghz).fold(f64::INFINITY, f64::min);
     let hi = rows.iter().map(|r| r.clock_ghz).fold(f64::NEG_INFINITY, f64::max);
     let at_edge = rows.len() > 1 && (best.clock_ghz == lo || best.clock_ghz == hi);

@@ -5,7 +5,7 @@
 //! `slope·f + intercept` (PEACH §VII-A fits such laws; [`fit_line`] fits them from tables, with R²).
 
 use super::peach::{SplitPoint, TwoDevice};
-use super::{Objective, Result, SplitError, positive};
+use super::{Error, Objective, Result, positive};
 use serde::{Deserialize, Serialize};
 
 /// A quantity as a function of clock: a linear law or one value per clock.
@@ -49,13 +49,13 @@ impl DeviceDvfs {
     /// Checks non-empty clocks, table lengths, and a positive rate and non-negative power at every clock.
     pub fn check(&self, device: &str) -> Result<()> {
         if self.clocks.is_empty() {
-            return Err(SplitError::EmptyTable { what: format!("{device} clock list") });
+            return Err(Error::EmptyTable { what: format!("{device} clock list") });
         }
         for (name, c) in [("rate", &self.rate), ("dynamic_power_w", &self.dynamic_power_w)] {
             if let Curve::Table(v) = c
                 && v.len() != self.clocks.len()
             {
-                return Err(SplitError::Mismatch {
+                return Err(Error::Misaligned {
                     what: format!("{device} {name} table"),
                     detail: format!(
                         "{} values for {} clocks: give one value per clock",
@@ -148,7 +148,7 @@ pub struct LineFit {
 /// Fits y = slope·x + intercept by least squares; needs two or more distinct x.
 pub fn fit_line(what: &str, x: &[f64], y: &[f64]) -> Result<LineFit> {
     if x.len() != y.len() {
-        return Err(SplitError::Mismatch {
+        return Err(Error::Misaligned {
             what: what.to_string(),
             detail: format!("{} clocks but {} values", x.len(), y.len()),
         });
@@ -159,7 +159,7 @@ pub fn fit_line(what: &str, x: &[f64], y: &[f64]) -> Result<LineFit> {
     let my = y.iter().sum::<f64>() / nf;
     let sxx: f64 = x.iter().map(|v| (v - mx).powi(2)).sum();
     if n < 2 || sxx <= 0.0 {
-        return Err(SplitError::Mismatch {
+        return Err(Error::Misaligned {
             what: what.to_string(),
             detail: "a line needs at least two different clocks".into(),
         });
@@ -198,9 +198,9 @@ mod tests {
             rate: Curve::Table(vec![1.0]),
             dynamic_power_w: Curve::Law { slope: 1.0, intercept: 0.0 },
         };
-        assert!(matches!(d.check("cpu"), Err(SplitError::Mismatch { .. })));
+        assert!(matches!(d.check("cpu"), Err(Error::Misaligned { .. })));
         let d = DeviceDvfs { clocks: vec![], ..d };
-        assert!(matches!(d.check("cpu"), Err(SplitError::EmptyTable { .. })));
+        assert!(matches!(d.check("cpu"), Err(Error::EmptyTable { .. })));
     }
 
     #[test]
@@ -211,6 +211,6 @@ mod tests {
             rate: Curve::Law { slope: 1.495, intercept: -1.78 },
             dynamic_power_w: Curve::Law { slope: 0.337, intercept: -109.0 },
         };
-        assert!(matches!(d.check("gpu"), Err(SplitError::BadValue { .. })));
+        assert!(matches!(d.check("gpu"), Err(Error::BadValue { .. })));
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! R_G = work_per_launch / T_pred;  Pd_G = P_pred − P_idle,GPU  (P_idle,GPU belongs in `static_power_w`).
 
-use super::{Result, SplitError, non_negative, positive};
+use super::{Error, Result, non_negative, positive};
 use crate::kernel::{Config, predict_kernel};
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
@@ -74,11 +74,11 @@ fn rel(base: &Path, p: &Path) -> PathBuf {
 pub fn derive(fm: &FromModel, base_dir: &Path) -> Result<Derived> {
     let work = positive("gpu.from_model work_per_launch", fm.work_per_launch)?;
     let idle = non_negative("gpu.from_model idle_power_w", fm.idle_power_w)?;
-    let model_err = |e: &dyn std::fmt::Display| SplitError::Case(format!("gpu.from_model: {e}"));
+    let model_err = |e: &dyn std::fmt::Display| Error::Case(format!("gpu.from_model: {e}"));
     let kpath = rel(base_dir, &fm.kernel);
     let kernel = KernelProfile::from_file(&kpath).map_err(|e| model_err(&e))?;
     let spec = fm.arch.clone().or_else(|| kernel.arch.clone()).ok_or_else(|| {
-        SplitError::Case(format!(
+        Error::Case(format!(
             "gpu.from_model: {} names no architecture: set `arch` (e.g. \"titanx\")",
             kpath.display()
         ))
@@ -101,7 +101,7 @@ pub fn derive(fm: &FromModel, base_dir: &Path) -> Result<Derived> {
     let p = predict_kernel(&kernel, &arch, &model, &cfg).map_err(|e| model_err(&e))?;
     let dynamic = p.power_w - idle;
     if !dynamic.is_finite() || dynamic < 0.0 {
-        return Err(SplitError::BadValue {
+        return Err(Error::BadValue {
             what: format!(
                 "gpu.from_model: predicted power {:.1} W minus idle_power_w {idle} W (the GPU's dynamic power)",
                 p.power_w

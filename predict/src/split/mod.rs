@@ -28,7 +28,7 @@
 //! sys.check()?;
 //! assert!((sys.balance_share() - 0.782).abs() < 5e-4);
 //! assert_eq!(sys.optimum(Objective::ENERGY, None).gpu_share, 1.0); // GPU-only saves most energy
-//! # Ok::<(), gpumodel_predict::split::SplitError>(())
+//! # Ok::<(), gpumodel_predict::Error>(())
 //! ```
 
 pub mod cg;
@@ -42,50 +42,18 @@ pub mod peach;
 #[cfg(test)]
 mod pareto_props;
 
-/// Everything that can go wrong in the split tools; messages say what to change.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SplitError {
-    /// A number that must be positive (a rate, a time) or non-negative (a power) is not.
-    #[error("{what} must be {must}, got {value}: fix it in the input file")]
-    BadValue { what: String, must: &'static str, value: f64 },
-    /// A work share outside [0, 1].
-    #[error("{what} = {value} is outside [0, 1]: a share of the work must lie between 0 and 1")]
-    ShareOutOfRange { what: String, value: f64 },
-    /// A table with no rows.
-    #[error("{what} is empty: give at least one entry")]
-    EmptyTable { what: String },
-    /// Two columns of one table (or the size grids of two devices) do not line up.
-    #[error("{what}: {detail}")]
-    Mismatch { what: String, detail: String },
-    /// The objective flag could not be parsed (the message says the grammar).
-    #[error("{0}")]
-    BadObjective(String),
-    /// The input file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
-    /// The input file is not valid TOML for a split case.
-    #[error("{path} is not a valid split case: {message}")]
-    Parse { path: String, message: String },
-    /// The file does not say which model to run, or says too much.
-    #[error("{0}")]
-    Case(String),
-    /// A search space that is too large to enumerate.
-    #[error("{0}")]
-    TooLarge(String),
-}
-
-/// Result alias of this module.
-pub type Result<T> = std::result::Result<T, SplitError>;
+/// The split tools report through the crate's one error type (its `BadValue`, `ShareOutOfRange`,
+/// `EmptyTable`, `Misaligned`, `BadObjective`, `Io`, `Parse`, `Case` and `TooLarge` variants).
+pub use crate::{Error, Result};
 
 /// Reads any TOML file as a generic JSON value, so that values can be looked up by key without a
 /// schema — e.g. the papers' test vectors beside the repository (`../shared/papers/*.toml`), which the
 /// integration tests compare `gpumodel split` against.
 pub fn read_toml_value(path: &std::path::Path) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path)
-        .map_err(|source| SplitError::Io { path: path.display().to_string(), source })?;
+        .map_err(|source| Error::Io { path: path.display().to_string(), source })?;
     toml::from_str(&text)
-        .map_err(|e| SplitError::Parse { path: path.display().to_string(), message: e.message().to_string() })
+        .map_err(|e| Error::Parse { path: path.display().to_string(), message: e.message().to_string() })
 }
 
 /// Checks that `value` is finite and > 0.
@@ -93,7 +61,7 @@ pub(crate) fn positive(what: &str, value: f64) -> Result<f64> {
     if value.is_finite() && value > 0.0 {
         Ok(value)
     } else {
-        Err(SplitError::BadValue { what: what.to_string(), must: "a finite number > 0", value })
+        Err(Error::BadValue { what: what.to_string(), must: "a finite number > 0", value })
     }
 }
 
@@ -102,7 +70,7 @@ pub(crate) fn non_negative(what: &str, value: f64) -> Result<f64> {
     if value.is_finite() && value >= 0.0 {
         Ok(value)
     } else {
-        Err(SplitError::BadValue { what: what.to_string(), must: "a finite number >= 0", value })
+        Err(Error::BadValue { what: what.to_string(), must: "a finite number >= 0", value })
     }
 }
 
@@ -111,7 +79,7 @@ pub(crate) fn share(what: &str, value: f64) -> Result<f64> {
     if (0.0..=1.0).contains(&value) {
         Ok(value)
     } else {
-        Err(SplitError::ShareOutOfRange { what: what.to_string(), value })
+        Err(Error::ShareOutOfRange { what: what.to_string(), value })
     }
 }
 

@@ -13,7 +13,7 @@
 //! against brute force on random instances. Cost: O(p · S · G · F) for S partial sums, G sizes per
 //! device and F points per partial front.
 
-use super::{Objective, Result, SplitError, non_negative, positive};
+use super::{Error, Objective, Result, non_negative, positive};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -62,25 +62,25 @@ impl Problem {
     /// the same size grid on every device.
     pub fn check(&self) -> Result<()> {
         if self.devices.is_empty() {
-            return Err(SplitError::EmptyTable { what: "device list".into() });
+            return Err(Error::EmptyTable { what: "device list".into() });
         }
         positive("units of work", self.units as f64)?;
         non_negative("static power", self.static_power_w)?;
         for d in &self.devices {
             let what = |s: &str| format!("device `{}` {s}", d.name);
             if d.sizes.is_empty() {
-                return Err(SplitError::EmptyTable { what: what("size table") });
+                return Err(Error::EmptyTable { what: what("size table") });
             }
             for (name, len) in [("time_s", d.time_s.len()), ("dynamic_energy_j", d.dynamic_energy_j.len())] {
                 if len != d.sizes.len() {
-                    return Err(SplitError::Mismatch {
+                    return Err(Error::Misaligned {
                         what: what(name),
                         detail: format!("{len} values for {} sizes: give one per size", d.sizes.len()),
                     });
                 }
             }
             if d.sizes[0] == 0 || d.sizes.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(SplitError::Mismatch {
+                return Err(Error::Misaligned {
                     what: what("sizes"),
                     detail: "sizes must be > 0 and strictly increasing (size 0, idle, is implied)".into(),
                 });
@@ -92,7 +92,7 @@ impl Problem {
         }
         let first = &self.devices[0];
         if let Some(d) = self.devices.iter().find(|d| d.sizes != first.sizes) {
-            return Err(SplitError::Mismatch {
+            return Err(Error::Misaligned {
                 what: format!("devices `{}` and `{}`", first.name, d.name),
                 detail: "the size grids differ: profile every device at the same workload sizes".into(),
             });
@@ -160,7 +160,7 @@ impl Problem {
             })
             .collect();
         if front.is_empty() {
-            return Err(SplitError::Mismatch {
+            return Err(Error::Misaligned {
                 what: format!("{} units of work", self.units),
                 detail: "no distribution over the measured sizes adds up to it: change `units` or \
                          add sizes"
@@ -215,7 +215,7 @@ pub fn brute_force(problem: &Problem, total: bool) -> Result<Vec<ParetoPoint>> {
     let g = problem.devices[0].sizes.len() as u128 + 1;
     let count = (0..problem.devices.len()).try_fold(1u128, |acc, _| acc.checked_mul(g));
     if count.is_none_or(|c| c > BRUTE_FORCE_LIMIT) {
-        return Err(SplitError::TooLarge(format!(
+        return Err(Error::TooLarge(format!(
             "brute force over {} devices × {} sizes is too large: use the exact front instead",
             problem.devices.len(),
             g - 1
@@ -362,16 +362,16 @@ mod tests {
         let good = random_problem(2, 3, 1, 3, 1);
         let mut p = good.clone();
         p.devices[1].sizes = vec![1, 2, 4];
-        assert!(matches!(p.check(), Err(SplitError::Mismatch { .. })));
+        assert!(matches!(p.check(), Err(Error::Misaligned { .. })));
         let mut p = good.clone();
         p.devices[0].time_s.pop();
-        assert!(matches!(p.check(), Err(SplitError::Mismatch { .. })));
+        assert!(matches!(p.check(), Err(Error::Misaligned { .. })));
         let mut p = good.clone();
         p.devices[0].sizes.clear();
-        assert!(matches!(p.check(), Err(SplitError::EmptyTable { .. })));
+        assert!(matches!(p.check(), Err(Error::EmptyTable { .. })));
         let mut p = good.clone();
         p.devices[0].time_s[0] = -1.0;
-        assert!(matches!(p.check(), Err(SplitError::BadValue { .. })));
+        assert!(matches!(p.check(), Err(Error::BadValue { .. })));
         let mut p = good.clone();
         p.units = 100; // more than 2 devices × 3 units can take
         assert!(p.front_dynamic().is_err());
@@ -387,6 +387,6 @@ mod tests {
         p.units = u64::MAX; // unreachable: an error, no allocation
         assert!(p.front_dynamic().is_err());
         let p = Problem { devices: vec![], ..good };
-        assert!(matches!(p.check(), Err(SplitError::EmptyTable { .. })));
+        assert!(matches!(p.check(), Err(Error::EmptyTable { .. })));
     }
 }

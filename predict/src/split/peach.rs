@@ -138,7 +138,7 @@ pub fn check_step(step: f64) -> Result<f64> {
     share("share step", step)?;
     let n = (1.0 / step).round();
     if ((1.0 / step) - n).abs() > 1e-6 {
-        return Err(super::SplitError::BadValue {
+        return Err(super::Error::BadValue {
             what: "share step".into(),
             must: "1/N for a whole number N (e.g. 0.02 or 0.01)",
             value: step,

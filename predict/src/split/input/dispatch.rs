@@ -6,7 +6,7 @@ use crate::split::dvfs::{self, DeviceDvfs};
 use crate::split::from_model::{Derived, FromModel};
 use crate::split::pareto::{self, DeviceProfile, ParetoPoint, Problem};
 use crate::split::peach::{self, TwoDevice};
-use crate::split::{Objective, Result, SplitError};
+use crate::split::{Error, Objective, Result};
 
 /// Objective list: time, energy, ED, ED², plus `chosen` if it is none of those; and the index of `chosen`.
 fn objectives(chosen: Objective) -> (Vec<Objective>, usize) {
@@ -50,7 +50,7 @@ impl CaseFile {
             return self.run_pareto(devices, chosen);
         }
         let (Some(cpu), Some(gpu)) = (&self.cpu, &self.gpu) else {
-            return Err(SplitError::Case("a two-device case needs both [cpu] and [gpu]".into()));
+            return Err(Error::Case("a two-device case needs both [cpu] and [gpu]".into()));
         };
         let step = self.step()?;
         let (objs, k) = objectives(chosen);
@@ -59,7 +59,7 @@ impl CaseFile {
         match (&cpu.dvfs, &gpu_dvfs) {
             (Some(cd), Some(gd)) => self.run_dvfs(&case, cd, gd, swept),
             (None, None) => self.run_two_device(&case, gpu_share),
-            _ => Err(SplitError::Case(
+            _ => Err(Error::Case(
                 "give a clock table ([cpu.dvfs], and [gpu.dvfs] or gpu.from_model.core_mhz_sweep) for both devices \
                  or for neither (a table with one clock is fine)"
                     .into(),
@@ -74,7 +74,7 @@ impl CaseFile {
             let fixed = self.cpu.as_ref().is_some_and(|c| c.dvfs.is_none())
                 && self.gpu.as_ref().is_some_and(|g| g.dvfs.is_none());
             if !fixed {
-                return Err(SplitError::Case(
+                return Err(Error::Case(
                     "a given GPU share applies only to a two-device case at fixed clocks ([cpu] and [gpu] \
                      with rate and dynamic_power_w)"
                         .into(),
@@ -88,11 +88,11 @@ impl CaseFile {
     fn check_one_case(&self) -> Result<()> {
         let kinds = [self.cg.is_some(), self.device.is_some(), self.cpu.is_some() || self.gpu.is_some()];
         match kinds.iter().filter(|k| **k).count() {
-            0 => Err(SplitError::Case(
+            0 => Err(Error::Case(
                 "the file describes no case: give [cpu] and [gpu], [[device]] tables, or [cg]".into(),
             )),
             1 => Ok(()),
-            _ => Err(SplitError::Case(
+            _ => Err(Error::Case(
                 "the file mixes cases: give only one of [cpu]+[gpu], [[device]] tables, or [cg]".into(),
             )),
         }
@@ -105,14 +105,14 @@ impl CaseFile {
         let sweep = gpu.from_model.as_ref().and_then(|f| f.core_mhz_sweep.as_ref().map(|c| (f, c)));
         let gpu_dvfs = match (&gpu.dvfs, sweep) {
             (Some(_), Some(_)) => {
-                return Err(SplitError::Case(
+                return Err(Error::Case(
                     "give either [gpu.dvfs] or gpu.from_model.core_mhz_sweep, not both".into(),
                 ));
             }
             (Some(d), None) => Some(d.clone()),
             (None, Some((fm, clocks))) => {
                 if clocks.is_empty() {
-                    return Err(SplitError::EmptyTable { what: "gpu.from_model.core_mhz_sweep".into() });
+                    return Err(Error::EmptyTable { what: "gpu.from_model.core_mhz_sweep".into() });
                 }
                 for &c in clocks {
                     let one = FromModel { core_mhz: Some(c), core_mhz_sweep: None, ..fm.clone() };
@@ -140,7 +140,7 @@ impl CaseFile {
     ) -> Result<Report> {
         let (objs, step) = (&case.objs, case.step);
         if case.gpu.from_model.is_some() && swept.is_empty() {
-            return Err(SplitError::Case(
+            return Err(Error::Case(
                 "[gpu.from_model] gives one clock pair: drop [gpu.dvfs], or set core_mhz / mem_mhz in from_model"
                     .into(),
             ));
@@ -177,7 +177,7 @@ impl CaseFile {
         let (cpu, gpu, objs, step) = (case.cpu, case.gpu, &case.objs, case.step);
         let need = |v: Option<f64>, k: &str| {
             v.ok_or_else(|| {
-                SplitError::Case(format!(
+                Error::Case(format!(
                     "{k} is missing (or give a clock table in .dvfs, or [gpu.from_model] for the GPU)"
                 ))
             })
@@ -185,7 +185,7 @@ impl CaseFile {
         let derived = match &gpu.from_model {
             Some(fm) => {
                 if gpu.rate.is_some() || gpu.dynamic_power_w.is_some() {
-                    return Err(SplitError::Case(
+                    return Err(Error::Case(
                         "[gpu] gives both rate/dynamic_power_w and from_model: keep one".into(),
                     ));
                 }
@@ -245,7 +245,7 @@ impl CaseFile {
         }
         let sys = TwoDevice {
             static_power_w: p0.ok_or_else(|| {
-                SplitError::Case(
+                Error::Case(
                     "the two-device model needs `static_power_w` (P0) at the top level, or in [cpu] and [gpu]"
                         .into(),
                 )
@@ -280,7 +280,7 @@ impl CaseFile {
         let (fc, fg, obj) = match &self.compare {
             Some(c) => {
                 let o = Objective::parse(c.objective.as_deref().unwrap_or("time"))
-                    .map_err(|e| SplitError::BadObjective(e.to_string()))?;
+                    .map_err(|e| Error::BadObjective(e.to_string()))?;
                 (c.cpu_clock, c.gpu_clock, o)
             }
             None => (max(&cd.clocks), max(&gd.clocks), Objective::TIME),
@@ -290,7 +290,7 @@ impl CaseFile {
         // A table curve needs the value at that clock: look the clock up.
         let pick = |d: &DeviceDvfs, f: f64, one: DeviceDvfs, dev: &str| -> Result<DeviceDvfs> {
             let i = d.clocks.iter().position(|&c| (c - f).abs() < 1e-9).ok_or_else(|| {
-                SplitError::Case(format!("[compare] {dev} clock {f} is not in the {dev} clock list"))
+                Error::Case(format!("[compare] {dev} clock {f} is not in the {dev} clock list"))
             })?;
             let sel = |c: &dvfs::Curve| match c {
                 dvfs::Curve::Table(v) => dvfs::Curve::Table(vec![v[i]]),
@@ -313,7 +313,7 @@ impl CaseFile {
 
     fn run_pareto(&self, devices: &[DeviceProfile], chosen: Objective) -> Result<Report> {
         let units = self.workload.units.ok_or_else(|| {
-            SplitError::Case("[[device]] profiles need `units` in [workload]: the work to distribute".into())
+            Error::Case("[[device]] profiles need `units` in [workload]: the work to distribute".into())
         })?;
         let pr =
             Problem { devices: devices.to_vec(), units, static_power_w: self.static_power_w.unwrap_or(0.0) };

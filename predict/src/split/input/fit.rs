@@ -2,7 +2,7 @@
 
 use super::CaseFile;
 use crate::split::dvfs::{self, LineFit};
-use crate::split::{Result, SplitError};
+use crate::split::{Error, Result};
 use serde::Serialize;
 
 /// A fitted linear law for one table of one device.
@@ -16,6 +16,10 @@ pub struct FitRow {
     pub fit: Option<LineFit>,
     /// The law the file gives, when it gives one: (slope, intercept).
     pub given_law: Option<(f64, f64)>,
+    /// The device's clock table (x of the fit).
+    pub clocks: Vec<f64>,
+    /// The measured values at those clocks that were fitted (None when the file gives a law).
+    pub measured: Option<Vec<f64>>,
 }
 
 /// `gpumodel split fit`: a least-squares line for every clock table in `[cpu.dvfs]` / `[gpu.dvfs]`.
@@ -28,7 +32,7 @@ pub fn fit_laws(file: &CaseFile) -> Result<Vec<FitRow>> {
     for (name, d) in devs {
         let Some(d) = d else { continue };
         if d.clocks.is_empty() {
-            return Err(SplitError::EmptyTable { what: format!("{name} clock list") });
+            return Err(Error::EmptyTable { what: format!("{name} clock list") });
         }
         for (q, c) in [("rate", &d.rate), ("dynamic_power_w", &d.dynamic_power_w)] {
             let row = match c {
@@ -37,19 +41,23 @@ pub fn fit_laws(file: &CaseFile) -> Result<Vec<FitRow>> {
                     quantity: q.into(),
                     fit: Some(dvfs::fit_line(&format!("{name} {q}"), &d.clocks, v)?),
                     given_law: None,
+                    clocks: d.clocks.clone(),
+                    measured: Some(v.clone()),
                 },
                 dvfs::Curve::Law { slope, intercept } => FitRow {
                     device: name.into(),
                     quantity: q.into(),
                     fit: None,
                     given_law: Some((*slope, *intercept)),
+                    clocks: d.clocks.clone(),
+                    measured: None,
                 },
             };
             rows.push(row);
         }
     }
     if rows.is_empty() {
-        return Err(SplitError::Case(
+        return Err(Error::Case(
             "nothing to fit: give clock tables in [cpu.dvfs] / [gpu.dvfs] (clocks, rate, dynamic_power_w)"
                 .into(),
         ));

@@ -4,7 +4,7 @@ use crate::split::cg::CgCase;
 use crate::split::dvfs::DeviceDvfs;
 use crate::split::from_model::FromModel;
 use crate::split::pareto::DeviceProfile;
-use crate::split::{Result, SplitError};
+use crate::split::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -137,7 +137,7 @@ pub struct Compare {
 /// Reads and parses a case file.
 pub fn load(path: &Path) -> Result<CaseFile> {
     let text = std::fs::read_to_string(path)
-        .map_err(|source| SplitError::Io { path: path.display().to_string(), source })?;
+        .map_err(|source| Error::Io { path: path.display().to_string(), source })?;
     let mut case = parse(&text, &path.display().to_string())?;
     case.base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok(case)
@@ -145,7 +145,7 @@ pub fn load(path: &Path) -> Result<CaseFile> {
 
 /// Parses case-file text; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<CaseFile> {
-    toml::from_str(text).map_err(|e| SplitError::Parse {
+    toml::from_str(text).map_err(|e| Error::Parse {
         path: origin.to_string(),
         message: e.message().to_string()
             + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),

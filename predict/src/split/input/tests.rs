@@ -1,13 +1,13 @@
 use super::*;
-use crate::split::{Objective, SplitError};
+use crate::split::{Error, Objective};
 
 #[test]
 fn a_file_with_two_cases_or_none_is_refused() {
     let f = parse("[cg]\nthreads = 1\n[cpu]\nrate = 1\n", "t").unwrap();
-    assert!(matches!(f.run(Objective::TIME), Err(SplitError::Case(_))));
+    assert!(matches!(f.run(Objective::TIME), Err(Error::Case(_))));
     let f = parse("title = \"x\"\n", "t").unwrap();
-    assert!(matches!(f.run(Objective::TIME), Err(SplitError::Case(_))));
-    assert!(matches!(parse("[cpu]\nrat = 1\n", "t"), Err(SplitError::Parse { .. })));
+    assert!(matches!(f.run(Objective::TIME), Err(Error::Case(_))));
+    assert!(matches!(parse("[cpu]\nrat = 1\n", "t"), Err(Error::Parse { .. })));
 }
 
 #[test]
@@ -17,5 +17,5 @@ fn a_share_step_that_does_not_divide_one_is_refused() {
         "t",
     )
     .unwrap();
-    assert!(matches!(f.run(Objective::TIME), Err(SplitError::BadValue { .. })));
+    assert!(matches!(f.run(Objective::TIME), Err(Error::BadValue { .. })));
 }
