@@ -12,6 +12,7 @@ use gpumodel_train::experiment::{
     CANDIDATE_HELP, CandidateSpec, DEFAULT_CANDIDATES, RunParams, default_prefix, file_stem, open_dataset,
     parse_candidate, physical_roles,
 };
+use gpumodel_train::selection::{Rule, Validation};
 use gpumodel_train::{BpannParams, Solver};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -46,6 +47,20 @@ pub struct Args {
     /// MAPE on the training data (never the test set); a model name fixes the choice.
     #[arg(long, default_value = "cv")]
     pub select: String,
+    /// The folds `--select cv` judges by: `cluster` leaves out whole clusters of similar kernels
+    /// (k-means on their mean activity inputs; it mimics new kinds of workload), `group` whole kernels
+    /// dealt at random. Both have --group-folds folds.
+    #[arg(long, default_value = "cluster")]
+    pub select_by: String,
+    /// How `--select cv` chooses from those figures: `1se` = the simplest model within one standard
+    /// error (over folds) of the lowest MAPE, `min` = the lowest MAPE.
+    #[arg(long, default_value = "1se")]
+    pub rule: String,
+    /// Also score every selection procedure (chooses by group/cluster × rule min/1se) by nested CV, with
+    /// outer folds of this kind (`cluster` or `group`); the inner folds are drawn on each outer training
+    /// side. Costs about 2 × --group-folds times the CV.
+    #[arg(long, value_name = "OUTER")]
+    pub nested: Option<String>,
     /// Hidden layer widths of the BP-ANN.
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     pub hidden: Vec<usize>,
@@ -99,6 +114,11 @@ pub struct Args {
     /// Do not write artifacts.
     #[arg(long)]
     pub no_write: bool,
+    /// Also write the CV fold assignment (`protocol,row,kernel,fold` for random-, group- and
+    /// cluster-kfold) to this CSV, so that a peer tool can run on exactly the same partitions
+    /// (benches/sklearn_compare.py does).
+    #[arg(long, value_name = "FILE.csv")]
+    pub folds_out: Option<PathBuf>,
     /// Print the correlation of every candidate input with power (NV-DVFS: counters as rates per ms)
     /// and exit: an analysis (the built-in feature sets are fixed a priori, not chosen from it).
     #[arg(long)]
@@ -282,6 +302,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(m)
         }
     };
+    let select_by = Validation::parse(&args.select_by)?;
+    let rule = Rule::parse(&args.rule)?;
+    let nested = args.nested.as_deref().map(Validation::parse).transpose()?;
     let import = args.import.as_deref().map(Format::from_name).transpose()?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
     let bp = BpannParams {
@@ -394,7 +417,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             _ => a,
         })
         .collect();
+    // Kernels are clustered by what they do (the activity inputs), not by the clocks they ran at.
+    let cluster_inputs: Vec<String> = fs.inputs.iter().filter(|i| !i.ends_with("_mhz")).cloned().collect();
     let params = RunParams {
+        select_by,
+        rule,
+        nested,
+        cluster_inputs,
         candidates,
         fixed,
         seed: args.seed,
@@ -416,6 +445,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         indicatif::ProgressBar::hidden()
     };
+    let folds_csv = args.folds_out.as_ref().map(|_| params.folds_csv(&train)).transpose()?;
     let (mut report, fitted) = params.run(&train, test.as_ref(), &mut |n| pb.inc(n))?;
     pb.finish_and_clear();
 
@@ -435,6 +465,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 report.artifacts.push(path.display().to_string());
             }
         }
+    }
+    if let (Some(p), Some(csv)) = (&args.folds_out, &folds_csv) {
+        std::fs::write(p, csv).with_context(|| format!("writing the fold assignment {}", p.display()))?;
     }
     if let Some(p) = &args.plot {
         plot(&report, p)?;
