@@ -1,5 +1,5 @@
 //! `gpumodel train` — parse and check the flags, open the data, call the experiment
-//! (`gpumodel_train::experiment`: every candidate model, every protocol, the default chosen by grouped CV),
+//! (`gpumodel_train::experiment`: every candidate model, every protocol, the default chosen by CV on the training data),
 //! write the artifacts, print the one result in the format asked for.
 
 use super::output::{ExportFormat, plot, print, progress_bar};
@@ -43,8 +43,8 @@ pub struct Args {
     /// where the data has no clock levels. Default: every one of them.
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
-    /// Which fitted model becomes `<prefix>-default.json`: `cv` (default) takes the lowest grouped-CV
-    /// MAPE on the training data (never the test set); a model name fixes the choice.
+    /// Which fitted model becomes `<prefix>-default.json`: `cv` (default) chooses by cross-validation on
+    /// the training data (never the test set; see --select-by and --rule); a model name fixes the choice.
     #[arg(long, default_value = "cv")]
     pub select: String,
     /// The folds `--select cv` judges by: `group` = whole kernels dealt at random (default), `cluster` =
