@@ -13,10 +13,11 @@ Inputs: Titan X = the 8 utilizations + core and memory clocks; NV-DVFS = the `nv
 scikit-learn: MLPRegressor(hidden_layer_sizes=(4, 4), activation="logistic", max_iter=2000) (adam,
 minibatch 200) — the paper's 10-4-4-1 — and LinearRegression on every input (MLR+).
 Ours: `gpumodel train --format json` on the same data with the same k: `bpann` (10-4-4-1, full-batch Adam,
-3 restarts, grouped validation split), `bpann-lbfgs` (the same network, full-batch L-BFGS), the peer's
-`physical` model and MLR+ (`--models`). The folds are drawn the same way (same k,
-whole kernels per fold for grouped CV) but not the same partition: our folds come from our own seeded
-shuffle. Fit time: ours = one seed's whole fit on the full training set (all restarts), scikit-learn = one
+3 restarts; early stopping on a grouped validation split, or on a random split of rows under random
+k-fold), `bpann-lbfgs` (the same network, full-batch L-BFGS), the peer's `physical` model and MLR+
+(`--models`). **Same partitions**: `gpumodel train --folds-out FILE` writes the fold of every training row
+under each protocol, and scikit-learn runs on exactly those folds (the script first checks that both
+sides read the same rows in the same order and the same kernels). Fit time: ours = one seed's whole fit on the full training set (all restarts), scikit-learn = one
 MLP fit (median over seeds); ratio > 1 means ours is faster. A benchmark, not a test.
 
 Needs scikit-learn (installed here if missing: `pip install scikit-learn`).
@@ -32,6 +33,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -43,7 +45,6 @@ except ImportError:
 import numpy as np
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.linear_model import LinearRegression
-from sklearn.model_selection import GroupKFold, KFold
 from sklearn.neural_network import MLPRegressor
 from sklearn.preprocessing import StandardScaler
 
@@ -95,24 +96,43 @@ def fit_predict(kind, xt, yt, xv, seed):
     return m.predict(s.transform(xv)), dt
 
 
-def cv(kind, x, y, g, folds, grouped, seed):
-    split = (GroupKFold(n_splits=folds).split(x, y, g) if grouped
-             else KFold(n_splits=folds, shuffle=True, random_state=seed).split(x))
+def read_folds(path, g):
+    """gpumodel's fold assignment: {protocol: fold index per row}. Checks that it covers the same rows as
+    our loader, in the same order, with the same kernels (each of its kernels within one of ours)."""
+    out, names = {}, {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            out.setdefault(r["protocol"], []).append(int(r["fold"]))
+            names.setdefault(r["protocol"], []).append(r["kernel"])
+    for proto, kernels in names.items():
+        if len(kernels) != len(g):
+            raise SystemExit(f"{proto}: gpumodel has {len(kernels)} training rows, this loader {len(g)}")
+        # Each gpumodel kernel must fall in exactly one of this loader's groups (gpumodel tells apart
+        # kernels that share a name in Guerreiro's files as `name#1`, `name#2`, …, so it may be finer).
+        pairs = set(zip(kernels, g))
+        if len(pairs) != len(set(kernels)):
+            raise SystemExit(f"{proto}: gpumodel's kernels and this loader's differ row by row")
+    return {p: np.array(v) for p, v in out.items()}
+
+
+def cv(kind, x, y, fold, seed):
     pred = np.full(len(y), np.nan)
-    for tr, te in split:
+    for k in np.unique(fold):
+        tr, te = np.where(fold != k)[0], np.where(fold == k)[0]
         pred[te], _ = fit_predict(kind, x[tr], y[tr], x[te], seed)
     return mape(pred, y)
 
 
-def ours(exe, data, folds, seeds, test, models, protocols):
+def ours(exe, data, folds, seeds, test, models, protocols, folds_out):
     k = lambda p: str(folds) if p in protocols else "0"
     cmd = [exe, "train", "--data", data, "--models", models, "--folds", k("random-kfold"), "--group-folds", k("group-kfold"),
-           "--seeds", str(seeds), "--no-write", "--format", "json"]
+           "--seeds", str(seeds), "--no-write", "--format", "json", "--folds-out", folds_out]
     if not test:
         cmd.append("--no-test")
     t0 = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout), time.perf_counter() - t0, " ".join(["gpumodel"] + cmd[1:])
+    shown = [os.path.basename(c) if c == folds_out else c for c in cmd[1:]]
+    return json.loads(out.stdout), time.perf_counter() - t0, " ".join(["gpumodel"] + shown)
 
 
 def main():
@@ -147,7 +167,11 @@ def main():
                  "gtx980": "gtx980-high-dvfs-real-small-workload-Performance-Power.csv"}[name]
             x, y, g = load_nvdvfs(os.path.join(data, "nvdvfs", f))
             reg, held = f"nvdvfs-{name}", False
-        o, wall, cmd = ours(exe, reg, a.folds, a.seeds if held else 1, held, a.models, a.protocols.split(","))
+        with tempfile.TemporaryDirectory() as tmp:
+            fpath = os.path.join(tmp, f"{name}-folds.csv")
+            o, wall, cmd = ours(exe, reg, a.folds, a.seeds if held else 1, held, a.models, a.protocols.split(","),
+                                fpath)
+            fold_of = read_folds(fpath, g)
         m = o["models"]
 
         def our(model, key):
@@ -169,8 +193,8 @@ def main():
                 sk_mlp = statistics.median(ms)
                 sk_lin = mape(fit_predict("lin", x, y, xv, 1)[0], yv)
             else:
-                sk_mlp = cv("mlp", x, y, g, a.folds, grouped, 1)
-                sk_lin = cv("lin", x, y, g, a.folds, grouped, 1)
+                sk_mlp = cv("mlp", x, y, fold_of[proto], 1)
+                sk_lin = cv("lin", x, y, fold_of[proto], 1)
             lb = our("bpann-lbfgs", proto)
             print(f"| {name} | {proto}{' (median of %d seeds)' % a.seeds if proto == 'held-out' else ''} | "
                   f"{sk_mlp:.2f} | {sk_lin:.2f} | {our('bpann', proto):.2f} | {lb:.2f} | {our('physical', proto):.2f} "

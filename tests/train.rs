@@ -354,6 +354,10 @@ fn physical_model_and_default_choice_on_a_small_file() {
         "50",
         "--restarts",
         "1",
+        "--select-by",
+        "group",
+        "--rule",
+        "min",
         "--format",
         "json",
         "--out-dir",
@@ -375,7 +379,12 @@ fn physical_model_and_default_choice_on_a_small_file() {
                 .total_cmp(&b["group_kfold"]["mape_pct"].as_f64().unwrap())
         })
         .unwrap();
-    assert_eq!(chosen, best["model"].as_str().unwrap(), "the lowest grouped-CV MAPE wins");
+    assert_eq!(
+        chosen,
+        best["model"].as_str().unwrap(),
+        "--rule min --select-by group: the lowest grouped-CV MAPE wins"
+    );
+    assert_eq!((sel["validation"].as_str(), sel["rule"].as_str()), (Some("group-kfold"), Some("min")));
     let prefix = good.file_stem().unwrap().to_str().unwrap();
     let default = std::fs::read_to_string(out.join(format!("{prefix}-default.json"))).unwrap();
     let a: serde_json::Value = serde_json::from_str(&default).unwrap();
@@ -596,5 +605,52 @@ fn round_numbers(v: &mut serde_json::Value) {
         serde_json::Value::Array(a) => a.iter_mut().for_each(round_numbers),
         serde_json::Value::Object(o) => o.values_mut().for_each(round_numbers),
         _ => {}
+    }
+}
+
+/// `--folds-out` writes the partitions the run used, so a peer (benches/sklearn_compare.py) can run on
+/// exactly the same folds: every row once per protocol, whole kernels per fold for the grouped and
+/// leave-cluster-out folds, and the same k as asked.
+#[test]
+fn folds_out_writes_every_row_once_per_protocol_with_whole_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = guerreiro_file(dir.path(), &[800, 1000, 1200], false);
+    let folds = dir.path().join("folds.csv");
+    json(&[
+        "train",
+        "--data",
+        good.to_str().unwrap(),
+        "--models",
+        "physical,mlr+",
+        "--folds",
+        "4",
+        "--group-folds",
+        "3",
+        "--no-write",
+        "--format",
+        "json",
+        "--folds-out",
+        folds.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&folds).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("protocol,row,kernel,fold"));
+    let mut by: std::collections::BTreeMap<String, Vec<(usize, String, usize)>> = Default::default();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        by.entry(f[0].into()).or_default().push((f[1].parse().unwrap(), f[2].into(), f[3].parse().unwrap()));
+    }
+    assert_eq!(by.keys().cloned().collect::<Vec<_>>(), ["cluster-kfold", "group-kfold", "random-kfold"]);
+    for (proto, rows) in &by {
+        let idx: Vec<usize> = rows.iter().map(|r| r.0).collect();
+        assert_eq!(idx, (0..rows.len()).collect::<Vec<_>>(), "{proto}: every row once, in order");
+        let k = rows.iter().map(|r| r.2).max().unwrap() + 1;
+        assert_eq!(k, if proto == "random-kfold" { 4 } else { 3 }, "{proto}");
+        if proto != "random-kfold" {
+            let mut fold_of: std::collections::BTreeMap<&str, usize> = Default::default();
+            for (_, kernel, fold) in rows {
+                assert_eq!(*fold_of.entry(kernel).or_insert(*fold), *fold, "{proto}: kernel {kernel} split");
+            }
+        }
     }
 }

@@ -131,15 +131,27 @@ pub fn voltage_at(levels: &[VoltageLevel], mhz: f64) -> f64 {
     }
 }
 
+/// Every input a physical DVFS model reads, in the order its artifact and its fit use: core-domain
+/// activities, memory-domain activities, then the core and memory clocks. The one definition of that
+/// order for the unfitted parameters (`gpumodel_train::PhysicalParams::inputs`) and the fitted terms.
+pub fn physical_input_names(
+    core_inputs: &[String],
+    mem_inputs: &[String],
+    core_clock: &str,
+    mem_clock: &str,
+) -> Vec<String> {
+    core_inputs
+        .iter()
+        .chain(mem_inputs)
+        .cloned()
+        .chain([core_clock.to_string(), mem_clock.to_string()])
+        .collect()
+}
+
 impl PhysicalTerms {
     /// Every input the terms read.
     pub fn input_names(&self) -> Vec<String> {
-        self.core_inputs
-            .iter()
-            .chain(&self.mem_inputs)
-            .chain([&self.core_clock, &self.mem_clock])
-            .cloned()
-            .collect()
+        physical_input_names(&self.core_inputs, &self.mem_inputs, &self.core_clock, &self.mem_clock)
     }
 
     /// Power (W) of one row, reading inputs through `get(index into input_names())`.

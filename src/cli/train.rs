@@ -1,5 +1,5 @@
 //! `gpumodel train` — parse and check the flags, open the data, call the experiment
-//! (`gpumodel_train::experiment`: every candidate model, every protocol, the default chosen by grouped CV),
+//! (`gpumodel_train::experiment`: every candidate model, every protocol, the default chosen by CV on the training data),
 //! write the artifacts, print the one result in the format asked for.
 
 use super::output::{ExportFormat, plot, print, progress_bar};
@@ -12,6 +12,7 @@ use gpumodel_train::experiment::{
     CANDIDATE_HELP, CandidateSpec, DEFAULT_CANDIDATES, RunParams, default_prefix, file_stem, open_dataset,
     parse_candidate, physical_roles,
 };
+use gpumodel_train::selection::{Rule, Validation};
 use gpumodel_train::{BpannParams, Solver};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -42,10 +43,25 @@ pub struct Args {
     /// where the data has no clock levels. Default: every one of them.
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
-    /// Which fitted model becomes `<prefix>-default.json`: `cv` (default) takes the lowest grouped-CV
-    /// MAPE on the training data (never the test set); a model name fixes the choice.
+    /// Which fitted model becomes `<prefix>-default.json`: `cv` (default) chooses by cross-validation on
+    /// the training data (never the test set; see --select-by and --rule); a model name fixes the choice.
     #[arg(long, default_value = "cv")]
     pub select: String,
+    /// The folds `--select cv` judges by: `group` = whole kernels dealt at random (default), `cluster` =
+    /// whole clusters of similar kernels (k-means on their mean activity inputs, to mimic new kinds of
+    /// workload). Both have --group-folds folds. The default pair (group, 1se) had the lowest outer error
+    /// in nested CV on the three registry datasets (BENCHMARKS.md, issue 15, session 5).
+    #[arg(long, value_enum, default_value_t = ValidationArg::Group)]
+    pub select_by: ValidationArg,
+    /// How `--select cv` chooses from those figures: `1se` = the simplest model within one standard
+    /// error (over folds) of the lowest MAPE, `min` = the lowest MAPE.
+    #[arg(long, value_enum, default_value_t = RuleArg::OneSe)]
+    pub rule: RuleArg,
+    /// Also score every selection procedure (chooses by group/cluster × rule min/1se) by nested CV, with
+    /// outer folds of this kind (`cluster` or `group`); the inner folds are drawn on each outer training
+    /// side. Costs about 2 × --group-folds times the CV.
+    #[arg(long, value_enum, value_name = "OUTER")]
+    pub nested: Option<ValidationArg>,
     /// Hidden layer widths of the BP-ANN.
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     pub hidden: Vec<usize>,
@@ -99,6 +115,11 @@ pub struct Args {
     /// Do not write artifacts.
     #[arg(long)]
     pub no_write: bool,
+    /// Also write the CV fold assignment (`protocol,row,kernel,fold` for random-, group- and
+    /// cluster-kfold) to this CSV, so that a peer tool can run on exactly the same partitions
+    /// (benches/sklearn_compare.py does).
+    #[arg(long, value_name = "FILE.csv")]
+    pub folds_out: Option<PathBuf>,
     /// Print the correlation of every candidate input with power (NV-DVFS: counters as rates per ms)
     /// and exit: an analysis (the built-in feature sets are fixed a priori, not chosen from it).
     #[arg(long)]
@@ -111,6 +132,39 @@ pub struct Args {
     pub plot: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
+}
+
+/// `--select-by` / `--nested` values (one byte each: the flags struct stays small).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ValidationArg {
+    Group,
+    Cluster,
+}
+
+impl From<ValidationArg> for Validation {
+    fn from(v: ValidationArg) -> Validation {
+        match v {
+            ValidationArg::Group => Validation::GroupKfold,
+            ValidationArg::Cluster => Validation::ClusterKfold,
+        }
+    }
+}
+
+/// `--rule` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuleArg {
+    #[value(name = "1se")]
+    OneSe,
+    Min,
+}
+
+impl From<RuleArg> for Rule {
+    fn from(r: RuleArg) -> Rule {
+        match r {
+            RuleArg::OneSe => Rule::OneSe,
+            RuleArg::Min => Rule::Min,
+        }
+    }
 }
 
 fn choose_feature_set(args: &Args, opened: &Opened) -> anyhow::Result<FeatureSet> {
@@ -282,6 +336,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(m)
         }
     };
+    let select_by = Validation::from(args.select_by);
+    let rule = Rule::from(args.rule);
+    let nested = args.nested.map(Validation::from);
     let import = args.import.as_deref().map(Format::from_name).transpose()?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
     let bp = BpannParams {
@@ -394,7 +451,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             _ => a,
         })
         .collect();
+    // Kernels are clustered by what they do (the activity inputs), not by the clocks they ran at.
+    let cluster_inputs: Vec<String> = fs.inputs.iter().filter(|i| !i.ends_with("_mhz")).cloned().collect();
     let params = RunParams {
+        select_by,
+        rule,
+        nested,
+        cluster_inputs,
         candidates,
         fixed,
         seed: args.seed,
@@ -416,6 +479,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         indicatif::ProgressBar::hidden()
     };
+    let folds_csv = args.folds_out.as_ref().map(|_| params.folds_csv(&train)).transpose()?;
     let (mut report, fitted) = params.run(&train, test.as_ref(), &mut |n| pb.inc(n))?;
     pb.finish_and_clear();
 
@@ -435,6 +499,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 report.artifacts.push(path.display().to_string());
             }
         }
+    }
+    if let (Some(p), Some(csv)) = (&args.folds_out, &folds_csv) {
+        std::fs::write(p, csv).with_context(|| format!("writing the fold assignment {}", p.display()))?;
     }
     if let Some(p) = &args.plot {
         plot(&report, p)?;

@@ -39,6 +39,9 @@ pub struct BpannParams {
     pub epsilon: f64,
     /// Fraction of the training groups (kernels) held out for validation.
     pub validation_fraction: f64,
+    /// Hold out whole kernels for validation (true), or a random fraction of the rows (false: what
+    /// random k-fold, whose test rows share kernels with the training rows, should stop on).
+    pub grouped_validation: bool,
     /// Name of the feature set, recorded in the artifact.
     pub feature_set: String,
     /// Keep every restart and average them (one wider network with block-diagonal hidden layers, so the
@@ -92,6 +95,7 @@ impl Default for BpannParams {
             learning_rate: 0.01,
             epsilon: 1e-8,
             validation_fraction: 0.2,
+            grouped_validation: true,
             feature_set: "custom".into(),
             ensemble: false,
             solver: Solver::Adam,
@@ -118,6 +122,19 @@ pub struct BpannFit {
     /// Index in `restarts` of the kept one.
     pub chosen: usize,
     pub validation_groups: usize,
+}
+
+/// A random hold-out of about `fraction` of `n` rows (at least one, never all): (train, held), sorted.
+fn row_split(n: usize, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    use rand::seq::SliceRandom;
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    let n_held = ((n as f64 * fraction).round() as usize).clamp(1, n.saturating_sub(1).max(1));
+    let mut held = order[..n_held].to_vec();
+    let mut train = order[n_held..].to_vec();
+    held.sort_unstable();
+    train.sort_unstable();
+    (train, held)
 }
 
 /// How often (epochs) the validation error is checked.
@@ -318,7 +335,11 @@ impl BpannParams {
             )));
         }
         ds.check_finite("training data")?;
-        let (train_rows, val_rows) = ds.group_split(self.validation_fraction, self.seed)?;
+        let (train_rows, val_rows) = if self.grouped_validation {
+            ds.group_split(self.validation_fraction, self.seed)?
+        } else {
+            row_split(ds.n_rows(), self.validation_fraction, self.seed)
+        };
         let validation_groups = ds.select_rows(&val_rows).group_rows().len();
         let train = ds.select_rows(&train_rows);
         let val = ds.select_rows(&val_rows);

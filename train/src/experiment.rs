@@ -7,13 +7,14 @@ use crate::bpann::{BpannParams, Solver};
 use crate::eval::{ModelSpec, cross_validate_scaled, evaluate, predict};
 use crate::metrics::Metrics;
 use crate::physical::PhysicalParams;
+use crate::selection::{Rule, Scored, Validation, choose, fold_mape};
 use crate::{Error, Result};
 use gpumodel_models::artifact::{ModelArtifact, ModelKind};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::{self, Locator, Opened};
 use gpumodel_models::stats::median;
-use gpumodel_models::{Dataset, FeatureSet, Table};
+use gpumodel_models::{Dataset, FeatureSet, Fold, Table};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -91,6 +92,9 @@ pub fn physical_roles(
     p.ref_mem_mhz = first("default_mem_mhz");
     Ok(p)
 }
+
+/// The validations nested CV compares procedures over (index = position in `inner_scored`).
+const VALIDATIONS: [Validation; 2] = [Validation::GroupKfold, Validation::ClusterKfold];
 
 /// The default candidate list of `gpumodel train`, in the order tables show it (ties in the selection go
 /// to the earlier, i.e. simpler, entry).
@@ -250,6 +254,14 @@ pub struct RunParams {
     pub train_info: DataInfo,
     pub test_info: Option<DataInfo>,
     pub physical_not_applicable: Option<String>,
+    /// Which folds choose the default (`--select-by`).
+    pub select_by: Validation,
+    /// How the CV figures choose it (`--rule`).
+    pub rule: Rule,
+    /// The columns leave-cluster-out folds cluster kernels by (the feature set's activity inputs).
+    pub cluster_inputs: Vec<String>,
+    /// `--nested OUTER`: score every selection procedure by nested CV with these outer folds.
+    pub nested: Option<Validation>,
 }
 
 /// One model's figures under every protocol.
@@ -266,6 +278,9 @@ pub struct ModelReport {
     pub random_kfold: Option<Metrics>,
     #[serde(skip_serializing_if = "Option::is_none", rename = "group-kfold")]
     pub group_kfold: Option<Metrics>,
+    /// Leave-cluster-out CV (whole clusters of similar kernels per fold).
+    #[serde(skip_serializing_if = "Option::is_none", rename = "cluster-kfold")]
+    pub cluster_kfold: Option<Metrics>,
     #[serde(skip_serializing_if = "Option::is_none", rename = "held-out")]
     pub held_out: Option<Metrics>,
     /// Held-out metrics per seed (networks with `--seeds` > 1), and their median.
@@ -347,6 +362,9 @@ pub struct TrainReport {
     /// Why the physical models were left out, when they were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub physical_not_applicable: Option<String>,
+    /// Nested CV of the selection procedures (`--nested`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nested: Option<Nested>,
     /// The protocol of `rows` and `applications` (the headline one).
     pub rows_protocol: &'static str,
     pub rows: Vec<RowPrediction>,
@@ -426,9 +444,59 @@ impl RunParams {
         s
     }
 
+    /// Under random k-fold the network's early stopping validates on a random split of rows too, so
+    /// that its validation matches the protocol it is scored by (a grouped split there stops too early
+    /// for a test side that shares kernels with the training side).
+    fn random_cv_spec(&self, s: &ModelSpec) -> ModelSpec {
+        let mut s = self.cv_spec(s);
+        s.bpann.grouped_validation = false;
+        s
+    }
+
+    /// The folds of the random, grouped and leave-cluster-out CV of this run on `train` (`None`: skipped).
+    /// Deterministic in the seed, so `--folds-out` writes exactly the partitions [`RunParams::run`] uses.
+    pub fn fold_sets(&self, train: &Dataset) -> Result<[Option<Vec<Fold>>; 3]> {
+        let random = if self.folds > 0 { Some(train.kfold(self.folds, self.seed)?) } else { None };
+        let grouped =
+            if self.group_folds > 0 { Some(train.group_kfold(self.group_folds, self.seed)?) } else { None };
+        let cluster = if self.group_folds > 0 {
+            Some(Validation::ClusterKfold.folds(train, self.group_folds, self.seed, &self.cluster_inputs)?)
+        } else {
+            None
+        };
+        Ok([random, grouped, cluster])
+    }
+
+    /// The fold assignment as CSV (`protocol,row,kernel,fold`; row = 0-based data row of the training
+    /// file in reading order), for a peer (scikit-learn) to run on exactly the same partitions.
+    pub fn folds_csv(&self, train: &Dataset) -> Result<String> {
+        let mut out = String::from("protocol,row,kernel,fold\n");
+        let names = ["random-kfold", "group-kfold", "cluster-kfold"];
+        for (name, folds) in names.iter().zip(self.fold_sets(train)?) {
+            let Some(folds) = folds else { continue };
+            let mut fold_of = vec![usize::MAX; train.n_rows()];
+            for (k, f) in folds.iter().enumerate() {
+                for &r in &f.test {
+                    fold_of[r] = k;
+                }
+            }
+            for (r, k) in fold_of.iter().enumerate() {
+                let g = &train.groups[r];
+                let g = if g.contains([',', '"']) {
+                    format!("\"{}\"", g.replace('"', "\"\""))
+                } else {
+                    g.clone()
+                };
+                out += &format!("{name},{r},{g},{k}\n");
+            }
+        }
+        Ok(out)
+    }
+
     /// Progress units the whole run reports (network epochs / iterations).
     pub fn progress_len(&self) -> u64 {
-        let n_cv = (self.folds + self.group_folds) as u64;
+        let nested = if self.nested.is_some() { (self.group_folds * self.group_folds * 2) as u64 } else { 0 };
+        let n_cv = (self.folds + 2 * self.group_folds) as u64 + nested;
         self.groups()
             .iter()
             .map(|(_, m)| {
@@ -451,14 +519,44 @@ impl RunParams {
         if self.candidates.is_empty() {
             return Err(Error::Params(format!("--models is empty: name at least one of {CANDIDATE_HELP}")));
         }
-        let random_folds = if self.folds > 0 { Some(train.kfold(self.folds, self.seed)?) } else { None };
-        let group_folds =
-            if self.group_folds > 0 { Some(train.group_kfold(self.group_folds, self.seed)?) } else { None };
+        let [random_folds, group_folds, cluster_folds] = self.fold_sets(train)?;
+        // Nested CV of the selection procedures: outer folds of the kind asked for, and on each outer
+        // training side both kinds of inner folds (the procedures differ in which they choose by).
+        let nested_setup = match self.nested {
+            Some(outer) => {
+                if self.group_folds < 2 {
+                    return Err(Error::Params(
+                        "--nested needs --group-folds ≥ 2 (the outer and inner k)".into(),
+                    ));
+                }
+                let outer_folds = match outer {
+                    Validation::GroupKfold => group_folds.clone(),
+                    Validation::ClusterKfold => cluster_folds.clone(),
+                }
+                .ok_or_else(|| Error::Invalid("nested CV needs outer folds".into()))?;
+                let inner = outer_folds
+                    .iter()
+                    .map(|o| {
+                        let sub = train.select_rows(&o.train);
+                        VALIDATIONS
+                            .iter()
+                            .map(|v| v.folds(&sub, self.group_folds, self.seed, &self.cluster_inputs))
+                            .collect::<Result<Vec<_>>>()
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Some((outer, outer_folds, inner))
+            }
+            None => None,
+        };
         let n = self.candidates.len();
         let mut reports: Vec<ModelReport> = vec![ModelReport::default(); n];
         let mut fitted: Vec<Option<ModelArtifact>> = vec![None; n];
         let mut held_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut group_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut cluster_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
+        // inner_scored[outer fold][validation] = every candidate's inner CV figures.
+        let n_outer = nested_setup.as_ref().map_or(0, |(_, o, _)| o.len());
+        let mut inner_scored: Vec<Vec<Vec<Scored>>> = vec![vec![Vec::new(); VALIDATIONS.len()]; n_outer];
         for (_, members) in self.groups() {
             let spec = &self.candidates[members[0]].spec;
             let scales: Vec<f64> = members.iter().map(|&i| self.candidates[i].residual_scale).collect();
@@ -489,13 +587,37 @@ impl RunParams {
                 }
             }
             let random = match &random_folds {
-                Some(f) => Some(cross_validate_scaled(&self.cv_spec(spec), train, f, &scales, progress)?),
+                Some(f) => {
+                    Some(cross_validate_scaled(&self.random_cv_spec(spec), train, f, &scales, progress)?)
+                }
                 None => None,
             };
             let grouped = match &group_folds {
                 Some(f) => Some(cross_validate_scaled(&self.cv_spec(spec), train, f, &scales, progress)?),
                 None => None,
             };
+            let clustered = match &cluster_folds {
+                Some(f) => Some(cross_validate_scaled(&self.cv_spec(spec), train, f, &scales, progress)?),
+                None => None,
+            };
+            if let Some((_, outer_folds, inner)) = &nested_setup {
+                for (o, (of, inner_o)) in outer_folds.iter().zip(inner).enumerate() {
+                    let sub = train.select_rows(&of.train);
+                    let targets = sub.targets.to_vec();
+                    for (v, folds) in inner_o.iter().enumerate() {
+                        let (_, p) =
+                            cross_validate_scaled(&self.cv_spec(spec), &sub, folds, &scales, progress)?;
+                        for (j, &i) in members.iter().enumerate() {
+                            let (mape_pct, se_pct) = fold_mape(&p[j], &targets, folds);
+                            inner_scored[o][v].push(Scored {
+                                model: self.candidates[i].name.clone(),
+                                mape_pct,
+                                se_pct,
+                            });
+                        }
+                    }
+                }
+            }
             for (j, &i) in members.iter().enumerate() {
                 let c = &self.candidates[i];
                 let model = fitted[i].as_ref().ok_or_else(|| Error::Invalid("no model was fitted".into()))?;
@@ -525,23 +647,88 @@ impl RunParams {
                     r.group_kfold = Some(m[j].clone());
                     group_pred[i] = p[j].clone();
                 }
+                if let Some((m, p)) = &clustered {
+                    r.cluster_kfold = Some(m[j].clone());
+                    cluster_pred[i] = p[j].clone();
+                }
             }
         }
 
-        // The default: chosen by grouped CV on the training data only (or fixed by --select). The held-out
+        // The default: chosen by CV on the training data only (or fixed by --select). The held-out
         // figures above were computed for every model alike and play no part in the choice.
+        let targets = train.targets.to_vec();
+        let judged = |i: usize| -> Option<(f64, f64)> {
+            let (folds, pred) = match self.select_by {
+                Validation::GroupKfold => (group_folds.as_ref()?, &group_pred[i]),
+                Validation::ClusterKfold => (cluster_folds.as_ref()?, &cluster_pred[i]),
+            };
+            (pred.len() == targets.len()).then(|| fold_mape(pred, &targets, folds))
+        };
         let cands: Vec<Candidate> = self
             .candidates
             .iter()
             .zip(&reports)
-            .filter_map(|(c, r)| {
-                Some(Candidate { model: c.name.clone(), group_kfold: r.group_kfold.clone()? })
+            .enumerate()
+            .filter_map(|(i, (c, r))| {
+                let (cv_mape_pct, cv_se_pct) = judged(i)?;
+                Some(Candidate {
+                    model: c.name.clone(),
+                    group_kfold: r.group_kfold.clone()?,
+                    cluster_kfold: r.cluster_kfold.clone(),
+                    cv_mape_pct,
+                    cv_se_pct,
+                })
             })
             .collect();
         let selection = if cands.is_empty() && self.fixed.is_none() {
             None
         } else {
-            Some(select_default(cands, self.fixed.as_deref())?)
+            Some(select_default(cands, self.fixed.as_deref(), self.select_by, self.rule)?)
+        };
+
+        let nested = match &nested_setup {
+            Some((outer, outer_folds, _)) => {
+                let outer_pred = match outer {
+                    Validation::GroupKfold => &group_pred,
+                    Validation::ClusterKfold => &cluster_pred,
+                };
+                let mut procedures = Vec::new();
+                for (v, validation) in VALIDATIONS.iter().enumerate() {
+                    for rule in [Rule::Min, Rule::OneSe] {
+                        let mut pred = vec![f64::NAN; train.n_rows()];
+                        let mut chosen_per_fold = Vec::new();
+                        for (o, of) in outer_folds.iter().enumerate() {
+                            let name = choose(rule, &inner_scored[o][v]).ok_or_else(|| {
+                                Error::Invalid("nested CV: no candidate had a finite inner figure".into())
+                            })?;
+                            let i = self.candidates.iter().position(|c| c.name == name).ok_or_else(|| {
+                                Error::Invalid(format!("nested CV chose an unknown model {name}"))
+                            })?;
+                            for &r in &of.test {
+                                pred[r] = outer_pred[i][r];
+                            }
+                            chosen_per_fold.push(name);
+                        }
+                        let rows: Vec<usize> = (0..pred.len()).filter(|&r| pred[r].is_finite()).collect();
+                        let sub = train.select_rows(&rows);
+                        let p: Vec<f64> = rows.iter().map(|&r| pred[r]).collect();
+                        let metrics = Metrics::score(&p, &sub.targets.to_vec(), &sub.groups)?;
+                        let (_, se_pct) = fold_mape(&pred, &targets, outer_folds);
+                        procedures.push(Procedure {
+                            validation: validation.name(),
+                            rule: rule.name(),
+                            in_use: self.fixed.is_none()
+                                && *validation == self.select_by
+                                && rule == self.rule,
+                            outer: metrics,
+                            outer_se_pct: se_pct,
+                            chosen_per_fold,
+                        });
+                    }
+                }
+                Some(Nested { outer: outer.name(), folds: outer_folds.len(), procedures })
+            }
+            None => None,
         };
 
         let (rows_protocol, rows_ds, preds) = match test {
@@ -580,6 +767,7 @@ impl RunParams {
                     "held-out-median": r.held_out_median,
                     "random-kfold": r.random_kfold,
                     "group-kfold": r.group_kfold,
+                    "cluster-kfold": r.cluster_kfold,
                     "cv_restarts": self.cv_restarts,
                 },
             });
@@ -597,6 +785,7 @@ impl RunParams {
             peer,
             selection,
             physical_not_applicable: self.physical_not_applicable.clone(),
+            nested,
             rows_protocol,
             rows,
             applications,
@@ -692,6 +881,7 @@ impl Export for TrainReport {
             for (p, x) in [
                 ("held-out", &m.held_out),
                 ("group-kfold", &m.group_kfold),
+                ("cluster-kfold", &m.cluster_kfold),
                 ("random-kfold", &m.random_kfold),
             ] {
                 if let Some(x) = x {
@@ -713,6 +903,34 @@ impl Export for TrainReport {
             }
         }
         let mut out = vec![main];
+        if let Some(n) = &self.nested {
+            let mut s = Section::titled(
+                format!("Selection procedures under nested CV (outer: {} × {})", n.outer, n.folds),
+                vec![
+                    Column::new("validation", "chooses by"),
+                    Column::new("rule", "rule"),
+                    Column::new("in_use", "in use"),
+                    Column::new("mape_pct", "outer MAPE %"),
+                    Column::new("se_pct", "± SE"),
+                    Column::new("rmse_w", "RMSE W"),
+                    Column::new("worst_kernel_error_pct", "worst %"),
+                    Column::new("chosen", "chosen per outer fold"),
+                ],
+            );
+            for p in &n.procedures {
+                s.push(vec![
+                    Cell::text(p.validation),
+                    Cell::text(p.rule),
+                    Cell::text(if p.in_use { "yes" } else { "" }),
+                    Cell::num(p.outer.mape_pct, 2),
+                    Cell::num(p.outer_se_pct, 2),
+                    Cell::num(p.outer.rmse_w, 2),
+                    Cell::num(p.outer.worst_kernel_error_pct, 2),
+                    Cell::text(p.chosen_per_fold.join(" ")),
+                ]);
+            }
+            out.push(s);
+        }
         if !self.applications.is_empty() {
             let models: Vec<&String> = self
                 .model_order
@@ -752,9 +970,12 @@ impl Export for TrainReport {
             Some(s) => {
                 let mut line = format!("Default model: {} ({}", s.chosen, s.how);
                 if !s.candidates.is_empty() && s.criterion != "none" {
-                    let c: Vec<String> =
-                        s.candidates.iter().map(|c| format!("{} {:.2}%", c.model, c.group_kfold.mape_pct)).collect();
-                    line += &format!(": group-kfold MAPE {}", c.join(", "));
+                    let c: Vec<String> = s
+                        .candidates
+                        .iter()
+                        .map(|c| format!("{} {:.2}±{:.2}%", c.model, c.cv_mape_pct, c.cv_se_pct))
+                        .collect();
+                    line += &format!(", {}: {} MAPE ± SE {}", s.criterion, s.validation, c.join(", "));
                 }
                 line += if self.test.is_some() { "; the held-out test set played no part in the choice)" } else { ")" };
                 v.push(line);
@@ -766,6 +987,12 @@ impl Export for TrainReport {
         if let Some(why) = &self.physical_not_applicable {
             v.push(format!("Physical DVFS model not fitted: {why}"));
         }
+        if let Some(n) = &self.nested {
+            v.push(format!(
+                "Nested CV ({} outer {} folds, each procedure choosing on the outer training side only): see the procedures table",
+                n.folds, n.outer
+            ));
+        }
         for a in &self.artifacts {
             v.push(format!("wrote {a}"));
         }
@@ -773,49 +1000,95 @@ impl Export for TrainReport {
     }
 }
 
-/// One candidate of the default-model choice with the grouped-CV figures it was judged by.
+/// One candidate of the default-model choice with the CV figures it was judged by.
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
     pub model: String,
     pub group_kfold: Metrics,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_kfold: Option<Metrics>,
+    /// The pooled MAPE of the validation the choice was made by (`Selection::validation`), %.
+    pub cv_mape_pct: f64,
+    /// Standard error of that validation's per-fold MAPEs, %.
+    pub cv_se_pct: f64,
 }
 
 /// The choice of the default model and the evidence for it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Selection {
     pub chosen: String,
-    /// `grouped cross-validation on the training data` or `fixed by --select`.
+    /// `cross-validation on the training data` or `fixed by --select`.
     pub how: String,
-    pub criterion: &'static str,
+    /// e.g. `1se over cluster-kfold` or `none`.
+    pub criterion: String,
+    /// The folds the choice was judged by.
+    pub validation: &'static str,
+    /// `min` or `1se`.
+    pub rule: &'static str,
     pub candidates: Vec<Candidate>,
 }
 
-/// Picks the candidate with the lowest grouped-CV MAPE (ties: the first listed, i.e. the simpler model
-/// in `gpumodel train`'s order). `fixed` names a model to take regardless.
-pub fn select_default(candidates: Vec<Candidate>, fixed: Option<&str>) -> Result<Selection> {
+/// Nested cross-validation of the selection procedures: the outer folds score what each procedure
+/// (a validation and a rule, choosing on the outer training side only) would have shipped.
+#[derive(Debug, Clone, Serialize)]
+pub struct Nested {
+    /// Kind of the outer folds (`group-kfold`, `cluster-kfold`).
+    pub outer: &'static str,
+    pub folds: usize,
+    pub procedures: Vec<Procedure>,
+}
+
+/// One selection procedure under nested CV.
+#[derive(Debug, Clone, Serialize)]
+pub struct Procedure {
+    /// Inner folds the procedure chooses by.
+    pub validation: &'static str,
+    pub rule: &'static str,
+    /// This run's own procedure.
+    pub in_use: bool,
+    /// Pooled outer out-of-fold figures of the chosen models.
+    pub outer: Metrics,
+    /// Standard error of the per-outer-fold MAPEs, %.
+    pub outer_se_pct: f64,
+    /// The model chosen in each outer fold.
+    pub chosen_per_fold: Vec<String>,
+}
+
+/// Picks the default by `rule` over the `validation` figures of the candidates (see
+/// [`crate::selection`]). `fixed` names a model to take regardless.
+pub fn select_default(
+    candidates: Vec<Candidate>,
+    fixed: Option<&str>,
+    validation: Validation,
+    rule: Rule,
+) -> Result<Selection> {
     if let Some(name) = fixed {
         return Ok(Selection {
             chosen: name.to_string(),
             how: "fixed by --select".into(),
-            criterion: "none",
+            criterion: "none".into(),
+            validation: validation.name(),
+            rule: rule.name(),
             candidates,
         });
     }
-    let best = candidates
+    let scored: Vec<Scored> = candidates
         .iter()
-        .filter(|c| c.group_kfold.mape_pct.is_finite())
-        .min_by(|a, b| a.group_kfold.mape_pct.total_cmp(&b.group_kfold.mape_pct))
-        .ok_or_else(|| {
-            Error::Invalid(
-                "choosing the default model needs grouped cross-validation: keep --group-folds ≥ 2, or fix \
-                 the choice with --select MODEL"
-                    .into(),
-            )
-        })?;
+        .map(|c| Scored { model: c.model.clone(), mape_pct: c.cv_mape_pct, se_pct: c.cv_se_pct })
+        .collect();
+    let chosen = choose(rule, &scored).ok_or_else(|| {
+        Error::Invalid(
+            "choosing the default model needs cross-validation: keep --group-folds ≥ 2, or fix the choice \
+             with --select MODEL"
+                .into(),
+        )
+    })?;
     Ok(Selection {
-        chosen: best.model.clone(),
-        how: "grouped cross-validation on the training data".into(),
-        criterion: "lowest group-kfold MAPE",
+        chosen,
+        how: "cross-validation on the training data".into(),
+        criterion: format!("{} over {}", rule.name(), validation.name()),
+        validation: validation.name(),
+        rule: rule.name(),
         candidates,
     })
 }
@@ -824,20 +1097,31 @@ pub fn select_default(candidates: Vec<Candidate>, fixed: Option<&str>) -> Result
 mod tests {
     use super::*;
 
-    fn cand(model: &str, mape_pct: f64) -> Candidate {
+    fn cand(model: &str, mape_pct: f64, se_pct: f64) -> Candidate {
         let m = Metrics::score(&[100.0 * (1.0 + mape_pct / 100.0)], &[100.0], &["k".to_string()]).unwrap();
-        Candidate { model: model.into(), group_kfold: m }
+        Candidate {
+            model: model.into(),
+            group_kfold: m,
+            cluster_kfold: None,
+            cv_mape_pct: mape_pct,
+            cv_se_pct: se_pct,
+        }
     }
 
     #[test]
-    fn the_lowest_grouped_cv_error_is_chosen_unless_the_choice_is_fixed() {
-        let c = vec![cand("bpann", 6.0), cand("physical", 5.0), cand("mlr+", 9.0)];
-        let s = select_default(c.clone(), None).unwrap();
+    fn the_rule_chooses_from_the_cv_figures_unless_the_choice_is_fixed() {
+        let c = vec![cand("bpann", 6.0, 0.5), cand("physical", 5.0, 0.5), cand("mlr+", 9.0, 0.5)];
+        let (g, cl) = (Validation::GroupKfold, Validation::ClusterKfold);
+        let s = select_default(c.clone(), None, g, Rule::Min).unwrap();
         assert_eq!(s.chosen, "physical");
         assert_eq!(s.candidates.len(), 3);
-        let s = select_default(c, Some("bpann")).unwrap();
+        let c2 = vec![cand("physical+bpann-lbfgs", 4.0, 1.5), cand("physical", 5.0, 0.5)];
+        assert_eq!(select_default(c2.clone(), None, cl, Rule::Min).unwrap().chosen, "physical+bpann-lbfgs");
+        let s = select_default(c2, None, cl, Rule::OneSe).unwrap();
+        assert_eq!((s.chosen.as_str(), s.criterion.as_str()), ("physical", "1se over cluster-kfold"));
+        let s = select_default(c, Some("bpann"), g, Rule::Min).unwrap();
         assert_eq!((s.chosen.as_str(), s.how.as_str()), ("bpann", "fixed by --select"));
-        let msg = select_default(Vec::new(), None).unwrap_err().to_string();
+        let msg = select_default(Vec::new(), None, g, Rule::Min).unwrap_err().to_string();
         assert!(msg.contains("--group-folds") && msg.contains("--select"), "{msg}");
     }
 

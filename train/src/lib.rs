@@ -32,6 +32,7 @@ pub mod lbfgs;
 pub mod metrics;
 pub mod mlr;
 pub mod physical;
+pub mod selection;
 
 pub use bpann::{BpannParams, Solver, burn_forward};
 

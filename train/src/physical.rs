@@ -90,12 +90,12 @@ impl PhysicalParams {
 
     /// Every input the model reads: activities, then the two clocks.
     pub fn inputs(&self) -> Vec<String> {
-        self.core_inputs
-            .iter()
-            .chain(&self.mem_inputs)
-            .chain([&self.core_clock, &self.mem_clock])
-            .cloned()
-            .collect()
+        gpumodel_models::artifact::physical_input_names(
+            &self.core_inputs,
+            &self.mem_inputs,
+            &self.core_clock,
+            &self.mem_clock,
+        )
     }
 
     /// Validates the parameters.

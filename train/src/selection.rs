@@ -1,0 +1,335 @@
+//! How `gpumodel train` chooses its default model, and how that *procedure* is itself measured.
+//!
+//! Session 4 chose the lowest grouped-CV MAPE on the Titan X microbenchmarks, and the flexible model it
+//! picked transferred worst to the real applications: random grouped folds leave out microbenchmarks that
+//! look like others still in training, while applications are new mixtures of the components. Two
+//! tools answer that here, both on training data only:
+//! - **leave-cluster-out folds** ([`cluster_kfold`]): the kernels are clustered by what they do (mean
+//!   standardized activity inputs, k-means), and each fold leaves a whole cluster out, so the validation
+//!   asks a model to extrapolate to a kind of workload it has not seen — the shift the applications bring;
+//! - **selection rules** ([`Rule`]): the lowest CV error, or the one-standard-error rule (Breiman et al.;
+//!   Hastie et al. §7.10) that takes the simplest candidate whose CV error is within one standard error
+//!   of the lowest.
+//!
+//! Nested CV (`gpumodel train --nested`) scores each (validation, rule) procedure: outer folds hold data
+//! out, the procedure chooses on the outer training side by its inner folds, and the chosen candidate's
+//! outer predictions are scored.
+
+use crate::{Error, Result};
+use gpumodel_models::{Dataset, Fold};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// Which folds a selection is judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Validation {
+    /// Whole kernels, dealt into folds at random ([`Dataset::group_kfold`]).
+    GroupKfold,
+    /// Whole clusters of similar kernels per fold ([`cluster_kfold`]).
+    ClusterKfold,
+}
+
+impl Validation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Validation::GroupKfold => "group-kfold",
+            Validation::ClusterKfold => "cluster-kfold",
+        }
+    }
+
+    /// Parses `group` / `group-kfold` or `cluster` / `cluster-kfold`.
+    pub fn parse(s: &str) -> Result<Validation> {
+        match s.trim() {
+            "group" | "group-kfold" => Ok(Validation::GroupKfold),
+            "cluster" | "cluster-kfold" => Ok(Validation::ClusterKfold),
+            o => Err(Error::Params(format!("unknown validation '{o}': use group or cluster"))),
+        }
+    }
+
+    /// The `k` folds of this kind on `ds`; `cluster_inputs` are the columns kernels are clustered by.
+    pub fn folds(self, ds: &Dataset, k: usize, seed: u64, cluster_inputs: &[String]) -> Result<Vec<Fold>> {
+        match self {
+            Validation::GroupKfold => Ok(ds.group_kfold(k, seed)?),
+            Validation::ClusterKfold => cluster_kfold(ds, cluster_inputs, k, seed),
+        }
+    }
+}
+
+/// How a candidate is chosen from its CV figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// The lowest CV MAPE (ties: the earlier candidate).
+    Min,
+    /// The least complex candidate whose CV MAPE is within one standard error (over folds) of the lowest.
+    OneSe,
+}
+
+impl Rule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Min => "min",
+            Rule::OneSe => "1se",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Rule> {
+        match s.trim() {
+            "min" => Ok(Rule::Min),
+            "1se" | "one-se" => Ok(Rule::OneSe),
+            o => Err(Error::Params(format!("unknown selection rule '{o}': use min or 1se"))),
+        }
+    }
+}
+
+/// A candidate's complexity rank for the one-standard-error rule: linear models, then the physical model
+/// (a few βs and one voltage per clock level), then a network or a physical model with a halved residual
+/// network, then the physical model with its whole residual network. Solvers do not change the rank.
+pub fn complexity(name: &str) -> u32 {
+    let n = name.replace("-lbfgs", "");
+    match n.as_str() {
+        "mlr" => 0,
+        "mlr+" => 1,
+        "physical" => 2,
+        "bpann" | "physical+bpann/2" => 3,
+        _ => 4,
+    }
+}
+
+/// One candidate's CV figures as a rule sees them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scored {
+    pub model: String,
+    /// Pooled out-of-fold MAPE, %.
+    pub mape_pct: f64,
+    /// Standard error of the per-fold MAPEs, %.
+    pub se_pct: f64,
+}
+
+/// The candidate `rule` picks, or `None` when no candidate has a finite figure.
+pub fn choose(rule: Rule, scored: &[Scored]) -> Option<String> {
+    let finite: Vec<&Scored> = scored.iter().filter(|s| s.mape_pct.is_finite()).collect();
+    let best = finite.iter().copied().min_by(|a, b| a.mape_pct.total_cmp(&b.mape_pct))?;
+    match rule {
+        Rule::Min => Some(best.model.clone()),
+        Rule::OneSe => {
+            let limit = best.mape_pct + if best.se_pct.is_finite() { best.se_pct } else { 0.0 };
+            finite
+                .iter()
+                .filter(|s| s.mape_pct <= limit)
+                .min_by(|a, b| {
+                    complexity(&a.model).cmp(&complexity(&b.model)).then(a.mape_pct.total_cmp(&b.mape_pct))
+                })
+                .map(|s| s.model.clone())
+        }
+    }
+}
+
+/// Pooled MAPE of `pred` over the test rows of `folds`, and the standard error of the per-fold MAPEs.
+pub fn fold_mape(pred: &[f64], targets: &[f64], folds: &[Fold]) -> (f64, f64) {
+    let mape = |rows: &mut dyn Iterator<Item = usize>| {
+        gpumodel_models::stats::mape(rows.filter(|&i| pred[i].is_finite()).map(|i| (pred[i], targets[i])))
+    };
+    let per: Vec<f64> = folds.iter().map(|f| mape(&mut f.test.iter().copied())).collect();
+    let pooled = mape(&mut folds.iter().flat_map(|f| f.test.iter().copied()));
+    let k = per.len() as f64;
+    let m = per.iter().sum::<f64>() / k;
+    let se = if per.len() > 1 {
+        (per.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1.0)).sqrt() / k.sqrt()
+    } else {
+        f64::NAN
+    };
+    (pooled, se)
+}
+
+/// Leave-cluster-out folds: each kernel (group) is described by the mean of its rows' `inputs`,
+/// standardized over kernels; k-means (k-means++ start seeded by `seed`, Lloyd iterations) puts the
+/// kernels into `k` clusters, and fold `c` tests on every row of cluster `c`. A cluster never ends up
+/// empty (an empty one takes the kernel farthest from its centre).
+pub fn cluster_kfold(ds: &Dataset, inputs: &[String], k: usize, seed: u64) -> Result<Vec<Fold>> {
+    let groups = ds.group_rows();
+    if k < 2 || k > groups.len() {
+        return Err(Error::Invalid(format!(
+            "{k}-fold leave-cluster-out validation needs 2 ≤ k ≤ the number of kernels ({}): lower --group-folds, or add kernels",
+            groups.len()
+        )));
+    }
+    let cols: Vec<usize> =
+        inputs.iter().filter_map(|n| ds.feature_names.iter().position(|f| f == n)).collect();
+    if cols.is_empty() {
+        return Err(Error::Invalid(
+            "leave-cluster-out validation needs activity inputs to cluster the kernels by".into(),
+        ));
+    }
+    let mut pts: Vec<Vec<f64>> = groups
+        .iter()
+        .map(|(_, rows)| {
+            cols.iter()
+                .map(|&j| rows.iter().map(|&r| ds.records[[r, j]]).sum::<f64>() / rows.len() as f64)
+                .collect()
+        })
+        .collect();
+    for j in 0..cols.len() {
+        let n = pts.len() as f64;
+        let m = pts.iter().map(|p| p[j]).sum::<f64>() / n;
+        let s = (pts.iter().map(|p| (p[j] - m).powi(2)).sum::<f64>() / n).sqrt();
+        for p in pts.iter_mut() {
+            p[j] = if s > 1e-12 { (p[j] - m) / s } else { 0.0 };
+        }
+    }
+    let assign = kmeans(&pts, k, seed);
+    let parts: Vec<Vec<usize>> = (0..k)
+        .map(|c| {
+            let mut rows: Vec<usize> = groups
+                .iter()
+                .zip(&assign)
+                .filter(|(_, a)| **a == c)
+                .flat_map(|((_, r), _)| r.iter().copied())
+                .collect();
+            rows.sort_unstable();
+            rows
+        })
+        .collect();
+    let n = ds.n_rows();
+    Ok(parts
+        .iter()
+        .map(|test| {
+            let mut is_test = vec![false; n];
+            for &i in test {
+                is_test[i] = true;
+            }
+            Fold { train: (0..n).filter(|&i| !is_test[i]).collect(), test: test.clone() }
+        })
+        .collect())
+}
+
+fn dist2(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum()
+}
+
+/// Cluster index of each point (k ≤ points, every cluster non-empty).
+fn kmeans(pts: &[Vec<f64>], k: usize, seed: u64) -> Vec<usize> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut centres: Vec<Vec<f64>> = vec![pts[rng.random_range(0..pts.len())].clone()];
+    while centres.len() < k {
+        let d: Vec<f64> =
+            pts.iter().map(|p| centres.iter().map(|c| dist2(p, c)).fold(f64::INFINITY, f64::min)).collect();
+        let total: f64 = d.iter().sum();
+        let next = if total > 0.0 {
+            let mut u = rng.random::<f64>() * total;
+            d.iter()
+                .position(|&x| {
+                    u -= x;
+                    u <= 0.0
+                })
+                .unwrap_or(pts.len() - 1)
+        } else {
+            centres.len()
+        };
+        centres.push(pts[next].clone());
+    }
+    let mut assign = vec![0usize; pts.len()];
+    for _ in 0..100 {
+        let new: Vec<usize> = pts
+            .iter()
+            .map(|p| {
+                (0..k).min_by(|&a, &b| dist2(p, &centres[a]).total_cmp(&dist2(p, &centres[b]))).unwrap_or(0)
+            })
+            .collect();
+        let mut fixed = new;
+        // An empty cluster takes the point farthest from its own centre (among clusters of ≥ 2 points).
+        for c in 0..k {
+            if !fixed.contains(&c) {
+                let counts = |a: &[usize], c: usize| a.iter().filter(|&&x| x == c).count();
+                let far = (0..pts.len()).filter(|&i| counts(&fixed, fixed[i]) > 1).max_by(|&a, &b| {
+                    dist2(&pts[a], &centres[fixed[a]]).total_cmp(&dist2(&pts[b], &centres[fixed[b]]))
+                });
+                if let Some(i) = far {
+                    fixed[i] = c;
+                }
+            }
+        }
+        let changed = fixed != assign;
+        assign = fixed;
+        for (c, centre) in centres.iter_mut().enumerate() {
+            let members: Vec<&Vec<f64>> =
+                pts.iter().zip(&assign).filter(|(_, a)| **a == c).map(|(p, _)| p).collect();
+            if !members.is_empty() {
+                for (j, v) in centre.iter_mut().enumerate() {
+                    *v = members.iter().map(|p| p[j]).sum::<f64>() / members.len() as f64;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    assign
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array1, Array2};
+
+    fn sc(model: &str, mape_pct: f64, se_pct: f64) -> Scored {
+        Scored { model: model.into(), mape_pct, se_pct }
+    }
+
+    #[test]
+    fn one_se_takes_the_simplest_model_within_one_standard_error_and_min_the_lowest() {
+        let s = vec![sc("bpann", 4.0, 0.5), sc("physical", 4.4, 0.3), sc("physical+bpann-lbfgs", 3.9, 0.6)];
+        assert_eq!(choose(Rule::Min, &s).as_deref(), Some("physical+bpann-lbfgs"));
+        // limit 3.9 + 0.6 = 4.5: physical (rank 2) is inside and simplest.
+        assert_eq!(choose(Rule::OneSe, &s).as_deref(), Some("physical"));
+        let tight = vec![sc("physical", 5.0, 0.1), sc("physical+bpann", 3.0, 0.2)];
+        assert_eq!(choose(Rule::OneSe, &tight).as_deref(), Some("physical+bpann"));
+        assert_eq!(choose(Rule::Min, &[sc("x", f64::NAN, 1.0)]), None);
+    }
+
+    #[test]
+    fn leave_cluster_out_folds_keep_similar_kernels_together_and_cover_every_row_once() {
+        // Six kernels: three near activity 0, three near activity 10; 4 rows each.
+        let acts = [0.0, 0.2, 0.4, 10.0, 10.2, 10.4];
+        let n = acts.len() * 4;
+        let ds = Dataset {
+            records: Array2::from_shape_fn(
+                (n, 2),
+                |(i, j)| if j == 0 { acts[i / 4] } else { (i % 4) as f64 },
+            ),
+            targets: Array1::from_elem(n, 100.0),
+            feature_names: vec!["act".into(), "core_mhz".into()],
+            target_name: "power_w".into(),
+            groups: (0..n).map(|i| format!("k{}", i / 4)).collect(),
+        };
+        let folds = cluster_kfold(&ds, &["act".to_string()], 2, 7).unwrap();
+        let mut seen = vec![0; n];
+        for f in &folds {
+            for &i in &f.test {
+                seen[i] += 1;
+            }
+            assert_eq!(f.train.len() + f.test.len(), n);
+            let kinds: std::collections::BTreeSet<bool> = f.test.iter().map(|&i| acts[i / 4] > 5.0).collect();
+            assert_eq!(kinds.len(), 1, "a fold mixes the two clusters");
+        }
+        assert!(seen.iter().all(|&s| s == 1));
+        let msg = cluster_kfold(&ds, &["act".to_string()], 7, 1).unwrap_err().to_string();
+        assert!(msg.contains("--group-folds"), "{msg}");
+        // Every cluster non-empty even when k-means would leave one empty (identical points).
+        let same = Dataset { records: Array2::zeros((n, 2)), ..ds.clone() };
+        let folds = cluster_kfold(&same, &["act".to_string()], 3, 1).unwrap();
+        assert!(folds.iter().all(|f| !f.test.is_empty()));
+    }
+
+    #[test]
+    fn fold_mape_pools_and_gives_a_standard_error() {
+        let folds =
+            vec![Fold { train: vec![2, 3], test: vec![0, 1] }, Fold { train: vec![0, 1], test: vec![2, 3] }];
+        let (m, se) = fold_mape(&[110.0, 110.0, 100.0, 100.0], &[100.0; 4], &folds);
+        assert!((m - 5.0).abs() < 1e-12);
+        // per-fold 10 and 0: sd = 7.07, se = 5.
+        assert!((se - 5.0).abs() < 1e-9, "{se}");
+    }
+}
