@@ -463,7 +463,9 @@ impl BpannParams {
     ) -> ((f64, Vec<Dense>, usize), usize) {
         let layout = crate::lbfgs::Layout { sizes: init_sizes(&init) };
         let mut theta = layout.flatten(&init);
-        let mut eval = |t: &[f64]| crate::lbfgs::loss_grad(&layout, t, zt.view(), yt, self.l2);
+        // Preallocated buffers: bit-identical to `crate::lbfgs::loss_grad`, without its per-call costs.
+        let mut ws = crate::lbfgs::Workspace::new(&layout, zt.view(), yt);
+        let mut eval = |t: &[f64]| ws.loss_grad(t, self.l2);
         let (mut f, mut g) = eval(&theta);
         let mut opt = crate::lbfgs::Lbfgs::new(10);
         let mut kept = (val_mse(&init), init, 0usize);

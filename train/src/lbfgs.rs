@@ -134,6 +134,235 @@ pub fn loss_grad(
     (loss, g)
 }
 
+/// matrixmultiply's depth block (`KC` of its f64 kernels): ndarray's `dot` sums each product in blocks
+/// of this many terms and adds the block sums, so [`Workspace`] does the same to stay bit-identical.
+const GEMM_KC: usize = 256;
+
+/// `c + a·b`, fused (one rounding) when matrixmultiply's kernel on this CPU fuses it too.
+#[inline(always)]
+fn madd<const FUSED: bool>(a: f64, b: f64, c: f64) -> f64 {
+    if FUSED {
+        a.mul_add(b, c)
+    } else {
+        c + a * b
+    }
+}
+
+/// Preallocated buffers for evaluating [`loss_grad`] many times on the same rows.
+///
+/// Why: an L-BFGS fit evaluates the loss thousands of times on a network of ~70 parameters, where
+/// ndarray's per-call costs (allocating every activation, packing tiny matrices for matrixmultiply, the
+/// input copy) dominate the arithmetic. This computes the same sums in the same order as [`loss_grad`]
+/// (the same fused or unfused multiply-adds as matrixmultiply picks for this CPU, in its depth blocks), so
+/// the results are bit-identical (tested) and a fit's weights do not change.
+pub struct Workspace {
+    sizes: Vec<usize>,
+    n: usize,
+    /// Row-major `n × sizes[0]` inputs.
+    x: Vec<f64>,
+    y: Vec<f64>,
+    /// Per layer `k`, its row-major `n × sizes[k+1]` output (after the sigmoid for hidden layers).
+    acts: Vec<Vec<f64>>,
+    delta: Vec<f64>,
+    next_delta: Vec<f64>,
+    /// One layer's weights transposed (`[in][out]`), for the forward pass.
+    wt: Vec<f64>,
+    /// Per-block accumulators of one layer's weight gradient.
+    block: Vec<f64>,
+    /// One row's sums and block sums (as wide as the widest layer).
+    racc: Vec<f64>,
+    rblk: Vec<f64>,
+}
+
+impl Workspace {
+    pub fn new(layout: &Layout, x: ArrayView2<'_, f64>, y: &[f64]) -> Workspace {
+        let n = x.nrows();
+        let widest = layout.sizes.iter().copied().max().unwrap_or(0);
+        let wmax = layout.sizes.windows(2).map(|w| w[0] * w[1]).max().unwrap_or(0);
+        Workspace {
+            sizes: layout.sizes.clone(),
+            n,
+            x: x.iter().copied().collect(),
+            y: y.to_vec(),
+            acts: layout.sizes[1..].iter().map(|&o| vec![0.0; n * o]).collect(),
+            delta: vec![0.0; n * widest],
+            next_delta: vec![0.0; n * widest],
+            wt: vec![0.0; wmax],
+            block: vec![0.0; wmax],
+            racc: vec![0.0; widest],
+            rblk: vec![0.0; widest],
+        }
+    }
+
+    /// The same (loss, gradient) as [`loss_grad`] on this workspace's rows, bit for bit.
+    pub fn loss_grad(&mut self, theta: &[f64], alpha: f64) -> (f64, Vec<f64>) {
+        let mut g = vec![0.0; theta.len()];
+        let loss = self.loss_grad_into(theta, alpha, &mut g);
+        (loss, g)
+    }
+
+    /// As [`Workspace::loss_grad`], writing the gradient into `g` (length = the parameter count).
+    pub fn loss_grad_into(&mut self, theta: &[f64], alpha: f64, g: &mut [f64]) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has the features `eval_fma` is compiled for (checked just above).
+                return unsafe { self.eval_fma(theta, alpha, g) };
+            }
+            self.eval::<false>(theta, alpha, g)
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            self.eval::<true>(theta, alpha, g)
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            self.eval::<false>(theta, alpha, g)
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn eval_fma(&mut self, theta: &[f64], alpha: f64, g: &mut [f64]) -> f64 {
+        self.eval::<true>(theta, alpha, g)
+    }
+
+    #[inline(always)]
+    fn eval<const FUSED: bool>(&mut self, theta: &[f64], alpha: f64, g: &mut [f64]) -> f64 {
+        let n = self.n;
+        let nf = n.max(1) as f64;
+        let depth = self.sizes.len() - 1;
+        let mut offsets = Vec::with_capacity(depth);
+        let mut at = 0;
+        for w in self.sizes.windows(2) {
+            offsets.push(at);
+            at += w[0] * w[1] + w[1];
+        }
+        // Forward: z = Σ_i a_i·w_oi (in depth blocks), + b_o, then the sigmoid on hidden layers.
+        for k in 0..depth {
+            let (i_n, o_n) = (self.sizes[k], self.sizes[k + 1]);
+            let w = &theta[offsets[k]..offsets[k] + i_n * o_n];
+            let b = &theta[offsets[k] + i_n * o_n..offsets[k] + i_n * o_n + o_n];
+            let wt = &mut self.wt[..i_n * o_n];
+            for o in 0..o_n {
+                for i in 0..i_n {
+                    wt[i * o_n + o] = w[o * i_n + i];
+                }
+            }
+            let (before, rest) = self.acts.split_at_mut(k);
+            let input: &[f64] = if k == 0 { &self.x } else { &before[k - 1] };
+            let out = &mut rest[0];
+            let acc = &mut self.racc[..o_n];
+            let blk = &mut self.rblk[..o_n];
+            for r in 0..n {
+                let a = &input[r * i_n..(r + 1) * i_n];
+                let z = &mut out[r * o_n..(r + 1) * o_n];
+                let mut start = 0;
+                while start < i_n {
+                    let end = (start + GEMM_KC).min(i_n);
+                    blk.fill(0.0);
+                    for i in start..end {
+                        let av = a[i];
+                        let wr = &wt[i * o_n..(i + 1) * o_n];
+                        for (c, wv) in blk.iter_mut().zip(wr) {
+                            *c = madd::<FUSED>(av, *wv, *c);
+                        }
+                    }
+                    if start == 0 {
+                        acc.copy_from_slice(blk);
+                    } else {
+                        for (c, v) in acc.iter_mut().zip(blk.iter()) {
+                            *c = *c + *v;
+                        }
+                    }
+                    start = end;
+                }
+                for ((zv, c), bv) in z.iter_mut().zip(acc.iter()).zip(b) {
+                    let v = *c + *bv;
+                    *zv = if k + 1 < depth { sigmoid(v) } else { v };
+                }
+            }
+        }
+        // Output error: δ = (f − y)/n and the data term of the loss.
+        let mut loss = 0.0;
+        {
+            let out = &self.acts[depth - 1];
+            for r in 0..n {
+                let e = out[r] - self.y[r];
+                loss += e * e;
+                self.delta[r] = e / nf;
+            }
+        }
+        loss *= 0.5 / nf;
+        // Backward, last layer first.
+        for k in (0..depth).rev() {
+            let (i_n, o_n) = (self.sizes[k], self.sizes[k + 1]);
+            let wo = offsets[k];
+            let w = &theta[wo..wo + i_n * o_n];
+            let input: &[f64] = if k == 0 { &self.x } else { &self.acts[k - 1] };
+            let delta = &self.delta[..n * o_n];
+            // Weight gradient Σ_r δ_ro·a_ri, in blocks of GEMM_KC rows.
+            let (gw, gb) = g[wo..wo + i_n * o_n + o_n].split_at_mut(i_n * o_n);
+            let block = &mut self.block[..i_n * o_n];
+            let mut start = 0;
+            while start < n {
+                let end = (start + GEMM_KC).min(n);
+                block.fill(0.0);
+                for r in start..end {
+                    let a = &input[r * i_n..(r + 1) * i_n];
+                    for (o, dv) in delta[r * o_n..(r + 1) * o_n].iter().enumerate() {
+                        for (c, av) in block[o * i_n..(o + 1) * i_n].iter_mut().zip(a) {
+                            *c = madd::<FUSED>(*dv, *av, *c);
+                        }
+                    }
+                }
+                if start == 0 {
+                    gw.copy_from_slice(block);
+                } else {
+                    for (c, v) in gw.iter_mut().zip(block.iter()) {
+                        *c = *c + *v;
+                    }
+                }
+                start = end;
+            }
+            if n == 0 {
+                gw.fill(0.0);
+            }
+            if alpha > 0.0 {
+                for (gv, wv) in gw.iter_mut().zip(w) {
+                    *gv = *gv + (alpha / nf) * *wv;
+                }
+                loss += 0.5 * alpha / nf * w.iter().map(|v| v * v).sum::<f64>();
+            }
+            gb.fill(0.0);
+            for r in 0..n {
+                for (s, dv) in gb.iter_mut().zip(&delta[r * o_n..(r + 1) * o_n]) {
+                    *s = *s + *dv;
+                }
+            }
+            if k > 0 {
+                // δ of the layer below: (δ·W) ⊙ a(1 − a).
+                let next = &mut self.next_delta[..n * i_n];
+                let acc = &mut self.racc[..i_n];
+                for r in 0..n {
+                    acc.fill(0.0);
+                    for (o, dv) in delta[r * o_n..(r + 1) * o_n].iter().enumerate() {
+                        for (c, wv) in acc.iter_mut().zip(&w[o * i_n..(o + 1) * i_n]) {
+                            *c = madd::<FUSED>(*dv, *wv, *c);
+                        }
+                    }
+                    let a = &input[r * i_n..(r + 1) * i_n];
+                    for ((d, c), av) in next[r * i_n..(r + 1) * i_n].iter_mut().zip(acc.iter()).zip(a) {
+                        *d = *c * (av * (1.0 - av));
+                    }
+                }
+                std::mem::swap(&mut self.delta, &mut self.next_delta);
+            }
+        }
+        loss
+    }
+}
+
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -254,6 +483,50 @@ mod tests {
             let num = (loss_grad(&layout, &a, x.view(), &y, 0.3).0
                 - loss_grad(&layout, &b, x.view(), &y, 0.3).0)
                 / (2.0 * h);
+            assert!((num - g[j]).abs() < 1e-7 * num.abs().max(1.0), "param {j}: {num} vs {}", g[j]);
+        }
+    }
+
+    /// The preallocated evaluation must be the same arithmetic as the ndarray one, bit for bit: L-BFGS
+    /// amplifies any rounding difference, and a fit's weights must not depend on which one ran.
+    #[test]
+    fn workspace_loss_and_gradient_are_bit_identical_to_the_ndarray_ones() {
+        // 700 rows: more than two of matrixmultiply's 256-term depth blocks in the gradient sums.
+        for (sizes, rows, alpha) in
+            [(vec![3, 4, 2, 1], 9, 0.3), (vec![10, 4, 4, 1], 700, 1e-4), (vec![5, 7, 1], 300, 0.0)]
+        {
+            let layout = Layout { sizes };
+            let cols = layout.sizes[0];
+            let x = Array2::from_shape_fn((rows, cols), |(i, j)| ((i * 7 + j * 13) % 17) as f64 * 0.21 - 1.6);
+            let y: Vec<f64> = (0..rows).map(|i| (i as f64 * 0.37).cos()).collect();
+            let mut ws = Workspace::new(&layout, x.view(), &y);
+            for step in 0..3 {
+                let theta: Vec<f64> = (0..layout.n_params())
+                    .map(|i| (((i + step) * 37 % 11) as f64 - 5.0) * 0.13 + step as f64 * 0.01)
+                    .collect();
+                let (f0, g0) = loss_grad(&layout, &theta, x.view(), &y, alpha);
+                let (f1, g1) = ws.loss_grad(&theta, alpha);
+                assert_eq!(f0.to_bits(), f1.to_bits(), "{:?}: loss {f0} vs {f1}", layout.sizes);
+                let bits = |g: &[f64]| g.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&g0), bits(&g1), "{:?}: gradient {g0:?} vs {g1:?}", layout.sizes);
+            }
+        }
+    }
+
+    #[test]
+    fn workspace_gradient_matches_finite_differences() {
+        let layout = Layout { sizes: vec![4, 3, 3, 1] };
+        let x = Array2::from_shape_fn((40, 4), |(i, j)| ((i * 5 + j * 3) % 11) as f64 * 0.25 - 1.2);
+        let y: Vec<f64> = (0..40).map(|i| (i as f64 * 0.3).sin()).collect();
+        let mut ws = Workspace::new(&layout, x.view(), &y);
+        let theta: Vec<f64> = (0..layout.n_params()).map(|i| ((i * 29 % 13) as f64 - 6.0) * 0.11).collect();
+        let (_, g) = ws.loss_grad(&theta, 0.2);
+        for j in 0..theta.len() {
+            let h = 1e-6;
+            let (mut a, mut b) = (theta.clone(), theta.clone());
+            a[j] += h;
+            b[j] -= h;
+            let num = (ws.loss_grad(&a, 0.2).0 - ws.loss_grad(&b, 0.2).0) / (2.0 * h);
             assert!((num - g[j]).abs() < 1e-7 * num.abs().max(1.0), "param {j}: {num} vs {}", g[j]);
         }
     }
