@@ -152,45 +152,38 @@ fn madd<const FUSED: bool>(a: f64, b: f64, c: f64) -> f64 {
 ///
 /// Why: an L-BFGS fit evaluates the loss thousands of times on a network of ~70 parameters, where
 /// ndarray's per-call costs (allocating every activation, packing tiny matrices for matrixmultiply, the
-/// input copy) dominate the arithmetic. This computes the same sums in the same order as [`loss_grad`]
-/// (the same fused or unfused multiply-adds as matrixmultiply picks for this CPU, in its depth blocks), so
-/// the results are bit-identical (tested) and a fit's weights do not change.
+/// input copy) dominate the arithmetic. Activations are stored feature-major (one contiguous column of
+/// `n` values per unit) so the inner loops run over rows and vectorize. Each sum is still taken over the
+/// same terms in the same order as [`loss_grad`] (the same fused or unfused multiply-adds as
+/// matrixmultiply picks for this CPU, in its depth blocks), so the results are bit-identical (tested)
+/// and a fit's weights do not change.
 pub struct Workspace {
     sizes: Vec<usize>,
     n: usize,
-    /// Row-major `n × sizes[0]` inputs.
+    /// Feature-major inputs: column `i` is `x[i*n..(i+1)*n]`.
     x: Vec<f64>,
     y: Vec<f64>,
-    /// Per layer `k`, its row-major `n × sizes[k+1]` output (after the sigmoid for hidden layers).
+    /// Per layer `k`, its feature-major output (after the sigmoid for hidden layers).
     acts: Vec<Vec<f64>>,
     delta: Vec<f64>,
     next_delta: Vec<f64>,
-    /// One layer's weights transposed (`[in][out]`), for the forward pass.
-    wt: Vec<f64>,
-    /// Per-block accumulators of one layer's weight gradient.
-    block: Vec<f64>,
-    /// One row's sums and block sums (as wide as the widest layer).
-    racc: Vec<f64>,
-    rblk: Vec<f64>,
+    /// One column of depth-block sums.
+    blk: Vec<f64>,
 }
 
 impl Workspace {
     pub fn new(layout: &Layout, x: ArrayView2<'_, f64>, y: &[f64]) -> Workspace {
         let n = x.nrows();
         let widest = layout.sizes.iter().copied().max().unwrap_or(0);
-        let wmax = layout.sizes.windows(2).map(|w| w[0] * w[1]).max().unwrap_or(0);
         Workspace {
             sizes: layout.sizes.clone(),
             n,
-            x: x.iter().copied().collect(),
+            x: x.t().iter().copied().collect(),
             y: y.to_vec(),
             acts: layout.sizes[1..].iter().map(|&o| vec![0.0; n * o]).collect(),
             delta: vec![0.0; n * widest],
             next_delta: vec![0.0; n * widest],
-            wt: vec![0.0; wmax],
-            block: vec![0.0; wmax],
-            racc: vec![0.0; widest],
-            rblk: vec![0.0; widest],
+            blk: vec![0.0; n],
         }
     }
 
@@ -238,48 +231,27 @@ impl Workspace {
             offsets.push(at);
             at += w[0] * w[1] + w[1];
         }
-        // Forward: z = Σ_i a_i·w_oi (in depth blocks), + b_o, then the sigmoid on hidden layers.
+        // Forward: column o of z = Σ_i w_oi·(column i of the input) (in depth blocks), + b_o, then the
+        // sigmoid on hidden layers.
         for k in 0..depth {
             let (i_n, o_n) = (self.sizes[k], self.sizes[k + 1]);
             let w = &theta[offsets[k]..offsets[k] + i_n * o_n];
             let b = &theta[offsets[k] + i_n * o_n..offsets[k] + i_n * o_n + o_n];
-            let wt = &mut self.wt[..i_n * o_n];
-            for o in 0..o_n {
-                for i in 0..i_n {
-                    wt[i * o_n + o] = w[o * i_n + i];
-                }
-            }
             let (before, rest) = self.acts.split_at_mut(k);
             let input: &[f64] = if k == 0 { &self.x } else { &before[k - 1] };
             let out = &mut rest[0];
-            let acc = &mut self.racc[..o_n];
-            let blk = &mut self.rblk[..o_n];
-            for r in 0..n {
-                let a = &input[r * i_n..(r + 1) * i_n];
-                let z = &mut out[r * o_n..(r + 1) * o_n];
-                let mut start = 0;
-                while start < i_n {
-                    let end = (start + GEMM_KC).min(i_n);
-                    blk.fill(0.0);
-                    for i in start..end {
-                        let av = a[i];
-                        let wr = &wt[i * o_n..(i + 1) * o_n];
-                        for (c, wv) in blk.iter_mut().zip(wr) {
-                            *c = madd::<FUSED>(av, *wv, *c);
-                        }
+            for o in 0..o_n {
+                let z = &mut out[o * n..(o + 1) * n];
+                blocked_axpys::<FUSED>(z, &mut self.blk, i_n, |i| (&input[i * n..(i + 1) * n], w[o * i_n + i]));
+                let bo = b[o];
+                if k + 1 < depth {
+                    for v in z.iter_mut() {
+                        *v = sigmoid(*v + bo);
                     }
-                    if start == 0 {
-                        acc.copy_from_slice(blk);
-                    } else {
-                        for (c, v) in acc.iter_mut().zip(blk.iter()) {
-                            *c = *c + *v;
-                        }
+                } else {
+                    for v in z.iter_mut() {
+                        *v += bo;
                     }
-                    start = end;
-                }
-                for ((zv, c), bv) in z.iter_mut().zip(acc.iter()).zip(b) {
-                    let v = *c + *bv;
-                    *zv = if k + 1 < depth { sigmoid(v) } else { v };
                 }
             }
         }
@@ -287,10 +259,10 @@ impl Workspace {
         let mut loss = 0.0;
         {
             let out = &self.acts[depth - 1];
-            for r in 0..n {
-                let e = out[r] - self.y[r];
+            for ((d, p), t) in self.delta[..n].iter_mut().zip(&out[..n]).zip(&self.y) {
+                let e = p - t;
                 loss += e * e;
-                self.delta[r] = e / nf;
+                *d = e / nf;
             }
         }
         loss *= 0.5 / nf;
@@ -301,32 +273,21 @@ impl Workspace {
             let w = &theta[wo..wo + i_n * o_n];
             let input: &[f64] = if k == 0 { &self.x } else { &self.acts[k - 1] };
             let delta = &self.delta[..n * o_n];
-            // Weight gradient Σ_r δ_ro·a_ri, in blocks of GEMM_KC rows.
             let (gw, gb) = g[wo..wo + i_n * o_n + o_n].split_at_mut(i_n * o_n);
-            let block = &mut self.block[..i_n * o_n];
-            let mut start = 0;
-            while start < n {
-                let end = (start + GEMM_KC).min(n);
-                block.fill(0.0);
-                for r in start..end {
-                    let a = &input[r * i_n..(r + 1) * i_n];
-                    for (o, dv) in delta[r * o_n..(r + 1) * o_n].iter().enumerate() {
-                        for (c, av) in block[o * i_n..(o + 1) * i_n].iter_mut().zip(a) {
-                            *c = madd::<FUSED>(*dv, *av, *c);
-                        }
-                    }
+            // Weight gradient Σ_r δ_ro·a_ri, summed over rows in blocks of GEMM_KC.
+            for o in 0..o_n {
+                let d = &delta[o * n..(o + 1) * n];
+                let row = &mut gw[o * i_n..(o + 1) * i_n];
+                let mut i = 0;
+                while i + 4 <= i_n {
+                    let cols = [0, 1, 2, 3].map(|j| &input[(i + j) * n..(i + j + 1) * n]);
+                    row[i..i + 4].copy_from_slice(&blocked_dots::<FUSED, 4>(d, cols));
+                    i += 4;
                 }
-                if start == 0 {
-                    gw.copy_from_slice(block);
-                } else {
-                    for (c, v) in gw.iter_mut().zip(block.iter()) {
-                        *c = *c + *v;
-                    }
+                while i < i_n {
+                    row[i] = blocked_dots::<FUSED, 1>(d, [&input[i * n..(i + 1) * n]])[0];
+                    i += 1;
                 }
-                start = end;
-            }
-            if n == 0 {
-                gw.fill(0.0);
             }
             if alpha > 0.0 {
                 for (gv, wv) in gw.iter_mut().zip(w) {
@@ -334,26 +295,21 @@ impl Workspace {
                 }
                 loss += 0.5 * alpha / nf * w.iter().map(|v| v * v).sum::<f64>();
             }
-            gb.fill(0.0);
-            for r in 0..n {
-                for (s, dv) in gb.iter_mut().zip(&delta[r * o_n..(r + 1) * o_n]) {
-                    *s = *s + *dv;
+            for (o, s) in gb.iter_mut().enumerate() {
+                let mut acc = 0.0;
+                for dv in &delta[o * n..(o + 1) * n] {
+                    acc = acc + *dv;
                 }
+                *s = acc;
             }
             if k > 0 {
                 // δ of the layer below: (δ·W) ⊙ a(1 − a).
                 let next = &mut self.next_delta[..n * i_n];
-                let acc = &mut self.racc[..i_n];
-                for r in 0..n {
-                    acc.fill(0.0);
-                    for (o, dv) in delta[r * o_n..(r + 1) * o_n].iter().enumerate() {
-                        for (c, wv) in acc.iter_mut().zip(&w[o * i_n..(o + 1) * i_n]) {
-                            *c = madd::<FUSED>(*dv, *wv, *c);
-                        }
-                    }
-                    let a = &input[r * i_n..(r + 1) * i_n];
-                    for ((d, c), av) in next[r * i_n..(r + 1) * i_n].iter_mut().zip(acc.iter()).zip(a) {
-                        *d = *c * (av * (1.0 - av));
+                for i in 0..i_n {
+                    let col = &mut next[i * n..(i + 1) * n];
+                    blocked_axpys::<FUSED>(col, &mut self.blk, o_n, |o| (&delta[o * n..(o + 1) * n], w[o * i_n + i]));
+                    for (v, a) in col.iter_mut().zip(&input[i * n..(i + 1) * n]) {
+                        *v *= a * (1.0 - a);
                     }
                 }
                 std::mem::swap(&mut self.delta, &mut self.next_delta);
@@ -361,6 +317,68 @@ impl Workspace {
         }
         loss
     }
+}
+
+/// `z = Σ_t s_t·col_t` over `terms` (term `t` gives `(col_t, s_t)`), each element summed in term order as
+/// matrixmultiply does: a multiply-add chain from zero per block of [`GEMM_KC`] terms, block sums added.
+#[inline(always)]
+fn blocked_axpys<'a, const FUSED: bool>(
+    z: &mut [f64],
+    blk: &mut [f64],
+    terms: usize,
+    term: impl Fn(usize) -> (&'a [f64], f64),
+) {
+    let n = z.len();
+    let blk = &mut blk[..n];
+    let mut start = 0;
+    if terms == 0 {
+        z.fill(0.0);
+    }
+    while start < terms {
+        let end = (start + GEMM_KC).min(terms);
+        let target: &mut [f64] = if start == 0 { &mut *z } else { &mut *blk };
+        target.fill(0.0);
+        for t in start..end {
+            let (col, s) = term(t);
+            for (c, a) in target.iter_mut().zip(&col[..n]) {
+                *c = madd::<FUSED>(*a, s, *c);
+            }
+        }
+        if start > 0 {
+            for (c, v) in z.iter_mut().zip(blk.iter()) {
+                *c = *c + *v;
+            }
+        }
+        start = end;
+    }
+}
+
+/// `G` dot products `d·col_j` at once (independent chains, so they overlap), each summed in row order in
+/// blocks of [`GEMM_KC`] rows as matrixmultiply does.
+#[inline(always)]
+fn blocked_dots<const FUSED: bool, const G: usize>(d: &[f64], cols: [&[f64]; G]) -> [f64; G] {
+    let n = d.len();
+    let mut total = [0.0; G];
+    let mut start = 0;
+    while start < n {
+        let end = (start + GEMM_KC).min(n);
+        let mut acc = [0.0; G];
+        for r in start..end {
+            let dv = d[r];
+            for j in 0..G {
+                acc[j] = madd::<FUSED>(dv, cols[j][r], acc[j]);
+            }
+        }
+        if start == 0 {
+            total = acc;
+        } else {
+            for j in 0..G {
+                total[j] = total[j] + acc[j];
+            }
+        }
+        start = end;
+    }
+    total
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
