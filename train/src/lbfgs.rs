@@ -279,6 +279,11 @@ impl Workspace {
                 let d = &delta[o * n..(o + 1) * n];
                 let row = &mut gw[o * i_n..(o + 1) * i_n];
                 let mut i = 0;
+                while i + 8 <= i_n {
+                    let cols = [0, 1, 2, 3, 4, 5, 6, 7].map(|j| &input[(i + j) * n..(i + j + 1) * n]);
+                    row[i..i + 8].copy_from_slice(&blocked_dots::<FUSED, 8>(d, cols));
+                    i += 8;
+                }
                 while i + 4 <= i_n {
                     let cols = [0, 1, 2, 3].map(|j| &input[(i + j) * n..(i + j + 1) * n]);
                     row[i..i + 4].copy_from_slice(&blocked_dots::<FUSED, 4>(d, cols));
@@ -295,12 +300,17 @@ impl Workspace {
                 }
                 loss += 0.5 * alpha / nf * w.iter().map(|v| v * v).sum::<f64>();
             }
-            for (o, s) in gb.iter_mut().enumerate() {
-                let mut acc = 0.0;
-                for dv in &delta[o * n..(o + 1) * n] {
-                    acc = acc + *dv;
-                }
-                *s = acc;
+            // Bias gradient: each column's plain sum in row order (ndarray's `sum_axis` here), four
+            // columns at once so that the independent chains overlap.
+            let mut o = 0;
+            while o + 4 <= o_n {
+                let cols = [0, 1, 2, 3].map(|j| &delta[(o + j) * n..(o + j + 1) * n]);
+                gb[o..o + 4].copy_from_slice(&column_sums::<4>(cols));
+                o += 4;
+            }
+            while o < o_n {
+                gb[o] = column_sums::<1>([&delta[o * n..(o + 1) * n]])[0];
+                o += 1;
             }
             if k > 0 {
                 // δ of the layer below: (δ·W) ⊙ a(1 − a).
@@ -351,6 +361,19 @@ fn blocked_axpys<'a, const FUSED: bool>(
         }
         start = end;
     }
+}
+
+/// `G` column sums, each a plain sum in row order from zero.
+#[inline(always)]
+fn column_sums<const G: usize>(cols: [&[f64]; G]) -> [f64; G] {
+    let n = cols.first().map_or(0, |c| c.len());
+    let mut acc = [0.0; G];
+    for r in 0..n {
+        for j in 0..G {
+            acc[j] = acc[j] + cols[j][r];
+        }
+    }
+    acc
 }
 
 /// `G` dot products `d·col_j` at once (independent chains, so they overlap), each summed in row order in
