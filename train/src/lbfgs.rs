@@ -141,11 +141,7 @@ const GEMM_KC: usize = 256;
 /// `c + a·b`, fused (one rounding) when matrixmultiply's kernel on this CPU fuses it too.
 #[inline(always)]
 fn madd<const FUSED: bool>(a: f64, b: f64, c: f64) -> f64 {
-    if FUSED {
-        a.mul_add(b, c)
-    } else {
-        c + a * b
-    }
+    if FUSED { a.mul_add(b, c) } else { c + a * b }
 }
 
 /// Preallocated buffers for evaluating [`loss_grad`] many times on the same rows.
@@ -242,7 +238,9 @@ impl Workspace {
             let out = &mut rest[0];
             for o in 0..o_n {
                 let z = &mut out[o * n..(o + 1) * n];
-                blocked_axpys::<FUSED>(z, &mut self.blk, i_n, |i| (&input[i * n..(i + 1) * n], w[o * i_n + i]));
+                blocked_axpys::<FUSED>(z, &mut self.blk, i_n, |i| {
+                    (&input[i * n..(i + 1) * n], w[o * i_n + i])
+                });
                 let bo = b[o];
                 if k + 1 < depth {
                     for v in z.iter_mut() {
@@ -296,7 +294,7 @@ impl Workspace {
             }
             if alpha > 0.0 {
                 for (gv, wv) in gw.iter_mut().zip(w) {
-                    *gv = *gv + (alpha / nf) * *wv;
+                    *gv += (alpha / nf) * *wv;
                 }
                 loss += 0.5 * alpha / nf * w.iter().map(|v| v * v).sum::<f64>();
             }
@@ -317,7 +315,9 @@ impl Workspace {
                 let next = &mut self.next_delta[..n * i_n];
                 for i in 0..i_n {
                     let col = &mut next[i * n..(i + 1) * n];
-                    blocked_axpys::<FUSED>(col, &mut self.blk, o_n, |o| (&delta[o * n..(o + 1) * n], w[o * i_n + i]));
+                    blocked_axpys::<FUSED>(col, &mut self.blk, o_n, |o| {
+                        (&delta[o * n..(o + 1) * n], w[o * i_n + i])
+                    });
                     for (v, a) in col.iter_mut().zip(&input[i * n..(i + 1) * n]) {
                         *v *= a * (1.0 - a);
                     }
@@ -356,7 +356,7 @@ fn blocked_axpys<'a, const FUSED: bool>(
         }
         if start > 0 {
             for (c, v) in z.iter_mut().zip(blk.iter()) {
-                *c = *c + *v;
+                *c += *v;
             }
         }
         start = end;
@@ -364,13 +364,15 @@ fn blocked_axpys<'a, const FUSED: bool>(
 }
 
 /// `G` column sums, each a plain sum in row order from zero.
+// Row-indexed on purpose: one row feeds G independent chains.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn column_sums<const G: usize>(cols: [&[f64]; G]) -> [f64; G] {
     let n = cols.first().map_or(0, |c| c.len());
     let mut acc = [0.0; G];
     for r in 0..n {
         for j in 0..G {
-            acc[j] = acc[j] + cols[j][r];
+            acc[j] += cols[j][r];
         }
     }
     acc
@@ -396,7 +398,7 @@ fn blocked_dots<const FUSED: bool, const G: usize>(d: &[f64], cols: [&[f64]; G])
             total = acc;
         } else {
             for j in 0..G {
-                total[j] = total[j] + acc[j];
+                total[j] += acc[j];
             }
         }
         start = end;
