@@ -6,6 +6,7 @@
 //! reader of the SVG) count the marks without guessing which `<rect>` is a bar and which the background.
 
 use crate::error::{Error, Result};
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
@@ -190,6 +191,29 @@ fn in_pixels<'c, 'a: 'c, X: Ranged, Y: Ranged>(
     let root = chart.plotting_area().strip_coord_spec();
     let base = root.get_base_pixel();
     (root, Pixels { chart, base })
+}
+
+/// The numeric x grid every chart kind shares: no minor lines, light major lines, the x description and
+/// tick labels through [`tick`]; `font_px` = (axis description, tick label) sizes. Callers add the y side.
+fn numeric_mesh<'m, 'a, 'b, X, Y>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, SVGBackend<'a>>,
+    x_desc: &str,
+    font_px: (u32, u32),
+) -> &'m mut MeshStyle<'a, 'b, X, Y, SVGBackend<'a>>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged + ValueFormatter<Y::ValueType>,
+{
+    mesh.light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .x_desc(x_desc)
+        .axis_desc_style((FONT, font_px.0))
+        .label_style((FONT, font_px.1))
+        .x_label_formatter(&tick_ref)
+}
+
+fn tick_ref(v: &f64) -> String {
+    tick(*v)
 }
 
 /// Draws the figure layer by layer. `draw` gets the layer and the area below the title and legend and above
@@ -423,16 +447,9 @@ where
         .build_cartesian_2d(x, y)?;
     match layer {
         Layer::Frame => {
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .bold_line_style(GRID)
-                .x_desc(s.x_label.as_str())
+            numeric_mesh(&mut chart.configure_mesh(), &s.x_label, (15, 13))
                 .y_desc(s.y_label.as_str())
-                .axis_desc_style((FONT, 15))
-                .label_style((FONT, 13))
-                .x_label_formatter(&|v| tick(*v))
-                .y_label_formatter(&|v| tick(*v))
+                .y_label_formatter(&tick_ref)
                 .draw()?;
         }
         Layer::Lines => {
@@ -531,16 +548,9 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
         let row_top = |i: usize| n - i as f64;
         match layer {
             Layer::Frame => {
-                chart
-                    .configure_mesh()
+                numeric_mesh(&mut chart.configure_mesh(), &b.x_label, (15, 13))
                     .disable_y_mesh()
                     .y_labels(0)
-                    .light_line_style(TRANSPARENT)
-                    .bold_line_style(GRID)
-                    .x_desc(b.x_label.as_str())
-                    .axis_desc_style((FONT, 15))
-                    .label_style((FONT, 13))
-                    .x_label_formatter(&|v| tick(*v))
                     .draw()?;
                 let outer = area.strip_coord_spec();
                 let ob = outer.get_base_pixel();
@@ -617,16 +627,9 @@ pub(crate) fn stacked_bar(
         let (root, px) = in_pixels(&chart);
         match layer {
             Layer::Frame => {
-                chart
-                    .configure_mesh()
+                numeric_mesh(&mut chart.configure_mesh(), x_label, (15, 13))
                     .disable_y_mesh()
                     .y_labels(0)
-                    .light_line_style(TRANSPARENT)
-                    .bold_line_style(GRID)
-                    .x_desc(x_label)
-                    .axis_desc_style((FONT, 15))
-                    .label_style((FONT, 13))
-                    .x_label_formatter(&|v| tick(*v))
                     .draw()?;
             }
             Layer::Marks | Layer::Labels => {
@@ -700,18 +703,11 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
             let (root, px) = in_pixels(&chart);
             match layer {
                 Layer::Frame => {
-                    chart
-                        .configure_mesh()
-                        .light_line_style(TRANSPARENT)
-                        .bold_line_style(GRID)
+                    numeric_mesh(&mut chart.configure_mesh(), &p.x_label, (14, 12))
                         .x_labels(6)
                         .y_labels(5)
-                        .x_desc(p.x_label.as_str())
                         .y_desc(panel.y_label.as_str())
-                        .axis_desc_style((FONT, 14))
-                        .label_style((FONT, 12))
-                        .x_label_formatter(&|v| tick(*v))
-                        .y_label_formatter(&|v| tick(*v))
+                        .y_label_formatter(&tick_ref)
                         .draw()?;
                 }
                 Layer::Lines => {
