@@ -40,6 +40,18 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Standard error of the mean of `v` (sample standard deviation / √n); NaN for fewer than two values.
+/// The noise estimate of the one-standard-error rules (train's model selection, validate's calibration
+/// keep rule).
+pub fn standard_error(v: &[f64]) -> f64 {
+    let n = v.len() as f64;
+    if v.len() < 2 {
+        return f64::NAN;
+    }
+    let mean = v.iter().sum::<f64>() / n;
+    (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n).sqrt()
+}
+
 /// Mean absolute percentage error of (predicted, measured) pairs, percent; NaN when there are none.
 /// Pairs with a measured value of 0 give an infinite error: callers reject such rows first.
 pub fn mape(pairs: impl IntoIterator<Item = (f64, f64)>) -> f64 {
@@ -89,6 +101,14 @@ pub fn least_squares(x: &[Vec<f64>], y: &[f64], lambda: f64) -> Option<Vec<f64>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn standard_error_is_the_sample_deviation_over_root_n() {
+        // [1, 2, 3, 4]: sample variance 5/3, so the standard error is sqrt(5/3 / 4).
+        let se = standard_error(&[1.0, 2.0, 3.0, 4.0]);
+        assert!((se - (5.0f64 / 12.0).sqrt()).abs() < 1e-12, "{se}");
+        assert!(standard_error(&[3.0]).is_nan());
+    }
 
     #[test]
     fn median_of_even_odd_and_empty() {

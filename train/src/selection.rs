@@ -134,14 +134,7 @@ pub fn fold_mape(pred: &[f64], targets: &[f64], folds: &[Fold]) -> (f64, f64) {
     };
     let per: Vec<f64> = folds.iter().map(|f| mape(&mut f.test.iter().copied())).collect();
     let pooled = mape(&mut folds.iter().flat_map(|f| f.test.iter().copied()));
-    let k = per.len() as f64;
-    let m = per.iter().sum::<f64>() / k;
-    let se = if per.len() > 1 {
-        (per.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1.0)).sqrt() / k.sqrt()
-    } else {
-        f64::NAN
-    };
-    (pooled, se)
+    (pooled, gpumodel_models::stats::standard_error(&per))
 }
 
 /// Leave-cluster-out folds: each kernel (group) is described by the mean of its rows' `inputs`,

@@ -110,14 +110,11 @@ fn uncalibrated_kernel_mape_pct(
 /// calibrated one from the inner fold that left that kernel out).
 fn keep_if_better(calibrated: &[f64], uncalibrated: &[f64], cal: TimeCalibration) -> Option<TimeCalibration> {
     let d: Vec<f64> = calibrated.iter().zip(uncalibrated).map(|(c, u)| c - u).collect();
-    let n = d.len() as f64;
-    if n < 2.0 {
+    if d.len() < 2 {
         return None;
     }
-    let mean = d.iter().sum::<f64>() / n;
-    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let standard_error = (var / n).sqrt();
-    (mean + standard_error < 0.0).then_some(cal)
+    let mean = d.iter().sum::<f64>() / d.len() as f64;
+    (mean + gpumodel_models::stats::standard_error(&d) < 0.0).then_some(cal)
 }
 
 /// MAPE (percent) pooled over all rows of per-kernel (error sum, rows).
