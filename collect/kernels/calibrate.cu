@@ -154,3 +154,17 @@ extern "C" __global__ void l2_stream(CAL_ARGS) {
     }
     if (acc == (unsigned)knob) out[1] = acc;
 }
+
+// dvfs_memory.l2_latency (Wang & Chu's L_L2): pointer chase over a footprint inside the L2 (the host
+// sizes it to a quarter of the L2, one element per 128-byte line), L1 bypassed (ld.global.cg). `knob`
+// untimed steps first (one full cycle of the chain), so every timed step hits in L2. The DRAM latency at a
+// clock pair uses chase_global over a chain with one step per 4 KiB page.
+extern "C" __global__ void chase_l2(CAL_ARGS) {
+    unsigned j = 0;
+    for (int k = 0; k < knob; ++k) j = __ldcg(&chain[j]);
+    long long t0 = clock64();
+    for (int s = 0; s < steps; ++s) j = __ldcg(&chain[j]);
+    long long t1 = clock64();
+    out[0] = (unsigned long long)(t1 - t0);
+    out[1] = j;
+}

@@ -93,6 +93,22 @@ pub enum Error {
     /// The shared vocabulary crate refused something (a counter map, a trace).
     #[error(transparent)]
     Models(#[from] gpumodel_models::Error),
+    /// Setting the GPU's clocks needs permissions this user lacks.
+    #[error(
+        "setting the GPU's clocks needs root ({detail}): run calibrate as root, or allow application clocks for \
+         all users with `sudo nvidia-smi -acp UNRESTRICTED`, or pass --clock-pairs current to measure only at the \
+         current clocks"
+    )]
+    ClockPermission { detail: String },
+    /// The GPU (or its driver) does not let NVML list or set its clocks.
+    #[error(
+        "this GPU does not let NVML set its clocks ({detail}): pass --clock-pairs current to measure only at the \
+         current clocks"
+    )]
+    ClocksUnsupported { detail: String },
+    /// Ctrl-C or SIGTERM ended a measurement early (the message says what was put back).
+    #[error("{0}")]
+    Interrupted(String),
     /// A sampler thread panicked or could not be started.
     #[error("sampler thread: {0}; this is a bug in gpumodel: please report it with the command line")]
     Thread(String),

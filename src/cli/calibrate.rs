@@ -1,11 +1,15 @@
 //! `gpumodel calibrate` — measure the timing model's constants on this GPU and write an architecture profile.
-//! Its output says which constants were measured now and which the profile looks up (driver, references),
-//! and which timing-model constants it does not write at all (the DVFS memory constants).
+//! First the DVFS memory constants at several clock pairs (`--clock-pairs`; the clocks are set through NVML
+//! and restored afterwards, also on error and Ctrl-C), then the other constants at the GPU's own clocks.
+//! Its output says which constants were measured (and at which clock pairs), which the profile looks up
+//! (driver, references), and which fits were rejected and so are not written.
 
 use super::output::{ExportFormat, print, progress_bar};
+use gpumodel_collect::calibrate::dvfs::{self, ClockPlan};
 use gpumodel_collect::calibrate::{self, CalParams, CalibrationDevice, FakeCalibrationDevice};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -24,6 +28,12 @@ pub struct Args {
     /// Dependent accesses per latency measurement.
     #[arg(long, default_value_t = 4096)]
     pub steps: i32,
+    /// Core:memory clock pairs (MHz) at which to measure the DVFS memory constants: `auto` (up to 4
+    /// memory clocks × 3 core clocks the GPU supports; setting clocks needs root), `current` (only the
+    /// clocks the GPU runs at: no clock is set, the DRAM latency and delay fits are skipped), or a list
+    /// such as `1410:1215,1110:1215,810:1215`.
+    #[arg(long, default_value = "auto", value_name = "auto|current|CORE:MEM,...")]
+    pub clock_pairs: String,
     /// Replace an existing output file.
     #[arg(long)]
     pub force: bool,
@@ -48,6 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         anyhow::bail!("--name '{n}': use letters, digits, '-' and '_' only (it becomes the profile's name)");
     }
+    let plan: ClockPlan = args.clock_pairs.parse().map_err(anyhow::Error::msg)?;
     if let Some(out) = &args.out
         && out.exists()
         && !args.force
@@ -55,7 +66,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("{} exists: choose another --out or pass --force to replace it", out.display());
     }
     let mut dev: Box<dyn CalibrationDevice> = if super::gpu::fake_gpu() {
-        Box::new(FakeCalibrationDevice::new(calibrate::TrueConstants::AMPERE_LIKE))
+        let mut fake = FakeCalibrationDevice::new(calibrate::TrueConstants::AMPERE_LIKE);
+        // Tests of the "needs root" path: the scripted GPU refuses clock changes.
+        fake.clocks_settable = std::env::var("GPUMODEL_FAKE_CLOCKS").map_or(true, |v| v != "denied");
+        Box::new(fake)
     } else {
         Box::new(calibrate::cuda::CudaCalibrationDevice::open(args.device)?)
     };
@@ -65,18 +79,49 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if out.exists() && !args.force {
         anyhow::bail!("{} exists: choose another --out or pass --force to replace it", out.display());
     }
+    let pairs = match plan {
+        ClockPlan::Current => Vec::new(),
+        _ => dvfs::resolve_pairs(&plan, &dev.supported_clocks()?)?,
+    };
     let params = CalParams { repeats: args.repeats, steps: args.steps };
-    let pb = progress_bar(calibrate::launches(params) as u64, "calibrate");
+    let total = calibrate::launches(params) + dvfs::launches(pairs.len().max(1), params);
+    let pb = progress_bar(total as u64, "calibrate");
+    let stop = super::gpu::interrupt_flag();
+    // The sweep first: it fails fast where clocks cannot be set, and restores them before the rest.
+    let points = dvfs::sweep(
+        dev.as_mut(),
+        &pairs,
+        params,
+        &mut |entry| {
+            pb.set_message(entry.to_string());
+            pb.inc(1);
+        },
+        &|| stop.load(Ordering::SeqCst),
+    )?;
     let est = calibrate::calibrate(dev.as_mut(), params, &mut |entry| {
+        if stop.load(Ordering::SeqCst) {
+            // The clocks are the GPU's own again and nothing is written yet: stop here.
+            pb.finish_and_clear();
+            eprintln!("gpumodel: error: calibrate interrupted; nothing written");
+            std::process::exit(130);
+        }
         pb.set_message(entry.to_string());
         pb.inc(1);
     })?;
     pb.finish_and_clear();
+    let fit = dvfs::fit(&points);
     let when = calibrate::today_utc();
-    let text = calibrate::arch_toml(&name, &facts, &est, &facts.display_name, &when)?;
+    let text = calibrate::arch_toml(&name, &facts, &est, &fit.constants, &facts.display_name, &when)?;
     std::fs::write(&out, text).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
-    let report =
-        calibrate::CalibrateReport::new(&facts.display_name, &name, &out.display().to_string(), &facts, &est);
+    let report = calibrate::CalibrateReport::new(
+        &facts.display_name,
+        &name,
+        &out.display().to_string(),
+        &facts,
+        &est,
+        &points,
+        &fit,
+    );
     print(&report, args.format)?;
     eprintln!("wrote {} (use it with: gpumodel predict --arch {})", out.display(), out.display());
     Ok(ExitCode::SUCCESS)

@@ -2,15 +2,34 @@
 //! as one block through cudarc's driver API; the facts the profile needs come from the driver
 //! (`cuDeviceGetAttribute`), NVML (clocks, power limit) and the CUDA Programming Guide's throughput table.
 //!
+//! Clock pairs for the DVFS sweep are set through NVML in its documented sequence: the valid pairs come
+//! from `nvmlDeviceGetSupportedMemoryClocks` and `nvmlDeviceGetSupportedGraphicsClocks(mem)`; a pair is
+//! set with `nvmlDeviceSetApplicationsClocks(mem, graphics)` (Kepler and newer non-GeForce, Maxwell and
+//! newer GeForce); where that is `NVML_ERROR_NOT_SUPPORTED`, with locked clocks
+//! (`nvmlDeviceSetGpuLockedClocks(g, g)`, Volta and newer, and `nvmlDeviceSetMemoryLockedClocks(m, m)`,
+//! Ampere and newer). Restoring puts back the application clocks read before the first change
+//! (`nvmlDeviceGetApplicationsClock`), or resets them (`nvmlDeviceResetApplicationsClocks`) when they were
+//! the defaults, or resets the locked clocks (`nvmlDeviceResetGpuLockedClocks`,
+//! `nvmlDeviceResetMemoryLockedClocks`). It runs after the sweep, on error, and when the device is dropped
+//! (a panic unwinding); Ctrl-C is turned into an error by the command, so it restores too. Only a kill -9
+//! leaves the clocks set (`sudo nvidia-smi -rac` / `-rgc` / `-rmc` reset them). All of these need root
+//! (`NVML_ERROR_NO_PERMISSION` becomes [`Error::ClockPermission`]). On Kepler and Maxwell, auto boost can
+//! lift the core clock above the application clock; the clocks read after each pair's launches are reported.
+//!
 //! Written against cudarc 0.19.10 and nvml-wrapper 0.13; our machines have no GPU, so this path is
-//! compiled and its driver checks are tested, but its launches have not run on hardware here.
+//! compiled and its driver checks are tested, but its launches and clock changes have not run on hardware
+//! here.
 
 use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, MEASURED, SOURCE};
 use crate::Error;
 use crate::nvrtc;
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use super::dvfs::{ClockPair, SupportedClocks};
+use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
+use nvml_wrapper::enums::device::GpuLockedClocksSetting;
+use nvml_wrapper::error::NvmlError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -24,6 +43,29 @@ pub struct CudaCalibrationDevice {
     functions: BTreeMap<&'static str, CudaFunction>,
     chains: BTreeMap<(u32, u32, u64), CudaSlice<u32>>,
     facts: DeviceFacts,
+    nvml: Arc<Nvml>,
+    nvml_index: u32,
+    /// How the clocks were changed, if they were (what restoring must undo).
+    changed: Option<ClockMode>,
+}
+
+/// Which NVML mechanism set the clocks, and what was there before.
+#[derive(Debug, Clone, Copy)]
+enum ClockMode {
+    /// Application clocks; the (memory, graphics) application clocks before, when they differed from
+    /// the defaults.
+    Applications { before: Option<(u32, u32)> },
+    /// Locked GPU clocks, and locked memory clocks when `memory` is true.
+    Locked { memory: bool },
+}
+
+/// An NVML error of a clock call as the collector's error: permission and support get their own.
+fn clock_err(call: &'static str) -> impl Fn(NvmlError) -> Error {
+    move |e| match e {
+        NvmlError::NoPermission => Error::ClockPermission { detail: format!("{call}: {e}") },
+        NvmlError::NotSupported => Error::ClocksUnsupported { detail: format!("{call}: {e}") },
+        e => Error::Nvml { call, message: e.to_string() },
+    }
 }
 
 impl CudaCalibrationDevice {
@@ -144,7 +186,28 @@ impl CudaCalibrationDevice {
             sources,
             l2_cache_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
         };
-        Ok(CudaCalibrationDevice { stream: ctx.default_stream(), functions, chains: BTreeMap::new(), facts })
+        Ok(CudaCalibrationDevice {
+            stream: ctx.default_stream(),
+            functions,
+            chains: BTreeMap::new(),
+            facts,
+            nvml,
+            nvml_index,
+            changed: None,
+        })
+    }
+
+    fn nvml_device(&self) -> Result<nvml_wrapper::Device<'_>, Error> {
+        self.nvml
+            .device_by_index(self.nvml_index)
+            .map_err(|e| Error::NoGpu { index: self.nvml_index, detail: e.to_string() })
+    }
+}
+
+impl Drop for CudaCalibrationDevice {
+    fn drop(&mut self) {
+        // Last resort (an error path that skipped restoring, a panic unwinding): the error has nowhere to go.
+        let _ = self.restore_clocks();
     }
 }
 
@@ -185,6 +248,85 @@ fn chain_key(c: Chain) -> (u32, u32, u64) {
 impl CalibrationDevice for CudaCalibrationDevice {
     fn facts(&self) -> DeviceFacts {
         self.facts.clone()
+    }
+
+    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
+        let dev = self.nvml_device()?;
+        let mems = dev.supported_memory_clocks().map_err(clock_err("nvmlDeviceGetSupportedMemoryClocks"))?;
+        mems.into_iter()
+            .map(|m| {
+                let g = dev
+                    .supported_graphics_clocks(m)
+                    .map_err(clock_err("nvmlDeviceGetSupportedGraphicsClocks"))?;
+                Ok((m, g))
+            })
+            .collect()
+    }
+
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
+        let nvml = self.nvml.clone();
+        let mut dev = nvml
+            .device_by_index(self.nvml_index)
+            .map_err(|e| Error::NoGpu { index: self.nvml_index, detail: e.to_string() })?;
+        let (m, g) = (pair.mem_mhz, pair.core_mhz);
+        if matches!(self.changed, None | Some(ClockMode::Applications { .. })) {
+            // What to put back: the application clocks now, unless they are the defaults (then reset).
+            let before = match self.changed {
+                Some(ClockMode::Applications { before }) => before,
+                _ => {
+                    let now = (dev.applications_clock(Clock::Memory), dev.applications_clock(Clock::Graphics));
+                    let default =
+                        (dev.default_applications_clock(Clock::Memory), dev.default_applications_clock(Clock::Graphics));
+                    match (now, default) {
+                        ((Ok(nm), Ok(ng)), (Ok(dm), Ok(dg))) if (nm, ng) != (dm, dg) => Some((nm, ng)),
+                        _ => None,
+                    }
+                }
+            };
+            match dev.set_applications_clocks(m, g) {
+                Ok(()) => {
+                    self.changed = Some(ClockMode::Applications { before });
+                    return Ok(());
+                }
+                Err(NvmlError::NotSupported) if self.changed.is_none() => {}
+                Err(e) => return Err(clock_err("nvmlDeviceSetApplicationsClocks")(e)),
+            }
+        }
+        // Application clocks are not supported here: lock the clocks instead.
+        dev.set_gpu_locked_clocks(GpuLockedClocksSetting::Numeric { min_clock_mhz: g, max_clock_mhz: g })
+            .map_err(clock_err("nvmlDeviceSetGpuLockedClocks"))?;
+        self.changed = Some(ClockMode::Locked { memory: false });
+        dev.set_mem_locked_clocks(m, m).map_err(clock_err("nvmlDeviceSetMemoryLockedClocks"))?;
+        self.changed = Some(ClockMode::Locked { memory: true });
+        Ok(())
+    }
+
+    fn restore_clocks(&mut self) -> Result<(), Error> {
+        let Some(mode) = self.changed.take() else { return Ok(()) };
+        let nvml = self.nvml.clone();
+        let mut dev = nvml
+            .device_by_index(self.nvml_index)
+            .map_err(|e| Error::NoGpu { index: self.nvml_index, detail: e.to_string() })?;
+        match mode {
+            ClockMode::Applications { before: Some((m, g)) } => {
+                dev.set_applications_clocks(m, g).map_err(clock_err("nvmlDeviceSetApplicationsClocks"))
+            }
+            ClockMode::Applications { before: None } => {
+                dev.reset_applications_clocks().map_err(clock_err("nvmlDeviceResetApplicationsClocks"))
+            }
+            ClockMode::Locked { memory } => {
+                let gpu = dev.reset_gpu_locked_clocks().map_err(clock_err("nvmlDeviceResetGpuLockedClocks"));
+                if memory {
+                    dev.reset_mem_locked_clocks().map_err(clock_err("nvmlDeviceResetMemoryLockedClocks"))?;
+                }
+                gpu
+            }
+        }
+    }
+
+    fn clocks_now(&self) -> Option<ClockPair> {
+        let dev = self.nvml_device().ok()?;
+        Some(ClockPair { core_mhz: dev.clock_info(Clock::SM).ok()?, mem_mhz: dev.clock_info(Clock::Memory).ok()? })
     }
 
     fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {

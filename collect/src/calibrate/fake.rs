@@ -2,6 +2,7 @@
 //! constants would give, plus a fixed timing overhead and deterministic noise, so the estimators can be
 //! checked against constants the test chose.
 
+use super::dvfs::{ClockPair, SupportedClocks};
 use super::{CalLaunch, CalibrationDevice, DeviceFacts};
 use crate::Error;
 use gpumodel_models::arch::ArchProfile;
@@ -17,8 +18,23 @@ pub struct TrueConstants {
     pub alu_latency: f64,
     pub in_warp_delay: f64,
     pub out_warp_delay: f64,
+    /// L2 bandwidth at the default clocks; it scales with the core clock (the L2 runs on it).
     pub l2_bandwidth_gbs: f64,
+    /// DRAM latency `latency_a · f_core/f_mem + latency_b` (core cycles): what every DRAM chase costs.
+    pub latency_a: f64,
+    pub latency_b: f64,
+    /// DRAM departure delay `(delay_a / f_mem + delay_b) · f_core/f_mem` (core cycles per 32-byte
+    /// transaction of one SM): the DRAM stream's bandwidth is `32 · SMs / D` bytes per core cycle…
+    pub delay_a: f64,
+    pub delay_b: f64,
+    /// …capped at this many bytes per core cycle (the L2's DRAM ceiling).
+    pub l2_dram_bytes_per_core_cycle: f64,
+    /// L2 hit latency, core cycles (any clocks).
+    pub l2_latency: f64,
 }
+
+/// The fake GPU's default clocks (the A100's, as its facts say): core, memory MHz.
+pub const FAKE_DEFAULT: ClockPair = ClockPair { core_mhz: 1410, mem_mhz: 1215 };
 
 impl TrueConstants {
     /// Ampere-like orders of magnitude (chosen by hand, not measured): what `GPUMODEL_FAKE_GPU=1` and the
@@ -33,7 +49,26 @@ impl TrueConstants {
         in_warp_delay: 3.2,
         out_warp_delay: 1.5,
         l2_bandwidth_gbs: 4800.0,
+        latency_a: 60.0,
+        // So that the DRAM latency at the default clocks is cyc_load.
+        latency_b: 480.0 - 60.0 * 1410.0 / 1215.0,
+        delay_a: 250.0,
+        delay_b: 2.0,
+        l2_dram_bytes_per_core_cycle: 2000.0,
+        l2_latency: 210.0,
     };
+
+    /// DRAM latency in core cycles at `c` (the form above).
+    pub fn dram_latency(&self, c: ClockPair) -> f64 {
+        let r = f64::from(c.core_mhz) / f64::from(c.mem_mhz);
+        self.latency_a * r + self.latency_b
+    }
+
+    /// DRAM departure delay in core cycles at `c`.
+    pub fn dram_delay(&self, c: ClockPair) -> f64 {
+        let (fc, fm) = (f64::from(c.core_mhz), f64::from(c.mem_mhz));
+        (self.delay_a / fm + self.delay_b) * fc / fm
+    }
 }
 
 /// The scripted GPU: facts from the built-in `a100` profile, timings from [`TrueConstants`].
@@ -45,12 +80,38 @@ pub struct FakeCalibrationDevice {
     pub launches: usize,
     /// Every launch's kernel and buffer, in order.
     pub log: Vec<(&'static str, super::Chain)>,
+    /// The clocks it runs at now, and every clock change (`None`: restored to the defaults).
+    pub clocks: ClockPair,
+    pub clock_log: Vec<Option<ClockPair>>,
+    /// Whether setting clocks is allowed (false: the "needs root" error).
+    pub clocks_settable: bool,
+    /// Fail every launch after this many (to test that the clocks are restored on error).
+    pub fail_after: Option<usize>,
     rng: u64,
 }
 
 impl FakeCalibrationDevice {
     pub fn new(truth: TrueConstants) -> FakeCalibrationDevice {
-        FakeCalibrationDevice { truth, noise: 0.02, launches: 0, log: Vec::new(), rng: 0x2545_f491_4f6c_dd1d }
+        FakeCalibrationDevice {
+            truth,
+            noise: 0.02,
+            launches: 0,
+            log: Vec::new(),
+            clocks: FAKE_DEFAULT,
+            clock_log: Vec::new(),
+            clocks_settable: true,
+            fail_after: None,
+            rng: 0x2545_f491_4f6c_dd1d,
+        }
+    }
+
+    fn count(&mut self, l: &CalLaunch) -> Result<(), Error> {
+        self.launches += 1;
+        self.log.push((l.entry, l.chain));
+        match self.fail_after {
+            Some(n) if self.launches > n => Err(Error::Invalid("fake GPU: launch failed (scripted)".into())),
+            _ => Ok(()),
+        }
     }
 
     fn jitter(&mut self) -> f64 {
@@ -75,12 +136,12 @@ impl CalibrationDevice for FakeCalibrationDevice {
     }
 
     fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {
-        self.launches += 1;
-        self.log.push((l.entry, l.chain));
+        self.count(l)?;
         let t = self.truth;
         let steps = f64::from(l.steps);
         let per_step = match l.entry {
-            "chase_global" => t.cyc_load,
+            "chase_global" => t.dram_latency(self.clocks),
+            "chase_l2" => t.l2_latency,
             "store_cost" => t.cyc_store,
             "chase_shared" => t.cyc_s,
             "chase_texture" => t.cyc_t,
@@ -107,23 +168,61 @@ impl CalibrationDevice for FakeCalibrationDevice {
     }
 
     fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, Error> {
-        self.launches += 1;
-        self.log.push((l.entry, l.chain));
+        self.count(l)?;
         if l.entry != "l2_stream" || blocks == 0 || l.threads == 0 {
             return Err(Error::Invalid(format!(
                 "fake GPU: no timed kernel {} over {blocks} blocks",
                 l.entry
             )));
         }
-        // The first pass fills the L2 from DRAM; every later pass streams from L2. Plus launch overhead.
+        // DRAM: 32 bytes per SM per departure delay, capped by the L2's ceiling, both per core cycle. A
+        // footprint that fits the L2 is read from DRAM once, then from L2 (its bandwidth scales with the
+        // core clock). Plus launch overhead.
+        let t = self.truth;
+        let sm = self.facts().value("sm_count").unwrap_or(1.0);
+        let core_hz = f64::from(self.clocks.core_mhz) * 1e6;
+        let dram_bps = (32.0 * sm / t.dram_delay(self.clocks)).min(t.l2_dram_bytes_per_core_cycle) * core_hz;
+        let l2_bps = t.l2_bandwidth_gbs * 1e9 * f64::from(self.clocks.core_mhz) / f64::from(FAKE_DEFAULT.core_mhz);
         let bytes = 4.0 * f64::from(l.chain.elems);
-        let dram_gbs = 1555.0;
-        let t = bytes / (dram_gbs * 1e9)
-            + bytes * f64::from(l.steps - 1) / (self.truth.l2_bandwidth_gbs * 1e9) * self.jitter()
-            + LAUNCH_OVERHEAD_S;
-        Ok(t)
+        let secs = if bytes > self.facts().l2_cache_bytes as f64 {
+            bytes * f64::from(l.steps) / dram_bps * self.jitter()
+        } else {
+            bytes / dram_bps + bytes * f64::from(l.steps - 1) / l2_bps * self.jitter()
+        };
+        Ok(secs + LAUNCH_OVERHEAD_S)
+    }
+
+    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
+        Ok(fake_supported())
+    }
+
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
+        if !self.clocks_settable {
+            return Err(Error::ClockPermission { detail: "NVML: insufficient permissions (fake GPU)".into() });
+        }
+        if !fake_supported().iter().any(|(m, g)| *m == pair.mem_mhz && g.contains(&pair.core_mhz)) {
+            return Err(Error::Invalid(format!("fake GPU: clock pair {pair} is not supported")));
+        }
+        self.clocks = pair;
+        self.clock_log.push(Some(pair));
+        Ok(())
+    }
+
+    fn restore_clocks(&mut self) -> Result<(), Error> {
+        self.clocks = FAKE_DEFAULT;
+        self.clock_log.push(None);
+        Ok(())
+    }
+
+    fn clocks_now(&self) -> Option<ClockPair> {
+        Some(self.clocks)
     }
 }
 
 /// Seconds a kernel launch costs on top of its work, included in every fake timed launch.
 const LAUNCH_OVERHEAD_S: f64 = 6e-6;
+
+/// The fake GPU's clocks: five memory clocks, each with core clocks 510–1410 MHz in 15 MHz steps.
+fn fake_supported() -> SupportedClocks {
+    [1215, 1107, 1000, 900, 800].into_iter().map(|m| (m, (0..=60).map(|i| 1410 - 15 * i).collect())).collect()
+}

@@ -17,13 +17,14 @@
 //! in the command's output.
 
 pub mod cuda;
+pub mod dvfs;
 mod fake;
 mod profile;
 mod report;
 
 pub use fake::{FakeCalibrationDevice, TrueConstants};
 pub use profile::{DeviceFacts, arch_toml, profile_name};
-pub use report::{CalibrateReport, LookedUp, NOT_MEASURED};
+pub use report::{CalibrateReport, LookedUp};
 
 /// Profile fields calibration measures (the others come from [`DeviceFacts`]).
 pub const MEASURED: &[&str] = &[
@@ -36,6 +37,13 @@ pub const MEASURED: &[&str] = &[
     "in_warp_delay",
     "out_warp_delay",
     "l2_bandwidth_gbs",
+    "dvfs_memory.latency_a",
+    "dvfs_memory.latency_b",
+    "dvfs_memory.delay_a",
+    "dvfs_memory.delay_b",
+    "dvfs_memory.l2_latency",
+    "dvfs_memory.l2_delay",
+    "l2_dram_bytes_per_core_cycle",
 ];
 
 /// Launches [`calibrate`] makes (for a progress bar).
@@ -89,6 +97,7 @@ pub const ENTRIES: &[CalEntry] = &[
     CalEntry { name: "in_warp_loads", measures: "in_warp_delay", ptx: &["ld.global.cg.u32", "%clock64"] },
     CalEntry { name: "out_warp_loads", measures: "out_warp_delay", ptx: &["ld.global.cg.u32", "%clock64"] },
     CalEntry { name: "l2_stream", measures: "l2_bandwidth_gbs", ptx: &["ld.global.cg.v4.u32", "%nctaid.x"] },
+    CalEntry { name: "chase_l2", measures: "dvfs_memory.l2_latency", ptx: &["ld.global.cg.u32", "%clock64"] },
 ];
 
 /// The buffer a calibration kernel chases: a random cycle through `elems / stride` slots, `stride`
@@ -142,6 +151,24 @@ pub trait CalibrationDevice {
     /// Runs `launch` over `blocks` blocks of `launch.threads` threads and returns its GPU time in seconds,
     /// measured with CUDA events recorded around it on the same stream.
     fn run_timed(&mut self, launch: &CalLaunch, blocks: u32) -> Result<f64, Error>;
+    /// The clocks the GPU supports: (memory MHz, graphics clocks allowed with it). A device that cannot
+    /// list them says so, and only `--clock-pairs current` works on it.
+    fn supported_clocks(&self) -> Result<dvfs::SupportedClocks, Error> {
+        Err(Error::ClocksUnsupported { detail: "this device cannot list its supported clocks".into() })
+    }
+    /// Sets the core and memory clocks until [`CalibrationDevice::restore_clocks`].
+    fn set_clocks(&mut self, pair: dvfs::ClockPair) -> Result<(), Error> {
+        Err(Error::ClocksUnsupported { detail: format!("this device cannot set clocks {pair}") })
+    }
+    /// Puts back the clocks as they were before the first [`CalibrationDevice::set_clocks`] (nothing to
+    /// do when none was set).
+    fn restore_clocks(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    /// The clocks the GPU runs at now, when the device can read them.
+    fn clocks_now(&self) -> Option<dvfs::ClockPair> {
+        None
+    }
 }
 
 /// One measured constant: the median over repetitions and the spread.

@@ -3,6 +3,7 @@
 //! `[sources]`. Measured constants cite the calibration run with their median, quartiles and range.
 
 use super::Estimate;
+use super::dvfs::Fitted;
 use gpumodel_models::arch::ArchProfile;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -27,6 +28,11 @@ pub struct DeviceFacts {
 }
 
 impl DeviceFacts {
+    /// A scalar fact by profile field name.
+    pub fn value(&self, field: &str) -> Option<f64> {
+        self.values.iter().find(|(f, _, _)| f == field).map(|v| v.1)
+    }
+
     /// Facts taken from an existing profile (the fake GPU uses a built-in one), keeping its sources.
     /// Profiles do not record the L2 size: `l2_cache_bytes` is the caller's.
     pub fn from_profile(p: &ArchProfile, measured: &[&str], l2_cache_bytes: u64) -> DeviceFacts {
@@ -79,12 +85,15 @@ fn quote(s: &str) -> String {
     out
 }
 
-/// The profile TOML. `name` is the profile's short name, `gpu` the GPU the run measured, `when` the date.
-/// The text is checked by parsing it with the models crate's loader before it is returned.
+/// The profile TOML. `name` is the profile's short name, `gpu` the GPU the run measured, `when` the date;
+/// `dvfs` the constants of the clock-pair sweep (the `[dvfs_memory]` table is written when all six of its
+/// constants are there, `l2_dram_bytes_per_core_cycle` on its own). The text is checked by parsing it with
+/// the models crate's loader before it is returned.
 pub fn arch_toml(
     name: &str,
     facts: &DeviceFacts,
     estimates: &[Estimate],
+    dvfs: &[Fitted],
     gpu: &str,
     when: &str,
 ) -> Result<String, gpumodel_models::Error> {
@@ -123,6 +132,30 @@ pub fn arch_toml(
                 e.method, e.n, e.q1, e.q3, e.min, e.max, e.unit
             ),
         );
+    }
+    let cite = |f: &Fitted| {
+        format!("measured by `gpumodel calibrate` on {gpu}, {when}: {} ({})", f.method, f.unit)
+    };
+    for f in dvfs.iter().filter(|f| !f.field.contains('.')) {
+        let key = format!("calibrate_{}", f.field);
+        let _ = writeln!(s, "{} = {{ value = {}, src = {} }}", f.field, num(f.value), quote(&key));
+        sources.insert(key, cite(f));
+    }
+    let table: Vec<&Fitted> = dvfs.iter().filter(|f| f.field.starts_with("dvfs_memory.")).collect();
+    if table.len() == 6 {
+        let _ = writeln!(
+            s,
+            "\n# DRAM latency L = latency_a*f_core/f_mem + latency_b and departure delay \
+             D = (delay_a/f_mem + delay_b)*f_core/f_mem,\n# core cycles, clocks in MHz; L2 hit latency and delay. \
+             Measured at several clock pairs."
+        );
+        let _ = writeln!(s, "[dvfs_memory]");
+        for f in table {
+            let field = f.field.trim_start_matches("dvfs_memory.");
+            let key = format!("calibrate_{field}");
+            let _ = writeln!(s, "{field} = {{ value = {}, src = {} }}", num(f.value), quote(&key));
+            sources.insert(key, cite(f));
+        }
     }
     let _ = writeln!(s, "\n[sources]");
     for (k, v) in &sources {

@@ -1,7 +1,9 @@
-//! What `gpumodel calibrate` reports: the constants it measured on the GPU, and — so that nobody takes a
-//! looked-up number for a measured one — the values the profile takes from the driver or a reference,
-//! and the timing model's constants it does not write at all.
+//! What `gpumodel calibrate` reports: the constants it measured on the GPU (at the current clocks, and the
+//! DVFS memory constants at which clock pairs, with each fit's R² and residuals), and — so that nobody
+//! takes a looked-up number for a measured one — the values the profile takes from the driver or a
+//! reference, and the constants it could not fit and so does not write (with the reason).
 
+use super::dvfs::{DvfsFit, Fitted, LineFit, PairPoint};
 use super::{DeviceFacts, Estimate};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use serde::Serialize;
@@ -15,26 +17,6 @@ pub struct LookedUp {
     pub source: String,
 }
 
-/// The timing model's constants a `calibrate` profile leaves out (the model then falls back, as said).
-pub const NOT_MEASURED: &[(&str, &str)] = &[
-    (
-        "dvfs_memory.latency_a, latency_b, delay_a, delay_b",
-        "DRAM latency and departure delay as functions of f_core/f_mem (Wang & Chu's form) need pointer \
-         chasing and streaming at several clock pairs, which calibrate does not run yet: without them the \
-         model keeps cyc_load and in_warp_delay fixed in memory-clock time",
-    ),
-    (
-        "dvfs_memory.l2_latency, l2_delay",
-        "L2 hit latency and delay: not measured; without them an L2 hit costs its LD/ST issue and the DRAM \
-         latency",
-    ),
-    (
-        "l2_dram_bytes_per_core_cycle",
-        "the L2's DRAM-traffic ceiling per core cycle: not measured (the built-in profiles assume one 32-byte \
-         sector per L2 slice per core clock); without it DRAM traffic is not capped by the core clock",
-    ),
-];
-
 /// The result of one `gpumodel calibrate` run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibrateReport {
@@ -43,16 +25,32 @@ pub struct CalibrateReport {
     /// The profile's short name and the file written.
     pub profile: String,
     pub file: String,
-    /// Constants measured on this GPU now (median and spread over the repetitions).
+    /// Constants measured on this GPU now, at its current clocks (median and spread over the repetitions).
     pub measured: Vec<Estimate>,
+    /// What was measured at each clock pair of the DVFS sweep (one row at the current clocks under
+    /// `--clock-pairs current`).
+    pub clock_pairs: Vec<PairPoint>,
+    /// The DVFS memory constants fitted from them and written to the profile.
+    pub dvfs_constants: Vec<Fitted>,
+    /// The least-squares lines behind them (R², residuals).
+    pub fits: Vec<LineFit>,
     /// Values of the profile read from the driver or looked up in a reference (not measured here).
     pub looked_up: Vec<LookedUp>,
-    /// Timing-model constants the profile does not carry, with what the model does without them.
+    /// Timing-model constants the profile does not carry (a fit rejected), with the reason; the model
+    /// then falls back (DRAM latency and delay fixed in memory-clock time, no L2 ceiling).
     pub not_measured: Vec<(String, String)>,
 }
 
 impl CalibrateReport {
-    pub fn new(gpu: &str, profile: &str, file: &str, facts: &DeviceFacts, measured: &[Estimate]) -> Self {
+    pub fn new(
+        gpu: &str,
+        profile: &str,
+        file: &str,
+        facts: &DeviceFacts,
+        measured: &[Estimate],
+        points: &[PairPoint],
+        fit: &DvfsFit,
+    ) -> Self {
         let looked_up = facts
             .values
             .iter()
@@ -67,17 +65,20 @@ impl CalibrateReport {
             profile: profile.to_string(),
             file: file.to_string(),
             measured: measured.to_vec(),
+            clock_pairs: points.to_vec(),
+            dvfs_constants: fit.constants.clone(),
+            fits: fit.lines.clone(),
             looked_up,
-            not_measured: NOT_MEASURED.iter().map(|(f, w)| (f.to_string(), w.to_string())).collect(),
+            not_measured: fit.rejected.clone(),
         }
     }
 }
 
 impl Export for CalibrateReport {
     const COMMAND: &'static str = "calibrate";
-    /// 2: an object with `measured`, `looked_up` and `not_measured` (version 1 was the bare list of
-    /// measured estimates).
-    const FORMAT_VERSION: u32 = 2;
+    /// 3: adds `clock_pairs`, `dvfs_constants` and `fits` (the DVFS sweep); 2 was an object with
+    /// `measured`, `looked_up` and `not_measured`; 1 the bare list of measured estimates.
+    const FORMAT_VERSION: u32 = 3;
 
     fn sections(&self) -> Vec<Section> {
         let mut m = Section::titled(
@@ -118,7 +119,71 @@ impl Export for CalibrateReport {
         for v in &self.looked_up {
             l.push(vec![Cell::text(&v.field), Cell::num(v.value, 2), Cell::text(&v.source)]);
         }
-        vec![m, l]
+        let mut p = Section::titled(
+            "measured at each clock pair (medians over the repetitions, core cycles)",
+            vec![
+                Column::new("core_mhz", "core MHz"),
+                Column::new("mem_mhz", "mem MHz"),
+                Column::new("set", "set"),
+                Column::new("dram_latency", "DRAM latency"),
+                Column::new("dram_latency_iqr", "IQR"),
+                Column::new("dram_delay", "DRAM delay"),
+                Column::new("l2_latency", "L2 latency"),
+                Column::new("l2_delay", "L2 delay"),
+                Column::new("dram_bytes_per_core_cycle", "DRAM B/cycle"),
+                Column::new("observed", "observed core:mem"),
+            ],
+        );
+        for q in &self.clock_pairs {
+            p.push(vec![
+                Cell::num(q.core_mhz, 0),
+                Cell::num(q.mem_mhz, 0),
+                Cell::text(if q.set_by_calibrate { "set" } else { "current" }),
+                Cell::num(q.dram_latency.median, 1),
+                Cell::num(q.dram_latency.q3 - q.dram_latency.q1, 1),
+                Cell::num(q.dram_delay.median, 3),
+                Cell::num(q.l2_latency.median, 1),
+                Cell::num(q.l2_delay.median, 3),
+                Cell::num(q.dram_bytes_per_core_cycle.median, 1),
+                Cell::text(q.observed.map_or("-".to_string(), |c| c.to_string())),
+            ]);
+        }
+        let mut d = Section::titled(
+            "DVFS memory constants written to the profile (measured at the clock pairs above)",
+            vec![
+                Column::new("constant", "constant"),
+                Column::new("value", "value"),
+                Column::new("unit", "unit"),
+                Column::new("method", "method"),
+            ],
+        );
+        for c in &self.dvfs_constants {
+            d.push(vec![Cell::text(c.field), Cell::num(c.value, 4), Cell::text(c.unit), Cell::text(&c.method)]);
+        }
+        let mut f = Section::titled(
+            "fits (least squares over the clock pairs)",
+            vec![
+                Column::new("fit", "fit"),
+                Column::new("form", "form"),
+                Column::new("slope", "slope"),
+                Column::new("intercept", "intercept"),
+                Column::new("r2", "R²"),
+                Column::new("max_residual_pct", "max |residual| %"),
+                Column::new("pairs", "pairs"),
+            ],
+        );
+        for l in &self.fits {
+            f.push(vec![
+                Cell::text(l.name),
+                Cell::text(l.form),
+                Cell::num(l.slope, 4),
+                Cell::num(l.intercept, 4),
+                Cell::num(l.r2, 4),
+                Cell::num(l.max_residual_pct(), 2),
+                Cell::int(l.points.len() as i64),
+            ]);
+        }
+        vec![m, p, d, f, l]
     }
 
     fn preamble(&self) -> Vec<String> {

@@ -1,0 +1,592 @@
+//! The DVFS memory constants of the timing model, measured at several core/memory clock pairs and fitted
+//! in Wang & Chu's form (ICPADS 2018; restated in `timing_baselines.md`):
+//!
+//! * DRAM latency `L = latency_a · f_core/f_mem + latency_b` (core cycles, clocks in MHz): a pointer chase
+//!   through a footprint far larger than any L2 with one step per 4 KiB (a new DRAM page each step), one
+//!   thread, L1 bypassed; `L` is cycles per step. Least squares of `L` on `f_core/f_mem`.
+//! * DRAM departure delay `D = (delay_a / f_mem + delay_b) · f_core/f_mem`: the core cycles between two
+//!   32-byte transactions of one SM when the whole grid streams from DRAM, `D = transaction_bytes /
+//!   (bytes per core cycle per SM)` at saturation (the same k / 2k pass difference as the L2 bandwidth, so
+//!   launch overhead cancels). Least squares of `D / (f_core/f_mem)` on `1/f_mem`.
+//! * L2 hit latency `l2_latency` and delay `l2_delay`: the same chase and stream over a footprint inside
+//!   the L2 (after a warm-up pass). The L2 runs on the core clock, so both are constant in core cycles: the
+//!   median over the clock pairs is written, the spread across pairs reported.
+//! * `l2_dram_bytes_per_core_cycle`: the highest DRAM-stream throughput per core cycle over the pairs. If
+//!   at the lowest core clock the throughput per core cycle stays flat (within 3 % plus the repetitions'
+//!   interquartile range) across the two highest memory clocks, the core clock limited it there: that is the L2's ceiling, and the pairs at the ceiling are
+//!   left out of the delay fit (their bandwidth shows the ceiling, not the DRAM). Otherwise no pair was
+//!   limited by the core clock and the value is a lower bound of the ceiling (said in its citation): a cap
+//!   that never binds below what was measured.
+//!
+//! A fit needs [`MIN_DISTINCT`] distinct values of its regressor (a line through two x values cannot show
+//! that it is a line); with fewer it is rejected with a message saying what to pass, and its constants are
+//! not written. Fitted constants must be positive (the profile format and the model's form need it). Clocks
+//! are NVML's (the memory clock as `nvmlDeviceGetClockInfo(NVML_CLOCK_MEM)` reports it), the convention of
+//! the built-in profiles' `mem_mhz`.
+
+use super::{CalLaunch, CalParams, CalibrationDevice, Chain, Estimate};
+use crate::Error;
+use gpumodel_models::stats::least_squares;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// A core (graphics/SM) clock and a memory clock, MHz, as NVML numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct ClockPair {
+    pub core_mhz: u32,
+    pub mem_mhz: u32,
+}
+
+impl fmt::Display for ClockPair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.core_mhz, self.mem_mhz)
+    }
+}
+
+/// Which clock pairs to measure at (`--clock-pairs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClockPlan {
+    /// Up to [`AUTO_MEM`] memory clocks × [`AUTO_CORE`] core clocks spread over what the GPU supports.
+    Auto,
+    /// Only the clocks the GPU runs at now (no clock is set; no root needed; the DRAM fits are rejected).
+    Current,
+    /// These pairs (`CORE:MEM`, MHz), each checked against the GPU's supported clocks.
+    List(Vec<ClockPair>),
+}
+
+impl FromStr for ClockPlan {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ClockPlan, String> {
+        match s.trim() {
+            "auto" => return Ok(ClockPlan::Auto),
+            "current" => return Ok(ClockPlan::Current),
+            _ => {}
+        }
+        let mut pairs = Vec::new();
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let parsed = item.split_once(':').and_then(|(c, m)| {
+                Some(ClockPair { core_mhz: c.trim().parse().ok()?, mem_mhz: m.trim().parse().ok()? })
+            });
+            match parsed {
+                Some(p) if p.core_mhz > 0 && p.mem_mhz > 0 => {
+                    if !pairs.contains(&p) {
+                        pairs.push(p);
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "--clock-pairs '{s}': '{item}' is not CORE:MEM in MHz; use auto, current or a list such \
+                         as 1410:1215,1110:1215"
+                    ));
+                }
+            }
+        }
+        if pairs.is_empty() {
+            return Err(format!(
+                "--clock-pairs '{s}' names no clock pair; use auto, current or a list such as 1410:1215,1110:1215"
+            ));
+        }
+        Ok(ClockPlan::List(pairs))
+    }
+}
+
+/// Memory clocks and core clocks per memory clock that `auto` takes.
+pub const AUTO_MEM: usize = 4;
+pub const AUTO_CORE: usize = 3;
+
+/// Distinct regressor values a fit needs (values within 1 % count as one).
+pub const MIN_DISTINCT: usize = 3;
+
+/// Supported clocks: (memory MHz, the graphics clocks NVML allows with it).
+pub type SupportedClocks = Vec<(u32, Vec<u32>)>;
+
+/// `n` entries spread evenly over `v` (sorted descending, duplicates removed), ends included.
+fn spread(v: &[u32], n: usize) -> Vec<u32> {
+    let mut s: Vec<u32> = v.to_vec();
+    s.sort_unstable_by(|a, b| b.cmp(a));
+    s.dedup();
+    if s.len() <= n {
+        return s;
+    }
+    let mut out: Vec<u32> =
+        (0..n).map(|i| s[(i as f64 * (s.len() - 1) as f64 / (n - 1).max(1) as f64).round() as usize]).collect();
+    out.dedup();
+    out
+}
+
+/// The pairs of a plan on a GPU with `supported` clocks; an unsupported pair is an error naming the
+/// clocks that are supported. `Current` gives no pair (nothing to set).
+pub fn resolve_pairs(plan: &ClockPlan, supported: &SupportedClocks) -> Result<Vec<ClockPair>, Error> {
+    match plan {
+        ClockPlan::Current => Ok(Vec::new()),
+        ClockPlan::Auto => {
+            let mems: Vec<u32> = supported.iter().filter(|(_, g)| !g.is_empty()).map(|(m, _)| *m).collect();
+            let mut pairs = Vec::new();
+            for m in spread(&mems, AUTO_MEM) {
+                let Some((_, gs)) = supported.iter().find(|(mm, _)| *mm == m) else { continue };
+                for c in spread(gs, AUTO_CORE) {
+                    pairs.push(ClockPair { core_mhz: c, mem_mhz: m });
+                }
+            }
+            if pairs.is_empty() {
+                return Err(Error::ClocksUnsupported {
+                    detail: "NVML lists no supported clock pair".into(),
+                });
+            }
+            Ok(pairs)
+        }
+        ClockPlan::List(pairs) => {
+            for p in pairs {
+                match supported.iter().find(|(m, _)| *m == p.mem_mhz) {
+                    None => {
+                        let mems: Vec<String> = supported.iter().map(|(m, _)| m.to_string()).collect();
+                        return Err(Error::Invalid(format!(
+                            "--clock-pairs {p}: this GPU does not support a memory clock of {} MHz (supported: {}); \
+                             pick pairs from `nvidia-smi -q -d SUPPORTED_CLOCKS`",
+                            p.mem_mhz,
+                            mems.join(", ")
+                        )));
+                    }
+                    Some((_, gs)) if !gs.contains(&p.core_mhz) => {
+                        let near = spread(gs, 6).iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+                        return Err(Error::Invalid(format!(
+                            "--clock-pairs {p}: this GPU does not support a core clock of {} MHz with memory at {} MHz \
+                             (supported there include {near}); pick pairs from `nvidia-smi -q -d SUPPORTED_CLOCKS`",
+                            p.core_mhz, p.mem_mhz
+                        )));
+                    }
+                    Some(_) => {}
+                }
+            }
+            Ok(pairs.clone())
+        }
+    }
+}
+
+/// What was measured at one clock pair (medians and spread over the repetitions, core cycles).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairPoint {
+    pub core_mhz: f64,
+    pub mem_mhz: f64,
+    /// Whether calibrate set these clocks (false: the clocks the GPU ran at, `--clock-pairs current`).
+    pub set_by_calibrate: bool,
+    /// Clocks NVML reported right after the pair's launches, when it could read them.
+    pub observed: Option<ClockPair>,
+    pub dram_latency: Estimate,
+    pub l2_latency: Estimate,
+    pub dram_delay: Estimate,
+    pub l2_delay: Estimate,
+    /// Whole-GPU DRAM-stream bytes per core cycle.
+    pub dram_bytes_per_core_cycle: Estimate,
+}
+
+/// Page-stride DRAM chase: 256 MiB of u32, one step per 4 KiB (a new DRAM page each step), 65 536 slots.
+const PAGE: Chain = Chain { elems: 1 << 26, stride: 1024, seed: 0xd7a3 };
+
+/// Launches [`sweep`] makes over `pairs` clock pairs (for a progress bar).
+pub fn launches(pairs: usize, p: CalParams) -> usize {
+    pairs * p.repeats * 6
+}
+
+/// Measures the DVFS points: at each of `pairs` (set through the device, restored afterwards whatever
+/// happens), or once at the current clocks when `pairs` is empty. `stop` is polled before each launch
+/// (Ctrl-C): the clocks are restored and the sweep ends with an error.
+pub fn sweep(
+    dev: &mut dyn CalibrationDevice,
+    pairs: &[ClockPair],
+    p: CalParams,
+    progress: &mut dyn FnMut(&str),
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<PairPoint>, Error> {
+    if p.repeats == 0 || p.steps <= 0 {
+        return Err(Error::Invalid("--repeats and --steps must be at least 1".into()));
+    }
+    let result = (|| {
+        let mut points = Vec::new();
+        if pairs.is_empty() {
+            let f = dev.facts();
+            let (core, mem) = (f.value("core_mhz").unwrap_or(f64::NAN), f.value("mem_mhz").unwrap_or(f64::NAN));
+            let (core, mem) = match dev.clocks_now() {
+                Some(c) => (f64::from(c.core_mhz), f64::from(c.mem_mhz)),
+                None => (core, mem),
+            };
+            points.push(measure_point(dev, core, mem, false, p, progress, stop)?);
+        }
+        for &pair in pairs {
+            if stop() {
+                return Err(Error::Interrupted("calibrate stopped by a signal; the GPU's clocks were restored".into()));
+            }
+            dev.set_clocks(pair)?;
+            let pt = measure_point(dev, f64::from(pair.core_mhz), f64::from(pair.mem_mhz), true, p, progress, stop)?;
+            points.push(pt);
+        }
+        Ok(points)
+    })();
+    let restored = if pairs.is_empty() { Ok(()) } else { dev.restore_clocks() };
+    let points = result?;
+    restored?;
+    Ok(points)
+}
+
+fn measure_point(
+    dev: &mut dyn CalibrationDevice,
+    core_mhz: f64,
+    mem_mhz: f64,
+    set_by_calibrate: bool,
+    p: CalParams,
+    progress: &mut dyn FnMut(&str),
+    stop: &dyn Fn() -> bool,
+) -> Result<PairPoint, Error> {
+    if !(core_mhz > 0.0 && mem_mhz > 0.0) {
+        return Err(Error::Invalid(format!(
+            "the current clocks are unknown (core {core_mhz} MHz, memory {mem_mhz} MHz): cannot place the measurement"
+        )));
+    }
+    let facts = dev.facts();
+    let sm = facts.value("sm_count").unwrap_or(1.0).max(1.0);
+    let tx = facts.value("transaction_bytes").unwrap_or(32.0);
+    let steps = f64::from(p.steps);
+    let mut go = |dev: &mut dyn CalibrationDevice, l: &CalLaunch| -> Result<Vec<u64>, Error> {
+        if stop() {
+            return Err(Error::Interrupted("calibrate stopped by a signal; the GPU's clocks were restored".into()));
+        }
+        let out = dev.run(l)?;
+        progress(l.entry);
+        Ok(out)
+    };
+    // L2 chase: a quarter of the L2 (128 KiB–4 MiB), one step per 128-byte line; one untimed pass first.
+    let l2_elems = ((facts.l2_cache_bytes / 4).clamp(128 << 10, 4 << 20) / 4) as u32;
+    let l2_chain = Chain { elems: l2_elems, stride: 32, seed: 0x12c4 };
+    let (mut dram, mut l2) = (Vec::new(), Vec::new());
+    for _ in 0..p.repeats {
+        let l = CalLaunch { entry: "chase_global", threads: 32, chain: PAGE, steps: p.steps, knob: 0 };
+        dram.push(super::first(&go(dev, &l)?, l.entry)? / steps);
+        let l = CalLaunch {
+            entry: "chase_l2",
+            threads: 32,
+            chain: l2_chain,
+            steps: p.steps,
+            knob: (l2_elems / 32) as i32,
+        };
+        l2.push(super::first(&go(dev, &l)?, l.entry)? / steps);
+    }
+    // Streams: the DRAM one over the 256 MiB chase buffer (far beyond any L2), the L2 one over half the L2.
+    let cycles_per_s = core_mhz * 1e6;
+    let mut stream = |chain: Chain, bytes: f64| -> Result<Vec<f64>, Error> {
+        let k = (super::L2_STREAM_BYTES / 4.0 / bytes).ceil().max(1.0) as i32;
+        let blocks = (8.0 * sm) as u32;
+        let mut v = Vec::with_capacity(p.repeats);
+        for _ in 0..p.repeats {
+            let launch = |steps| CalLaunch { entry: "l2_stream", threads: 256, chain, steps, knob: -1 };
+            let mut t = [0.0; 2];
+            for (i, steps) in [k, 2 * k].into_iter().enumerate() {
+                if stop() {
+                    return Err(Error::Interrupted(
+                        "calibrate stopped by a signal; the GPU's clocks were restored".into(),
+                    ));
+                }
+                t[i] = dev.run_timed(&launch(steps), blocks)?;
+                progress("l2_stream");
+            }
+            let dt = t[1] - t[0];
+            // Bytes per core cycle, whole GPU.
+            v.push(if dt > 0.0 { bytes * f64::from(k) / dt / cycles_per_s } else { f64::NAN });
+        }
+        Ok(v)
+    };
+    let dram_bpc = stream(super::BIG, 4.0 * f64::from(super::BIG.elems))?;
+    let l2_footprint = (facts.l2_cache_bytes / 2).clamp(256 << 10, 32 << 20) / 16 * 16;
+    let l2_stream_chain = Chain { elems: (l2_footprint / 4) as u32, stride: 1, seed: 0x12b4 };
+    let l2_bpc = stream(l2_stream_chain, l2_footprint as f64)?;
+    let delay = |v: &[f64]| v.iter().map(|b| tx * sm / b).collect::<Vec<f64>>();
+    let observed = dev.clocks_now();
+    let mut bpc = Estimate::from_samples(
+        "dram_bytes_per_core_cycle",
+        "whole grid streaming 256 MiB from DRAM; bytes per core cycle",
+        dram_bpc.clone(),
+    )?;
+    bpc.unit = "bytes/core cycle";
+    Ok(PairPoint {
+        core_mhz,
+        mem_mhz,
+        set_by_calibrate,
+        observed,
+        dram_latency: Estimate::from_samples(
+            "dram_latency",
+            "pointer chase, one step per 4 KiB page over 256 MiB, L1 bypassed, 1 thread",
+            dram,
+        )?,
+        l2_latency: Estimate::from_samples(
+            "l2_latency",
+            "pointer chase over a quarter of the L2 after a warm-up pass, L1 bypassed, 1 thread",
+            l2,
+        )?,
+        dram_delay: Estimate::from_samples(
+            "dram_delay",
+            "transaction_bytes / (DRAM-stream bytes per core cycle per SM)",
+            delay(&dram_bpc),
+        )?,
+        l2_delay: Estimate::from_samples(
+            "l2_delay",
+            "transaction_bytes / (L2-stream bytes per core cycle per SM)",
+            delay(&l2_bpc),
+        )?,
+        dram_bytes_per_core_cycle: bpc,
+    })
+}
+
+/// One least-squares line `y = intercept + slope · x` over the clock pairs, with its residuals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineFit {
+    /// `dram_latency` or `dram_delay`.
+    pub name: &'static str,
+    /// The model in words (`L = latency_a · f_core/f_mem + latency_b`).
+    pub form: &'static str,
+    pub intercept: f64,
+    pub slope: f64,
+    pub r2: f64,
+    /// (core MHz, mem MHz, x, y measured, y fitted) per pair used.
+    pub points: Vec<(f64, f64, f64, f64, f64)>,
+}
+
+impl LineFit {
+    /// Largest |residual| / measured, percent.
+    pub fn max_residual_pct(&self) -> f64 {
+        self.points.iter().map(|p| 100.0 * ((p.4 - p.3) / p.3).abs()).fold(0.0, f64::max)
+    }
+}
+
+/// A constant the sweep produced, for the profile.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fitted {
+    /// Profile field (`dvfs_memory.latency_a`, `l2_dram_bytes_per_core_cycle`).
+    pub field: &'static str,
+    pub value: f64,
+    pub unit: &'static str,
+    /// How it was obtained (goes into the citation).
+    pub method: String,
+}
+
+/// The fits of a sweep: the constants to write, the lines, and what was rejected and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DvfsFit {
+    pub constants: Vec<Fitted>,
+    pub lines: Vec<LineFit>,
+    /// (fields, reason) of what could not be fitted.
+    pub rejected: Vec<(String, String)>,
+    /// Whether some pair hit the L2's DRAM ceiling (then `l2_dram_bytes_per_core_cycle` is the ceiling,
+    /// else a lower bound).
+    pub ceiling_reached: bool,
+    /// The clock pairs measured (`CORE:MEM`).
+    pub pairs: Vec<String>,
+}
+
+/// Count of values of `x` that differ from each other by more than 1 %.
+fn distinct(x: &[f64]) -> usize {
+    let mut v = x.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mut n = 0;
+    let mut last = f64::NAN;
+    for x in v {
+        if !(((x - last) / last).abs() <= 0.01) {
+            n += 1;
+            last = x;
+        }
+    }
+    n
+}
+
+/// Least squares of `y` on `x` (the workspace's one routine) with R²; `None` when singular.
+fn line(
+    name: &'static str,
+    form: &'static str,
+    pts: &[(f64, f64, f64, f64)],
+) -> Option<LineFit> {
+    let rows: Vec<Vec<f64>> = pts.iter().map(|p| vec![1.0, p.2]).collect();
+    let y: Vec<f64> = pts.iter().map(|p| p.3).collect();
+    let beta = least_squares(&rows, &y, 0.0)?;
+    let (b, a) = (beta[0], beta[1]);
+    let mean = y.iter().sum::<f64>() / y.len() as f64;
+    let ss_tot: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
+    let ss_res: f64 = pts.iter().map(|p| (p.3 - (b + a * p.2)).powi(2)).sum();
+    let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { f64::NAN };
+    Some(LineFit {
+        name,
+        form,
+        intercept: b,
+        slope: a,
+        r2,
+        points: pts.iter().map(|p| (p.0, p.1, p.2, p.3, b + a * p.2)).collect(),
+    })
+}
+
+/// Median of a non-empty list.
+fn median(v: &[f64]) -> f64 {
+    gpumodel_models::stats::median(v.to_vec())
+}
+
+/// The fits over the measured points.
+pub fn fit(points: &[PairPoint]) -> DvfsFit {
+    let mut out = DvfsFit {
+        constants: Vec::new(),
+        lines: Vec::new(),
+        rejected: Vec::new(),
+        ceiling_reached: false,
+        pairs: points.iter().map(|p| format!("{}:{}", p.core_mhz, p.mem_mhz)).collect(),
+    };
+    if points.is_empty() {
+        return out;
+    }
+    let pairs_text = out.pairs.join(", ");
+    let n = points.len();
+    // The L2's DRAM ceiling: the highest DRAM-stream bytes per core cycle; reached if, at the lowest core
+    // clock, the two highest memory clocks gave the same bytes per core cycle (within 3 %).
+    let bpc: Vec<f64> = points.iter().map(|p| p.dram_bytes_per_core_cycle.median).collect();
+    let ceiling = bpc.iter().copied().fold(0.0, f64::max);
+    let low_core = points.iter().map(|p| p.core_mhz).fold(f64::INFINITY, f64::min);
+    let mut at_low: Vec<&PairPoint> = points.iter().filter(|p| p.core_mhz == low_core).collect();
+    at_low.sort_by(|a, b| b.mem_mhz.total_cmp(&a.mem_mhz));
+    // "The same" within 3 % plus the pairs' own spread (relative interquartile range of the repetitions).
+    let tol = |p: &PairPoint| {
+        let e = &p.dram_bytes_per_core_cycle;
+        0.03 + (e.q3 - e.q1) / e.median
+    };
+    out.ceiling_reached = at_low.len() >= 2 && {
+        let (a, b) = (&at_low[0], &at_low[1]);
+        let (ma, mb) = (a.dram_bytes_per_core_cycle.median, b.dram_bytes_per_core_cycle.median);
+        ((ma - mb) / ma).abs() <= tol(a).max(tol(b)) && (ma - ceiling).abs() / ceiling <= tol(a)
+    };
+    let reached = out.ceiling_reached;
+    let at_ceiling =
+        |p: &PairPoint| reached && (p.dram_bytes_per_core_cycle.median - ceiling).abs() / ceiling <= tol(p);
+    if ceiling > 0.0 {
+        out.constants.push(Fitted {
+            field: "l2_dram_bytes_per_core_cycle",
+            value: ceiling,
+            unit: "bytes/core cycle",
+            method: if out.ceiling_reached {
+                format!(
+                    "highest whole-GPU DRAM-stream throughput per core cycle over {n} clock pairs ({pairs_text}); \
+                     flat across memory clocks at the lowest core clock, so the core clock limited it: the ceiling"
+                )
+            } else {
+                format!(
+                    "highest whole-GPU DRAM-stream throughput per core cycle over {n} clock pairs ({pairs_text}); \
+                     no pair was limited by the core clock, so this is a lower bound of the ceiling"
+                )
+            },
+        });
+    }
+    // L2 latency and delay: medians over the pairs of the per-pair medians (constant in core cycles).
+    for (field, vals, what) in [
+        ("dvfs_memory.l2_latency", points.iter().map(|p| p.l2_latency.median).collect::<Vec<_>>(), "L2-hit pointer chase"),
+        ("dvfs_memory.l2_delay", points.iter().map(|p| p.l2_delay.median).collect(), "L2 stream: transaction_bytes / bytes per core cycle per SM"),
+    ] {
+        let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = vals.iter().copied().fold(0.0, f64::max);
+        out.constants.push(Fitted {
+            field,
+            value: median(&vals),
+            unit: "core cycles",
+            method: format!(
+                "{what}; median over {n} clock pairs ({pairs_text}) of the per-pair medians, range {lo:.3}-{hi:.3}"
+            ),
+        });
+    }
+    // DRAM latency: L on r = f_core/f_mem.
+    let lat: Vec<(f64, f64, f64, f64)> =
+        points.iter().map(|p| (p.core_mhz, p.mem_mhz, p.core_mhz / p.mem_mhz, p.dram_latency.median)).collect();
+    fit_pair(
+        &mut out,
+        &lat,
+        ("dram_latency", "L = latency_a · f_core/f_mem + latency_b"),
+        ("dvfs_memory.latency_a", "dvfs_memory.latency_b"),
+        ("core cycles per unit ratio", "core cycles"),
+        "f_core/f_mem ratios",
+        "DRAM pointer chase (one step per 4 KiB page), least squares of L on f_core/f_mem",
+    );
+    // Departure delay: D / r on 1/f_mem, without the pairs at the L2 ceiling.
+    let del: Vec<(f64, f64, f64, f64)> = points
+        .iter()
+        .filter(|p| !at_ceiling(p))
+        .map(|p| (p.core_mhz, p.mem_mhz, 1.0 / p.mem_mhz, p.dram_delay.median / (p.core_mhz / p.mem_mhz)))
+        .collect();
+    fit_pair(
+        &mut out,
+        &del,
+        ("dram_delay", "D / (f_core/f_mem) = delay_a / f_mem + delay_b"),
+        ("dvfs_memory.delay_a", "dvfs_memory.delay_b"),
+        ("core cycles · MHz", "core cycles"),
+        "memory clocks (below the L2 ceiling)",
+        "DRAM stream, D = transaction_bytes / bytes per core cycle per SM, least squares of D/(f_core/f_mem) on 1/f_mem",
+    );
+    // dvfs_memory is one table: written only whole.
+    let dvfs_fields =
+        ["latency_a", "latency_b", "delay_a", "delay_b", "l2_latency", "l2_delay"].map(|f| format!("dvfs_memory.{f}"));
+    if !dvfs_fields.iter().all(|f| out.constants.iter().any(|c| c.field == f)) {
+        let had: Vec<&'static str> =
+            out.constants.iter().filter(|c| c.field.starts_with("dvfs_memory.")).map(|c| c.field).collect();
+        if had.iter().any(|f| f.ends_with("l2_latency")) {
+            out.rejected.push((
+                "dvfs_memory.l2_latency, l2_delay".into(),
+                "measured (see the clock-pair table) but not written: the profile's [dvfs_memory] table needs all \
+                 six constants"
+                    .into(),
+            ));
+        }
+        out.constants.retain(|c| !c.field.starts_with("dvfs_memory."));
+    }
+    out
+}
+
+fn fit_pair(
+    out: &mut DvfsFit,
+    pts: &[(f64, f64, f64, f64)],
+    (name, form): (&'static str, &'static str),
+    (slope_field, intercept_field): (&'static str, &'static str),
+    (slope_unit, intercept_unit): (&'static str, &'static str),
+    what: &str,
+    method: &str,
+) {
+    let fields = format!("{slope_field}, {}", intercept_field.trim_start_matches("dvfs_memory."));
+    let xs: Vec<f64> = pts.iter().map(|p| p.2).collect();
+    let d = distinct(&xs);
+    if d < MIN_DISTINCT {
+        out.rejected.push((
+            fields,
+            format!(
+                "{form}: the fit needs {MIN_DISTINCT} distinct {what}, the clock pairs gave {d}; pass \
+                 --clock-pairs auto or a list spanning more of them"
+            ),
+        ));
+        return;
+    }
+    let Some(l) = line(name, form, pts) else {
+        out.rejected.push((fields, format!("{form}: the least-squares system is singular")));
+        return;
+    };
+    if !(l.slope > 0.0 && l.intercept > 0.0) {
+        out.rejected.push((
+            fields,
+            format!(
+                "{form}: the fit gave slope {:.4} and intercept {:.4}, but both must be positive; the measurements \
+                 do not follow this form at these clock pairs (R² {:.3})",
+                l.slope, l.intercept, l.r2
+            ),
+        ));
+        out.lines.push(l);
+        return;
+    }
+    let pairs = l.points.len();
+    let cite = |part: &str| {
+        format!(
+            "{method} over {pairs} clock pairs; {part}; R² {:.4}, largest residual {:.2}%",
+            l.r2,
+            l.max_residual_pct()
+        )
+    };
+    out.constants.push(Fitted { field: slope_field, value: l.slope, unit: slope_unit, method: cite("slope") });
+    out.constants.push(Fitted { field: intercept_field, value: l.intercept, unit: intercept_unit, method: cite("intercept") });
+    out.lines.push(l);
+}
