@@ -1,5 +1,6 @@
-//! `gpumodel calibrate` driven through the real binary: the no-GPU error on this machine, and a profile
-//! from the scripted GPU (`GPUMODEL_FAKE_GPU=1`) that the models crate's arch loader accepts.
+//! `gpumodel calibrate` driven through the real binary: the no-GPU error on this machine, a profile from
+//! the scripted GPU (`GPUMODEL_FAKE_GPU=1`) that the models crate's arch loader and `predict --arch` accept,
+//! the DVFS sweep over clock pairs, and its bad input (`--clock-pairs`, clocks that need root).
 
 use assert_cmd::Command;
 use gpumodel_models::arch::ArchProfile;
@@ -101,14 +102,14 @@ fn calibrate_output_snapshots() {
         let o = gpumodel()
             .current_dir(dir.path())
             .env("GPUMODEL_FAKE_GPU", "1")
-            .args(["calibrate", "--name", "mine", "--repeats", "3", "--out", "mine.toml", "--format", format])
+            .args(["calibrate", "--name", "mine", "--repeats", "9", "--out", "mine.toml", "--format", format])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         let text = String::from_utf8_lossy(&o.stdout).into_owned();
         if format == "json" {
             let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-            assert_eq!((v["command"].as_str(), v["format_version"].as_u64()), (Some("calibrate"), Some(2)));
+            assert_eq!((v["command"].as_str(), v["format_version"].as_u64()), (Some("calibrate"), Some(3)));
             insta::assert_json_snapshot!(name, v);
         } else {
             insta::assert_snapshot!(name, text);
@@ -116,24 +117,125 @@ fn calibrate_output_snapshots() {
     }
 }
 
-/// The output says which constants are measured and which are looked up, and that the DVFS memory
-/// constants are neither measured nor written.
+/// At the current clocks only, the table says the DRAM fits were rejected and why (what users see when
+/// they cannot set clocks).
 #[test]
-fn calibrate_says_what_is_measured_and_what_is_looked_up() {
+fn calibrate_current_clocks_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let o = gpumodel()
         .current_dir(dir.path())
         .env("GPUMODEL_FAKE_GPU", "1")
-        .args(["calibrate", "--repeats", "3", "--out", "x.toml", "--format", "json"])
+        .args([
+            "calibrate",
+            "--name",
+            "mine",
+            "--repeats",
+            "3",
+            "--out",
+            "mine.toml",
+            "--clock-pairs",
+            "current",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let measured: Vec<&str> =
-        v["measured"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
-    let looked_up: Vec<&str> =
-        v["looked_up"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
-    assert!(measured.contains(&"cyc_load") && !looked_up.contains(&"cyc_load"));
-    assert!(looked_up.contains(&"sm_count"), "{looked_up:?}");
-    assert!(v["not_measured"].to_string().contains("dvfs_memory"), "{}", v["not_measured"]);
+    insta::assert_snapshot!("calibrate_current_table", String::from_utf8_lossy(&o.stdout).into_owned());
+}
+
+fn fake_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = gpumodel()
+        .current_dir(dir)
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .args(["calibrate", "--out", "x.toml", "--force", "--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The output says which constants are measured (at the current clocks, and the DVFS ones at which clock
+/// pairs) and which are looked up; with the default `auto` pairs every DVFS constant is fitted and written.
+#[test]
+fn calibrate_says_what_is_measured_at_which_clock_pairs_and_what_is_looked_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = fake_json(dir.path(), &["--repeats", "9"]);
+    let names = |key: &str, field: &str| -> Vec<String> {
+        v[key].as_array().unwrap().iter().map(|e| e[field].as_str().unwrap().to_string()).collect()
+    };
+    let (measured, looked_up) = (names("measured", "field"), names("looked_up", "field"));
+    assert!(measured.contains(&"cyc_load".into()) && !looked_up.contains(&"cyc_load".into()));
+    assert!(looked_up.contains(&"sm_count".into()), "{looked_up:?}");
+    assert_eq!(
+        names("dvfs_constants", "field"),
+        [
+            "l2_dram_bytes_per_core_cycle",
+            "dvfs_memory.l2_latency",
+            "dvfs_memory.l2_delay",
+            "dvfs_memory.latency_a",
+            "dvfs_memory.latency_b",
+            "dvfs_memory.delay_a",
+            "dvfs_memory.delay_b"
+        ]
+    );
+    assert!(looked_up.iter().all(|f| !f.contains("dvfs") && !f.contains("l2_dram")), "{looked_up:?}");
+    let pairs = v["clock_pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 12);
+    assert!(pairs.iter().all(|p| p["set_by_calibrate"] == true));
+    assert_eq!(v["not_measured"].as_array().unwrap().len(), 0, "{}", v["not_measured"]);
+    for f in v["fits"].as_array().unwrap() {
+        assert!(f["r2"].as_f64().unwrap() > 0.5, "{f}");
+    }
+    // The profile carries them, and `predict --arch FILE` runs on it.
+    let a = ArchProfile::from_file(&dir.path().join("x.toml")).unwrap();
+    assert!(a.dvfs_memory.is_some() && a.l2_dram_bytes_per_core_cycle.is_some());
+    let o = gpumodel().current_dir(dir.path()).args(["predict", "--arch", "x.toml"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(fake) at 1410 / 1215 MHz"));
+
+    // At the current clocks only: one row, the DRAM fits rejected with the reason, no [dvfs_memory].
+    let v = fake_json(dir.path(), &["--repeats", "3", "--clock-pairs", "current"]);
+    assert_eq!(v["clock_pairs"].as_array().unwrap().len(), 1);
+    let not = v["not_measured"].to_string();
+    assert!(not.contains("dvfs_memory.latency_a") && not.contains("needs 3 distinct"), "{not}");
+    let a = ArchProfile::from_file(&dir.path().join("x.toml")).unwrap();
+    assert!(a.dvfs_memory.is_none());
+}
+
+/// Bad `--clock-pairs`, a pair the GPU does not support, and clocks that need root: one line each, saying
+/// what to do, and no profile written.
+#[test]
+fn bad_clock_pairs_and_clocks_that_need_root_are_one_line_errors_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.toml");
+    for (args, env, want) in [
+        (vec!["--clock-pairs", "1410"], None, "'1410' is not CORE:MEM in MHz"),
+        (vec!["--clock-pairs", "fast"], None, "use auto, current or a list"),
+        (vec!["--clock-pairs", "1400:1215"], None, "does not support a core clock of 1400 MHz"),
+        (vec!["--clock-pairs", "1410:999"], None, "does not support a memory clock of 999 MHz"),
+        (vec![], Some("denied"), "needs root"),
+        (vec!["--clock-pairs", "1410:1215,510:800"], Some("denied"), "--clock-pairs current"),
+    ] {
+        let mut c = gpumodel();
+        c.env("GPUMODEL_FAKE_GPU", "1").args(["calibrate", "--repeats", "1", "--out"]).arg(&out).args(&args);
+        if let Some(e) = env {
+            c.env("GPUMODEL_FAKE_CLOCKS", e);
+        }
+        let o = c.output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} wrote a profile");
+    }
+    // Without root, the current clocks still work.
+    let o = gpumodel()
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .env("GPUMODEL_FAKE_CLOCKS", "denied")
+        .args(["calibrate", "--repeats", "1", "--clock-pairs", "current", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.exists());
 }

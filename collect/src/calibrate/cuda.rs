@@ -20,12 +20,12 @@
 //! compiled and its driver checks are tested, but its launches and clock changes have not run on hardware
 //! here.
 
+use super::dvfs::{ClockPair, SupportedClocks};
 use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, MEASURED, SOURCE};
 use crate::Error;
 use crate::nvrtc;
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use super::dvfs::{ClockPair, SupportedClocks};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::GpuLockedClocksSetting;
@@ -274,9 +274,12 @@ impl CalibrationDevice for CudaCalibrationDevice {
             let before = match self.changed {
                 Some(ClockMode::Applications { before }) => before,
                 _ => {
-                    let now = (dev.applications_clock(Clock::Memory), dev.applications_clock(Clock::Graphics));
-                    let default =
-                        (dev.default_applications_clock(Clock::Memory), dev.default_applications_clock(Clock::Graphics));
+                    let now =
+                        (dev.applications_clock(Clock::Memory), dev.applications_clock(Clock::Graphics));
+                    let default = (
+                        dev.default_applications_clock(Clock::Memory),
+                        dev.default_applications_clock(Clock::Graphics),
+                    );
                     match (now, default) {
                         ((Ok(nm), Ok(ng)), (Ok(dm), Ok(dg))) if (nm, ng) != (dm, dg) => Some((nm, ng)),
                         _ => None,
@@ -326,7 +329,10 @@ impl CalibrationDevice for CudaCalibrationDevice {
 
     fn clocks_now(&self) -> Option<ClockPair> {
         let dev = self.nvml_device().ok()?;
-        Some(ClockPair { core_mhz: dev.clock_info(Clock::SM).ok()?, mem_mhz: dev.clock_info(Clock::Memory).ok()? })
+        Some(ClockPair {
+            core_mhz: dev.clock_info(Clock::SM).ok()?,
+            mem_mhz: dev.clock_info(Clock::Memory).ok()?,
+        })
     }
 
     fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {

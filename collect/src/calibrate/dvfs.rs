@@ -109,8 +109,9 @@ fn spread(v: &[u32], n: usize) -> Vec<u32> {
     if s.len() <= n {
         return s;
     }
-    let mut out: Vec<u32> =
-        (0..n).map(|i| s[(i as f64 * (s.len() - 1) as f64 / (n - 1).max(1) as f64).round() as usize]).collect();
+    let mut out: Vec<u32> = (0..n)
+        .map(|i| s[(i as f64 * (s.len() - 1) as f64 / (n - 1).max(1) as f64).round() as usize])
+        .collect();
     out.dedup();
     out
 }
@@ -130,9 +131,7 @@ pub fn resolve_pairs(plan: &ClockPlan, supported: &SupportedClocks) -> Result<Ve
                 }
             }
             if pairs.is_empty() {
-                return Err(Error::ClocksUnsupported {
-                    detail: "NVML lists no supported clock pair".into(),
-                });
+                return Err(Error::ClocksUnsupported { detail: "NVML lists no supported clock pair".into() });
             }
             Ok(pairs)
         }
@@ -206,7 +205,8 @@ pub fn sweep(
         let mut points = Vec::new();
         if pairs.is_empty() {
             let f = dev.facts();
-            let (core, mem) = (f.value("core_mhz").unwrap_or(f64::NAN), f.value("mem_mhz").unwrap_or(f64::NAN));
+            let (core, mem) =
+                (f.value("core_mhz").unwrap_or(f64::NAN), f.value("mem_mhz").unwrap_or(f64::NAN));
             let (core, mem) = match dev.clocks_now() {
                 Some(c) => (f64::from(c.core_mhz), f64::from(c.mem_mhz)),
                 None => (core, mem),
@@ -215,10 +215,20 @@ pub fn sweep(
         }
         for &pair in pairs {
             if stop() {
-                return Err(Error::Interrupted("calibrate stopped by a signal; the GPU's clocks were restored".into()));
+                return Err(Error::Interrupted(
+                    "calibrate stopped by a signal; the GPU's clocks were restored".into(),
+                ));
             }
             dev.set_clocks(pair)?;
-            let pt = measure_point(dev, f64::from(pair.core_mhz), f64::from(pair.mem_mhz), true, p, progress, stop)?;
+            let pt = measure_point(
+                dev,
+                f64::from(pair.core_mhz),
+                f64::from(pair.mem_mhz),
+                true,
+                p,
+                progress,
+                stop,
+            )?;
             points.push(pt);
         }
         Ok(points)
@@ -249,7 +259,9 @@ fn measure_point(
     let steps = f64::from(p.steps);
     let mut go = |dev: &mut dyn CalibrationDevice, l: &CalLaunch| -> Result<Vec<u64>, Error> {
         if stop() {
-            return Err(Error::Interrupted("calibrate stopped by a signal; the GPU's clocks were restored".into()));
+            return Err(Error::Interrupted(
+                "calibrate stopped by a signal; the GPU's clocks were restored".into(),
+            ));
         }
         let out = dev.run(l)?;
         progress(l.entry);
@@ -398,11 +410,7 @@ fn distinct(x: &[f64]) -> usize {
 }
 
 /// Least squares of `y` on `x` (the workspace's one routine) with R²; `None` when singular.
-fn line(
-    name: &'static str,
-    form: &'static str,
-    pts: &[(f64, f64, f64, f64)],
-) -> Option<LineFit> {
+fn line(name: &'static str, form: &'static str, pts: &[(f64, f64, f64, f64)]) -> Option<LineFit> {
     let rows: Vec<Vec<f64>> = pts.iter().map(|p| vec![1.0, p.2]).collect();
     let y: Vec<f64> = pts.iter().map(|p| p.3).collect();
     let beta = least_squares(&rows, &y, 0.0)?;
@@ -480,8 +488,16 @@ pub fn fit(points: &[PairPoint]) -> DvfsFit {
     }
     // L2 latency and delay: medians over the pairs of the per-pair medians (constant in core cycles).
     for (field, vals, what) in [
-        ("dvfs_memory.l2_latency", points.iter().map(|p| p.l2_latency.median).collect::<Vec<_>>(), "L2-hit pointer chase"),
-        ("dvfs_memory.l2_delay", points.iter().map(|p| p.l2_delay.median).collect(), "L2 stream: transaction_bytes / bytes per core cycle per SM"),
+        (
+            "dvfs_memory.l2_latency",
+            points.iter().map(|p| p.l2_latency.median).collect::<Vec<_>>(),
+            "L2-hit pointer chase",
+        ),
+        (
+            "dvfs_memory.l2_delay",
+            points.iter().map(|p| p.l2_delay.median).collect(),
+            "L2 stream: transaction_bytes / bytes per core cycle per SM",
+        ),
     ] {
         let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = vals.iter().copied().fold(0.0, f64::max);
@@ -495,8 +511,10 @@ pub fn fit(points: &[PairPoint]) -> DvfsFit {
         });
     }
     // DRAM latency: L on r = f_core/f_mem.
-    let lat: Vec<(f64, f64, f64, f64)> =
-        points.iter().map(|p| (p.core_mhz, p.mem_mhz, p.core_mhz / p.mem_mhz, p.dram_latency.median)).collect();
+    let lat: Vec<(f64, f64, f64, f64)> = points
+        .iter()
+        .map(|p| (p.core_mhz, p.mem_mhz, p.core_mhz / p.mem_mhz, p.dram_latency.median))
+        .collect();
     fit_pair(
         &mut out,
         &lat,
@@ -522,8 +540,8 @@ pub fn fit(points: &[PairPoint]) -> DvfsFit {
         "DRAM stream, D = transaction_bytes / bytes per core cycle per SM, least squares of D/(f_core/f_mem) on 1/f_mem",
     );
     // dvfs_memory is one table: written only whole.
-    let dvfs_fields =
-        ["latency_a", "latency_b", "delay_a", "delay_b", "l2_latency", "l2_delay"].map(|f| format!("dvfs_memory.{f}"));
+    let dvfs_fields = ["latency_a", "latency_b", "delay_a", "delay_b", "l2_latency", "l2_delay"]
+        .map(|f| format!("dvfs_memory.{f}"));
     if !dvfs_fields.iter().all(|f| out.constants.iter().any(|c| c.field == f)) {
         let had: Vec<&'static str> =
             out.constants.iter().filter(|c| c.field.starts_with("dvfs_memory.")).map(|c| c.field).collect();
@@ -586,7 +604,17 @@ fn fit_pair(
             l.max_residual_pct()
         )
     };
-    out.constants.push(Fitted { field: slope_field, value: l.slope, unit: slope_unit, method: cite("slope") });
-    out.constants.push(Fitted { field: intercept_field, value: l.intercept, unit: intercept_unit, method: cite("intercept") });
+    out.constants.push(Fitted {
+        field: slope_field,
+        value: l.slope,
+        unit: slope_unit,
+        method: cite("slope"),
+    });
+    out.constants.push(Fitted {
+        field: intercept_field,
+        value: l.intercept,
+        unit: intercept_unit,
+        method: cite("intercept"),
+    });
     out.lines.push(l);
 }

@@ -182,7 +182,8 @@ impl CalibrationDevice for FakeCalibrationDevice {
         let sm = self.facts().value("sm_count").unwrap_or(1.0);
         let core_hz = f64::from(self.clocks.core_mhz) * 1e6;
         let dram_bps = (32.0 * sm / t.dram_delay(self.clocks)).min(t.l2_dram_bytes_per_core_cycle) * core_hz;
-        let l2_bps = t.l2_bandwidth_gbs * 1e9 * f64::from(self.clocks.core_mhz) / f64::from(FAKE_DEFAULT.core_mhz);
+        let l2_bps =
+            t.l2_bandwidth_gbs * 1e9 * f64::from(self.clocks.core_mhz) / f64::from(FAKE_DEFAULT.core_mhz);
         let bytes = 4.0 * f64::from(l.chain.elems);
         let secs = if bytes > self.facts().l2_cache_bytes as f64 {
             bytes * f64::from(l.steps) / dram_bps * self.jitter()
@@ -198,7 +199,9 @@ impl CalibrationDevice for FakeCalibrationDevice {
 
     fn set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
         if !self.clocks_settable {
-            return Err(Error::ClockPermission { detail: "NVML: insufficient permissions (fake GPU)".into() });
+            return Err(Error::ClockPermission {
+                detail: "NVML: insufficient permissions (fake GPU)".into(),
+            });
         }
         if !fake_supported().iter().any(|(m, g)| *m == pair.mem_mhz && g.contains(&pair.core_mhz)) {
             return Err(Error::Invalid(format!("fake GPU: clock pair {pair} is not supported")));

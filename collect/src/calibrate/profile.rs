@@ -133,9 +133,8 @@ pub fn arch_toml(
             ),
         );
     }
-    let cite = |f: &Fitted| {
-        format!("measured by `gpumodel calibrate` on {gpu}, {when}: {} ({})", f.method, f.unit)
-    };
+    let cite =
+        |f: &Fitted| format!("measured by `gpumodel calibrate` on {gpu}, {when}: {} ({})", f.method, f.unit);
     for f in dvfs.iter().filter(|f| !f.field.contains('.')) {
         let key = format!("calibrate_{}", f.field);
         let _ = writeln!(s, "{} = {{ value = {}, src = {} }}", f.field, num(f.value), quote(&key));

@@ -82,7 +82,7 @@ impl Export for CalibrateReport {
 
     fn sections(&self) -> Vec<Section> {
         let mut m = Section::titled(
-            "measured on this GPU",
+            "measured on this GPU at its current clocks",
             vec![
                 Column::new("constant", "constant"),
                 Column::new("median", "median"),
@@ -158,7 +158,12 @@ impl Export for CalibrateReport {
             ],
         );
         for c in &self.dvfs_constants {
-            d.push(vec![Cell::text(c.field), Cell::num(c.value, 4), Cell::text(c.unit), Cell::text(&c.method)]);
+            d.push(vec![
+                Cell::text(c.field),
+                Cell::num(c.value, 4),
+                Cell::text(c.unit),
+                Cell::text(&c.method),
+            ]);
         }
         let mut f = Section::titled(
             "fits (least squares over the clock pairs)",
@@ -187,10 +192,55 @@ impl Export for CalibrateReport {
     }
 
     fn preamble(&self) -> Vec<String> {
-        vec![format!("{}: profile '{}' written to {}", self.gpu, self.profile, self.file)]
+        let mut lines = vec![format!("{}: profile '{}' written to {}", self.gpu, self.profile, self.file)];
+        let pairs: Vec<String> =
+            self.clock_pairs.iter().map(|p| format!("{}:{}", p.core_mhz, p.mem_mhz)).collect();
+        let written: Vec<&str> = self.dvfs_constants.iter().map(|c| c.field).collect();
+        match self.clock_pairs.first() {
+            Some(p) if !p.set_by_calibrate => lines.push(format!(
+                "DVFS memory constants: measured at the current clocks only ({}, core:memory MHz); written: {}",
+                pairs.join(", "),
+                if written.is_empty() { "none".to_string() } else { written.join(", ") }
+            )),
+            Some(_) => lines.push(format!(
+                "DVFS memory constants: measured at {} clock pairs set by calibrate ({}, core:memory MHz, restored \
+                 afterwards); written: {}",
+                pairs.len(),
+                pairs.join(", "),
+                if written.is_empty() { "none".to_string() } else { written.join(", ") }
+            )),
+            None => {}
+        }
+        lines.push(
+            "every other value of the profile is looked up (last table), not measured; the other measured \
+             constants were measured at the GPU's own clocks"
+                .to_string(),
+        );
+        lines
     }
 
     fn notes(&self) -> Vec<String> {
-        self.not_measured.iter().map(|(f, w)| format!("not in the profile: {f} — {w}")).collect()
+        let mut notes: Vec<String> =
+            self.not_measured.iter().map(|(f, w)| format!("not in the profile: {f} — {w}")).collect();
+        if self.not_measured.iter().any(|(f, _)| f.starts_with("dvfs_memory.")) {
+            notes.push(
+                "without [dvfs_memory] the timing model keeps the DRAM latency (cyc_load) and departure delay \
+                 (in_warp_delay) fixed in memory-clock time"
+                    .to_string(),
+            );
+        }
+        for p in &self.clock_pairs {
+            if let Some(o) = p.observed {
+                let off = |set: f64, seen: u32| ((f64::from(seen) - set) / set).abs() > 0.05;
+                if p.set_by_calibrate && (off(p.core_mhz, o.core_mhz) || off(p.mem_mhz, o.mem_mhz)) {
+                    notes.push(format!(
+                        "at {}:{} NVML read {o} after the launches (more than 5% off): the GPU may have throttled or \
+                         boosted; check `nvidia-smi -q -d PERFORMANCE` and repeat",
+                        p.core_mhz, p.mem_mhz
+                    ));
+                }
+            }
+        }
+        notes
     }
 }

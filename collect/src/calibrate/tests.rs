@@ -256,7 +256,8 @@ fn with_noise_the_dvfs_fits_stay_within_a_noise_dependent_tolerance() {
 #[test]
 fn at_the_current_clocks_only_the_dram_fits_are_rejected_with_what_to_pass() {
     let mut dev = FakeCalibrationDevice::new(TRUTH);
-    let pts = dvfs::sweep(&mut dev, &[], CalParams { repeats: 3, steps: 512 }, &mut |_| {}, &|| false).unwrap();
+    let pts =
+        dvfs::sweep(&mut dev, &[], CalParams { repeats: 3, steps: 512 }, &mut |_| {}, &|| false).unwrap();
     assert_eq!(pts.len(), 1);
     assert!(!pts[0].set_by_calibrate);
     assert!(dev.clock_log.is_empty(), "no clock was set or reset: {:?}", dev.clock_log);
@@ -264,9 +265,17 @@ fn at_the_current_clocks_only_the_dram_fits_are_rejected_with_what_to_pass() {
     let rejected: Vec<&str> = fit.rejected.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(
         rejected,
-        ["dvfs_memory.latency_a, latency_b", "dvfs_memory.delay_a, delay_b", "dvfs_memory.l2_latency, l2_delay"]
+        [
+            "dvfs_memory.latency_a, latency_b",
+            "dvfs_memory.delay_a, delay_b",
+            "dvfs_memory.l2_latency, l2_delay"
+        ]
     );
-    assert!(fit.rejected[0].1.contains("needs 3 distinct f_core/f_mem ratios, the clock pairs gave 1"), "{:?}", fit.rejected);
+    assert!(
+        fit.rejected[0].1.contains("needs 3 distinct f_core/f_mem ratios, the clock pairs gave 1"),
+        "{:?}",
+        fit.rejected
+    );
     assert!(fit.rejected[0].1.contains("--clock-pairs auto"));
     // What needs no clock change is still written: the ceiling, as a lower bound.
     let names: Vec<&str> = fit.constants.iter().map(|c| c.field).collect();
@@ -295,7 +304,8 @@ fn the_clocks_are_restored_after_the_sweep_on_error_and_on_interrupt() {
         polls.set(polls.get() + 1);
         polls.get() > 30
     };
-    let err = dvfs::sweep(&mut dev, &pairs, CalParams { repeats: 2, steps: 64 }, &mut |_| {}, &stop).unwrap_err();
+    let err =
+        dvfs::sweep(&mut dev, &pairs, CalParams { repeats: 2, steps: 64 }, &mut |_| {}, &stop).unwrap_err();
     assert!(matches!(err, Error::Interrupted(_)), "{err}");
     assert_eq!(dev.clock_log.last(), Some(&None));
     assert_eq!(dev.clocks, fake::FAKE_DEFAULT);
@@ -306,7 +316,8 @@ fn clocks_that_need_root_give_the_one_line_remedy() {
     let mut dev = FakeCalibrationDevice::new(TRUTH);
     dev.clocks_settable = false;
     let pairs = auto_pairs(&dev);
-    let err = dvfs::sweep(&mut dev, &pairs, CalParams { repeats: 1, steps: 64 }, &mut |_| {}, &|| false).unwrap_err();
+    let err = dvfs::sweep(&mut dev, &pairs, CalParams { repeats: 1, steps: 64 }, &mut |_| {}, &|| false)
+        .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::ClockPermission { .. }), "{msg}");
     assert!(msg.contains("needs root") && msg.contains("--clock-pairs current"), "{msg}");
@@ -373,7 +384,8 @@ fn the_profile_with_the_dvfs_constants_loads_and_cites_the_clock_pairs() {
     let (mut dev, _, fit) = sweep_and_fit(0.005, 9);
     assert!(fit.rejected.is_empty(), "{:?}", fit.rejected);
     let est = calibrate(&mut dev, CalParams { repeats: 3, steps: 1024 }, &mut |_| {}).unwrap();
-    let text = arch_toml("a100cal", &dev.facts(), &est, &fit.constants, "NVIDIA A100 (fake)", "2026-11-24").unwrap();
+    let text =
+        arch_toml("a100cal", &dev.facts(), &est, &fit.constants, "NVIDIA A100 (fake)", "2026-11-24").unwrap();
     let a = ArchProfile::from_toml_str(&text, "a100cal.toml").unwrap();
     let d = a.dvfs_memory.as_ref().expect("a [dvfs_memory] table");
     assert!((d.latency_a.value - value(&fit, "dvfs_memory.latency_a")).abs() < 1e-3);
