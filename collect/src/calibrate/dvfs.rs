@@ -401,7 +401,8 @@ fn distinct(x: &[f64]) -> usize {
     let mut n = 0;
     let mut last = f64::NAN;
     for x in v {
-        if !(((x - last) / last).abs() <= 0.01) {
+        // The first value (last is NaN) always counts.
+        if last.is_nan() || ((x - last) / last).abs() > 0.01 {
             n += 1;
             last = x;
         }
