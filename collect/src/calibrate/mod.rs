@@ -2,19 +2,35 @@
 //! by pointer chasing (CYC_load), store cost (CYC_store), shared-memory and texture-cache latency (CYC_s,
 //! CYC_t), register cost (CYC_r), and the paper's in_warp_delay and out_warp_delay — each measured over
 //! several repetitions and written, with its median and spread, as a `models/arch/*.toml` profile that
-//! `gpumodel predict --arch FILE` loads.
+//! `gpumodel predict --arch FILE` loads — and the DVFS memory constants of Wang & Chu's form, measured at
+//! several core/memory clock pairs ([`dvfs`]).
 //!
 //! The kernels are in `collect/kernels/calibrate.cu` (embedded, compiled by NVRTC); the device sits
-//! behind [`CalibrationDevice`] with [`FakeCalibrationDevice`] beside it for tests.
+//! behind [`CalibrationDevice`] with [`FakeCalibrationDevice`] beside it for tests. The trait is thin: run
+//! one block and return its cycle counts, time a grid with CUDA events, and list / set / restore clock
+//! pairs and read the clocks (NVML). Everything else — chains, estimators, fits, the profile — is above it
+//! and runs on the fake GPU in tests.
 //!
-//! **Measured and looked up.** Measured on the GPU, at the clocks it runs at: the [`MEASURED`] fields
-//! (latencies by pointer chasing, store cost, register cost, ALU latency, in/out-of-warp delays, L2
-//! bandwidth). Looked up: everything else the profile carries ([`DeviceFacts`]: SM count, clocks, limits
-//! and per-instruction costs from the driver and the cited references). Not written at all
-//! ([`NOT_MEASURED`]): the DVFS memory constants (DRAM latency and departure delay as functions of
-//! f_core/f_mem, L2 hit latency and delay) and the L2's DRAM ceiling per core cycle, which the built-in
-//! profiles take from Wang & Chu's microbenchmarks or an assumption. [`CalibrateReport`] says all three
-//! in the command's output.
+//! **The run.** `gpumodel calibrate` first sweeps the clock pairs (`--clock-pairs auto` takes up to four
+//! supported memory clocks × three core clocks; setting them needs root; `current` sets nothing and
+//! measures once at the clocks the GPU runs at): at each pair a page-stride DRAM pointer chase, an L2-hit
+//! chase, and DRAM and L2 streams over the whole grid, each repeated `--repeats` times (median and
+//! quartiles kept). The clocks are put back after the sweep, on error, on Ctrl-C and when the device is
+//! dropped. Then it measures the constants above at the GPU's own clocks, fits the DVFS constants
+//! ([`dvfs::fit`]: least squares with the workspace's one routine, `gpumodel_models::stats::least_squares`,
+//! R² and residuals per fit, too few distinct ratios or a non-positive constant rejected with the reason),
+//! writes the profile (checked by the models crate's loader before it is written) and reports.
+//!
+//! **Measured and looked up.** Measured on the GPU: the [`MEASURED`] fields — at its current clocks the
+//! latencies by pointer chasing, store cost, register cost, ALU latency, in/out-of-warp delays and L2
+//! bandwidth; at the clock pairs the DVFS memory constants (`dvfs_memory.latency_a`, `latency_b`,
+//! `delay_a`, `delay_b`, `l2_latency`, `l2_delay`) and `l2_dram_bytes_per_core_cycle`. Looked up:
+//! everything else the profile carries ([`DeviceFacts`]: SM count, clocks, limits and per-instruction costs
+//! from the driver and the cited references). A DVFS fit that is rejected (e.g. `--clock-pairs current`)
+//! leaves its constants out of the profile — the `[dvfs_memory]` table is written only whole — and the
+//! model falls back to `cyc_load` and `in_warp_delay` fixed in memory-clock time. [`CalibrateReport`] says
+//! all of this, with the clock pairs, in the command's output, and every written constant cites how and
+//! where it was measured.
 
 pub mod cuda;
 pub mod dvfs;
