@@ -3,7 +3,9 @@
 //!
 //! * DRAM latency `L = latency_a · f_core/f_mem + latency_b` (core cycles, clocks in MHz): a pointer chase
 //!   through a footprint far larger than any L2 with one step per 4 KiB (a new DRAM page each step), one
-//!   thread, L1 bypassed; `L` is cycles per step. Least squares of `L` on `f_core/f_mem`.
+//!   thread, L1 bypassed; `L` is cycles per step. Least squares of `L` on `f_core/f_mem`. Random steps
+//!   over 256 MiB also miss the first-level TLB: what the timing model calls DRAM latency includes that,
+//!   as it does for a kernel with scattered accesses.
 //! * DRAM departure delay `D = (delay_a / f_mem + delay_b) · f_core/f_mem`: the core cycles between two
 //!   32-byte transactions of one SM when the whole grid streams from DRAM, `D = transaction_bytes /
 //!   (bytes per core cycle per SM)` at saturation (the same k / 2k pass difference as the L2 bandwidth, so
@@ -204,14 +206,7 @@ pub fn sweep(
     let result = (|| {
         let mut points = Vec::new();
         if pairs.is_empty() {
-            let f = dev.facts();
-            let (core, mem) =
-                (f.value("core_mhz").unwrap_or(f64::NAN), f.value("mem_mhz").unwrap_or(f64::NAN));
-            let (core, mem) = match dev.clocks_now() {
-                Some(c) => (f64::from(c.core_mhz), f64::from(c.mem_mhz)),
-                None => (core, mem),
-            };
-            points.push(measure_point(dev, core, mem, false, p, progress, stop)?);
+            points.push(measure_point(dev, None, p, progress, stop)?);
         }
         for &pair in pairs {
             if stop() {
@@ -220,15 +215,7 @@ pub fn sweep(
                 ));
             }
             dev.set_clocks(pair)?;
-            let pt = measure_point(
-                dev,
-                f64::from(pair.core_mhz),
-                f64::from(pair.mem_mhz),
-                true,
-                p,
-                progress,
-                stop,
-            )?;
+            let pt = measure_point(dev, Some(pair), p, progress, stop)?;
             points.push(pt);
         }
         Ok(points)
@@ -239,20 +226,15 @@ pub fn sweep(
     Ok(points)
 }
 
+/// The measurements at one pair: `set` is the pair calibrate set, `None` the clocks the GPU runs at — read
+/// after the launches (before them an idle GPU may sit at its idle clocks), else the profile's clocks.
 fn measure_point(
     dev: &mut dyn CalibrationDevice,
-    core_mhz: f64,
-    mem_mhz: f64,
-    set_by_calibrate: bool,
+    set: Option<ClockPair>,
     p: CalParams,
     progress: &mut dyn FnMut(&str),
     stop: &dyn Fn() -> bool,
 ) -> Result<PairPoint, Error> {
-    if !(core_mhz > 0.0 && mem_mhz > 0.0) {
-        return Err(Error::Invalid(format!(
-            "the current clocks are unknown (core {core_mhz} MHz, memory {mem_mhz} MHz): cannot place the measurement"
-        )));
-    }
     let facts = dev.facts();
     let sm = facts.value("sm_count").unwrap_or(1.0).max(1.0);
     let tx = facts.value("transaction_bytes").unwrap_or(32.0);
@@ -284,7 +266,6 @@ fn measure_point(
         l2.push(super::first(&go(dev, &l)?, l.entry)? / steps);
     }
     // Streams: the DRAM one over the 256 MiB chase buffer (far beyond any L2), the L2 one over half the L2.
-    let cycles_per_s = core_mhz * 1e6;
     let mut stream = |chain: Chain, bytes: f64| -> Result<Vec<f64>, Error> {
         let k = (super::L2_STREAM_BYTES / 4.0 / bytes).ceil().max(1.0) as i32;
         let blocks = (8.0 * sm) as u32;
@@ -302,17 +283,32 @@ fn measure_point(
                 progress("l2_stream");
             }
             let dt = t[1] - t[0];
-            // Bytes per core cycle, whole GPU.
-            v.push(if dt > 0.0 { bytes * f64::from(k) / dt / cycles_per_s } else { f64::NAN });
+            // Bytes per second, whole GPU.
+            v.push(if dt > 0.0 { bytes * f64::from(k) / dt } else { f64::NAN });
         }
         Ok(v)
     };
-    let dram_bpc = stream(super::BIG, 4.0 * f64::from(super::BIG.elems))?;
+    let dram_bps = stream(super::BIG, 4.0 * f64::from(super::BIG.elems))?;
     let l2_footprint = (facts.l2_cache_bytes / 2).clamp(256 << 10, 32 << 20) / 16 * 16;
     let l2_stream_chain = Chain { elems: (l2_footprint / 4) as u32, stride: 1, seed: 0x12b4 };
-    let l2_bpc = stream(l2_stream_chain, l2_footprint as f64)?;
-    let delay = |v: &[f64]| v.iter().map(|b| tx * sm / b).collect::<Vec<f64>>();
+    let l2_bps = stream(l2_stream_chain, l2_footprint as f64)?;
     let observed = dev.clocks_now();
+    let (core_mhz, mem_mhz) = match (set, observed) {
+        (Some(c), _) | (None, Some(c)) => (f64::from(c.core_mhz), f64::from(c.mem_mhz)),
+        (None, None) => {
+            (facts.value("core_mhz").unwrap_or(f64::NAN), facts.value("mem_mhz").unwrap_or(f64::NAN))
+        }
+    };
+    if !(core_mhz > 0.0 && mem_mhz > 0.0) {
+        return Err(Error::Invalid(format!(
+            "the current clocks are unknown (core {core_mhz} MHz, memory {mem_mhz} MHz): cannot place the measurement"
+        )));
+    }
+    let set_by_calibrate = set.is_some();
+    // Bytes per core cycle, whole GPU, and the delay per SM.
+    let per_cycle = |v: &[f64]| v.iter().map(|b| b / (core_mhz * 1e6)).collect::<Vec<f64>>();
+    let (dram_bpc, l2_bpc) = (per_cycle(&dram_bps), per_cycle(&l2_bps));
+    let delay = |v: &[f64]| v.iter().map(|b| tx * sm / b).collect::<Vec<f64>>();
     let mut bpc = Estimate::from_samples(
         "dram_bytes_per_core_cycle",
         "whole grid streaming 256 MiB from DRAM; bytes per core cycle",
