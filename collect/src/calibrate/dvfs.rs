@@ -210,9 +210,7 @@ pub fn sweep(
         }
         for &pair in pairs {
             if stop() {
-                return Err(Error::Interrupted(
-                    "calibrate stopped by a signal; the GPU's clocks were restored".into(),
-                ));
+                return Err(interrupted());
             }
             dev.set_clocks(pair)?;
             let pt = measure_point(dev, Some(pair), p, progress, stop)?;
@@ -224,6 +222,13 @@ pub fn sweep(
     let points = result?;
     restored?;
     Ok(points)
+}
+
+/// The error of a sweep stopped by Ctrl-C / SIGTERM (the sweep restores the clocks before returning it).
+fn interrupted() -> Error {
+    Error::Interrupted(
+        "calibrate stopped by a signal; the GPU's clocks were restored, nothing written".into(),
+    )
 }
 
 /// The measurements at one pair: `set` is the pair calibrate set, `None` the clocks the GPU runs at — read
@@ -241,9 +246,7 @@ fn measure_point(
     let steps = f64::from(p.steps);
     let mut go = |dev: &mut dyn CalibrationDevice, l: &CalLaunch| -> Result<Vec<u64>, Error> {
         if stop() {
-            return Err(Error::Interrupted(
-                "calibrate stopped by a signal; the GPU's clocks were restored".into(),
-            ));
+            return Err(interrupted());
         }
         let out = dev.run(l)?;
         progress(l.entry);
@@ -275,9 +278,7 @@ fn measure_point(
             let mut t = [0.0; 2];
             for (i, steps) in [k, 2 * k].into_iter().enumerate() {
                 if stop() {
-                    return Err(Error::Interrupted(
-                        "calibrate stopped by a signal; the GPU's clocks were restored".into(),
-                    ));
+                    return Err(interrupted());
                 }
                 t[i] = dev.run_timed(&launch(steps), blocks)?;
                 progress("l2_stream");
