@@ -325,3 +325,92 @@ mod tests {
         assert!(!e.contains('\n'), "{e}");
     }
 }
+
+/// How a clock pair was set through NVML, so that it can be put back ([`set_clock_pair`],
+/// [`restore_clock_pair`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockLock {
+    /// Application clocks; `before` holds the (memory, graphics) application clocks to put back, `None`
+    /// when they were the defaults (then they are reset).
+    Applications { before: Option<(u32, u32)> },
+    /// Locked GPU and memory clocks (reset afterwards).
+    Locked,
+}
+
+/// An NVML clock call that failed, with its name (for the caller's error).
+#[derive(Debug)]
+pub struct ClockCallError {
+    pub call: &'static str,
+    pub error: NvmlError,
+}
+
+/// Sets the core (graphics) and memory clocks, MHz, in NVML's documented sequence: application clocks
+/// (`nvmlDeviceSetApplicationsClocks(mem, graphics)`, Kepler and newer non-GeForce, Maxwell and newer
+/// GeForce), and where those are `NOT_SUPPORTED` locked clocks (`nvmlDeviceSetGpuLockedClocks(g, g)`,
+/// Volta and newer; `nvmlDeviceSetMemoryLockedClocks(m, m)`, Ampere and newer). `previous` is what an
+/// earlier call returned (the mechanism stays the same, and what to put back is the state before the
+/// first change). If the memory lock fails after the GPU lock succeeded, the GPU lock is reset before the
+/// error returns. All of these need root (`NVML_ERROR_NO_PERMISSION`).
+pub fn set_clock_pair(
+    dev: &mut nvml_wrapper::Device<'_>,
+    core_mhz: u32,
+    mem_mhz: u32,
+    previous: Option<ClockLock>,
+) -> std::result::Result<ClockLock, ClockCallError> {
+    let fail = |call| move |error| ClockCallError { call, error };
+    if matches!(previous, None | Some(ClockLock::Applications { .. })) {
+        let before = match previous {
+            Some(ClockLock::Applications { before }) => before,
+            _ => {
+                let now = (dev.applications_clock(Clock::Memory), dev.applications_clock(Clock::Graphics));
+                let default = (
+                    dev.default_applications_clock(Clock::Memory),
+                    dev.default_applications_clock(Clock::Graphics),
+                );
+                match (now, default) {
+                    ((Ok(nm), Ok(ng)), (Ok(dm), Ok(dg))) if (nm, ng) != (dm, dg) => Some((nm, ng)),
+                    _ => None,
+                }
+            }
+        };
+        match dev.set_applications_clocks(mem_mhz, core_mhz) {
+            Ok(()) => return Ok(ClockLock::Applications { before }),
+            Err(NvmlError::NotSupported) if previous.is_none() => {}
+            Err(e) => return Err(fail("nvmlDeviceSetApplicationsClocks")(e)),
+        }
+    }
+    dev.set_gpu_locked_clocks(nvml_wrapper::enums::device::GpuLockedClocksSetting::Numeric {
+        min_clock_mhz: core_mhz,
+        max_clock_mhz: core_mhz,
+    })
+    .map_err(fail("nvmlDeviceSetGpuLockedClocks"))?;
+    if let Err(e) = dev.set_mem_locked_clocks(mem_mhz, mem_mhz) {
+        // Leave nothing half-set: the GPU lock goes back before the error is reported.
+        let _ = dev.reset_gpu_locked_clocks();
+        return Err(fail("nvmlDeviceSetMemoryLockedClocks")(e));
+    }
+    Ok(ClockLock::Locked)
+}
+
+/// Puts the clocks back after [`set_clock_pair`]: the application clocks from before (or their reset,
+/// `nvmlDeviceResetApplicationsClocks`), or the locked clocks' reset (`nvmlDeviceResetGpuLockedClocks`,
+/// `nvmlDeviceResetMemoryLockedClocks`; both are tried, the first failure is returned).
+pub fn restore_clock_pair(
+    dev: &mut nvml_wrapper::Device<'_>,
+    lock: ClockLock,
+) -> std::result::Result<(), ClockCallError> {
+    let fail = |call| move |error| ClockCallError { call, error };
+    match lock {
+        ClockLock::Applications { before: Some((m, g)) } => {
+            dev.set_applications_clocks(m, g).map_err(fail("nvmlDeviceSetApplicationsClocks"))
+        }
+        ClockLock::Applications { before: None } => {
+            dev.reset_applications_clocks().map_err(fail("nvmlDeviceResetApplicationsClocks"))
+        }
+        ClockLock::Locked => {
+            let gpu = dev.reset_gpu_locked_clocks().map_err(fail("nvmlDeviceResetGpuLockedClocks"));
+            let mem = dev.reset_mem_locked_clocks().map_err(fail("nvmlDeviceResetMemoryLockedClocks"));
+            gpu.and(mem)
+        }
+    }
+}

@@ -2,15 +2,15 @@
 //! as one block through cudarc's driver API; the facts the profile needs come from the driver
 //! (`cuDeviceGetAttribute`), NVML (clocks, power limit) and the CUDA Programming Guide's throughput table.
 //!
-//! Clock pairs for the DVFS sweep are set through NVML in its documented sequence: the valid pairs come
-//! from `nvmlDeviceGetSupportedMemoryClocks` and `nvmlDeviceGetSupportedGraphicsClocks(mem)`; a pair is
-//! set with `nvmlDeviceSetApplicationsClocks(mem, graphics)` (Kepler and newer non-GeForce, Maxwell and
-//! newer GeForce); where that is `NVML_ERROR_NOT_SUPPORTED`, with locked clocks
-//! (`nvmlDeviceSetGpuLockedClocks(g, g)`, Volta and newer, and `nvmlDeviceSetMemoryLockedClocks(m, m)`,
-//! Ampere and newer). Restoring puts back the application clocks read before the first change
-//! (`nvmlDeviceGetApplicationsClock`), or resets them (`nvmlDeviceResetApplicationsClocks`) when they were
-//! the defaults, or resets the locked clocks (`nvmlDeviceResetGpuLockedClocks`,
-//! `nvmlDeviceResetMemoryLockedClocks`). It runs after the sweep, on error, and when the device is dropped
+//! Clock pairs for the DVFS sweep are set through NVML in its documented sequence
+//! ([`crate::nvml::set_clock_pair`]): the valid pairs come from `nvmlDeviceGetSupportedMemoryClocks` and
+//! `nvmlDeviceGetSupportedGraphicsClocks(mem)`; a pair is set with `nvmlDeviceSetApplicationsClocks(mem,
+//! graphics)` (Kepler and newer non-GeForce, Maxwell and newer GeForce); where that is
+//! `NVML_ERROR_NOT_SUPPORTED`, with locked clocks (`nvmlDeviceSetGpuLockedClocks(g, g)`, Volta and newer,
+//! and `nvmlDeviceSetMemoryLockedClocks(m, m)`, Ampere and newer). Restoring puts back the application
+//! clocks read before the first change (`nvmlDeviceGetApplicationsClock`), or resets them
+//! (`nvmlDeviceResetApplicationsClocks`) when they were the defaults, or resets the locked clocks
+//! (`nvmlDeviceResetGpuLockedClocks`, `nvmlDeviceResetMemoryLockedClocks`). It runs after the sweep, on error, and when the device is dropped
 //! (a panic unwinding); Ctrl-C is turned into an error by the command, so it restores too. Only a kill -9
 //! leaves the clocks set (`sudo nvidia-smi -rac` / `-rgc` / `-rmc` reset them). All of these need root
 //! (`NVML_ERROR_NO_PERMISSION` becomes [`Error::ClockPermission`]). On Kepler and Maxwell, auto boost can
@@ -23,12 +23,12 @@
 use super::dvfs::{ClockPair, SupportedClocks};
 use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, MEASURED, SOURCE};
 use crate::Error;
+use crate::nvml::{ClockCallError, ClockLock, restore_clock_pair, set_clock_pair};
 use crate::nvrtc;
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
-use nvml_wrapper::enums::device::GpuLockedClocksSetting;
 use nvml_wrapper::error::NvmlError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,17 +46,7 @@ pub struct CudaCalibrationDevice {
     nvml: Arc<Nvml>,
     nvml_index: u32,
     /// How the clocks were changed, if they were (what restoring must undo).
-    changed: Option<ClockMode>,
-}
-
-/// Which NVML mechanism set the clocks, and what was there before.
-#[derive(Debug, Clone, Copy)]
-enum ClockMode {
-    /// Application clocks; the (memory, graphics) application clocks before, when they differed from
-    /// the defaults.
-    Applications { before: Option<(u32, u32)> },
-    /// Locked GPU clocks, and locked memory clocks when `memory` is true.
-    Locked { memory: bool },
+    changed: Option<ClockLock>,
 }
 
 /// An NVML error of a clock call as the collector's error: permission and support get their own.
@@ -66,6 +56,10 @@ fn clock_err(call: &'static str) -> impl Fn(NvmlError) -> Error {
         NvmlError::NotSupported => Error::ClocksUnsupported { detail: format!("{call}: {e}") },
         e => Error::Nvml { call, message: e.to_string() },
     }
+}
+
+fn clock_call_err(e: ClockCallError) -> Error {
+    clock_err(e.call)(e.error)
 }
 
 impl CudaCalibrationDevice {
@@ -268,63 +262,19 @@ impl CalibrationDevice for CudaCalibrationDevice {
         let mut dev = nvml
             .device_by_index(self.nvml_index)
             .map_err(|e| Error::NoGpu { index: self.nvml_index, detail: e.to_string() })?;
-        let (m, g) = (pair.mem_mhz, pair.core_mhz);
-        if matches!(self.changed, None | Some(ClockMode::Applications { .. })) {
-            // What to put back: the application clocks now, unless they are the defaults (then reset).
-            let before = match self.changed {
-                Some(ClockMode::Applications { before }) => before,
-                _ => {
-                    let now =
-                        (dev.applications_clock(Clock::Memory), dev.applications_clock(Clock::Graphics));
-                    let default = (
-                        dev.default_applications_clock(Clock::Memory),
-                        dev.default_applications_clock(Clock::Graphics),
-                    );
-                    match (now, default) {
-                        ((Ok(nm), Ok(ng)), (Ok(dm), Ok(dg))) if (nm, ng) != (dm, dg) => Some((nm, ng)),
-                        _ => None,
-                    }
-                }
-            };
-            match dev.set_applications_clocks(m, g) {
-                Ok(()) => {
-                    self.changed = Some(ClockMode::Applications { before });
-                    return Ok(());
-                }
-                Err(NvmlError::NotSupported) if self.changed.is_none() => {}
-                Err(e) => return Err(clock_err("nvmlDeviceSetApplicationsClocks")(e)),
-            }
-        }
-        // Application clocks are not supported here: lock the clocks instead.
-        dev.set_gpu_locked_clocks(GpuLockedClocksSetting::Numeric { min_clock_mhz: g, max_clock_mhz: g })
-            .map_err(clock_err("nvmlDeviceSetGpuLockedClocks"))?;
-        self.changed = Some(ClockMode::Locked { memory: false });
-        dev.set_mem_locked_clocks(m, m).map_err(clock_err("nvmlDeviceSetMemoryLockedClocks"))?;
-        self.changed = Some(ClockMode::Locked { memory: true });
+        let lock =
+            set_clock_pair(&mut dev, pair.core_mhz, pair.mem_mhz, self.changed).map_err(clock_call_err)?;
+        self.changed = Some(lock);
         Ok(())
     }
 
     fn restore_clocks(&mut self) -> Result<(), Error> {
-        let Some(mode) = self.changed.take() else { return Ok(()) };
+        let Some(lock) = self.changed.take() else { return Ok(()) };
         let nvml = self.nvml.clone();
         let mut dev = nvml
             .device_by_index(self.nvml_index)
             .map_err(|e| Error::NoGpu { index: self.nvml_index, detail: e.to_string() })?;
-        match mode {
-            ClockMode::Applications { before: Some((m, g)) } => {
-                dev.set_applications_clocks(m, g).map_err(clock_err("nvmlDeviceSetApplicationsClocks"))
-            }
-            ClockMode::Applications { before: None } => {
-                dev.reset_applications_clocks().map_err(clock_err("nvmlDeviceResetApplicationsClocks"))
-            }
-            ClockMode::Locked { memory } => {
-                let gpu = dev.reset_gpu_locked_clocks().map_err(clock_err("nvmlDeviceResetGpuLockedClocks"));
-                if memory {
-                    dev.reset_mem_locked_clocks().map_err(clock_err("nvmlDeviceResetMemoryLockedClocks"))?;
-                }
-                gpu
-            }
-        }
+        restore_clock_pair(&mut dev, lock).map_err(clock_call_err)
     }
 
     fn clocks_now(&self) -> Option<ClockPair> {
