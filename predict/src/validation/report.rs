@@ -68,7 +68,7 @@ pub struct KernelResult {
     /// beat the uncalibrated model on that fold's training kernels by more than one standard error, so it
     /// predicts with the model).
     pub fold_calibrated: bool,
-    /// The power model's input set (a [`PowerInputs`] label) chosen the same way for that fold.
+    /// The power model's input set (a [`PowerInputs`](super::power_fit::PowerInputs) label) chosen the same way for that fold.
     pub fold_power_inputs: &'static str,
     /// Each requested baseline's time MAPE on this kernel, percent, by baseline name.
     pub baseline_mape_pct: BTreeMap<String, f64>,
