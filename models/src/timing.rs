@@ -384,10 +384,10 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
     }
 }
 
-/// The exponent of the power mean by which the memory side and the SM side of a round overlap
-/// ([`soft_max`]): `∞` would be full overlap (the longer side alone), 1 none. **Chosen on the NV-DVFS
-/// rows** (GTX 1080 Ti and GTX 980, BENCHMARKS.md issue 14, session 6: 3, 4, 6 and 8 compared, 8 the
-/// smallest change from full overlap that brings the GTX 1080 Ti's E·D² regrets to target), not
+/// The exponent of the power mean `(M^p + S^p)^(1/p)` by which the memory side `M` and the SM side `S`
+/// of a round overlap: `∞` would be full overlap (the longer side alone), 1 none. **Chosen on the NV-DVFS
+/// rows** (GTX 1080 Ti and GTX 980, BENCHMARKS.md issue 14, session 6: 3, 4, 6 and 8 compared; 8, the
+/// smallest change from full overlap, brings the GTX 1080 Ti's mean E·D² regret below 5%), not
 /// measured nor from a document: a development choice, not an architecture constant.
 pub const OVERLAP_EXPONENT: f64 = 8.0;
 
