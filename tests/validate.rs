@@ -14,14 +14,20 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
-    // Regression guard (BENCHMARKS.md, issue 14, session 5): over all 30 kernels the model as is reaches
-    // 14.3% (17.9% in session 4: FP64 at the Programming Guide's rate, a warp waits once per request) and
-    // the calibration, kept only where it wins inside the fold by more than one standard error, 14.3%
-    // out-of-fold (no fold kept it). The calibrated figure must never be worse than the model as is.
+    // Regression guard (BENCHMARKS.md, issue 14, session 6): over all 30 kernels the model as is reaches
+    // 14.3% (17.9% in session 4, 14.3% in session 5) and the calibration, kept only where it wins inside
+    // the fold by more than one standard error, 13.8% out-of-fold (5 folds keep the one-factor compute
+    // floor; none kept a calibration in session 5). The calibrated figure must never be worse than the
+    // model as is.
     let mape = v["mape_pct"].as_f64().unwrap();
     let model = v["model_mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 14.5, "{mape}");
+    assert!(mape > 0.0 && mape <= 14.1, "{mape}");
     assert!(model <= 14.5, "{model}");
+    // The E·D² regret (session 6: mean 4.1%, was 7.5% before the memory and SM sides overlapped by a
+    // soft maximum): the issue's target is a mean ≤ 5%.
+    let ed2 = &v["objectives"][2];
+    assert_eq!(ed2["objective"], "ED^2");
+    assert!(ed2["mean_regret_pct"].as_f64().unwrap() <= 5.0, "{ed2}");
     assert!(mape <= model + 1e-9, "calibrated {mape} vs model {model}");
     // Every candidate exponent's plain leave-one-kernel-out figure is shown, and the best of them (chosen
     // on the figure it reports) is labelled apart from the headline.
@@ -33,6 +39,7 @@ fn gtx1080ti_json_report() {
     for k in v["per_kernel"].as_array().unwrap() {
         assert!(k["fold_exponent"].as_f64().unwrap() >= 1.0, "{k}");
         assert!(k["fold_calibrated"].is_boolean(), "{k}");
+        assert!(["full", "compute-floor"].contains(&k["fold_form"].as_str().unwrap()), "{k}");
         assert!(k["fold_power_inputs"].is_string(), "{k}");
         assert!(k["choices"][1]["regret_measured_time_pct"].as_f64().unwrap() >= 0.0, "{k}");
     }

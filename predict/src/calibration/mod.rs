@@ -38,6 +38,55 @@ pub struct TimeCalibration {
 /// and the measured time (seconds).
 pub type CalRow = ([f64; 4], f64, f64);
 
+/// The smallest correction: the SM issues slower than the model's peak by one factor, `T = max(model,
+/// a_compute·C + S + sync)` where `model` is the timing model's own time and `C`, `S`, `sync` its compute,
+/// shared and additive times (see [`TimeCalibration`]). With `a_compute = 1` it is the model itself (the
+/// model's time already covers its compute and shared time), so unlike the four-factor form it can only
+/// move kernels whose SM side, slowed down, outlasts the model's bound: compute-bound kernels, which the
+/// model predicts too fast on both NV-DVFS GPUs (BENCHMARKS.md, issue 14). `a_compute` is at least 1
+/// (a faster-than-peak SM is not physics).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ComputeFloor {
+    pub a_compute: f64,
+}
+
+impl ComputeFloor {
+    /// The corrected time of a row from its parts, additive time and the model's time.
+    pub fn time(&self, parts: [f64; 4], sync: f64, model: f64) -> f64 {
+        model.max(self.a_compute * parts[1] + parts[2] + sync)
+    }
+
+    /// Fits `a_compute` (≥ 1) on rows by the mean absolute relative error; `model[i]` is row `i`'s model
+    /// time. A golden-section search on `ln a` in [0, ln 4] (the objective is piecewise linear in `a`).
+    pub fn fit(rows: &[CalRow], model: &[f64]) -> ComputeFloor {
+        let scaled: Vec<(f64, f64, f64)> = rows
+            .iter()
+            .zip(model)
+            .map(|(&(parts, sync, y), &m)| (m / y, parts[1] / y, (parts[2] + sync) / y))
+            .collect();
+        let objective =
+            |a: f64| scaled.iter().map(|&(m, c, rest)| (m.max(a * c + rest) - 1.0).abs()).sum::<f64>();
+        // A coarse scan first (the objective need not be unimodal), then golden section around the best.
+        let grid: Vec<f64> = (0..=64).map(|i| (4f64.ln() * f64::from(i) / 64.0).exp()).collect();
+        let i = (0..grid.len()).fold(0, |b, i| if objective(grid[i]) < objective(grid[b]) { i } else { b });
+        let (mut lo, mut hi) = (grid[i.saturating_sub(1)].ln(), grid[(i + 1).min(grid.len() - 1)].ln());
+        let g = (5f64.sqrt() - 1.0) / 2.0;
+        for _ in 0..60 {
+            let (x1, x2) = (hi - g * (hi - lo), lo + g * (hi - lo));
+            if objective(x1.exp()) <= objective(x2.exp()) {
+                hi = x2;
+            } else {
+                lo = x1;
+            }
+        }
+        let a = ((lo + hi) / 2.0).exp();
+        // Never worse than the scan's best (or the model itself, a = 1).
+        let a =
+            [a, grid[i], 1.0].into_iter().fold(1.0, |b, x| if objective(x) < objective(b) { x } else { b });
+        ComputeFloor { a_compute: a }
+    }
+}
+
 /// The memory, compute, shared and L2 times of a timing-model result (see [`TimeCalibration`]).
 pub fn pipeline_parts(t: &Timing) -> [f64; 4] {
     let c = &t.components_s;
@@ -248,6 +297,32 @@ mod tests {
         assert!((c.a[0] - 1.2).abs() < 1e-5 && (c.a[1] - 1.5).abs() < 1e-5, "{c:?}");
         assert!((c.a[3] - 2.0).abs() < 1e-5, "{c:?}");
         assert_eq!(c.a[2], 1.0, "no shared time in the rows: factor stays 1");
+    }
+
+    #[test]
+    fn compute_floor_is_the_model_at_factor_one_and_recovers_a_factor() {
+        let one = ComputeFloor { a_compute: 1.0 };
+        // The model's time already covers compute + shared + sync: factor 1 returns it unchanged.
+        assert_eq!(one.time([0.5, 0.4, 0.1, 0.2], 0.05, 0.6), 0.6);
+        // Slower compute outlasts the model's bound only where compute dominates.
+        let c = ComputeFloor { a_compute: 1.5 };
+        assert!((c.time([0.1, 0.4, 0.1, 0.0], 0.05, 0.6) - 0.75).abs() < 1e-15);
+        assert_eq!(c.time([2.0, 0.4, 0.1, 0.0], 0.05, 2.1), 2.1);
+        // Rows generated with a known factor: the fit finds it; rows the model already matches keep 1.
+        let rows: Vec<CalRow> = (0..12)
+            .map(|i| {
+                let parts = [0.2 + 0.1 * (i % 4) as f64, 0.1 + 0.15 * i as f64, 0.05, 0.0];
+                (parts, 0.01, 0.0)
+            })
+            .collect();
+        let model: Vec<f64> = rows.iter().map(|r| r.0[0].max(r.0[1] + r.0[2]) + r.1).collect();
+        let truth = ComputeFloor { a_compute: 1.3 };
+        let measured: Vec<CalRow> =
+            rows.iter().zip(&model).map(|(r, &m)| (r.0, r.1, truth.time(r.0, r.1, m))).collect();
+        let fit = ComputeFloor::fit(&measured, &model);
+        assert!((fit.a_compute - 1.3).abs() < 1e-6, "{fit:?}");
+        let exact: Vec<CalRow> = rows.iter().zip(&model).map(|(r, &m)| (r.0, r.1, m)).collect();
+        assert_eq!(ComputeFloor::fit(&exact, &model).a_compute, 1.0);
     }
 
     #[test]

@@ -344,6 +344,7 @@ pub fn validate_with_progress(
             mape_pct: mape(rows.iter().map(|r| (r.predicted_time_s, r.measured_time_s))),
             power_mape_pct: mape(rows.iter().map(|r| (r.predicted_power_w, r.measured_power_w))),
             fold_exponent: fold.exponent,
+            fold_form: fold.form,
             fold_calibrated: fold.calibration.is_some(),
             fold_power_inputs: fold_power[ki].label(),
             baseline_mape_pct: labels

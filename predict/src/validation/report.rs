@@ -61,11 +61,14 @@ pub struct KernelResult {
     /// The power-mean exponent chosen (by inner leave-one-kernel-out over the other kernels) for the
     /// fold that predicts this kernel.
     pub fold_exponent: f64,
+    /// The calibration form chosen for that fold (`full`: four factors and the exponent above;
+    /// `compute-floor`: one compute factor under the model's own time), kept or not.
+    pub fold_form: &'static str,
     /// Whether the fold that predicts this kernel kept its calibration (false: no calibrated candidate
     /// beat the uncalibrated model on that fold's training kernels by more than one standard error, so it
     /// predicts with the model).
     pub fold_calibrated: bool,
-    /// The power model's input set (a [`PowerInputs`] label) chosen the same way for that fold.
+    /// The power model's input set (a [`PowerInputs`](super::power_fit::PowerInputs) label) chosen the same way for that fold.
     pub fold_power_inputs: &'static str,
     /// Each requested baseline's time MAPE on this kernel, percent, by baseline name.
     pub baseline_mape_pct: BTreeMap<String, f64>,
@@ -212,7 +215,11 @@ impl ValidateOutput {
             if r.applied.is_some() {
                 row.push(Cell::opt(k.applied_mape_pct, 1));
             }
-            row.push(if k.fold_calibrated { Cell::num(k.fold_exponent, 0) } else { Cell::text("none") });
+            row.push(match (k.fold_calibrated, k.fold_form) {
+                (false, _) => Cell::text("none"),
+                (true, "full") => Cell::num(k.fold_exponent, 0),
+                (true, form) => Cell::text(form),
+            });
             row.push(Cell::num(k.power_mape_pct, 1));
             for o in &r.objectives {
                 row.push(Cell::opt(
