@@ -1,6 +1,12 @@
 //! The BP-ANN power model (Song et al. §5.4): standardized inputs → hidden sigmoid layers (4, 4 by
-//! default) → one linear output (power in W, standardized during training), trained by back-propagation
-//! with burn's autodiff on the Flex CPU backend in f64, full batch, Adam.
+//! default) → one linear output (power in W, standardized during training), trained by back-propagation,
+//! full batch, with Adam (default) or L-BFGS ([`Solver`]).
+//!
+//! Where the gradients come from ([`Backend`]): by default our own exact back-propagation
+//! ([`crate::lbfgs::Workspace`], vectorized, in f64) with burn's Adam step, and the restarts run on all
+//! cores; `Backend::Burn` runs the same Adam with burn's autodiff on its Flex CPU backend (the general
+//! path, one restart at a time; several times slower on the 10-4-4-1 network). L-BFGS always runs
+//! natively.
 //!
 //! Seeded and reproducible: the initial weights come from our own ChaCha RNG (not burn's global one), so
 //! one seed gives one model. Several restarts; the kept one has the lowest error on a *grouped*
@@ -66,7 +72,7 @@ pub struct BpannParams {
 #[serde(rename_all = "kebab-case")]
 pub enum Backend {
     /// Our hand-written exact gradient ([`crate::lbfgs::Workspace`]), restarts on all cores: the same Adam
-    /// step as burn's, ~30× faster on the 10-4-4-1 network.
+    /// step as burn's, several times faster on the 10-4-4-1 network.
     #[default]
     Native,
     /// burn's autodiff on its Flex CPU backend (f64), one restart at a time: the general path.
