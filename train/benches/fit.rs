@@ -1,5 +1,5 @@
 //! Fit time of the BP-ANN on the Titan X microbenchmarks (6528 rows, 10 inputs, 10-4-4-1): one loss and
-//! gradient evaluation (the ndarray reference and the block-wise `Workspace` one the fits use), and one whole
+//! gradient evaluation (the ndarray reference and the vectorized `Workspace` one the fits use), and one whole
 //! default fit (3 restarts, early stopping) with L-BFGS and with native Adam.
 //! Run: `cargo bench -p gpumodel-train --bench fit` (results in BENCHMARKS.md, issue 15).
 
@@ -23,8 +23,8 @@ fn fit(c: &mut Criterion) {
     let mut g = c.benchmark_group("loss_grad_titanx_micro_10-4-4-1");
     g.sample_size(20);
     g.bench_function("ndarray", |b| b.iter(|| loss_grad(&layout, black_box(&theta), z.view(), &y, 1e-4)));
-    let mut fused = Workspace::new(&layout, z.view(), &y);
-    g.bench_function("fused", |b| b.iter(|| fused.loss_grad(black_box(&theta), 1e-4)));
+    let mut ws = Workspace::new(&layout, z.view(), &y);
+    g.bench_function("workspace", |b| b.iter(|| ws.loss_grad(black_box(&theta), 1e-4)));
     g.finish();
 
     let mut g = c.benchmark_group("fit_titanx_micro_10-4-4-1_3_restarts");
