@@ -6,7 +6,8 @@
 //! Why here and not burn: the network is so small that burn's per-step overhead dominates a full-batch
 //! step, and a quasi-Newton method reaches a much lower training loss in a few hundred steps where
 //! full-batch Adam needs thousands (DESIGN.md: L-BFGS "gave the most consistent results in a
-//! prototype"). burn stays the training library of the general (Adam) path.
+//! prototype"). burn stays the training library of the general path (`bpann::Backend::Burn`); the default
+//! Adam path uses [`Workspace`]'s gradient too.
 //!
 //! Loss (scikit-learn's `MLPRegressor` form, on the standardized target):
 //! `½·mean((f(x) − y)²) + α/(2n)·Σ w²` over the weights (not the biases).
@@ -768,7 +769,7 @@ mod tests {
         }
     }
 
-    /// The block-wise evaluation must compute the same loss and gradient as the plain ndarray one; only
+    /// The vectorized evaluation must compute the same loss and gradient as the plain ndarray one; only
     /// the order of the sums differs, so they agree to rounding (a wrong index or a missed padding mask
     /// would be off by far more).
     #[test]
@@ -788,10 +789,16 @@ mod tests {
                     .collect();
                 let (f0, g0) = loss_grad(&layout, &theta, x.view(), &y, alpha);
                 let (f1, g1) = ws.loss_grad(&theta, alpha);
-                assert!((f0 - f1).abs() <= 1e-13 * f0.abs(), "{:?}: loss {f0} vs {f1}", layout.sizes);
+                // The fallback for CPUs without FMA (unfused multiply-adds), checked the same way.
+                let mut g2 = vec![0.0; theta.len()];
+                // SAFETY: `Portable` needs no CPU features.
+                let f2 = unsafe { ws.eval::<false, Portable<false>>(&theta, alpha, Some(&mut g2)) };
                 let scale = g0.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
-                for (j, (a, b)) in g0.iter().zip(&g1).enumerate() {
-                    assert!((a - b).abs() <= 1e-12 * scale, "{:?}: d/dθ{j} {a} vs {b}", layout.sizes);
+                for (f, g) in [(f1, &g1), (f2, &g2)] {
+                    assert!((f0 - f).abs() <= 1e-13 * f0.abs(), "{:?}: loss {f0} vs {f}", layout.sizes);
+                    for (j, (a, b)) in g0.iter().zip(g).enumerate() {
+                        assert!((a - b).abs() <= 1e-12 * scale, "{:?}: d/dθ{j} {a} vs {b}", layout.sizes);
+                    }
                 }
                 let mse = ws.mse(&theta);
                 let p = forward(&layout, &theta, x.view());
