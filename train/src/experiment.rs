@@ -388,10 +388,7 @@ fn bpann_record(b: &BpannParams) -> serde_json::Value {
         "l2": b.l2, "solver": b.solver.name(),
         "validation_fraction": b.validation_fraction, "validation": "grouped (whole kernels)",
         "ensemble_of_restarts": b.ensemble,
-        "backend": match b.solver {
-            Solver::Adam => "burn 0.22.1 Flex (f64), full-batch Adam",
-            Solver::Lbfgs => "gpumodel-train ndarray (f64), full-batch L-BFGS (m = 10, Armijo backtracking)",
-        },
+        "backend": b.backend_description(),
     })
 }
 

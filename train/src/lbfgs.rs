@@ -1,11 +1,13 @@
-//! Full-batch L-BFGS for the small sigmoid networks of the BP-ANN (10-4-4-1 has 69 parameters), written
-//! on ndarray: the loss and its exact gradient by hand-written back-propagation, the two-loop recursion
-//! (Nocedal & Wright, *Numerical Optimization*, Alg. 7.4) and a backtracking Armijo line search.
+//! Full-batch L-BFGS for the small sigmoid networks of the BP-ANN (10-4-4-1 has 69 parameters): the loss
+//! and its exact gradient by hand-written back-propagation (on ndarray as the reference, [`Workspace`] for
+//! fitting), the two-loop recursion (Nocedal & Wright, *Numerical Optimization*, Alg. 7.4) and a
+//! backtracking Armijo line search.
 //!
 //! Why here and not burn: the network is so small that burn's per-step overhead dominates a full-batch
 //! step, and a quasi-Newton method reaches a much lower training loss in a few hundred steps where
 //! full-batch Adam needs thousands (DESIGN.md: L-BFGS "gave the most consistent results in a
-//! prototype"). burn stays the training library of the general (Adam) path.
+//! prototype"). burn stays the training library of the general path (`bpann::Backend::Burn`); the default
+//! Adam path uses [`Workspace`]'s gradient too.
 //!
 //! Loss (scikit-learn's `MLPRegressor` form, on the standardized target):
 //! `½·mean((f(x) − y)²) + α/(2n)·Σ w²` over the weights (not the biases).
@@ -134,25 +136,254 @@ pub fn loss_grad(
     (loss, g)
 }
 
-/// matrixmultiply's depth block (`KC` of its f64 kernels): ndarray's `dot` sums each product in blocks
-/// of this many terms and adds the block sums, so [`Workspace`] does the same to stay bit-identical.
-const GEMM_KC: usize = 256;
+/// Rows evaluated together: every per-unit value of a block of rows is one `[f64; LANES]` (two AVX2
+/// vectors).
+const LANES: usize = 8;
+type Lanes = [f64; LANES];
 
-/// `c + a·b`, fused (one rounding) when matrixmultiply's kernel on this CPU fuses it too.
-#[inline(always)]
-fn madd<const FUSED: bool>(a: f64, b: f64, c: f64) -> f64 {
-    if FUSED { a.mul_add(b, c) } else { c + a * b }
+/// The arithmetic on one block of [`LANES`] rows: [`Portable`] loops over the lanes; on x86-64 with
+/// AVX2 and FMA, [`avx2::Avx2`] uses the vector instructions explicitly (left to itself, the compiler
+/// vectorized some of these loops across the wrong dimension, with a shuffle per update).
+///
+/// # Safety
+/// The methods are `unsafe` because an implementation may need CPU features (the AVX2 one requires AVX2
+/// and FMA; `target_feature` is only allowed on unsafe trait methods): call them only on a CPU that has
+/// the implementation's features.
+trait Block: Copy {
+    /// The first [`LANES`] values of `l` (panics if shorter).
+    unsafe fn load(l: &[f64]) -> Self;
+    unsafe fn store(self, l: &mut Lanes);
+    unsafe fn splat(v: f64) -> Self;
+    /// `self·b + c`, fused where the CPU has FMA.
+    unsafe fn mul_add(self, b: Self, c: Self) -> Self;
+    unsafe fn add(self, b: Self) -> Self;
+    unsafe fn sub(self, b: Self) -> Self;
+    unsafe fn div(self, b: Self) -> Self;
+    /// Clamped to `[lo, hi]`; a NaN lane becomes `lo` (callers put NaN back).
+    unsafe fn clamp(self, lo: f64, hi: f64) -> Self;
+    /// `2^k` from `self = k + 1.5·2^52` (k an integer in the low mantissa bits, |k| ≤ 1022).
+    unsafe fn pow2_of_shifted(self) -> Self;
 }
 
-/// Preallocated buffers for evaluating [`loss_grad`] many times on the same rows.
+/// Lane-by-lane arithmetic, for CPUs without AVX2/FMA and other architectures (no CPU features needed).
+#[derive(Clone, Copy)]
+// Lane-indexed on purpose: three arrays advance together.
+#[allow(clippy::needless_range_loop)]
+struct Portable<const FUSED: bool>(Lanes);
+
+#[allow(clippy::needless_range_loop)]
+impl<const FUSED: bool> Block for Portable<FUSED> {
+    #[inline(always)]
+    unsafe fn load(l: &[f64]) -> Self {
+        Portable(l[..LANES].try_into().unwrap_or_else(|_| unreachable!()))
+    }
+    #[inline(always)]
+    unsafe fn store(self, l: &mut Lanes) {
+        *l = self.0;
+    }
+    #[inline(always)]
+    unsafe fn splat(v: f64) -> Self {
+        Portable([v; LANES])
+    }
+    #[inline(always)]
+    unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+        let mut out = c.0;
+        for l in 0..LANES {
+            out[l] = madd::<FUSED>(self.0[l], b.0[l], out[l]);
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    unsafe fn add(self, b: Self) -> Self {
+        let mut out = self.0;
+        for l in 0..LANES {
+            out[l] += b.0[l];
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    unsafe fn sub(self, b: Self) -> Self {
+        let mut out = self.0;
+        for l in 0..LANES {
+            out[l] -= b.0[l];
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    unsafe fn div(self, b: Self) -> Self {
+        let mut out = self.0;
+        for l in 0..LANES {
+            out[l] /= b.0[l];
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    unsafe fn clamp(self, lo: f64, hi: f64) -> Self {
+        let mut out = self.0;
+        for v in out.iter_mut() {
+            // As maxpd/minpd: a NaN lane takes the bound.
+            let x = if *v > lo { *v } else { lo };
+            *v = if x < hi { x } else { hi };
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    unsafe fn pow2_of_shifted(self) -> Self {
+        let mut out = self.0;
+        for v in out.iter_mut() {
+            // The low 12 bits of the representation hold k (two's complement); k + 1023 is the biased
+            // exponent.
+            *v = f64::from_bits(v.to_bits().wrapping_add(1023) << 52);
+        }
+        Portable(out)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{Block, Lanes};
+    use std::arch::x86_64::*;
+
+    /// A block of eight rows as two AVX2 vectors (methods need AVX2 and FMA, see [`Block`]).
+    #[derive(Clone, Copy)]
+    pub(super) struct Avx2(__m256d, __m256d);
+
+    impl Block for Avx2 {
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn load(l: &[f64]) -> Self {
+            let l = &l[..8];
+            // SAFETY: `l` holds 8 f64 (unaligned loads are allowed).
+            unsafe { Avx2(_mm256_loadu_pd(l.as_ptr()), _mm256_loadu_pd(l.as_ptr().wrapping_add(4))) }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn store(self, l: &mut Lanes) {
+            // SAFETY: as in `load`.
+            unsafe {
+                _mm256_storeu_pd(l.as_mut_ptr(), self.0);
+                _mm256_storeu_pd(l.as_mut_ptr().wrapping_add(4), self.1);
+            }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn splat(v: f64) -> Self {
+            Avx2(_mm256_set1_pd(v), _mm256_set1_pd(v))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            Avx2(_mm256_fmadd_pd(self.0, b.0, c.0), _mm256_fmadd_pd(self.1, b.1, c.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn add(self, b: Self) -> Self {
+            Avx2(_mm256_add_pd(self.0, b.0), _mm256_add_pd(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn sub(self, b: Self) -> Self {
+            Avx2(_mm256_sub_pd(self.0, b.0), _mm256_sub_pd(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn div(self, b: Self) -> Self {
+            Avx2(_mm256_div_pd(self.0, b.0), _mm256_div_pd(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn clamp(self, lo: f64, hi: f64) -> Self {
+            // maxpd returns its second operand when either is NaN.
+            let (lo, hi) = (_mm256_set1_pd(lo), _mm256_set1_pd(hi));
+            Avx2(_mm256_min_pd(_mm256_max_pd(self.0, lo), hi), _mm256_min_pd(_mm256_max_pd(self.1, lo), hi))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn pow2_of_shifted(self) -> Self {
+            let bias = _mm256_set1_epi64x(1023);
+            let f = |t: __m256d| {
+                _mm256_castsi256_pd(_mm256_slli_epi64::<52>(_mm256_add_epi64(_mm256_castpd_si256(t), bias)))
+            };
+            Avx2(f(self.0), f(self.1))
+        }
+    }
+}
+
+/// `exp(x)` lane by lane for `|x| ≤ 708` (clamped outside; NaN and ±∞ give NaN) without libm, so that a
+/// block of rows vectorizes: `x = k·ln2 + r` with `|r| ≤ ln2/2` (Cody–Waite, two-part ln2), `e^r` by its
+/// Taylor series to degree 13 (truncation < 5e-18 relative), scaled by `2^k` built in the exponent bits.
+/// Within a few ulp of libm's `exp` (tested); only used inside the sigmoid, far below the noise.
 ///
-/// Why: an L-BFGS fit evaluates the loss thousands of times on a network of ~70 parameters, where
-/// ndarray's per-call costs (allocating every activation, packing tiny matrices for matrixmultiply, the
-/// input copy) dominate the arithmetic. Activations are stored feature-major (one contiguous column of
-/// `n` values per unit) so the inner loops run over rows and vectorize. Each sum is still taken over the
-/// same terms in the same order as [`loss_grad`] (the same fused or unfused multiply-adds as
-/// matrixmultiply picks for this CPU, in its depth blocks), so the results are bit-identical (tested)
-/// and a fit's weights do not change.
+/// # Safety
+/// As [`Block`]'s methods: the CPU has `B`'s features.
+#[inline(always)]
+unsafe fn exp_block<B: Block>(x: B) -> B {
+    // SAFETY: the caller's contract.
+    unsafe {
+        const LOG2E: f64 = std::f64::consts::LOG2_E;
+        // ln 2 split so that k·LN2_HI is exact for |k| < 2^11.
+        const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+        const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+        // 1.5·2^52: adding it rounds to an integer, kept in the low mantissa bits.
+        const SHIFT: f64 = 6_755_399_441_055_744.0;
+        // 1/j! for j = 13 down to 2.
+        const C: [f64; 12] = [
+            1.0 / 6_227_020_800.0,
+            1.0 / 479_001_600.0,
+            1.0 / 39_916_800.0,
+            1.0 / 3_628_800.0,
+            1.0 / 362_880.0,
+            1.0 / 40_320.0,
+            1.0 / 5_040.0,
+            1.0 / 720.0,
+            1.0 / 120.0,
+            1.0 / 24.0,
+            1.0 / 6.0,
+            0.5,
+        ];
+        // A diverged step (NaN or ±∞ in a unit) must not look finite: `nan_or_zero` puts NaN back.
+        let nan_or_zero = x.sub(x);
+        let x = x.clamp(-708.0, 708.0);
+        let t = x.mul_add(B::splat(LOG2E), B::splat(SHIFT));
+        let k = t.sub(B::splat(SHIFT));
+        let r = k.mul_add(B::splat(-LN2_LO), k.mul_add(B::splat(-LN2_HI), x));
+        let mut p = B::splat(C[0]);
+        for c in &C[1..] {
+            p = p.mul_add(r, B::splat(*c));
+        }
+        p = p.mul_add(r, B::splat(1.0));
+        p = p.mul_add(r, B::splat(1.0));
+        p.mul_add(t.pow2_of_shifted(), nan_or_zero)
+    }
+}
+
+/// `exp` of one value by [`exp_block`] (for the tests).
+#[cfg(test)]
+fn exp_poly<const FUSED: bool>(x: f64) -> f64 {
+    // SAFETY: `Portable` needs no CPU features.
+    unsafe { exp_block(Portable::<FUSED>::splat(x)).0[0] }
+}
+
+/// `1/(1 + e^−z)` lane by lane. Safety: as [`exp_block`].
+#[inline(always)]
+unsafe fn sigmoid_block<B: Block>(z: B) -> B {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let one = B::splat(1.0);
+        one.div(one.add(exp_block(B::splat(0.0).sub(z))))
+    }
+}
+
+/// Preallocated buffers for evaluating the BP-ANN's loss and gradient many times on the same rows.
+///
+/// Why: an L-BFGS or Adam fit evaluates the loss thousands of times on ~5 000 rows and ~70 parameters,
+/// where ndarray's per-call costs (allocating every activation, packing tiny matrices) dominate.
+/// Activations are stored feature-major (one contiguous column of `n` values per unit), so every loop
+/// runs over rows and is a vector loop: the sums over rows (weight and bias gradients) keep eight partial
+/// sums per lane block (a [`Block`]), and the sigmoid uses a polynomial `exp` ([`exp_block`]) instead of
+/// libm's scalar one (session 5's version kept both scalar, to stay bit-identical to ndarray, and spent
+/// ~30% of its time in `exp`). Results therefore agree with [`loss_grad`] to rounding (tested to 1e-12
+/// relative), not bit for bit.
 pub struct Workspace {
     sizes: Vec<usize>,
     n: usize,
@@ -163,11 +394,10 @@ pub struct Workspace {
     acts: Vec<Vec<f64>>,
     delta: Vec<f64>,
     next_delta: Vec<f64>,
-    /// One column of depth-block sums.
-    blk: Vec<f64>,
 }
 
 impl Workspace {
+    /// Buffers for `layout` on rows `x` (standardized) and targets `y`. The output layer has one unit.
     pub fn new(layout: &Layout, x: ArrayView2<'_, f64>, y: &[f64]) -> Workspace {
         let n = x.nrows();
         let widest = layout.sizes.iter().copied().max().unwrap_or(0);
@@ -179,11 +409,10 @@ impl Workspace {
             acts: layout.sizes[1..].iter().map(|&o| vec![0.0; n * o]).collect(),
             delta: vec![0.0; n * widest],
             next_delta: vec![0.0; n * widest],
-            blk: vec![0.0; n],
         }
     }
 
-    /// The same (loss, gradient) as [`loss_grad`] on this workspace's rows, bit for bit.
+    /// The loss and gradient, as [`loss_grad`] (to rounding).
     pub fn loss_grad(&mut self, theta: &[f64], alpha: f64) -> (f64, Vec<f64>) {
         let mut g = vec![0.0; theta.len()];
         let loss = self.loss_grad_into(theta, alpha, &mut g);
@@ -192,32 +421,55 @@ impl Workspace {
 
     /// As [`Workspace::loss_grad`], writing the gradient into `g` (length = the parameter count).
     pub fn loss_grad_into(&mut self, theta: &[f64], alpha: f64, g: &mut [f64]) -> f64 {
+        self.dispatch(theta, alpha, Some(g))
+    }
+
+    /// Mean squared error of the network's output on these rows (forward pass only): the validation
+    /// score, without building artifact layers.
+    pub fn mse(&mut self, theta: &[f64]) -> f64 {
+        2.0 * self.dispatch(theta, 0.0, None)
+    }
+
+    fn dispatch(&mut self, theta: &[f64], alpha: f64, g: Option<&mut [f64]>) -> f64 {
         #[cfg(target_arch = "x86_64")]
         {
             if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has the features `eval_fma` is compiled for (checked just above).
-                return unsafe { self.eval_fma(theta, alpha, g) };
+                // SAFETY: the CPU has the features `eval_avx2` is compiled for (checked just above).
+                return unsafe { self.eval_avx2(theta, alpha, g) };
             }
-            self.eval::<false>(theta, alpha, g)
+            // SAFETY: `Portable` needs no CPU features.
+            unsafe { self.eval::<false, Portable<false>>(theta, alpha, g) }
         }
         #[cfg(target_arch = "aarch64")]
         {
-            self.eval::<true>(theta, alpha, g)
+            // SAFETY: `Portable` needs no CPU features.
+            unsafe { self.eval::<true, Portable<true>>(theta, alpha, g) }
         }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            self.eval::<false>(theta, alpha, g)
+            // SAFETY: `Portable` needs no CPU features.
+            unsafe { self.eval::<false, Portable<false>>(theta, alpha, g) }
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn eval_fma(&mut self, theta: &[f64], alpha: f64, g: &mut [f64]) -> f64 {
-        self.eval::<true>(theta, alpha, g)
+    unsafe fn eval_avx2(&mut self, theta: &[f64], alpha: f64, g: Option<&mut [f64]>) -> f64 {
+        // SAFETY: this function's features are `Avx2`'s.
+        unsafe { self.eval::<true, avx2::Avx2>(theta, alpha, g) }
     }
 
+    /// The loss, and the gradient into `g` when given (without it, the forward pass only).
+    ///
+    /// # Safety
+    /// The CPU has `B`'s features (see [`Block`]).
     #[inline(always)]
-    fn eval<const FUSED: bool>(&mut self, theta: &[f64], alpha: f64, g: &mut [f64]) -> f64 {
+    unsafe fn eval<const FUSED: bool, B: Block>(
+        &mut self,
+        theta: &[f64],
+        alpha: f64,
+        mut g: Option<&mut [f64]>,
+    ) -> f64 {
         let n = self.n;
         let nf = n.max(1) as f64;
         let depth = self.sizes.len() - 1;
@@ -227,183 +479,170 @@ impl Workspace {
             offsets.push(at);
             at += w[0] * w[1] + w[1];
         }
-        // Forward: column o of z = Σ_i w_oi·(column i of the input) (in depth blocks), + b_o, then the
-        // sigmoid on hidden layers.
+        // Forward: column o of z = b_o + Σ_i w_oi·(column i of the input), then the sigmoid on hidden
+        // layers.
         for k in 0..depth {
             let (i_n, o_n) = (self.sizes[k], self.sizes[k + 1]);
             let w = &theta[offsets[k]..offsets[k] + i_n * o_n];
             let b = &theta[offsets[k] + i_n * o_n..offsets[k] + i_n * o_n + o_n];
             let (before, rest) = self.acts.split_at_mut(k);
             let input: &[f64] = if k == 0 { &self.x } else { &before[k - 1] };
-            let out = &mut rest[0];
-            for o in 0..o_n {
-                let z = &mut out[o * n..(o + 1) * n];
-                blocked_axpys::<FUSED>(z, &mut self.blk, i_n, |i| {
-                    (&input[i * n..(i + 1) * n], w[o * i_n + i])
-                });
-                let bo = b[o];
+            for ((z, w_o), b_o) in rest[0].chunks_exact_mut(n.max(1)).zip(w.chunks_exact(i_n)).zip(b) {
+                z.fill(*b_o);
+                for (col, s) in input.chunks_exact(n.max(1)).zip(w_o) {
+                    for (c, a) in z.iter_mut().zip(col) {
+                        *c = madd::<FUSED>(*a, *s, *c);
+                    }
+                }
                 if k + 1 < depth {
-                    for v in z.iter_mut() {
-                        *v = sigmoid(*v + bo);
-                    }
-                } else {
-                    for v in z.iter_mut() {
-                        *v += bo;
-                    }
+                    // SAFETY: `eval`'s contract.
+                    unsafe { sigmoid_column::<B>(z) };
                 }
             }
         }
         // Output error: δ = (f − y)/n and the data term of the loss.
-        let mut loss = 0.0;
-        {
+        let loss_sum = {
             let out = &self.acts[depth - 1];
             for ((d, p), t) in self.delta[..n].iter_mut().zip(&out[..n]).zip(&self.y) {
-                let e = p - t;
-                loss += e * e;
-                *d = e / nf;
+                *d = p - t;
+            }
+            let e = &self.delta[..n];
+            // SAFETY: `eval`'s contract.
+            let sq = unsafe { sums::<B, 1>(e, [e])[0] };
+            for d in self.delta[..n].iter_mut() {
+                *d /= nf;
+            }
+            sq
+        };
+        let mut loss = 0.5 / nf * loss_sum;
+        if let Some(g) = g.as_deref_mut() {
+            // Backward, last layer first.
+            for k in (0..depth).rev() {
+                let (i_n, o_n) = (self.sizes[k], self.sizes[k + 1]);
+                let wo = offsets[k];
+                let w = &theta[wo..wo + i_n * o_n];
+                let input: &[f64] = if k == 0 { &self.x } else { &self.acts[k - 1] };
+                let delta = &self.delta[..n * o_n];
+                let (gw, gb) = g[wo..wo + i_n * o_n + o_n].split_at_mut(i_n * o_n);
+                // Weight gradient Σ_r δ_ro·a_ri, four inputs at a time (δ loaded once for four).
+                for ((row, d), gb_o) in gw.chunks_exact_mut(i_n).zip(delta.chunks_exact(n.max(1))).zip(gb) {
+                    let mut cols = input.chunks_exact(n.max(1));
+                    let mut quads = row.chunks_exact_mut(4);
+                    for q in quads.by_ref() {
+                        let c: [&[f64]; 4] = std::array::from_fn(|_| cols.next().unwrap_or(&[]));
+                        // SAFETY: `eval`'s contract.
+                        q.copy_from_slice(&unsafe { sums::<B, 4>(d, c) });
+                    }
+                    for (r, c) in quads.into_remainder().iter_mut().zip(cols) {
+                        // SAFETY: `eval`'s contract.
+                        *r = unsafe { sums::<B, 1>(d, [c])[0] };
+                    }
+                    // SAFETY: `eval`'s contract.
+                    *gb_o = unsafe { column_sum::<B>(d) };
+                }
+                if k > 0 {
+                    // δ of the layer below: (δ·W) ⊙ a(1 − a).
+                    let next = &mut self.next_delta[..n * i_n];
+                    for (i, (col, a)) in
+                        next.chunks_exact_mut(n.max(1)).zip(input.chunks_exact(n.max(1))).enumerate()
+                    {
+                        col.fill(0.0);
+                        for (o, d) in delta.chunks_exact(n.max(1)).enumerate() {
+                            let s = w[o * i_n + i];
+                            for (c, dv) in col.iter_mut().zip(d) {
+                                *c = madd::<FUSED>(*dv, s, *c);
+                            }
+                        }
+                        for (v, a) in col.iter_mut().zip(a) {
+                            *v *= a * (1.0 - a);
+                        }
+                    }
+                    std::mem::swap(&mut self.delta, &mut self.next_delta);
+                }
             }
         }
-        loss *= 0.5 / nf;
-        // Backward, last layer first.
-        for k in (0..depth).rev() {
-            let (i_n, o_n) = (self.sizes[k], self.sizes[k + 1]);
-            let wo = offsets[k];
-            let w = &theta[wo..wo + i_n * o_n];
-            let input: &[f64] = if k == 0 { &self.x } else { &self.acts[k - 1] };
-            let delta = &self.delta[..n * o_n];
-            let (gw, gb) = g[wo..wo + i_n * o_n + o_n].split_at_mut(i_n * o_n);
-            // Weight gradient Σ_r δ_ro·a_ri, summed over rows in blocks of GEMM_KC.
-            for o in 0..o_n {
-                let d = &delta[o * n..(o + 1) * n];
-                let row = &mut gw[o * i_n..(o + 1) * i_n];
-                let mut i = 0;
-                while i + 8 <= i_n {
-                    let cols = [0, 1, 2, 3, 4, 5, 6, 7].map(|j| &input[(i + j) * n..(i + j + 1) * n]);
-                    row[i..i + 8].copy_from_slice(&blocked_dots::<FUSED, 8>(d, cols));
-                    i += 8;
-                }
-                while i + 4 <= i_n {
-                    let cols = [0, 1, 2, 3].map(|j| &input[(i + j) * n..(i + j + 1) * n]);
-                    row[i..i + 4].copy_from_slice(&blocked_dots::<FUSED, 4>(d, cols));
-                    i += 4;
-                }
-                while i < i_n {
-                    row[i] = blocked_dots::<FUSED, 1>(d, [&input[i * n..(i + 1) * n]])[0];
-                    i += 1;
-                }
-            }
-            if alpha > 0.0 {
-                for (gv, wv) in gw.iter_mut().zip(w) {
-                    *gv += (alpha / nf) * *wv;
-                }
-                loss += 0.5 * alpha / nf * w.iter().map(|v| v * v).sum::<f64>();
-            }
-            // Bias gradient: each column's plain sum in row order (ndarray's `sum_axis` here), four
-            // columns at once so that the independent chains overlap.
-            let mut o = 0;
-            while o + 4 <= o_n {
-                let cols = [0, 1, 2, 3].map(|j| &delta[(o + j) * n..(o + j + 1) * n]);
-                gb[o..o + 4].copy_from_slice(&column_sums::<4>(cols));
-                o += 4;
-            }
-            while o < o_n {
-                gb[o] = column_sums::<1>([&delta[o * n..(o + 1) * n]])[0];
-                o += 1;
-            }
-            if k > 0 {
-                // δ of the layer below: (δ·W) ⊙ a(1 − a).
-                let next = &mut self.next_delta[..n * i_n];
-                for i in 0..i_n {
-                    let col = &mut next[i * n..(i + 1) * n];
-                    blocked_axpys::<FUSED>(col, &mut self.blk, o_n, |o| {
-                        (&delta[o * n..(o + 1) * n], w[o * i_n + i])
-                    });
-                    for (v, a) in col.iter_mut().zip(&input[i * n..(i + 1) * n]) {
-                        *v *= a * (1.0 - a);
+        if alpha > 0.0 {
+            for (k, &wo) in offsets.iter().enumerate() {
+                let w = &theta[wo..wo + self.sizes[k] * self.sizes[k + 1]];
+                if let Some(g) = g.as_deref_mut() {
+                    for (gv, wv) in g[wo..wo + w.len()].iter_mut().zip(w) {
+                        *gv += (alpha / nf) * *wv;
                     }
                 }
-                std::mem::swap(&mut self.delta, &mut self.next_delta);
+                loss += 0.5 * alpha / nf * w.iter().map(|v| v * v).sum::<f64>();
             }
         }
         loss
     }
 }
 
-/// `z = Σ_t s_t·col_t` over `terms` (term `t` gives `(col_t, s_t)`), each element summed in term order as
-/// matrixmultiply does: a multiply-add chain from zero per block of [`GEMM_KC`] terms, block sums added.
+/// The sigmoid of every value of `v`, a block of [`LANES`] at a time (the tail padded with zeros).
+/// Safety: as [`exp_block`].
 #[inline(always)]
-fn blocked_axpys<'a, const FUSED: bool>(
-    z: &mut [f64],
-    blk: &mut [f64],
-    terms: usize,
-    term: impl Fn(usize) -> (&'a [f64], f64),
-) {
-    let n = z.len();
-    let blk = &mut blk[..n];
-    let mut start = 0;
-    if terms == 0 {
-        z.fill(0.0);
-    }
-    while start < terms {
-        let end = (start + GEMM_KC).min(terms);
-        let target: &mut [f64] = if start == 0 { &mut *z } else { &mut *blk };
-        target.fill(0.0);
-        for t in start..end {
-            let (col, s) = term(t);
-            for (c, a) in target.iter_mut().zip(&col[..n]) {
-                *c = madd::<FUSED>(*a, s, *c);
-            }
+unsafe fn sigmoid_column<B: Block>(v: &mut [f64]) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let mut chunks = v.chunks_exact_mut(LANES);
+        for c in chunks.by_ref() {
+            let c: &mut Lanes = c.try_into().unwrap_or_else(|_| unreachable!());
+            sigmoid_block(B::load(c)).store(c);
         }
-        if start > 0 {
-            for (c, v) in z.iter_mut().zip(blk.iter()) {
-                *c += *v;
-            }
+        let tail = chunks.into_remainder();
+        if !tail.is_empty() {
+            let mut t = [0.0; LANES];
+            t[..tail.len()].copy_from_slice(tail);
+            sigmoid_block(B::load(&t)).store(&mut t);
+            let len = tail.len();
+            tail.copy_from_slice(&t[..len]);
         }
-        start = end;
     }
 }
 
-/// `G` column sums, each a plain sum in row order from zero.
-// Row-indexed on purpose: one row feeds G independent chains.
-#[allow(clippy::needless_range_loop)]
+/// `G` dot products `d·col_j` (each column as long as `d`), with [`LANES`] partial sums per product
+/// added at the end: vector loops, and independent chains that overlap. Safety: as [`exp_block`].
 #[inline(always)]
-fn column_sums<const G: usize>(cols: [&[f64]; G]) -> [f64; G] {
-    let n = cols.first().map_or(0, |c| c.len());
-    let mut acc = [0.0; G];
-    for r in 0..n {
-        for j in 0..G {
-            acc[j] += cols[j][r];
+unsafe fn sums<B: Block, const G: usize>(d: &[f64], cols: [&[f64]; G]) -> [f64; G] {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let mut acc = [B::splat(0.0); G];
+        let blocks = d.len() / LANES;
+        for (b, dc) in d.chunks_exact(LANES).enumerate() {
+            let dv = B::load(dc);
+            for (a, c) in acc.iter_mut().zip(&cols) {
+                *a = dv.mul_add(B::load(&c[b * LANES..]), *a);
+            }
         }
+        let mut out = [0.0; G];
+        for ((o, a), c) in out.iter_mut().zip(acc).zip(&cols) {
+            let mut l = [0.0; LANES];
+            a.store(&mut l);
+            *o = l.iter().sum::<f64>()
+                + d[blocks * LANES..].iter().zip(&c[blocks * LANES..]).map(|(x, y)| x * y).sum::<f64>();
+        }
+        out
     }
-    acc
 }
 
-/// `G` dot products `d·col_j` at once (independent chains, so they overlap), each summed in row order in
-/// blocks of [`GEMM_KC`] rows as matrixmultiply does.
+/// The plain sum of `d`, with [`LANES`] partial sums. Safety: as [`exp_block`].
 #[inline(always)]
-fn blocked_dots<const FUSED: bool, const G: usize>(d: &[f64], cols: [&[f64]; G]) -> [f64; G] {
-    let n = d.len();
-    let mut total = [0.0; G];
-    let mut start = 0;
-    while start < n {
-        let end = (start + GEMM_KC).min(n);
-        let mut acc = [0.0; G];
-        for r in start..end {
-            let dv = d[r];
-            for j in 0..G {
-                acc[j] = madd::<FUSED>(dv, cols[j][r], acc[j]);
-            }
+unsafe fn column_sum<B: Block>(d: &[f64]) -> f64 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let mut acc = B::splat(0.0);
+        let mut chunks = d.chunks_exact(LANES);
+        for c in chunks.by_ref() {
+            acc = acc.add(B::load(c));
         }
-        if start == 0 {
-            total = acc;
-        } else {
-            for j in 0..G {
-                total[j] += acc[j];
-            }
-        }
-        start = end;
+        let mut l = [0.0; LANES];
+        acc.store(&mut l);
+        l.iter().sum::<f64>() + chunks.remainder().iter().sum::<f64>()
     }
-    total
+}
+
+/// `c + a·b`, fused (one rounding) where the CPU has FMA, so that the fallback never calls libm's `fma`.
+#[inline(always)]
+fn madd<const FUSED: bool>(a: f64, b: f64, c: f64) -> f64 {
+    if FUSED { a.mul_add(b, c) } else { c + a * b }
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -530,13 +769,14 @@ mod tests {
         }
     }
 
-    /// The preallocated evaluation must be the same arithmetic as the ndarray one, bit for bit: L-BFGS
-    /// amplifies any rounding difference, and a fit's weights must not depend on which one ran.
+    /// The vectorized evaluation must compute the same loss and gradient as the plain ndarray one; only
+    /// the order of the sums differs, so they agree to rounding (a wrong index or a missed padding mask
+    /// would be off by far more).
     #[test]
-    fn workspace_loss_and_gradient_are_bit_identical_to_the_ndarray_ones() {
-        // 700 rows: more than two of matrixmultiply's 256-term depth blocks in the gradient sums.
+    fn workspace_loss_and_gradient_match_the_ndarray_ones() {
+        // 9 rows: one partial block; 701: many blocks and a partial last one.
         for (sizes, rows, alpha) in
-            [(vec![3, 4, 2, 1], 9, 0.3), (vec![10, 4, 4, 1], 700, 1e-4), (vec![5, 7, 1], 300, 0.0)]
+            [(vec![3, 4, 2, 1], 9, 0.3), (vec![10, 4, 4, 1], 701, 1e-4), (vec![5, 7, 1], 300, 0.0)]
         {
             let layout = Layout { sizes };
             let cols = layout.sizes[0];
@@ -549,18 +789,69 @@ mod tests {
                     .collect();
                 let (f0, g0) = loss_grad(&layout, &theta, x.view(), &y, alpha);
                 let (f1, g1) = ws.loss_grad(&theta, alpha);
-                assert_eq!(f0.to_bits(), f1.to_bits(), "{:?}: loss {f0} vs {f1}", layout.sizes);
-                let bits = |g: &[f64]| g.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&g0), bits(&g1), "{:?}: gradient {g0:?} vs {g1:?}", layout.sizes);
+                // The fallback for CPUs without FMA (unfused multiply-adds), checked the same way.
+                let mut g2 = vec![0.0; theta.len()];
+                // SAFETY: `Portable` needs no CPU features.
+                let f2 = unsafe { ws.eval::<false, Portable<false>>(&theta, alpha, Some(&mut g2)) };
+                let scale = g0.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+                for (f, g) in [(f1, &g1), (f2, &g2)] {
+                    assert!((f0 - f).abs() <= 1e-13 * f0.abs(), "{:?}: loss {f0} vs {f}", layout.sizes);
+                    for (j, (a, b)) in g0.iter().zip(g).enumerate() {
+                        assert!((a - b).abs() <= 1e-12 * scale, "{:?}: d/dθ{j} {a} vs {b}", layout.sizes);
+                    }
+                }
+                let mse = ws.mse(&theta);
+                let p = forward(&layout, &theta, x.view());
+                let want = p.iter().zip(&y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / rows as f64;
+                assert!((mse - want).abs() <= 1e-13 * want, "{:?}: mse {mse} vs {want}", layout.sizes);
             }
         }
+    }
+
+    /// The explicit AVX2 kernel is the portable one with vector instructions: same operations, same
+    /// order, so bit-identical results (this CPU permitting).
+    #[test]
+    fn avx2_kernel_is_bit_identical_to_the_portable_one() {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
+            let layout = Layout { sizes: vec![10, 4, 4, 1] };
+            let x = Array2::from_shape_fn((203, 10), |(i, j)| ((i * 7 + j * 13) % 17) as f64 * 0.21 - 1.6);
+            let y: Vec<f64> = (0..203).map(|i| (i as f64 * 0.37).cos()).collect();
+            let mut ws = Workspace::new(&layout, x.view(), &y);
+            let theta: Vec<f64> =
+                (0..layout.n_params()).map(|i| ((i * 37 % 11) as f64 - 5.0) * 0.3).collect();
+            let mut ga = vec![0.0; theta.len()];
+            let mut gp = vec![0.0; theta.len()];
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            let fa = unsafe { ws.eval_avx2(&theta, 1e-3, Some(&mut ga)) };
+            // SAFETY: `Portable` needs no CPU features.
+            let fp = unsafe { ws.eval::<true, Portable<true>>(&theta, 1e-3, Some(&mut gp)) };
+            assert_eq!(fa.to_bits(), fp.to_bits());
+            assert_eq!(
+                ga.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                gp.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    /// The ndarray forward pass (the output column of `loss_grad`'s network), for the MSE check.
+    fn forward(layout: &Layout, theta: &[f64], x: ndarray::ArrayView2<'_, f64>) -> Vec<f64> {
+        let mut h = x.to_owned();
+        let mats = layout.matrices(theta);
+        for (k, (w, b)) in mats.iter().enumerate() {
+            h = h.dot(&w.t()) + b;
+            if k + 1 < mats.len() {
+                h.mapv_inplace(sigmoid);
+            }
+        }
+        h.column(0).to_vec()
     }
 
     #[test]
     fn workspace_gradient_matches_finite_differences() {
         let layout = Layout { sizes: vec![4, 3, 3, 1] };
-        let x = Array2::from_shape_fn((40, 4), |(i, j)| ((i * 5 + j * 3) % 11) as f64 * 0.25 - 1.2);
-        let y: Vec<f64> = (0..40).map(|i| (i as f64 * 0.3).sin()).collect();
+        let x = Array2::from_shape_fn((41, 4), |(i, j)| ((i * 5 + j * 3) % 11) as f64 * 0.25 - 1.2);
+        let y: Vec<f64> = (0..41).map(|i| (i as f64 * 0.3).sin()).collect();
         let mut ws = Workspace::new(&layout, x.view(), &y);
         let theta: Vec<f64> = (0..layout.n_params()).map(|i| ((i * 29 % 13) as f64 - 6.0) * 0.11).collect();
         let (_, g) = ws.loss_grad(&theta, 0.2);
@@ -572,6 +863,29 @@ mod tests {
             let num = (ws.loss_grad(&a, 0.2).0 - ws.loss_grad(&b, 0.2).0) / (2.0 * h);
             assert!((num - g[j]).abs() < 1e-7 * num.abs().max(1.0), "param {j}: {num} vs {}", g[j]);
         }
+    }
+
+    /// The polynomial exp behind the vectorized sigmoid stays within a few ulp of libm's over the range
+    /// the sigmoid meets, clamps outside it, and turns NaN and ±∞ into NaN (a diverged step stays visible).
+    #[test]
+    fn polynomial_exp_is_within_a_few_ulp_of_libm() {
+        let mut worst = 0.0_f64;
+        for i in 0..=200_000 {
+            let x = -707.0 + 1414.0 * i as f64 / 200_000.0;
+            for v in [x, x * 1e-3, x * 1e-6] {
+                let (a, b) = (exp_poly::<false>(v), v.exp());
+                worst = worst.max((a - b).abs() / b);
+            }
+        }
+        assert!(worst < 4.0 * f64::EPSILON, "worst relative error {worst:e}");
+        let floor = (-708.0_f64).exp();
+        assert!((exp_poly::<false>(-1e4) - floor).abs() <= 4.0 * f64::EPSILON * floor);
+        assert!(exp_poly::<false>(1e4).is_finite());
+        assert!(exp_poly::<false>(f64::NAN).is_nan());
+        assert!(exp_poly::<true>(f64::INFINITY).is_nan());
+        assert!(
+            (exp_poly::<true>(1.0) - std::f64::consts::E).abs() <= 2.0 * f64::EPSILON * std::f64::consts::E
+        );
     }
 
     #[test]
