@@ -39,7 +39,7 @@ fn gtx1080ti_json_report() {
     for k in v["per_kernel"].as_array().unwrap() {
         assert!(k["fold_exponent"].as_f64().unwrap() >= 1.0, "{k}");
         assert!(k["fold_calibrated"].is_boolean(), "{k}");
-        assert!(["full", "compute-floor", "scaled-model"].contains(&k["fold_form"].as_str().unwrap()), "{k}");
+        assert!(["full", "compute-floor"].contains(&k["fold_form"].as_str().unwrap()), "{k}");
         assert!(k["fold_power_inputs"].is_string(), "{k}");
         assert!(k["choices"][1]["regret_measured_time_pct"].as_f64().unwrap() >= 0.0, "{k}");
     }

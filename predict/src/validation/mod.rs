@@ -29,7 +29,7 @@
 //! validation — folds, fits and figures — runs on the named kernels only.
 
 use crate::baseline::{Baseline, PeerInputs, WangChuConstants};
-use crate::calibration::{CalRow, Model, TimeCalibration, additive_s, pipeline_parts};
+use crate::calibration::{CalRow, TimeCalibration, additive_s, pipeline_parts};
 use crate::error::{Error, Result};
 use crate::nvdvfs::{kernels, profile_from_row};
 use crate::power::{UTILIZATIONS, base_values};
@@ -52,7 +52,7 @@ struct Prepared {
     kind: &'static str,
     parts: [f64; 4],
     sync: f64,
-    model: Model,
+    model: f64,
     components: [f64; 7],
     measured_t: f64,
     measured_p: f64,
@@ -217,7 +217,7 @@ pub fn validate_with_progress(
                 kind: tm.bound_kind,
                 parts: pipeline_parts(&tm),
                 sync: additive_s(&tm),
-                model: Model::of(&tm),
+                model: tm.time_s,
                 components: tm.components_s,
                 measured_t: col("time_s", r),
                 measured_p: col("power_w", r),
@@ -236,7 +236,7 @@ pub fn validate_with_progress(
     let mut pred_t = vec![0.0; n];
     let mut pred_p = vec![0.0; n];
     let all: Vec<CalRow> = prep.iter().map(|p| (p.parts, p.sync, p.measured_t)).collect();
-    let model_t: Vec<Model> = prep.iter().map(|p| p.model).collect();
+    let model_t: Vec<f64> = prep.iter().map(|p| p.model).collect();
     let kernel_of: Vec<usize> = prep.iter().map(|p| p.kernel).collect();
     progress.start(nested::fit_count(groups.len()));
     let nest = nested::nested_with_progress(&all, &model_t, &kernel_of, groups.len(), progress);
@@ -244,7 +244,7 @@ pub fn validate_with_progress(
     for (fold, fold_power) in fold_power.iter_mut().enumerate() {
         let train: Vec<&Prepared> = prep.iter().filter(|p| p.kernel != fold).collect();
         let fit = &nest.folds[fold];
-        let time = |p: &Prepared| fit.time(p.parts, p.sync, &p.model);
+        let time = |p: &Prepared| fit.time(p.parts, p.sync, p.model);
         // The power inputs, chosen like p: by an inner leave-one-kernel-out over this fold's training
         // kernels (power MAPE), never looking at the held-out kernel. The rates use this fold's
         // calibrated times, whose factors saw the inner held-out kernel's times too: that only touches
@@ -278,7 +278,7 @@ pub fn validate_with_progress(
             core_mhz: p.clocks.core_mhz,
             mem_mhz: p.clocks.mem_mhz,
             measured_time_s: p.measured_t,
-            model_time_s: p.model.time_s,
+            model_time_s: p.model,
             bound_kind: p.kind,
             model_components_s: p.components,
             predicted_time_s: pred_t[i],

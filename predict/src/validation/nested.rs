@@ -31,27 +31,24 @@
 //! exponents, so they stop at a coarser tolerance ([`Precision::Ranking`]); the outer fits, whose
 //! predictions are reported, are full fits.
 
-use crate::calibration::{CalRow, ComputeFloor, Model, Precision, ScaledModel, TimeCalibration};
+use crate::calibration::{CalRow, ComputeFloor, Precision, TimeCalibration};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use crate::calibration::EXPONENTS;
 
-/// A fold's fitted correction: the four-factor power mean, the compute floor (one factor), or the model
-/// with scaled component times.
+/// A fold's fitted correction: the four-factor power mean, or the compute floor (one factor).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fitted {
     Full(TimeCalibration),
     ComputeFloor(ComputeFloor),
-    Scaled(ScaledModel),
 }
 
 impl Fitted {
-    /// The corrected time of a row from its parts, additive time and the model.
-    pub fn time(&self, parts: [f64; 4], sync: f64, model: &Model) -> f64 {
+    /// The corrected time of a row from its parts, additive time and the model's own time.
+    pub fn time(&self, parts: [f64; 4], sync: f64, model: f64) -> f64 {
         match self {
             Fitted::Full(c) => c.time(parts, sync),
-            Fitted::ComputeFloor(c) => c.time(parts, sync, model.time_s),
-            Fitted::Scaled(c) => c.time(model),
+            Fitted::ComputeFloor(c) => c.time(parts, sync, model),
         }
     }
 
@@ -60,14 +57,13 @@ impl Fitted {
         match self {
             Fitted::Full(_) => "full",
             Fitted::ComputeFloor(_) => "compute-floor",
-            Fitted::Scaled(_) => "scaled-model",
         }
     }
 }
 
 /// The candidates of a fold, in the order of [`FoldFit::inner_mape_pct`]: the four-factor form with each
-/// of [`EXPONENTS`], then the compute floor, then the scaled model.
-pub const CANDIDATES: usize = EXPONENTS.len() + 2;
+/// of [`EXPONENTS`], then the compute floor.
+pub const CANDIDATES: usize = EXPONENTS.len() + 1;
 
 /// The result of one outer fold.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,8 +87,8 @@ pub struct FoldFit {
 
 impl FoldFit {
     /// The fold's time for a row: calibrated, or the model's own time when the calibration was dropped.
-    pub fn time(&self, parts: [f64; 4], sync: f64, model: &Model) -> f64 {
-        self.calibration.map_or(model.time_s, |c| c.time(parts, sync, model))
+    pub fn time(&self, parts: [f64; 4], sync: f64, model: f64) -> f64 {
+        self.calibration.map_or(model, |c| c.time(parts, sync, model))
     }
 }
 
@@ -114,19 +110,19 @@ pub struct Nested {
 }
 
 /// Sum of absolute relative errors of `cal` on rows (with their model times), and how many rows.
-fn abs_rel_error(cal: &Fitted, rows: impl Iterator<Item = (CalRow, Model)>) -> (f64, usize) {
+fn abs_rel_error(cal: &Fitted, rows: impl Iterator<Item = (CalRow, f64)>) -> (f64, usize) {
     rows.fold((0.0, 0), |(s, n), ((parts, sync, y), m)| {
-        (s + (cal.time(parts, sync, &m) / y - 1.0).abs(), n + 1)
+        (s + (cal.time(parts, sync, m) / y - 1.0).abs(), n + 1)
     })
 }
 
 /// The rows (with their model times) whose kernel is not in `excluded`.
 fn training_with_model(
     rows: &[CalRow],
-    model: &[Model],
+    model: &[f64],
     kernel: &[usize],
     excluded: &[usize],
-) -> (Vec<CalRow>, Vec<Model>) {
+) -> (Vec<CalRow>, Vec<f64>) {
     rows.iter()
         .zip(model)
         .zip(kernel)
@@ -139,25 +135,16 @@ fn training_with_model(
 fn fit_candidate(
     c: usize,
     rows: &[CalRow],
-    model: &[Model],
+    model: &[f64],
     kernel: &[usize],
     excluded: &[usize],
     precision: Precision,
 ) -> Fitted {
     if c < EXPONENTS.len() {
-        return Fitted::Full(TimeCalibration::fit_to(
-            &training(rows, kernel, excluded),
-            EXPONENTS[c],
-            precision,
-        ));
-    }
-    let (r, m) = training_with_model(rows, model, kernel, excluded);
-    if c == EXPONENTS.len() {
-        let times: Vec<f64> = m.iter().map(|m| m.time_s).collect();
-        Fitted::ComputeFloor(ComputeFloor::fit(&r, &times))
+        Fitted::Full(TimeCalibration::fit_to(&training(rows, kernel, excluded), EXPONENTS[c], precision))
     } else {
-        let measured: Vec<f64> = r.iter().map(|r| r.2).collect();
-        Fitted::Scaled(ScaledModel::fit(&m, &measured, precision))
+        let (r, m) = training_with_model(rows, model, kernel, excluded);
+        Fitted::ComputeFloor(ComputeFloor::fit(&r, &m))
     }
 }
 
@@ -176,26 +163,26 @@ fn training(rows: &[CalRow], kernel: &[usize], excluded: &[usize]) -> Vec<CalRow
 }
 
 /// The uncalibrated model's MAPE (percent) over the rows of kernels not in `excluded`.
-fn uncalibrated_mape_pct(rows: &[CalRow], model: &[Model], kernel: &[usize], excluded: &[usize]) -> f64 {
+fn uncalibrated_mape_pct(rows: &[CalRow], model: &[f64], kernel: &[usize], excluded: &[usize]) -> f64 {
     let (s, n) = rows
         .iter()
         .zip(model)
         .zip(kernel)
         .filter(|(_, k)| !excluded.contains(k))
-        .fold((0.0, 0usize), |(s, n), ((r, m), _)| (s + (m.time_s / r.2 - 1.0).abs(), n + 1));
+        .fold((0.0, 0usize), |(s, n), ((r, m), _)| (s + (m / r.2 - 1.0).abs(), n + 1));
     100.0 * s / n.max(1) as f64
 }
 
 /// The uncalibrated model's MAPE (percent) over each kernel's rows, in kernel order.
 fn uncalibrated_kernel_mape_pct(
     rows: &[CalRow],
-    model: &[Model],
+    model: &[f64],
     kernel: &[usize],
     n_kernels: usize,
 ) -> Vec<f64> {
     let mut sum = vec![(0.0, 0usize); n_kernels];
     for ((r, m), &k) in rows.iter().zip(model).zip(kernel) {
-        sum[k].0 += (m.time_s / r.2 - 1.0).abs();
+        sum[k].0 += (m / r.2 - 1.0).abs();
         sum[k].1 += 1;
     }
     sum.into_iter().map(|(s, n)| 100.0 * s / n.max(1) as f64).collect()
@@ -270,13 +257,7 @@ fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 ///
 /// `kernel[i]` is row `i`'s kernel index in `0..n_kernels`, `model[i]` its uncalibrated model time; `fold`
 /// is the held-out kernel.
-pub fn fold_fit(
-    rows: &[CalRow],
-    model: &[Model],
-    kernel: &[usize],
-    n_kernels: usize,
-    fold: usize,
-) -> FoldFit {
+pub fn fold_fit(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize, fold: usize) -> FoldFit {
     let inner: Vec<usize> = (0..n_kernels).filter(|&k| k != fold).collect();
     // Per exponent, each inner kernel's (error sum, rows) when its inner fold left it out.
     let per_kernel: Vec<Vec<(f64, usize)>> = (0..CANDIDATES)
@@ -308,7 +289,7 @@ pub fn fold_fit(
 
 /// Runs the nested procedure over every kernel (see the module docs); `model[i]` is row `i`'s uncalibrated
 /// model time. Needs at least 3 kernels, so that every inner fit has training rows.
-pub fn nested(rows: &[CalRow], model: &[Model], kernel: &[usize], n_kernels: usize) -> Nested {
+pub fn nested(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize) -> Nested {
     nested_with_progress(rows, model, kernel, n_kernels, &())
 }
 
@@ -321,7 +302,7 @@ pub fn fit_count(n_kernels: usize) -> u64 {
 /// [`nested`], reporting each finished calibration fit to `progress` (of [`fit_count`] in all).
 pub fn nested_with_progress(
     rows: &[CalRow],
-    model: &[Model],
+    model: &[f64],
     kernel: &[usize],
     n_kernels: usize,
     progress: &dyn super::Progress,
@@ -344,7 +325,7 @@ pub fn nested_with_progress(
         progress.inc(1);
         fit
     });
-    let rows_of: Vec<Vec<(CalRow, Model)>> = (0..n_kernels)
+    let rows_of: Vec<Vec<(CalRow, f64)>> = (0..n_kernels)
         .map(|k| {
             rows.iter()
                 .zip(model)
@@ -386,14 +367,14 @@ pub fn nested_with_progress(
         rows.iter()
             .zip(model)
             .zip(kernel)
-            .map(|((&(parts, sync, _), m), &k)| cal_of(k).time(parts, sync, m))
+            .map(|((&(parts, sync, _), &m), &k)| cal_of(k).time(parts, sync, m))
             .collect()
     };
     let predicted: Vec<f64> = rows
         .iter()
         .zip(model)
         .zip(kernel)
-        .map(|((&(parts, sync, _), m), &k)| folds[k].time(parts, sync, m))
+        .map(|((&(parts, sync, _), &m), &k)| folds[k].time(parts, sync, m))
         .collect();
     let loko_predicted: Vec<Vec<f64>> = (0..np).map(|pi| predict(&|k| single[pi * n_kernels + k])).collect();
     let loko_mape_pct: Vec<f64> = loko_predicted
@@ -410,19 +391,10 @@ pub fn nested_with_progress(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpumodel_models::timing::{ComponentScale, ModelParts, WaveParts};
-
-    /// A model whose time is `t` seconds, all of it memory time (so the scaled model is `a_memory·t`).
-    fn as_model(t: f64) -> Model {
-        let wave = WaveParts { count: 1.0, load: t, ..WaveParts::default() };
-        let parts = ModelParts { waves: [wave, WaveParts::default()], seconds_per_cycle: 1.0 };
-        assert_eq!(parts.time_s(&ComponentScale::ONE), t);
-        Model { time_s: t, parts }
-    }
 
     /// Five kernels whose times follow known factors (with a kernel-specific level error, as real
     /// kernels have), mixing the memory and compute pipelines.
-    fn synthetic() -> (Vec<CalRow>, Vec<Model>, Vec<usize>) {
+    fn synthetic() -> (Vec<CalRow>, Vec<f64>, Vec<usize>) {
         let truth = TimeCalibration { a: [1.2, 1.6, 1.0, 1.5], p: 4.0 };
         let mut rows = Vec::new();
         let mut kernel = Vec::new();
@@ -440,7 +412,7 @@ mod tests {
             }
         }
         // The uncalibrated model: the parts' maximum plus sync (factors 1, full overlap).
-        let model = rows.iter().map(|r| as_model(r.0.iter().copied().fold(0.0, f64::max) + r.1)).collect();
+        let model = rows.iter().map(|r| r.0.iter().copied().fold(0.0, f64::max) + r.1).collect();
         (rows, model, kernel)
     }
 
@@ -455,7 +427,7 @@ mod tests {
         }
         // The outer predictions are each fold's calibration on its own kernel's rows.
         for (((r, m), k), t) in rows.iter().zip(&model).zip(&kernel).zip(&all.predicted) {
-            assert_eq!(*t, all.folds[*k].time(r.0, r.1, m));
+            assert_eq!(*t, all.folds[*k].time(r.0, r.1, *m));
         }
         assert_eq!(all.loko_mape_pct.len(), EXPONENTS.len());
         assert!(EXPONENTS.contains(&all.selected_exponent));
@@ -498,7 +470,7 @@ mod tests {
             .enumerate()
             .map(|(i, r)| (r.0.map(|v| v * (1.0 + 0.3 * (i % 3) as f64)), r.1, r.2))
             .collect();
-        let all = nested(&noisy, &exact.iter().map(|&t| as_model(t)).collect::<Vec<_>>(), &kernel, 5);
+        let all = nested(&noisy, &exact, &kernel, 5);
         for (fold, f) in all.folds.iter().enumerate() {
             assert_eq!(f.calibration, None, "fold {fold}: {f:?}");
             // The compute floor at factor 1 is the model itself: it can tie the model, never beat it.
@@ -540,7 +512,7 @@ mod tests {
                 let m = mem.max(comp) + 0.05 * k as f64;
                 let truth = m.max(1.25 * comp + 0.01);
                 rows.push(([mem, comp, 0.0, 0.0], 0.01, truth * (1.0 + 0.01 * ((k + c) % 3) as f64)));
-                model.push(as_model(m));
+                model.push(m);
                 kernel.push(k);
             }
         }
@@ -549,45 +521,6 @@ mod tests {
             let Some(Fitted::ComputeFloor(c)) = f.calibration else { panic!("fold {fold}: {f:?}") };
             assert!((c.a_compute - 1.25).abs() < 0.05, "fold {fold}: {c:?}");
             assert_eq!(f.form, "compute-floor");
-        }
-    }
-
-    /// A model whose only fault is a latency bound that runs slower than it says, on the few-warps
-    /// kernels: neither the power mean (its parts have no latency) nor the compute floor can express
-    /// it, the scaled model can. Every fold chooses it, keeps it, and finds the factor.
-    #[test]
-    fn a_latency_only_fault_is_fixed_by_the_scaled_model() {
-        let (mut rows, mut model, mut kernel) = (Vec::new(), Vec::new(), Vec::new());
-        for k in 0..6 {
-            for c in 0..4 {
-                // Odd kernels latency-bound (few warps), even ones memory-bound; two waves each.
-                let (mem, comp) = (1.0 + 0.1 * c as f64, 0.4 + 0.05 * k as f64);
-                let latency = if k % 2 == 1 { 1.5 + 0.2 * (k + c) as f64 } else { 0.3 };
-                let wave = |count: f64, f: f64| WaveParts {
-                    count,
-                    load: 0.7 * mem * f,
-                    store: 0.3 * mem * f,
-                    compute: comp * f,
-                    latency: latency * f,
-                    fill: 0.02,
-                    sync: 0.01,
-                    ..WaveParts::default()
-                };
-                let parts = ModelParts { waves: [wave(3.0, 1.0), wave(1.0, 0.5)], seconds_per_cycle: 1e-3 };
-                let m = Model { time_s: parts.time_s(&ComponentScale::ONE), parts };
-                let truth = ComponentScale { latency: 1.3, ..ComponentScale::ONE };
-                let y = parts.time_s(&truth) * (1.0 + 0.01 * ((k + c) % 3) as f64);
-                rows.push(([mem, comp, 0.0, 0.0], 0.0, y));
-                model.push(m);
-                kernel.push(k);
-            }
-        }
-        let all = nested(&rows, &model, &kernel, 6);
-        for (fold, f) in all.folds.iter().enumerate() {
-            let Some(Fitted::Scaled(c)) = f.calibration else { panic!("fold {fold}: {f:?}") };
-            assert_eq!(f.form, "scaled-model");
-            assert!((c.a.latency - 1.3).abs() < 0.03, "fold {fold}: {c:?}");
-            assert!((c.a.memory - 1.0).abs() < 0.03, "fold {fold}: {c:?}");
         }
     }
 
