@@ -110,9 +110,10 @@ impl Model {
 /// logarithms) and minimize the mean absolute relative error; a component no training row has keeps 1.
 ///
 /// **Not among `validate`'s candidates**: tried as a ninth candidate of the nested procedure, it changed
-/// none of the four NV-DVFS figures (on the GTX 1080 Ti it lost to the model as is inside every fold: the
-/// shared and latency factors are set by the one or two training kernels those pipelines bind, and do
-/// not carry over to the held-out one), so it was rejected (BENCHMARKS.md, issue 14, session 6, round 2).
+/// none of the four NV-DVFS figures (on the GTX 1080 Ti's 20 kernels it lost to the model as is inside
+/// every fold: the shared and latency factors are set by the one or two training kernels those
+/// pipelines bind, and do not carry over to the held-out one), so it was rejected (BENCHMARKS.md,
+/// issue 14, session 6, round 2).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ScaledModel {
     pub a: ComponentScale,
