@@ -358,6 +358,7 @@ fn physical_model_and_default_choice_on_a_small_file() {
         "group",
         "--rule",
         "min",
+        "--variants",
         "--format",
         "json",
         "--out-dir",

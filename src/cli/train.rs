@@ -41,10 +41,19 @@ pub struct Args {
     /// after a network's name, in this order: `-lbfgs` (full-batch L-BFGS), `@8x8` (hidden widths), `~NAME`
     /// (its input set, a built-in feature set), `*5` (the mean of 5 networks from different initial
     /// weights), `/2` or `/4` (physical+bpann: keep half or a quarter of the residual network). Physical
-    /// models are left out by themselves where the data has no clock levels. Default: the eleven base
-    /// candidates plus L-BFGS width, input-set and seed-averaging variants (BENCHMARKS.md, issue 15).
+    /// models are left out by themselves where the data has no clock levels. Default: the nine base
+    /// candidates (bpann, bpann-lbfgs, physical, physical+bpann, physical+bpann/2, physical+bpann-lbfgs,
+    /// physical+bpann-lbfgs/2, mlr, mlr+), with --variants also their width, input-set, seed-averaging and
+    /// quarter-residual variants.
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
+    /// Add the width, input-set, seed-averaging and quarter-residual variants to the default candidate
+    /// list (22 candidates on Titan X and NV-DVFS data; see BENCHMARKS.md, issue 15, session 6).
+    #[arg(long, overrides_with = "no_variants")]
+    pub variants: bool,
+    /// The default candidate list without those variants.
+    #[arg(long, overrides_with = "variants")]
+    pub no_variants: bool,
     /// Which fitted model becomes `<prefix>-default.json`: `cv` (default) chooses by cross-validation on
     /// the training data (never the test set; see --select-by and --rule); a model name fixes the choice.
     #[arg(long, default_value = "cv")]
@@ -371,7 +380,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (mut train_opened, train_info) = open_dataset(&args.data, import, bad)?;
     let fs = choose_feature_set(&args, &train_opened)?;
     if !models_given {
-        names = default_candidates(&fs.name);
+        let variants = if args.variants {
+            true
+        } else if args.no_variants {
+            false
+        } else {
+            gpumodel_train::experiment::VARIANTS_BY_DEFAULT
+        };
+        names = default_candidates(&fs.name, variants);
         if let Some(m) = &fixed
             && !names.contains(m)
         {

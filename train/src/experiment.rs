@@ -96,24 +96,27 @@ pub fn physical_roles(
 /// The validations nested CV compares procedures over (index = position in `inner_scored`).
 const VALIDATIONS: [Validation; 2] = [Validation::GroupKfold, Validation::ClusterKfold];
 
-/// The default candidate list of `gpumodel train` before the variants of [`default_candidates`], in the
-/// order tables show it (ties in the selection go to the earlier, i.e. simpler, entry).
+/// The base candidate list of `gpumodel train` (session 5's nine), in the order tables show it (ties in
+/// the selection go to the earlier, i.e. simpler, entry).
 pub const DEFAULT_CANDIDATES: &[&str] = &[
     "bpann",
     "bpann-lbfgs",
     "physical",
     "physical+bpann",
     "physical+bpann/2",
-    "physical+bpann/4",
     "physical+bpann-lbfgs",
     "physical+bpann-lbfgs/2",
-    "physical+bpann-lbfgs/4",
     "mlr",
     "mlr+",
 ];
 
-/// The input-set alternative of a built-in feature set that the default candidate list also tries (a
-/// physics-structured form of the same counters, fixed a priori), if it has one.
+/// Whether the default list holds the variants of [`default_candidates`] (`--variants` /
+/// `--no-variants` override it); decided by nested CV on the training data (BENCHMARKS.md, issue 15,
+/// session 6).
+pub const VARIANTS_BY_DEFAULT: bool = false;
+
+/// The input-set alternative of a built-in feature set that the variants try (a physics-structured
+/// form of the same counters, fixed a priori), if it has one.
 pub fn alternative_inputs(feature_set: &str) -> Option<&'static str> {
     match feature_set {
         "titanx-utilizations" => Some("titanx-clock-physics"),
@@ -122,23 +125,29 @@ pub fn alternative_inputs(feature_set: &str) -> Option<&'static str> {
     }
 }
 
-/// The default candidate list on feature set `feature_set`: [`DEFAULT_CANDIDATES`], then the variants
-/// the selection also chooses among (issue 15: input set, width and seed averaging chosen inside the
-/// folds): the L-BFGS residual network 8×8 wide (`@8x8`), on the alternative input set (`~NAME`), and
-/// averaged over five networks from different initial weights (`*5`), each whole, halved and quartered;
-/// and the plain L-BFGS network with the other width and input set. Only L-BFGS variants: an L-BFGS fit
-/// costs a fraction of an Adam one, which keeps the default run within its 10-minute budget.
-pub fn default_candidates(feature_set: &str) -> Vec<String> {
+/// The default candidate list on feature set `feature_set`: [`DEFAULT_CANDIDATES`], and with `variants`
+/// the ones the selection then also chooses among (issue 15: input set, width, seed averaging and the
+/// residual's share chosen inside the folds): `physical+bpann/4` and `physical+bpann-lbfgs/4` (free: they
+/// share their fits), the plain L-BFGS network 8×8 wide (`@8x8`) and on the alternative input set
+/// (`~NAME`), and the L-BFGS residual network 8×8 wide, on the alternative input set and averaged over
+/// five networks from different initial weights (`*5`), each whole, halved and quartered. Only L-BFGS
+/// variants: an L-BFGS fit costs a fraction of an Adam one.
+pub fn default_candidates(feature_set: &str, variants: bool) -> Vec<String> {
     let mut v: Vec<String> = DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect();
-    let mut variants = vec!["@8x8".to_string()];
-    if let Some(alt) = alternative_inputs(feature_set) {
-        variants.push(format!("~{alt}"));
+    if !variants {
+        return v;
     }
-    for var in &variants {
+    v.insert(5, "physical+bpann/4".into());
+    v.insert(8, "physical+bpann-lbfgs/4".into());
+    let mut kinds = vec!["@8x8".to_string()];
+    if let Some(alt) = alternative_inputs(feature_set) {
+        kinds.push(format!("~{alt}"));
+    }
+    for var in &kinds {
         v.push(format!("bpann-lbfgs{var}"));
     }
-    variants.push("*5".into());
-    for var in &variants {
+    kinds.push("*5".into());
+    for var in &kinds {
         for scale in ["", "/2", "/4"] {
             v.push(format!("physical+bpann-lbfgs{var}{scale}"));
         }
@@ -1352,8 +1361,11 @@ mod tests {
         assert_eq!((c.members, c.scale), (Some(5), 0.25));
         assert_eq!(c.canonical(), "physical+bpann-lbfgs@8x8~titanx-clock-physics*5/4");
         assert_eq!(file_stem(&c.canonical()), "physical-bpann-lbfgs-h8x8-titanx-clock-physics-avg5-quarter");
+        assert_eq!(default_candidates("titanx-utilizations", false), DEFAULT_CANDIDATES);
+        assert_eq!(default_candidates("titanx-utilizations", true).len(), 22);
+        assert_eq!(default_candidates("custom", true).len(), 18, "no input-set alternative");
         for fs in ["titanx-utilizations", "nvdvfs-rates", "custom"] {
-            let names = default_candidates(fs);
+            let names = default_candidates(fs, true);
             for name in &names {
                 assert_eq!(CandidateName::parse(name).unwrap().canonical(), *name);
             }
