@@ -358,6 +358,7 @@ fn physical_model_and_default_choice_on_a_small_file() {
         "group",
         "--rule",
         "min",
+        "--variants",
         "--format",
         "json",
         "--out-dir",
@@ -385,6 +386,35 @@ fn physical_model_and_default_choice_on_a_small_file() {
         "--rule min --select-by group: the lowest grouped-CV MAPE wins"
     );
     assert_eq!((sel["validation"].as_str(), sel["rule"].as_str()), (Some("group-kfold"), Some("min")));
+    // The default list also holds width and seed-averaging variants, each recorded with the figures
+    // and the complexity the one-standard-error rule orders them by.
+    let rec = |m: &str| {
+        sel["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["model"] == m)
+            .cloned()
+            .unwrap_or_else(|| panic!("{m} is not among the candidates: {}", sel["candidates"]))
+    };
+    let (one, avg, wide) =
+        (rec("physical+bpann-lbfgs"), rec("physical+bpann-lbfgs*5"), rec("physical+bpann-lbfgs@8x8/4"));
+    assert_eq!(
+        avg["complexity"]["params"].as_u64().unwrap(),
+        5 * one["complexity"]["params"].as_u64().unwrap()
+    );
+    assert!(
+        wide["complexity"]["rank"].as_u64() < one["complexity"]["rank"].as_u64(),
+        "a quarter residual ranks lower"
+    );
+    assert!(avg["cv_mape_pct"].as_f64().unwrap().is_finite());
+    assert!(
+        out.join(format!(
+            "{}-physical-bpann-lbfgs-avg5-half.json",
+            good.file_stem().unwrap().to_str().unwrap()
+        ))
+        .exists()
+    );
     let prefix = good.file_stem().unwrap().to_str().unwrap();
     let default = std::fs::read_to_string(out.join(format!("{prefix}-default.json"))).unwrap();
     let a: serde_json::Value = serde_json::from_str(&default).unwrap();

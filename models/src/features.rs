@@ -241,6 +241,11 @@ pub const BUILTIN: &[Builtin] = &[
         summary: "NV-DVFS: ten nvprof counters fixed a priori (the paper's event classes) as rates per ms + the two clocks",
         toml: include_str!("../featuresets/nvdvfs-rates.toml"),
     },
+    Builtin {
+        name: "nvdvfs-per-cycle",
+        summary: "NV-DVFS: the same ten counters as events per cycle of their clock domain + the two clocks",
+        toml: include_str!("../featuresets/nvdvfs-per-cycle.toml"),
+    },
 ];
 
 /// A built-in feature set by name.

@@ -9,8 +9,8 @@ use gpumodel_models::registry::Opened;
 use gpumodel_models::{Dataset, FeatureSet, Table, features};
 use gpumodel_train::eval::{correlation_ranking, select_by_correlation};
 use gpumodel_train::experiment::{
-    CANDIDATE_HELP, CandidateSpec, DEFAULT_CANDIDATES, RunParams, default_prefix, file_stem, open_dataset,
-    parse_candidate, physical_roles,
+    CANDIDATE_HELP, CandidateName, CandidateSpec, RunParams, default_candidates, default_prefix, file_stem,
+    open_dataset, physical_roles,
 };
 use gpumodel_train::selection::{Rule, Validation};
 use gpumodel_train::{BpannParams, Solver};
@@ -37,12 +37,23 @@ pub struct Args {
     #[arg(long)]
     pub features: Option<String>,
     /// Candidate models, comma-separated: bpann (the paper's network, Adam), physical (Guerreiro et al.'s
-    /// DVFS model), physical+bpann (the network on the physical model's residual), mlr, mlr+; `-lbfgs`
-    /// after a network's name trains it with full-batch L-BFGS; `/2` after physical+bpann keeps half its
-    /// network (the mean of physical and physical+bpann). Physical models are left out by themselves
-    /// where the data has no clock levels. Default: every one of them.
+    /// DVFS model), physical+bpann (the network on the physical model's residual), mlr, mlr+. Options
+    /// after a network's name, in this order: `-lbfgs` (full-batch L-BFGS), `@8x8` (hidden widths), `~NAME`
+    /// (its input set, a built-in feature set), `*5` (the mean of 5 networks from different initial
+    /// weights), `/2` or `/4` (physical+bpann: keep half or a quarter of the residual network). Physical
+    /// models are left out by themselves where the data has no clock levels. Default: the nine base
+    /// candidates (bpann, bpann-lbfgs, physical, physical+bpann, physical+bpann/2, physical+bpann-lbfgs,
+    /// physical+bpann-lbfgs/2, mlr, mlr+), with --variants also their width, input-set, seed-averaging and
+    /// quarter-residual variants.
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
+    /// Add the width, input-set, seed-averaging and quarter-residual variants to the default candidate
+    /// list (22 candidates on Titan X and NV-DVFS data; see BENCHMARKS.md, issue 15, session 6).
+    #[arg(long, overrides_with = "no_variants")]
+    pub variants: bool,
+    /// The default candidate list without those variants.
+    #[arg(long, overrides_with = "variants")]
+    pub no_variants: bool,
     /// Which fitted model becomes `<prefix>-default.json`: `cv` (default) chooses by cross-validation on
     /// the training data (never the test set; see --select-by and --rule); a model name fixes the choice.
     #[arg(long, default_value = "cv")]
@@ -315,22 +326,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut names: Vec<String> = if models_given {
         args.models.iter().map(|m| m.trim().to_string()).filter(|m| !m.is_empty()).collect()
     } else {
-        DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect()
+        // The variants depend on the feature set (its input-set alternative): filled in once it is known.
+        Vec::new()
     };
-    if names.is_empty() {
+    if models_given && names.is_empty() {
         bail!("--models is empty: name at least one of {CANDIDATE_HELP}");
     }
     for n in names.iter_mut() {
-        let (k, s, sc) = parse_candidate(n)?;
-        *n = gpumodel_train::experiment::canonical_name(k, s, sc);
+        *n = CandidateName::parse(n)?.canonical();
     }
     let fixed = match args.select.as_str() {
         "cv" => None,
         m => {
-            let (k, s, sc) = parse_candidate(m)
-                .map_err(|_| anyhow::anyhow!("--select {m}: use cv or one of {CANDIDATE_HELP}"))?;
-            let m = gpumodel_train::experiment::canonical_name(k, s, sc);
-            if !names.contains(&m) {
+            let m = CandidateName::parse(m)
+                .map_err(|_| anyhow::anyhow!("--select {m}: use cv or one of {CANDIDATE_HELP}"))?
+                .canonical();
+            if models_given && !names.contains(&m) {
                 bail!("--select {m}: that model is not in --models; add it there");
             }
             Some(m)
@@ -368,6 +379,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Stage 2: data.
     let (mut train_opened, train_info) = open_dataset(&args.data, import, bad)?;
     let fs = choose_feature_set(&args, &train_opened)?;
+    if !models_given {
+        let variants = if args.variants {
+            true
+        } else if args.no_variants {
+            false
+        } else {
+            gpumodel_train::experiment::VARIANTS_BY_DEFAULT
+        };
+        names = default_candidates(&fs.name, variants);
+        if let Some(m) = &fixed
+            && !names.contains(m)
+        {
+            bail!("--select {m}: that model is not in the default list; name it in --models too");
+        }
+    }
     if args.explain_features {
         let (ranking, chosen) = explain(&train_opened.imported.table, &fs.target)?;
         let e = Explanation {
@@ -405,13 +431,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         bail!("--select {m}: {}", physical_not_applicable.as_deref().unwrap_or("not fitted"));
     }
-    // The dataset holds the feature set's inputs and, when a physical model is fitted, its inputs too.
+    let candidates =
+        names.iter().map(|n| CandidateSpec::new(n, &fs, &bp, &phys)).collect::<Result<Vec<_>, _>>()?;
+    // The dataset holds the feature set's inputs and every candidate's (a physical model's activity
+    // inputs, a variant's own input set).
     let mut data_fs = fs.clone();
-    if names.iter().any(is_physical) {
-        for i in phys.inputs() {
-            if !data_fs.inputs.contains(&i) {
-                data_fs.inputs.push(i);
-            }
+    for i in candidates.iter().flat_map(|c| c.spec.inputs.iter()) {
+        if !data_fs.inputs.contains(i) {
+            data_fs.inputs.push(i.clone());
         }
     }
     let train = dataset(&mut train_opened.imported.table, &data_fs)
@@ -440,8 +467,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let prefix = args.prefix.clone().unwrap_or_else(|| default_prefix(&train_info.name));
     let out_dir = if args.install { install_dir()? } else { args.out_dir.clone() };
-    let candidates =
-        names.iter().map(|n| CandidateSpec::new(n, &fs, &bp, &phys)).collect::<Result<Vec<_>, _>>()?;
     // The command as typed, with the program reduced to its name (no path of this machine).
     let command: Vec<String> = std::env::args()
         .enumerate()

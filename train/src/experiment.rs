@@ -7,7 +7,7 @@ use crate::bpann::{BpannParams, Solver};
 use crate::eval::{ModelSpec, cross_validate_scaled, evaluate, predict};
 use crate::metrics::Metrics;
 use crate::physical::PhysicalParams;
-use crate::selection::{Rule, Scored, Validation, choose, fold_mape};
+use crate::selection::{Complexity, Rule, Scored, Validation, choose, fold_mape};
 use crate::{Error, Result};
 use gpumodel_models::artifact::{ModelArtifact, ModelKind};
 use gpumodel_models::export::{Cell, Column, Export, Section};
@@ -96,8 +96,8 @@ pub fn physical_roles(
 /// The validations nested CV compares procedures over (index = position in `inner_scored`).
 const VALIDATIONS: [Validation; 2] = [Validation::GroupKfold, Validation::ClusterKfold];
 
-/// The default candidate list of `gpumodel train`, in the order tables show it (ties in the selection go
-/// to the earlier, i.e. simpler, entry).
+/// The base candidate list of `gpumodel train` (session 5's nine), in the order tables show it (ties in
+/// the selection go to the earlier, i.e. simpler, entry).
 pub const DEFAULT_CANDIDATES: &[&str] = &[
     "bpann",
     "bpann-lbfgs",
@@ -110,9 +110,55 @@ pub const DEFAULT_CANDIDATES: &[&str] = &[
     "mlr+",
 ];
 
+/// Whether the default list holds the variants of [`default_candidates`] (`--variants` /
+/// `--no-variants` override it); decided by nested CV on the training data (BENCHMARKS.md, issue 15,
+/// session 6).
+pub const VARIANTS_BY_DEFAULT: bool = false;
+
+/// The input-set alternative of a built-in feature set that the variants try (a physics-structured
+/// form of the same counters, fixed a priori), if it has one.
+pub fn alternative_inputs(feature_set: &str) -> Option<&'static str> {
+    match feature_set {
+        "titanx-utilizations" => Some("titanx-clock-physics"),
+        "nvdvfs-rates" => Some("nvdvfs-per-cycle"),
+        _ => None,
+    }
+}
+
+/// The default candidate list on feature set `feature_set`: [`DEFAULT_CANDIDATES`], and with `variants`
+/// the ones the selection then also chooses among (issue 15: input set, width, seed averaging and the
+/// residual's share chosen inside the folds): `physical+bpann/4` and `physical+bpann-lbfgs/4` (free: they
+/// share their fits), the plain L-BFGS network 8×8 wide (`@8x8`) and on the alternative input set
+/// (`~NAME`), and the L-BFGS residual network 8×8 wide, on the alternative input set and averaged over
+/// five networks from different initial weights (`*5`), each whole, halved and quartered. Only L-BFGS
+/// variants: an L-BFGS fit costs a fraction of an Adam one.
+pub fn default_candidates(feature_set: &str, variants: bool) -> Vec<String> {
+    let mut v: Vec<String> = DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect();
+    if !variants {
+        return v;
+    }
+    v.insert(5, "physical+bpann/4".into());
+    v.insert(8, "physical+bpann-lbfgs/4".into());
+    let mut kinds = vec!["@8x8".to_string()];
+    if let Some(alt) = alternative_inputs(feature_set) {
+        kinds.push(format!("~{alt}"));
+    }
+    for var in &kinds {
+        v.push(format!("bpann-lbfgs{var}"));
+    }
+    kinds.push("*5".into());
+    for var in &kinds {
+        for scale in ["", "/2", "/4"] {
+            v.push(format!("physical+bpann-lbfgs{var}{scale}"));
+        }
+    }
+    v
+}
+
 /// The names `--models` accepts, for error messages.
-pub const CANDIDATE_HELP: &str = "bpann, bpann-lbfgs, physical, physical+bpann, physical+bpann/2, \
-physical+bpann-lbfgs, physical+bpann-lbfgs/2, mlr, mlr+";
+pub const CANDIDATE_HELP: &str = "bpann, bpann-lbfgs, physical, physical+bpann, mlr, mlr+, with a network's \
+options after its name in this order: -lbfgs (solver), @8x8 (hidden widths), ~FEATURESET (input set), *K \
+(mean of K networks), /2 or /4 (physical+bpann: share of the residual kept)";
 
 /// One candidate model: a fit recipe, and how much of its network's output it keeps (`/2`: the mean of
 /// the physical model and `physical+bpann`, i.e. the physical model plus half the residual network).
@@ -121,71 +167,207 @@ pub struct CandidateSpec {
     pub name: String,
     pub spec: ModelSpec,
     pub residual_scale: f64,
+    /// Networks averaged (`*K`); 1 = one network, the best of its restarts.
+    pub members: usize,
+}
+
+/// A candidate as its name spells it: `KIND[-lbfgs][@H1xH2][~FEATURESET][*K][/N]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateName {
+    pub kind: ModelKind,
+    pub solver: Solver,
+    /// Hidden widths (`@8x8`, `@8`); `None`: the run's `--hidden`.
+    pub hidden: Option<Vec<usize>>,
+    /// The input set (`~NAME`, a built-in feature set); `None`: the run's feature set.
+    pub features: Option<String>,
+    /// `*K`: the mean of K networks trained from different initial weights; `None`: one network.
+    pub members: Option<usize>,
+    /// Share of the residual network kept: 1, ½ (`/2`) or ¼ (`/4`).
+    pub scale: f64,
+}
+
+impl CandidateName {
+    /// Parses a candidate name (the options in the fixed order above).
+    pub fn parse(name: &str) -> Result<CandidateName> {
+        let bad = |why: &str| {
+            Error::Params(format!(
+                "unknown model '{name}'{why}: use {CANDIDATE_HELP} (comma-separated in --models)"
+            ))
+        };
+        let mut n = name.trim();
+        let mut scale = 1.0;
+        if let Some((rest, d)) = n.rsplit_once('/') {
+            scale = match d {
+                "2" => 0.5,
+                "4" => 0.25,
+                _ => return Err(bad(" (the residual share is /2 or /4)")),
+            };
+            n = rest;
+        }
+        let mut members = None;
+        if let Some((rest, k)) = n.rsplit_once('*') {
+            match k.parse::<usize>() {
+                Ok(k) if (2..=20).contains(&k) => members = Some(k),
+                _ => return Err(bad(" (*K averages 2 to 20 networks)")),
+            }
+            n = rest;
+        }
+        let mut features = None;
+        if let Some((rest, f)) = n.rsplit_once('~') {
+            if f.is_empty() {
+                return Err(bad(" (~ needs a feature-set name)"));
+            }
+            features = Some(f.to_string());
+            n = rest;
+        }
+        let mut hidden = None;
+        if let Some((rest, h)) = n.rsplit_once('@') {
+            let w: Option<Vec<usize>> =
+                h.split('x').map(|s| s.parse::<usize>().ok().filter(|&w| (1..=256).contains(&w))).collect();
+            match w {
+                Some(w) if !w.is_empty() && w.len() <= 4 => hidden = Some(w),
+                _ => return Err(bad(" (@ takes hidden widths such as 8x8)")),
+            }
+            n = rest;
+        }
+        let (n, solver) = match n.strip_suffix("-lbfgs") {
+            Some(rest) => (rest, Solver::Lbfgs),
+            None => (n, Solver::Adam),
+        };
+        let kind = match n {
+            "bpann" => ModelKind::Bpann,
+            "mlr" => ModelKind::Mlr,
+            "mlr+" | "mlrplus" => ModelKind::MlrPlus,
+            "physical" => ModelKind::Physical,
+            "physical+bpann" | "physical-bpann" => ModelKind::PhysicalBpann,
+            _ => return Err(bad("")),
+        };
+        let is_net = matches!(kind, ModelKind::Bpann | ModelKind::PhysicalBpann);
+        if !is_net && (solver == Solver::Lbfgs || hidden.is_some() || members.is_some()) {
+            return Err(bad(" (-lbfgs, @ and * apply to networks)"));
+        }
+        if scale != 1.0 && kind != ModelKind::PhysicalBpann {
+            return Err(bad(" (/2 and /4 apply to physical+bpann)"));
+        }
+        if kind == ModelKind::Physical && features.is_some() {
+            return Err(bad(" (the physical model reads its own activity inputs, not a feature set)"));
+        }
+        Ok(CandidateName { kind, solver, hidden, features, members, scale })
+    }
+
+    /// The canonical spelling (`mlrplus` → `mlr+`, …).
+    pub fn canonical(&self) -> String {
+        let mut s = self.kind.name().to_string();
+        if self.solver == Solver::Lbfgs {
+            s += "-lbfgs";
+        }
+        if let Some(h) = &self.hidden {
+            s += "@";
+            s += &h.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("x");
+        }
+        if let Some(f) = &self.features {
+            s += "~";
+            s += f;
+        }
+        if let Some(k) = self.members {
+            s += &format!("*{k}");
+        }
+        if self.scale == 0.5 {
+            s += "/2";
+        } else if self.scale == 0.25 {
+            s += "/4";
+        }
+        s
+    }
 }
 
 /// What a candidate name asks for: the model kind, the solver of its network and its residual scale.
 pub fn parse_candidate(name: &str) -> Result<(ModelKind, Solver, f64)> {
-    let bad = || {
-        Error::Params(format!("unknown model '{name}': use {CANDIDATE_HELP} (comma-separated in --models)"))
-    };
-    let n = name.trim();
-    let (n, scale) = match n.strip_suffix("/2") {
-        Some(rest) => (rest, 0.5),
-        None => (n, 1.0),
-    };
-    let (n, solver) = match n.strip_suffix("-lbfgs") {
-        Some(rest) => (rest, Solver::Lbfgs),
-        None => (n, Solver::Adam),
-    };
-    let kind = match n {
-        "bpann" => ModelKind::Bpann,
-        "mlr" => ModelKind::Mlr,
-        "mlr+" | "mlrplus" => ModelKind::MlrPlus,
-        "physical" => ModelKind::Physical,
-        "physical+bpann" | "physical-bpann" => ModelKind::PhysicalBpann,
-        _ => return Err(bad()),
-    };
-    let is_net = matches!(kind, ModelKind::Bpann | ModelKind::PhysicalBpann);
-    if (solver == Solver::Lbfgs && !is_net) || (scale != 1.0 && kind != ModelKind::PhysicalBpann) {
-        return Err(bad());
-    }
-    Ok((kind, solver, scale))
+    let c = CandidateName::parse(name)?;
+    Ok((c.kind, c.solver, c.scale))
 }
 
-/// The canonical name of a candidate (`mlrplus` → `mlr+`, …).
+/// The canonical name of a candidate without width, input-set or averaging options.
 pub fn canonical_name(kind: ModelKind, solver: Solver, scale: f64) -> String {
-    let mut s = kind.name().to_string();
-    if solver == Solver::Lbfgs {
-        s += "-lbfgs";
-    }
-    if scale != 1.0 {
-        s += "/2";
-    }
-    s
+    CandidateName { kind, solver, hidden: None, features: None, members: None, scale }.canonical()
 }
 
-/// The artifact file stem of a candidate: `physical+bpann-lbfgs/2` → `physical-bpann-lbfgs-half`.
+/// The artifact file stem of a candidate: `physical+bpann-lbfgs/2` → `physical-bpann-lbfgs-half`,
+/// `physical+bpann-lbfgs@8x8~titanx-clock-physics*5/4` → `physical-bpann-lbfgs-h8x8-titanx-clock-physics-avg5-quarter`.
 pub fn file_stem(name: &str) -> String {
-    name.replace("mlr+", "mlrplus").replace('+', "-").replace("/2", "-half")
+    name.replace("mlr+", "mlrplus")
+        .replace('+', "-")
+        .replace("/2", "-half")
+        .replace("/4", "-quarter")
+        .replace('@', "-h")
+        .replace('~', "-")
+        .replace('*', "-avg")
 }
 
 impl CandidateSpec {
-    /// The candidate `name` on feature set `fs`.
+    /// The candidate `name` on feature set `fs` (unless the name picks another input set).
     pub fn new(
         name: &str,
         fs: &FeatureSet,
         bp: &BpannParams,
         phys: &PhysicalParams,
     ) -> Result<CandidateSpec> {
-        let (kind, solver, residual_scale) = parse_candidate(name)?;
-        let bp = BpannParams { solver, ..bp.clone() };
-        let spec = ModelSpec::for_feature_set(kind, fs, &bp, phys);
-        Ok(CandidateSpec { name: canonical_name(kind, solver, residual_scale), spec, residual_scale })
+        let c = CandidateName::parse(name)?;
+        let fs = match &c.features {
+            Some(f) if *f != fs.name => gpumodel_models::features::builtin(f)?,
+            _ => fs.clone(),
+        };
+        let mut bp = BpannParams { solver: c.solver, ..bp.clone() };
+        if let Some(h) = &c.hidden {
+            bp.hidden = h.clone();
+        }
+        let members = c.members.unwrap_or(1);
+        if members > 1 {
+            // Restarts from different initial weights, averaged: the seed ensemble.
+            bp.restarts = members;
+            bp.ensemble = true;
+        }
+        let spec = ModelSpec::for_feature_set(c.kind, &fs, &bp, phys);
+        Ok(CandidateSpec { name: c.canonical(), spec, residual_scale: c.scale, members })
     }
 
     /// Candidates that differ only in their residual scale share every fit.
     fn fit_key(&self) -> String {
-        canonical_name(self.spec.kind, self.spec.bpann.solver, 1.0)
+        let mut c = CandidateName::parse(&self.name).unwrap_or(CandidateName {
+            kind: self.spec.kind,
+            solver: self.spec.bpann.solver,
+            hidden: None,
+            features: None,
+            members: None,
+            scale: 1.0,
+        });
+        c.scale = 1.0;
+        c.canonical()
+    }
+
+    /// The candidate's complexity for the one-standard-error rule (see [`crate::selection::Complexity`]).
+    pub fn complexity(&self) -> Complexity {
+        let rank = match self.spec.kind {
+            ModelKind::Mlr => 0,
+            ModelKind::MlrPlus => 4,
+            ModelKind::Physical => 8,
+            ModelKind::Bpann => 12,
+            // The physical model plus a share s of a network: 8 + 8·s (¼ → 10, ½ → 12 = a network, 1 → 16).
+            ModelKind::PhysicalBpann => 8 + (8.0 * self.residual_scale).round() as u32,
+        };
+        let params = match self.spec.kind {
+            ModelKind::Bpann | ModelKind::PhysicalBpann => {
+                let mut prev = self.spec.inputs.len();
+                let mut n = 0;
+                for &h in &self.spec.bpann.hidden {
+                    n += (prev + 1) * h;
+                    prev = h;
+                }
+                (n + prev + 1) * self.members
+            }
+            _ => self.spec.inputs.len() + 1,
+        };
+        Complexity { rank, params }
     }
 }
 
@@ -437,7 +619,11 @@ impl RunParams {
 
     fn cv_spec(&self, s: &ModelSpec) -> ModelSpec {
         let mut s = s.clone();
-        s.bpann.restarts = self.cv_restarts.max(1);
+        // An averaging ensemble is judged as the ensemble it is (all its members); a single network
+        // by a cheaper fit with --cv-restarts restarts.
+        if !s.bpann.ensemble {
+            s.bpann.restarts = self.cv_restarts.max(1);
+        }
         s
     }
 
@@ -610,6 +796,7 @@ impl RunParams {
                                 model: self.candidates[i].name.clone(),
                                 mape_pct,
                                 se_pct,
+                                complexity: self.candidates[i].complexity(),
                             });
                         }
                     }
@@ -670,6 +857,8 @@ impl RunParams {
                 let (cv_mape_pct, cv_se_pct) = judged(i)?;
                 Some(Candidate {
                     model: c.name.clone(),
+                    complexity: c.complexity(),
+                    inputs: r.inputs.clone(),
                     group_kfold: r.group_kfold.clone()?,
                     cluster_kfold: r.cluster_kfold.clone(),
                     cv_mape_pct,
@@ -1001,6 +1190,10 @@ impl Export for TrainReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
     pub model: String,
+    /// What the one-standard-error rule counts as simpler: rank, then network weights.
+    pub complexity: Complexity,
+    /// The model's inputs (its input set).
+    pub inputs: Vec<String>,
     pub group_kfold: Metrics,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_kfold: Option<Metrics>,
@@ -1071,7 +1264,12 @@ pub fn select_default(
     }
     let scored: Vec<Scored> = candidates
         .iter()
-        .map(|c| Scored { model: c.model.clone(), mape_pct: c.cv_mape_pct, se_pct: c.cv_se_pct })
+        .map(|c| Scored {
+            model: c.model.clone(),
+            mape_pct: c.cv_mape_pct,
+            se_pct: c.cv_se_pct,
+            complexity: c.complexity,
+        })
         .collect();
     let chosen = choose(rule, &scored).ok_or_else(|| {
         Error::Invalid(
@@ -1096,8 +1294,16 @@ mod tests {
 
     fn cand(model: &str, mape_pct: f64, se_pct: f64) -> Candidate {
         let m = Metrics::score(&[100.0 * (1.0 + mape_pct / 100.0)], &[100.0], &["k".to_string()]).unwrap();
+        let rank = match model {
+            "mlr+" => 4,
+            "physical" => 8,
+            "bpann" => 12,
+            _ => 16,
+        };
         Candidate {
             model: model.into(),
+            complexity: Complexity { rank, params: 69 },
+            inputs: Vec::new(),
             group_kfold: m,
             cluster_kfold: None,
             cv_mape_pct: mape_pct,
@@ -1131,14 +1337,69 @@ mod tests {
         assert_eq!(parse_candidate("mlrplus").unwrap(), (ModelKind::MlrPlus, Solver::Adam, 1.0));
         assert_eq!(file_stem("physical+bpann-lbfgs/2"), "physical-bpann-lbfgs-half");
         assert_eq!(file_stem("mlr+"), "mlrplus");
-        for bad in ["svm", "mlr-lbfgs", "bpann/2", "physical/2"] {
+        for bad in [
+            "svm",
+            "mlr-lbfgs",
+            "bpann/2",
+            "physical/2",
+            "physical+bpann/3",
+            "mlr@8",
+            "bpann@0",
+            "bpann*1",
+            "physical~titanx-clock-physics",
+            "bpann~",
+        ] {
             let msg = parse_candidate(bad).unwrap_err().to_string();
-            assert!(msg.contains("unknown model") && msg.contains("physical+bpann-lbfgs"), "{msg}");
+            assert!(msg.contains("unknown model") && msg.contains("physical+bpann"), "{msg}");
         }
-        for name in DEFAULT_CANDIDATES {
-            let (k, s, sc) = parse_candidate(name).unwrap();
-            assert_eq!(canonical_name(k, s, sc), *name);
+        let c = CandidateName::parse("physical+bpann-lbfgs@8x8~titanx-clock-physics*5/4").unwrap();
+        assert_eq!(c.hidden, Some(vec![8, 8]));
+        assert_eq!(c.features.as_deref(), Some("titanx-clock-physics"));
+        assert_eq!((c.members, c.scale), (Some(5), 0.25));
+        assert_eq!(c.canonical(), "physical+bpann-lbfgs@8x8~titanx-clock-physics*5/4");
+        assert_eq!(file_stem(&c.canonical()), "physical-bpann-lbfgs-h8x8-titanx-clock-physics-avg5-quarter");
+        assert_eq!(default_candidates("titanx-utilizations", false), DEFAULT_CANDIDATES);
+        assert_eq!(default_candidates("titanx-utilizations", true).len(), 22);
+        assert_eq!(default_candidates("custom", true).len(), 18, "no input-set alternative");
+        for fs in ["titanx-utilizations", "nvdvfs-rates", "custom"] {
+            let names = default_candidates(fs, true);
+            for name in &names {
+                assert_eq!(CandidateName::parse(name).unwrap().canonical(), *name);
+            }
+            let stems: std::collections::BTreeSet<String> = names.iter().map(|n| file_stem(n)).collect();
+            assert_eq!(stems.len(), names.len(), "two candidates would write the same file");
         }
+    }
+
+    #[test]
+    fn variants_build_their_own_inputs_width_and_ensemble_and_rank_by_complexity() {
+        let fs = gpumodel_models::features::builtin("titanx-utilizations").unwrap();
+        let phys = PhysicalParams::from_activities(
+            &["SP", "INT", "DP", "SFU", "CF", "L2", "Shared", "DRAM"].map(String::from),
+            &fs.name,
+        );
+        let bp = BpannParams::default();
+        let spec = |n: &str| CandidateSpec::new(n, &fs, &bp, &phys).unwrap();
+        let base = spec("physical+bpann-lbfgs");
+        let wide = spec("physical+bpann-lbfgs@8x8");
+        let alt = spec("physical+bpann-lbfgs~titanx-clock-physics");
+        let avg = spec("physical+bpann-lbfgs*5/2");
+        assert_eq!(wide.spec.bpann.hidden, vec![8, 8]);
+        assert!(alt.spec.inputs.iter().any(|i| i == "core_mhz^3"), "{:?}", alt.spec.inputs);
+        assert_eq!((avg.spec.bpann.restarts, avg.spec.bpann.ensemble, avg.members), (5, true, 5));
+        assert_eq!(avg.fit_key(), "physical+bpann-lbfgs*5");
+        // Ranks: physical < ¼ residual < ½ residual = network < whole residual; weights break ties.
+        let ranks: Vec<Complexity> =
+            ["mlr", "mlr+", "physical", "physical+bpann/4", "bpann", "physical+bpann"]
+                .iter()
+                .map(|n| spec(n).complexity())
+                .collect();
+        assert!(ranks.windows(2).all(|w| w[0] < w[1]), "{ranks:?}");
+        assert!(base.complexity() < wide.complexity());
+        assert!(base.complexity() < alt.complexity());
+        assert_eq!(spec("physical+bpann-lbfgs*5").complexity().params, 5 * base.complexity().params);
+        // 10 inputs → 4 → 4 → 1: 44 + 20 + 5 weights.
+        assert_eq!(base.complexity().params, 69);
     }
 
     #[test]

@@ -84,18 +84,19 @@ impl Rule {
     }
 }
 
-/// A candidate's complexity rank for the one-standard-error rule: linear models, then the physical model
-/// (a few βs and one voltage per clock level), then a network or a physical model with a halved residual
-/// network, then the physical model with its whole residual network. Solvers do not change the rank.
-pub fn complexity(name: &str) -> u32 {
-    let n = name.replace("-lbfgs", "");
-    match n.as_str() {
-        "mlr" => 0,
-        "mlr+" => 1,
-        "physical" => 2,
-        "bpann" | "physical+bpann/2" => 3,
-        _ => 4,
-    }
+/// A candidate's complexity for the one-standard-error rule, compared rank first, then weights.
+///
+/// Rank: linear models (MLR 0, MLR+ 4), then the physical model (8: a few βs and one voltage per clock
+/// level), then the physical model plus a share s of a residual network (8 + 8·s: ¼ → 10, ½ → 12,
+/// whole → 16), a network alone ranking with the halved residual (12). Within a rank, the number of
+/// fitted weights (times the networks averaged) orders widths, input sets and seed ensembles: a wider
+/// network, more inputs or an average of K networks is only chosen when the simpler one is out of reach.
+/// Solvers do not change it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Complexity {
+    pub rank: u32,
+    /// Fitted weights (networks: all layers × networks averaged; linear models: coefficients).
+    pub params: usize,
 }
 
 /// One candidate's CV figures as a rule sees them.
@@ -106,6 +107,7 @@ pub struct Scored {
     pub mape_pct: f64,
     /// Standard error of the per-fold MAPEs, %.
     pub se_pct: f64,
+    pub complexity: Complexity,
 }
 
 /// The candidate `rule` picks, or `None` when no candidate has a finite figure.
@@ -119,9 +121,7 @@ pub fn choose(rule: Rule, scored: &[Scored]) -> Option<String> {
             finite
                 .iter()
                 .filter(|s| s.mape_pct <= limit)
-                .min_by(|a, b| {
-                    complexity(&a.model).cmp(&complexity(&b.model)).then(a.mape_pct.total_cmp(&b.mape_pct))
-                })
+                .min_by(|a, b| a.complexity.cmp(&b.complexity).then(a.mape_pct.total_cmp(&b.mape_pct)))
                 .map(|s| s.model.clone())
         }
     }
@@ -268,7 +268,12 @@ mod tests {
     use ndarray::{Array1, Array2};
 
     fn sc(model: &str, mape_pct: f64, se_pct: f64) -> Scored {
-        Scored { model: model.into(), mape_pct, se_pct }
+        let rank = match model {
+            "physical" => 8,
+            "bpann" => 12,
+            _ => 16,
+        };
+        Scored { model: model.into(), mape_pct, se_pct, complexity: Complexity { rank, params: 69 } }
     }
 
     #[test]
