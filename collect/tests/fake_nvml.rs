@@ -3,34 +3,20 @@
 //! with `cc` and loaded through nvml-wrapper's `Nvml::builder().lib_path(…)`. One shared object per
 //! scenario (`-DSCENARIO=n`), so tests running in parallel share no state. No GPU needed.
 
+mod common;
+
 use gpumodel_collect::Error;
 use gpumodel_collect::fake::FakeCounters;
 use gpumodel_collect::nvml::{NvmlPower, nvml_index_by_pci_bus_id, open_nvml_at};
 use gpumodel_collect::pci::PciBusId;
 use gpumodel_collect::power::{PowerField, PowerSource};
 use gpumodel_collect::run::{RunOptions, run};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// Builds the fake NVML for `scenario` into `dir`.
-fn build(dir: &Path, scenario: u32) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_nvml/fake_nvml.c");
-    let out = dir.join(format!("libnvidia-ml-fake{scenario}.so"));
-    let st = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
-        .arg(format!("-DSCENARIO={scenario}"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("a C compiler (`cc`) is needed to build the fake NVML");
-    assert!(st.success(), "cc failed on {}", src.display());
-    out
-}
-
 fn open(dir: &Path, scenario: u32) -> gpumodel_collect::Result<Arc<nvml_wrapper::Nvml>> {
-    let lib = build(dir, scenario);
+    let lib = common::build_fake_nvml(dir, "fake_nvml/fake_nvml.c", scenario);
     open_nvml_at(Some(lib.as_os_str()))
 }
 

@@ -4,29 +4,15 @@
 //! needed: this checks which NVML functions are called, in which order and with which arguments, and what
 //! is put back — not that a GPU honours them.
 
+mod common;
+
 use gpumodel_collect::nvml::{ClockLock, open_nvml_at, restore_clock_pair, set_clock_pair};
 use nvml_wrapper::error::NvmlError;
-use std::path::{Path, PathBuf};
-
-fn build(dir: &Path, scenario: u32) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_nvml_clocks/fake_nvml_clocks.c");
-    let out = dir.join(format!("libnvidia-ml-clocks{scenario}.so"));
-    let st = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
-        .arg(format!("-DSCENARIO={scenario}"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("a C compiler (`cc`) is needed to build the fake NVML");
-    assert!(st.success(), "cc failed on {}", src.display());
-    out
-}
 
 /// Runs `f` on GPU 0 of the fake NVML of `scenario` and returns the fake's call log.
 fn with_gpu(scenario: u32, f: impl FnOnce(&mut nvml_wrapper::Device<'_>)) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let lib = build(dir.path(), scenario);
+    let lib = common::build_fake_nvml(dir.path(), "fake_nvml_clocks/fake_nvml_clocks.c", scenario);
     let nvml = open_nvml_at(Some(lib.as_os_str())).unwrap();
     let mut dev = nvml.device_by_index(0).unwrap();
     f(&mut dev);

@@ -17,17 +17,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#ifndef SCENARIO
-#define SCENARIO 0
-#endif
-
-typedef int nvmlReturn_t;
-#define NVML_SUCCESS 0
-#define NVML_ERROR_INVALID_ARGUMENT 2
-#define NVML_ERROR_NOT_SUPPORTED 3
-#define NVML_ERROR_NO_PERMISSION 4
-#define NVML_ERROR_NOT_FOUND 6
-#define NVML_ERROR_DRIVER_NOT_LOADED 9
+#include "../common/nvml_codes.h"
 
 #define NVML_CLOCK_SM 1
 #define NVML_CLOCK_MEM 2

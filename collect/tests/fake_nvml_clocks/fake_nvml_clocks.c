@@ -11,15 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef SCENARIO
-#define SCENARIO 0
-#endif
-
-typedef int nvmlReturn_t;
-#define NVML_SUCCESS 0
-#define NVML_ERROR_INVALID_ARGUMENT 2
-#define NVML_ERROR_NOT_SUPPORTED 3
-#define NVML_ERROR_NO_PERMISSION 4
+#include "../common/nvml_codes.h"
 #define NVML_CLOCK_GRAPHICS 0
 #define NVML_CLOCK_MEM 2
 
