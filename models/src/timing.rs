@@ -876,11 +876,9 @@ mod tests {
         assert!((t.time_s - (t.bound_s + t.sync_s)).abs() <= 1e-15 * t.time_s);
     }
 
-    #[test]
-    fn a_few_warps_wait_once_per_request_not_per_sector() {
-        // GTX 1080 Ti, one warp per SM (28 blocks of 32 threads, one wave): 1e5 uncoalesced load requests
-        // of 14 sectors each, all DRAM misses. The latency bound is requests per warp × (DRAM latency +
-        // departure delay), plus one DRAM latency to fill; 14 sectors per request do not wait 3.5 times.
+    /// GTX 1080 Ti, one warp per SM (28 blocks of 32 threads, one wave): 1e4 warp instructions, of them 1e5
+    /// uncoalesced load requests of 14 sectors each, all DRAM misses — a latency-bound launch.
+    fn one_warp_per_sm_uncoalesced() -> (ArchProfile, TimingInputs, Occupancy) {
         let a = ArchProfile::builtin("gtx1080ti").unwrap();
         let mut x = inputs();
         x.inst = 1e4;
@@ -889,6 +887,15 @@ mod tests {
         x.dram_read_bytes = Some(1.4e6 * 32.0);
         x.load_requests = Some(1e5);
         let o = occupancy(&launch(28, 32, 0, 0), &a, None).unwrap();
+        (a, x, o)
+    }
+
+    #[test]
+    fn a_few_warps_wait_once_per_request_not_per_sector() {
+        // GTX 1080 Ti, one warp per SM (28 blocks of 32 threads, one wave): 1e5 uncoalesced load requests
+        // of 14 sectors each, all DRAM misses. The latency bound is requests per warp × (DRAM latency +
+        // departure delay), plus one DRAM latency to fill; 14 sectors per request do not wait 3.5 times.
+        let (a, mut x, o) = one_warp_per_sm_uncoalesced();
         assert_eq!((o.active_warps_per_sm, o.rounds), (1, 1.0));
         let c = Clocks::default_for(&a);
         let (l, d) =
@@ -939,14 +946,7 @@ mod tests {
         assert_eq!(scaled([3.0, 1.0, 0.2, 5.0], &t), t.time_s);
         // Latency bound (one warp per SM, by hand above): the latency factor scales the bound and the
         // fill; a memory side scaled up but still below the latency bound changes nothing.
-        let a = ArchProfile::builtin("gtx1080ti").unwrap();
-        let mut x = inputs();
-        x.inst = 1e4;
-        x.load_tx = 1.4e6;
-        x.l2_read_tx = Some(1.4e6);
-        x.dram_read_bytes = Some(1.4e6 * 32.0);
-        x.load_requests = Some(1e5);
-        let o = occupancy(&launch(28, 32, 0, 0), &a, None).unwrap();
+        let (a, x, o) = one_warp_per_sm_uncoalesced();
         let t = predict_time(&x, &a, &o, Clocks::default_for(&a));
         assert_eq!(t.bound_kind, "latency");
         assert!((scaled([1.0, 1.0, 1.0, 1.3], &t) / (1.3 * t.time_s) - 1.0).abs() < 1e-12);

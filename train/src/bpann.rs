@@ -186,6 +186,35 @@ const EVAL_EVERY: usize = 10;
 /// One restart's result: (validation MSE, layers, epoch) of its best weights, and the epochs it ran.
 type Outcome = ((f64, Vec<Dense>, usize), usize);
 
+/// Early stopping shared by every solver: the weights with the lowest validation MSE so far, and when to
+/// give up (`patience` epochs or iterations without a new lowest).
+struct EarlyStop {
+    /// (validation MSE, weights, epoch) of the best weights so far.
+    kept: (f64, Vec<Dense>, usize),
+    patience: usize,
+}
+
+impl EarlyStop {
+    fn new(v: f64, init: Vec<Dense>, patience: usize) -> EarlyStop {
+        EarlyStop { kept: (v, init, 0), patience }
+    }
+
+    /// At a validation check of `epoch` with validation MSE `v`: keeps `layers()` when `v` is a new
+    /// lowest; true when the fit should stop.
+    fn should_stop(&mut self, epoch: usize, v: f64, layers: impl FnOnce() -> Vec<Dense>) -> bool {
+        if v.is_finite() && v < self.kept.0 {
+            self.kept = (v, layers(), epoch);
+            false
+        } else {
+            epoch - self.kept.2 >= self.patience
+        }
+    }
+
+    fn outcome(self, epochs_run: usize) -> Outcome {
+        (self.kept, epochs_run)
+    }
+}
+
 #[derive(Module, Debug)]
 struct Net {
     layers: Vec<Linear>,
@@ -541,7 +570,7 @@ impl BpannParams {
     ) -> Outcome {
         let mut net = Net::from_layers(&init, device);
         let mut opt = AdamConfig::new().with_epsilon(self.epsilon as f32).init();
-        let mut kept = (val_mse(&init), init, 0usize);
+        let mut stop = EarlyStop::new(val_mse(&init), init, self.patience);
         let mut epochs_run = 0;
         for epoch in 1..=self.max_epochs {
             let pred = net.forward(x.clone());
@@ -553,16 +582,13 @@ impl BpannParams {
             if epoch % EVAL_EVERY == 0 || epoch == self.max_epochs {
                 progress(EVAL_EVERY.min(epoch) as u64);
                 let layers = net.to_layers();
-                let v = val_mse(&layers);
-                if v.is_finite() && v < kept.0 {
-                    kept = (v, layers, epoch);
-                } else if epoch - kept.2 >= self.patience {
+                if stop.should_stop(epoch, val_mse(&layers), || layers) {
                     break;
                 }
             }
         }
         progress(((self.max_epochs - epochs_run) / EVAL_EVERY * EVAL_EVERY) as u64);
-        (kept, epochs_run)
+        stop.outcome(epochs_run)
     }
 
     /// One restart of full-batch Adam from `init` on our own gradient ([`Workspace`]): burn's Adam step
@@ -581,7 +607,7 @@ impl BpannParams {
         let (mut g, mut m1, mut m2) = (vec![0.0; np], vec![0.0; np], vec![0.0; np]);
         let (b1, b2, eps) = (0.9_f32, 0.999_f32, self.epsilon as f32);
         let (f1, f2) = (f64::from(1.0 - b1), f64::from(1.0 - b2));
-        let mut kept = (val.mse(&theta), init, 0usize);
+        let mut stop = EarlyStop::new(val.mse(&theta), init, self.patience);
         let mut epochs_run = 0;
         for epoch in 1..=self.max_epochs {
             train.loss_grad_into(&theta, 0.0, &mut g);
@@ -599,16 +625,13 @@ impl BpannParams {
             epochs_run = epoch;
             if epoch % EVAL_EVERY == 0 || epoch == self.max_epochs {
                 progress(EVAL_EVERY.min(epoch) as u64);
-                let v = val.mse(&theta);
-                if v.is_finite() && v < kept.0 {
-                    kept = (v, layout.layers(&theta), epoch);
-                } else if epoch - kept.2 >= self.patience {
+                if stop.should_stop(epoch, val.mse(&theta), || layout.layers(&theta)) {
                     break;
                 }
             }
         }
         progress(((self.max_epochs - epochs_run) / EVAL_EVERY * EVAL_EVERY) as u64);
-        (kept, epochs_run)
+        stop.outcome(epochs_run)
     }
 
     /// One restart of full-batch L-BFGS from `init`, with the same early stopping on the grouped
@@ -625,7 +648,7 @@ impl BpannParams {
         let mut eval = |t: &[f64]| train.loss_grad(t, self.l2);
         let (mut f, mut g) = eval(&theta);
         let mut opt = crate::lbfgs::Lbfgs::new(10);
-        let mut kept = (val.mse(&theta), init, 0usize);
+        let mut stop = EarlyStop::new(val.mse(&theta), init, self.patience);
         let mut iterations = 0;
         let mut reported = 0;
         for it in 1..=self.max_epochs {
@@ -634,10 +657,7 @@ impl BpannParams {
             if it % EVAL_EVERY == 0 || it == self.max_epochs || !moved {
                 progress((it - reported) as u64);
                 reported = it;
-                let v = val.mse(&theta);
-                if v.is_finite() && v < kept.0 {
-                    kept = (v, layout.layers(&theta), it);
-                } else if it - kept.2 >= self.patience {
+                if stop.should_stop(it, val.mse(&theta), || layout.layers(&theta)) {
                     break;
                 }
             }
@@ -646,7 +666,7 @@ impl BpannParams {
             }
         }
         progress((self.max_epochs - reported) as u64);
-        (kept, iterations)
+        stop.outcome(iterations)
     }
 
     /// What computes the steps, for the artifact's training record.
