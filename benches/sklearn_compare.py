@@ -180,10 +180,10 @@ def main():
                 return r["held_out_median"]["mape_pct"]
             return r.get(key, {}).get("mape_pct", float("nan"))
 
-        protos = ([("held-out", None)] if held else []) + [("group-kfold", True), ("random-kfold", False)]
-        protos = [p for p in protos if p[0] in a.protocols.split(",")]
+        protos = (["held-out"] if held else []) + ["group-kfold", "random-kfold"]
+        protos = [p for p in protos if p in a.protocols.split(",")]
         mlp_times = []
-        for proto, grouped in protos:
+        for proto in protos:
             if proto == "held-out":
                 ms = []
                 for seed in range(1, a.seeds + 1):

@@ -119,6 +119,47 @@ fn json_document_has_every_model_and_protocol_and_artifacts_load() {
     }
 }
 
+/// `--backend burn` trains Adam through burn's autodiff (the general path) and the artifact says so; the
+/// default native path takes the same Adam steps on our own gradient, so the two fits agree closely.
+#[test]
+fn backend_burn_is_reachable_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let fit = |backend: &str| {
+        let out = dir.path().join(backend);
+        let v = json(&[
+            "train",
+            "--data",
+            "nvdvfs-gtx1080ti",
+            "--models",
+            "bpann",
+            "--folds",
+            "0",
+            "--group-folds",
+            "0",
+            "--restarts",
+            "1",
+            "--epochs",
+            "200",
+            "--backend",
+            backend,
+            "--format",
+            "json",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ]);
+        let a = gpumodel_models_artifact(&out.join("gtx1080ti-bpann.json"));
+        (
+            v["models"]["bpann"]["training_fit"]["mape_pct"].as_f64().unwrap(),
+            a["training"]["bpann"]["backend"].clone(),
+        )
+    };
+    let (burn, burn_backend) = fit("burn");
+    let (native, native_backend) = fit("native");
+    assert!(burn_backend.as_str().unwrap().starts_with("burn"), "{burn_backend}");
+    assert!(native_backend.as_str().unwrap().contains("native"), "{native_backend}");
+    assert!((burn - native).abs() < 0.05 * native, "burn {burn}% vs native {native}%");
+}
+
 fn gpumodel_models_artifact(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }

@@ -276,86 +276,6 @@ pub struct Timing {
     /// kernel whatever the memory clock (measured on the GTX 980: ~7 DRAM transactions per core cycle).
     /// Not a component and not part of `time_s`: the time calibration gives it a fitted factor.
     pub l2_s: f64,
-    /// What the model's time is made of, per wave: enough to evaluate it again with its component times
-    /// scaled ([`ModelParts::time_s`]); `parts.time_s(&ComponentScale::ONE)` is `time_s` exactly.
-    #[serde(skip)]
-    pub parts: ModelParts,
-}
-
-/// Factors on the timing model's component times, applied inside the full evaluation (per-wave bounds,
-/// latency bound, soft-maximum overlap, fill and barriers): memory (global load, store and texture),
-/// compute, shared (incl. bank conflicts) and latency (the few-warps latency bound and the pipeline
-/// fill, both DRAM/L2 latencies). All 1 is the model itself.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
-pub struct ComponentScale {
-    pub memory: f64,
-    pub compute: f64,
-    pub shared: f64,
-    pub latency: f64,
-}
-
-impl ComponentScale {
-    /// No scaling: the model as it is.
-    pub const ONE: ComponentScale = ComponentScale { memory: 1.0, compute: 1.0, shared: 1.0, latency: 1.0 };
-
-    /// The factors in the order memory, compute, shared, latency.
-    pub fn to_array(self) -> [f64; 4] {
-        [self.memory, self.compute, self.shared, self.latency]
-    }
-
-    /// From factors in the order of [`ComponentScale::to_array`].
-    pub fn from_array(a: [f64; 4]) -> ComponentScale {
-        ComponentScale { memory: a[0], compute: a[1], shared: a[2], latency: a[3] }
-    }
-}
-
-/// One wave's component times on one SM, core cycles, and how many such waves run.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct WaveParts {
-    /// Waves of this kind (0 for an absent wave: it then adds nothing).
-    pub count: f64,
-    pub load: f64,
-    pub store: f64,
-    pub texture: f64,
-    pub compute: f64,
-    pub shared: f64,
-    pub conflicts: f64,
-    /// The few-warps latency bound.
-    pub latency: f64,
-    pub fill: f64,
-    pub sync: f64,
-}
-
-impl WaveParts {
-    /// The wave's bound (without fill and barriers) with scaled components: the latency bound when it
-    /// is the longest, else the soft maximum of the memory and SM sides.
-    fn bound(&self, a: &ComponentScale) -> f64 {
-        let mem_side = a.memory * self.load + a.memory * self.store + a.memory * self.texture;
-        let sm_side = a.compute * self.compute + a.shared * self.shared + a.shared * self.conflicts;
-        let latency = a.latency * self.latency;
-        if latency > mem_side.max(sm_side) { latency } else { soft_max(mem_side, sm_side) }
-    }
-}
-
-/// The full waves and the last, partial wave of a launch ([`predict_time`]), and seconds per core cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct ModelParts {
-    pub waves: [WaveParts; 2],
-    pub seconds_per_cycle: f64,
-}
-
-impl ModelParts {
-    /// The model's time with its component times scaled by `a`, seconds; with [`ComponentScale::ONE`]
-    /// it is [`predict_time`]'s `time_s`, bit for bit (the same function computes both).
-    pub fn time_s(&self, a: &ComponentScale) -> f64 {
-        let total = |f: &dyn Fn(&WaveParts) -> f64| {
-            self.waves.iter().filter(|w| w.count > 0.0).map(|w| w.count * f(w)).sum::<f64>()
-                * self.seconds_per_cycle
-        };
-        let bound_s = total(&|w| w.bound(a) + a.latency * w.fill);
-        let sync_s = total(&|w| w.sync);
-        bound_s + sync_s
-    }
 }
 
 /// The pipelines whose longest sets a round's time (memory and texture share the memory side, compute and
@@ -452,14 +372,8 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
     let l2_bytes = tx_bytes(x.dram_read_bytes, x.load_tx) + tx_bytes(x.dram_write_bytes, x.store_tx);
     let l2_bw = arch.l2_bandwidth_gbs.value * 1e9 * fc / arch.core_mhz.value;
     let l2_s = if l2_bw > 0.0 { l2_bytes / l2_bw } else { 0.0 };
-    let mut parts = ModelParts { waves: [WaveParts::default(); 2], seconds_per_cycle: to_s };
-    for (slot, (n, wv)) in parts.waves.iter_mut().zip(&waves) {
-        *slot = WaveParts { count: *n, ..wv.scalable };
-    }
-    // The same evaluation as a calibration's at factors 1, so that the two never drift apart.
-    let time_s = parts.time_s(&ComponentScale::ONE);
     Timing {
-        time_s,
+        time_s: bound_s + sync_s,
         components_s,
         bound_s,
         overlapped_s,
@@ -467,7 +381,6 @@ pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clock
         fill_s: total(&|wv| wv.fill),
         bound_kind,
         l2_s,
-        parts,
     }
 }
 
@@ -498,8 +411,6 @@ struct Wave {
     kind: &'static str,
     fill: f64,
     sync: f64,
-    /// The same times, as a calibration rescales them (`count` unset).
-    scalable: WaveParts,
 }
 
 /// One wave on one SM that runs the fraction `per` of the launch's work (its share of the blocks) with
@@ -581,38 +492,22 @@ fn wave(x: &TimingInputs, arch: &ArchProfile, per: f64, w: f64, sms: f64, clocks
 
     let mem_side = t_load + t_store + t_tex;
     let sm_side = t_comp + t_shared + t_conf;
-    let kind = if t_latency > mem_side.max(sm_side) {
-        "latency"
+    let (kind, bound) = if t_latency > mem_side.max(sm_side) {
+        ("latency", t_latency)
     } else if mem_side >= sm_side {
-        if t_tex > t_load + t_store { "texture" } else { "memory" }
-    } else if t_shared + t_conf > t_comp {
-        "shared"
+        (if t_tex > t_load + t_store { "texture" } else { "memory" }, mem_side)
     } else {
-        "compute"
+        (if t_shared + t_conf > t_comp { "shared" } else { "compute" }, sm_side)
     };
-    let fill = if ld + st > 0.0 { lat_dram } else { 0.0 };
-    let scalable = WaveParts {
-        count: 0.0,
-        load: t_load,
-        store: t_store,
-        texture: t_tex,
-        compute: t_comp,
-        shared: t_shared,
-        conflicts: t_conf,
-        latency: t_latency,
-        fill,
-        sync: t_sync,
-    };
-    // The latency bound when it is the longest; else the two sides overlap across warps, but not
-    // perfectly: when both are nearly equally loaded, warps stall on each in turn, so the round takes
-    // more than the longer side (a soft maximum). `WaveParts::bound` is the one place that says so.
+    // The two sides overlap across warps, but not perfectly: when both are nearly equally loaded, warps
+    // stall on each in turn, so the round takes more than the longer side (a soft maximum).
+    let bound = if kind == "latency" { bound } else { soft_max(mem_side, sm_side) };
     Wave {
         parts: [t_load, t_store, t_shared, t_conf, t_tex, t_comp, t_sync],
-        bound: scalable.bound(&ComponentScale::ONE),
+        bound,
         kind,
-        fill,
+        fill: if ld + st > 0.0 { lat_dram } else { 0.0 },
         sync: t_sync,
-        scalable,
     }
 }
 
@@ -876,9 +771,11 @@ mod tests {
         assert!((t.time_s - (t.bound_s + t.sync_s)).abs() <= 1e-15 * t.time_s);
     }
 
-    /// GTX 1080 Ti, one warp per SM (28 blocks of 32 threads, one wave): 1e4 warp instructions, of them 1e5
-    /// uncoalesced load requests of 14 sectors each, all DRAM misses — a latency-bound launch.
-    fn one_warp_per_sm_uncoalesced() -> (ArchProfile, TimingInputs, Occupancy) {
+    #[test]
+    fn a_few_warps_wait_once_per_request_not_per_sector() {
+        // GTX 1080 Ti, one warp per SM (28 blocks of 32 threads, one wave): 1e5 uncoalesced load requests
+        // of 14 sectors each, all DRAM misses. The latency bound is requests per warp × (DRAM latency +
+        // departure delay), plus one DRAM latency to fill; 14 sectors per request do not wait 3.5 times.
         let a = ArchProfile::builtin("gtx1080ti").unwrap();
         let mut x = inputs();
         x.inst = 1e4;
@@ -887,15 +784,6 @@ mod tests {
         x.dram_read_bytes = Some(1.4e6 * 32.0);
         x.load_requests = Some(1e5);
         let o = occupancy(&launch(28, 32, 0, 0), &a, None).unwrap();
-        (a, x, o)
-    }
-
-    #[test]
-    fn a_few_warps_wait_once_per_request_not_per_sector() {
-        // GTX 1080 Ti, one warp per SM (28 blocks of 32 threads, one wave): 1e5 uncoalesced load requests
-        // of 14 sectors each, all DRAM misses. The latency bound is requests per warp × (DRAM latency +
-        // departure delay), plus one DRAM latency to fill; 14 sectors per request do not wait 3.5 times.
-        let (a, mut x, o) = one_warp_per_sm_uncoalesced();
         assert_eq!((o.active_warps_per_sm, o.rounds), (1, 1.0));
         let c = Clocks::default_for(&a);
         let (l, d) =
@@ -929,48 +817,5 @@ mod tests {
                 && msg.contains("gpumodel collect"),
             "{msg}"
         );
-    }
-
-    #[test]
-    fn component_scales_act_inside_the_model() {
-        let scaled = |a: [f64; 4], t: &Timing| t.parts.time_s(&ComponentScale::from_array(a));
-        // Compute only (C2075, 17 full waves, by hand above): the compute factor scales each round's
-        // issue time; the other factors change nothing.
-        let a = ArchProfile::builtin("c2075").unwrap();
-        let o = occupancy(&launch(1428, 256, 0, 0), &a, None).unwrap();
-        let t = predict_time(&inputs(), &a, &o, Clocks::default_for(&a));
-        assert_eq!(scaled([1.0; 4], &t), t.time_s);
-        let per_round = 1e6 / (14.0 * 17.0) * 0.5 + 1.0;
-        let want = 17.0 * 1.5 * per_round / 1150e6;
-        assert!((scaled([1.0, 1.5, 1.0, 1.0], &t) / want - 1.0).abs() < 1e-12);
-        assert_eq!(scaled([3.0, 1.0, 0.2, 5.0], &t), t.time_s);
-        // Latency bound (one warp per SM, by hand above): the latency factor scales the bound and the
-        // fill; a memory side scaled up but still below the latency bound changes nothing.
-        let (a, x, o) = one_warp_per_sm_uncoalesced();
-        let t = predict_time(&x, &a, &o, Clocks::default_for(&a));
-        assert_eq!(t.bound_kind, "latency");
-        assert!((scaled([1.0, 1.0, 1.0, 1.3], &t) / (1.3 * t.time_s) - 1.0).abs() < 1e-12);
-        assert_eq!(scaled([1.1, 1.0, 1.0, 1.0], &t), t.time_s);
-        // Every factor 2: the time doubles except the barriers (the bounds are homogeneous), whichever
-        // pipeline binds and with a partial last wave.
-        let mut x = inputs();
-        x.load_tx = 3e6;
-        x.store_tx = 1e6;
-        x.shared_base = 2e5;
-        x.shared_conflicts = 5e4;
-        x.tex_queries = 1e5;
-        x.tex_misses = 2e4;
-        x.barriers_per_warp = 3.0;
-        let o = occupancy(&launch(1000, 256, 0, 0), &a, None).unwrap();
-        assert!(!o.blocks.is_multiple_of(u64::from(o.active_sms) * u64::from(o.active_blocks_per_sm)));
-        for c in [Clocks::default_for(&a), Clocks { core_mhz: 600.0, mem_mhz: 5000.0 }] {
-            let t = predict_time(&x, &a, &o, c);
-            assert_eq!(scaled([1.0; 4], &t), t.time_s);
-            // The breakdown's own sums (bounds + fill, barriers) agree with the scaled evaluation.
-            assert_eq!(t.time_s, t.bound_s + t.sync_s);
-            assert!(t.sync_s > 0.0);
-            let want = 2.0 * t.bound_s + t.sync_s;
-            assert!((scaled([2.0; 4], &t) / want - 1.0).abs() < 1e-12, "{c:?}");
-        }
     }
 }

@@ -92,12 +92,11 @@ fn gtx1080ti_time_and_optima() {
     }
     assert_eq!((r.rows, r.kernels), (400, 20));
     // Regression guards at the figures this build reaches on Wang & Chu's 20 kernels (BENCHMARKS.md,
-    // issue 14, session 5; development figures: the model's structure was chosen on these rows): the model
-    // as is 12.75%, calibrated out-of-fold 12.75% (every fold kept the model as is). Worse than session 4's
-    // 10.6% and than the peer's general form (11.0%): FP64 at the Programming Guide's 8 cycles (was Wang &
-    // Chu's 20) fixes binomialOptions and srad but leaves hotspot (3.8% FP64) 43% too fast; the published
-    // 8.6% is NOT reached. E·D^n median regrets 0.01% / 0.10% / 1.67%, means 1.61% / 3.27% / 5.51%: ED²'s
-    // mean misses the 5% target, guarded here so that it gets no worse unnoticed.
+    // issue 14, session 6; development figures: the model's structure was chosen on these rows): the model
+    // as is 12.77%, calibrated out-of-fold 12.77% (every fold kept the model as is) — above the peer's
+    // general form (11.0%); the published 8.6% is NOT reached (hotspot, 3.8% FP64, is 43% too fast).
+    // E·D^n median regrets 0.00% / 0.00% / 0.49%, means 1.29% / 1.44% / 2.42% (session 5: ED² mean 5.51%,
+    // before the soft-maximum overlap); the guards would catch a fall back to session 5's ED².
     assert!(r.model_mape_pct <= 13.0, "timing model MAPE {:.2}%", r.model_mape_pct);
     assert!(r.mape_pct <= 13.0, "calibrated time MAPE {:.2}%", r.mape_pct);
     // Choosing p on the reported figure can only look better than choosing it inside each fold — among
@@ -106,7 +105,7 @@ fn gtx1080ti_time_and_optima() {
     assert!(reported_best <= r.mape_pct + 1e-9, "{reported_best} vs {}", r.mape_pct);
     // The baseline, computed from the same rows: 11.0% (timing_baselines.md).
     assert!((r.baselines[0].mape_pct - 11.03).abs() < 0.01, "{:?}", r.baselines);
-    for (o, (median_max, mean_max)) in r.objectives.iter().zip([(2.0, 5.0), (2.0, 5.0), (2.0, 5.6)]) {
+    for (o, (median_max, mean_max)) in r.objectives.iter().zip([(1.0, 2.5), (1.0, 2.5), (1.0, 3.5)]) {
         assert!(
             o.median_regret_pct <= median_max,
             "{} median regret {:.2}%",
@@ -156,8 +155,8 @@ fn gtx980_validates_too() {
         r.model_mape_pct, r.mape_pct, r.objectives[0].median_regret_pct
     );
     assert_eq!((r.rows, r.kernels), (500, 20));
-    // Reached by this build on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 5): the model as
-    // is 13.3%, calibrated out-of-fold 9.15% (below the peer's general form computed from the same rows,
+    // Reached by this build on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 6): the model as
+    // is 12.9%, calibrated out-of-fold 9.15% (below the peer's general form computed from the same rows,
     // 13.5%, and its published 10.8%); ED median regret 0.00%, mean 0.66%.
     assert!(r.model_mape_pct <= 13.5, "timing model MAPE {:.2}%", r.model_mape_pct);
     assert!(r.mape_pct <= 9.5, "calibrated time MAPE {:.2}%", r.mape_pct);

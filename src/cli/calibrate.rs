@@ -88,7 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let pb = progress_bar(total as u64, "calibrate");
     let stop = super::gpu::interrupt_flag();
     // The sweep first: it fails fast where clocks cannot be set, and restores them before the rest.
-    let points = dvfs::sweep(
+    let swept = dvfs::sweep(
         dev.as_mut(),
         &pairs,
         params,
@@ -97,7 +97,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             pb.inc(1);
         },
         &|| stop.load(Ordering::SeqCst),
-    )?;
+    );
+    let points = match swept {
+        // Interrupted during the sweep: the clocks are put back (the message says so); exit as the later
+        // phase does, with the shell's Ctrl-C status.
+        Err(e @ gpumodel_collect::Error::Interrupted(_)) => {
+            pb.finish_and_clear();
+            eprintln!("gpumodel: error: {e}");
+            return Ok(ExitCode::from(130));
+        }
+        r => r?,
+    };
     let est = calibrate::calibrate(dev.as_mut(), params, &mut |entry| {
         if stop.load(Ordering::SeqCst) {
             // The clocks are the GPU's own again and nothing is written yet: stop here.

@@ -7,6 +7,7 @@ use anyhow::{Context, bail};
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::Opened;
 use gpumodel_models::{Dataset, FeatureSet, Table, features};
+use gpumodel_train::bpann::Backend;
 use gpumodel_train::eval::{correlation_ranking, select_by_correlation};
 use gpumodel_train::experiment::{
     CANDIDATE_HELP, CandidateName, CandidateSpec, RunParams, default_candidates, default_prefix, file_stem,
@@ -68,6 +69,11 @@ pub struct Args {
     /// error (over folds) of the lowest MAPE, `min` = the lowest MAPE.
     #[arg(long, value_enum, default_value_t = RuleArg::OneSe)]
     pub rule: RuleArg,
+    /// Where Adam's steps run: `native` (default; our exact gradient, restarts on all cores) or `burn`
+    /// (burn's autodiff on its CPU backend, the general path; the same Adam step, several times slower).
+    /// L-BFGS always runs natively.
+    #[arg(long, value_enum, default_value_t = BackendArg::Native)]
+    pub backend: BackendArg,
     /// Also score every selection procedure (chooses by group/cluster × rule min/1se) by nested CV, with
     /// outer folds of this kind (`cluster` or `group`); the inner folds are drawn on each outer training
     /// side. Costs about 2 × --group-folds times the CV.
@@ -157,6 +163,22 @@ impl From<ValidationArg> for Validation {
         match v {
             ValidationArg::Group => Validation::GroupKfold,
             ValidationArg::Cluster => Validation::ClusterKfold,
+        }
+    }
+}
+
+/// `--backend` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendArg {
+    Native,
+    Burn,
+}
+
+impl From<BackendArg> for Backend {
+    fn from(b: BackendArg) -> Backend {
+        match b {
+            BackendArg::Native => Backend::Native,
+            BackendArg::Burn => Backend::Burn,
         }
     }
 }
@@ -363,6 +385,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         validation_fraction: args.validation,
         ensemble: args.ensemble,
         solver: Solver::Adam,
+        backend: args.backend.into(),
         ..BpannParams::default()
     }
     .check()?;
@@ -476,8 +499,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             _ => a,
         })
         .collect();
-    // Kernels are clustered by what they do (the activity inputs), not by the clocks they ran at.
-    let cluster_inputs: Vec<String> = fs.inputs.iter().filter(|i| !i.ends_with("_mhz")).cloned().collect();
+    // Kernels are clustered by what they do (the activity inputs: the MLR base, which holds no clock term),
+    // not by the clocks they ran at. A name test (`*_mhz`) would also drop clock-scaled activities such as
+    // `SP*core_mhz`.
+    let cluster_inputs: Vec<String> = if fs.mlr_base.is_empty() {
+        fs.inputs.iter().filter(|i| !matches!(i.as_str(), "core_mhz" | "mem_mhz")).cloned().collect()
+    } else {
+        fs.mlr_base.clone()
+    };
     let params = RunParams {
         select_by,
         rule,

@@ -86,15 +86,6 @@ impl Backend {
             Backend::Burn => "burn",
         }
     }
-
-    /// Parses `native` or `burn`.
-    pub fn parse(s: &str) -> Result<Backend> {
-        match s.trim() {
-            "native" => Ok(Backend::Native),
-            "burn" => Ok(Backend::Burn),
-            other => Err(Error::Params(format!("unknown backend '{other}': use native or burn"))),
-        }
-    }
 }
 
 /// How the BP-ANN's weights are optimized.

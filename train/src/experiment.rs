@@ -568,7 +568,7 @@ fn bpann_record(b: &BpannParams) -> serde_json::Value {
         "hidden": b.hidden, "restarts": b.restarts, "max_epochs": b.max_epochs,
         "patience": b.patience, "learning_rate": b.learning_rate, "adam_epsilon": b.epsilon,
         "l2": b.l2, "solver": b.solver.name(),
-        "validation_fraction": b.validation_fraction, "validation": "grouped (whole kernels)",
+        "validation_fraction": b.validation_fraction, "validation": if b.grouped_validation { "grouped (whole kernels)" } else { "random rows" },
         "ensemble_of_restarts": b.ensemble,
         "backend": b.backend_description(),
     })

@@ -39,15 +39,6 @@ impl Validation {
         }
     }
 
-    /// Parses `group` / `group-kfold` or `cluster` / `cluster-kfold`.
-    pub fn parse(s: &str) -> Result<Validation> {
-        match s.trim() {
-            "group" | "group-kfold" => Ok(Validation::GroupKfold),
-            "cluster" | "cluster-kfold" => Ok(Validation::ClusterKfold),
-            o => Err(Error::Params(format!("unknown validation '{o}': use group or cluster"))),
-        }
-    }
-
     /// The `k` folds of this kind on `ds`; `cluster_inputs` are the columns kernels are clustered by.
     pub fn folds(self, ds: &Dataset, k: usize, seed: u64, cluster_inputs: &[String]) -> Result<Vec<Fold>> {
         match self {
@@ -72,14 +63,6 @@ impl Rule {
         match self {
             Rule::Min => "min",
             Rule::OneSe => "1se",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Rule> {
-        match s.trim() {
-            "min" => Ok(Rule::Min),
-            "1se" | "one-se" => Ok(Rule::OneSe),
-            o => Err(Error::Params(format!("unknown selection rule '{o}': use min or 1se"))),
         }
     }
 }
@@ -280,7 +263,7 @@ mod tests {
     fn one_se_takes_the_simplest_model_within_one_standard_error_and_min_the_lowest() {
         let s = vec![sc("bpann", 4.0, 0.5), sc("physical", 4.4, 0.3), sc("physical+bpann-lbfgs", 3.9, 0.6)];
         assert_eq!(choose(Rule::Min, &s).as_deref(), Some("physical+bpann-lbfgs"));
-        // limit 3.9 + 0.6 = 4.5: physical (rank 2) is inside and simplest.
+        // limit 3.9 + 0.6 = 4.5: physical (rank 8) is inside and simplest.
         assert_eq!(choose(Rule::OneSe, &s).as_deref(), Some("physical"));
         let tight = vec![sc("physical", 5.0, 0.1), sc("physical+bpann", 3.0, 0.2)];
         assert_eq!(choose(Rule::OneSe, &tight).as_deref(), Some("physical+bpann"));

@@ -88,6 +88,8 @@ pub struct FakeCalibrationDevice {
     /// Fail every launch after this many (to test that the clocks are restored on error).
     pub fail_after: Option<usize>,
     rng: u64,
+    /// What the fake GPU reports of itself (the built-in a100 profile, parsed once).
+    facts: DeviceFacts,
 }
 
 impl FakeCalibrationDevice {
@@ -102,6 +104,7 @@ impl FakeCalibrationDevice {
             clocks_settable: true,
             fail_after: None,
             rng: 0x2545_f491_4f6c_dd1d,
+            facts: a100_facts(),
         }
     }
 
@@ -123,16 +126,21 @@ impl FakeCalibrationDevice {
     }
 }
 
+/// The fake GPU's facts: the built-in a100 profile's.
+fn a100_facts() -> DeviceFacts {
+    let a100 = ArchProfile::builtin("a100").expect("the built-in a100 profile parses (tested in models)");
+    // A100's L2: 40 MB (NVIDIA A100 Tensor Core GPU Architecture whitepaper).
+    let mut f = DeviceFacts::from_profile(&a100, super::MEASURED, 40 << 20);
+    f.display_name = "NVIDIA A100-SXM4-40GB (fake)".into();
+    f
+}
+
 /// Cycles the timer itself costs (two clock64 reads), included in every fake timing.
 const TIMER_OVERHEAD: f64 = 40.0;
 
 impl CalibrationDevice for FakeCalibrationDevice {
     fn facts(&self) -> DeviceFacts {
-        let a100 = ArchProfile::builtin("a100").expect("the built-in a100 profile parses (tested in models)");
-        // A100's L2: 40 MB (NVIDIA A100 Tensor Core GPU Architecture whitepaper).
-        let mut f = DeviceFacts::from_profile(&a100, super::MEASURED, 40 << 20);
-        f.display_name = "NVIDIA A100-SXM4-40GB (fake)".into();
-        f
+        self.facts.clone()
     }
 
     fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {
@@ -179,13 +187,13 @@ impl CalibrationDevice for FakeCalibrationDevice {
         // footprint that fits the L2 is read from DRAM once, then from L2 (its bandwidth scales with the
         // core clock). Plus launch overhead.
         let t = self.truth;
-        let sm = self.facts().value("sm_count").unwrap_or(1.0);
+        let sm = self.facts.value("sm_count").unwrap_or(1.0);
         let core_hz = f64::from(self.clocks.core_mhz) * 1e6;
         let dram_bps = (32.0 * sm / t.dram_delay(self.clocks)).min(t.l2_dram_bytes_per_core_cycle) * core_hz;
         let l2_bps =
             t.l2_bandwidth_gbs * 1e9 * f64::from(self.clocks.core_mhz) / f64::from(FAKE_DEFAULT.core_mhz);
         let bytes = 4.0 * f64::from(l.chain.elems);
-        let secs = if bytes > self.facts().l2_cache_bytes as f64 {
+        let secs = if bytes > self.facts.l2_cache_bytes as f64 {
             bytes * f64::from(l.steps) / dram_bps * self.jitter()
         } else {
             bytes / dram_bps + bytes * f64::from(l.steps - 1) / l2_bps * self.jitter()

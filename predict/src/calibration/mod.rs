@@ -2,7 +2,7 @@
 //! applies (`Config::calibration`, `gpumodel predict --calibration FILE`) and `validate` fits and
 //! cross-validates. It lives apart from validation so that prediction never imports from it.
 
-use gpumodel_models::timing::{ComponentScale, ModelParts, OVERLAP_EXPONENT, Timing};
+use gpumodel_models::timing::Timing;
 use serde::{Deserialize, Serialize};
 
 pub mod file;
@@ -87,127 +87,6 @@ impl ComputeFloor {
     }
 }
 
-/// A row's uncalibrated model: its time and what it is made of (to evaluate it again with scaled
-/// components, [`ScaledModel`]).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Model {
-    pub time_s: f64,
-    pub parts: ModelParts,
-}
-
-impl Model {
-    /// The model of a timing-model result.
-    pub fn of(t: &Timing) -> Model {
-        Model { time_s: t.time_s, parts: t.parts }
-    }
-}
-
-/// The timing model itself with its component times scaled: `T = model(a_memory·memory, a_compute·compute,
-/// a_shared·shared, a_latency·latency)`, evaluated per wave with the model's own latency bound, soft
-/// maximum, fill and barriers ([`ModelParts::time_s`]). Unlike [`TimeCalibration`], factors 1 are the
-/// model exactly, so a fit that starts there and keeps only what beats the model inside the fold can
-/// only move away from the model where the training kernels say so. Factors are positive (fitted as
-/// logarithms) and minimize the mean absolute relative error; a component no training row has keeps 1.
-///
-/// **Not among `validate`'s candidates**: tried as a ninth candidate of the nested procedure, it changed
-/// none of the four NV-DVFS figures (on the GTX 1080 Ti's 20 kernels it lost to the model as is inside
-/// every fold: the shared and latency factors are set by the one or two training kernels those
-/// pipelines bind, and do not carry over to the held-out one), so it was rejected (BENCHMARKS.md,
-/// issue 14, session 6, round 2).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ScaledModel {
-    pub a: ComponentScale,
-}
-
-impl ScaledModel {
-    /// The calibrated time of a row's model.
-    pub fn time(&self, m: &Model) -> f64 {
-        m.parts.time_s(&self.a)
-    }
-
-    /// Fits the factors on rows: `models[i]` is row `i`'s model, `measured_s[i]` its measured time.
-    pub fn fit(models: &[Model], measured_s: &[f64], precision: Precision) -> ScaledModel {
-        // Each row's cycles in units of its measured time, so the objective is mean |T − 1| and the
-        // powers stay of order 1 (no normalization by the larger side needed).
-        // Per wave: count (in measured-time units), memory, compute, shared, latency, fill, sync.
-        let rows: Vec<[[f64; 7]; 2]> = models
-            .iter()
-            .zip(measured_s)
-            .map(|(m, &y)| {
-                let k = m.parts.seconds_per_cycle / y;
-                m.parts.waves.map(|w| {
-                    let n = if w.count > 0.0 { w.count * k } else { 0.0 };
-                    [
-                        n,
-                        w.load + w.store + w.texture,
-                        w.compute,
-                        w.shared + w.conflicts,
-                        w.latency,
-                        w.fill,
-                        w.sync,
-                    ]
-                })
-            })
-            .collect();
-        let present: Vec<usize> =
-            (0..4).filter(|&j| rows.iter().any(|r| r.iter().any(|w| w[0] > 0.0 && w[1 + j] > 0.0))).collect();
-        let scale = |theta: &[f64]| {
-            let mut a = [1.0; 4];
-            for (&j, t) in present.iter().zip(theta) {
-                a[j] = t.exp();
-            }
-            ComponentScale::from_array(a)
-        };
-        let p = OVERLAP_EXPONENT;
-        let objective = |theta: &[f64]| {
-            let a = scale(theta);
-            rows.iter()
-                .map(|r| {
-                    let t: f64 = r
-                        .iter()
-                        .filter(|w| w[0] > 0.0)
-                        .map(|w| {
-                            let (mem, sm) = (a.memory * w[1], a.compute * w[2] + a.shared * w[3]);
-                            let lat = a.latency * w[4];
-                            let bound =
-                                if lat > mem.max(sm) { lat } else { root(power(mem, p) + power(sm, p), p) };
-                            w[0] * (bound + a.latency * w[5] + w[6])
-                        })
-                        .sum();
-                    (t - 1.0).abs()
-                })
-                .sum::<f64>()
-                / rows.len().max(1) as f64
-        };
-        let theta = minimize(&objective, present.len(), precision);
-        ScaledModel { a: scale(&theta) }
-    }
-}
-
-/// Nelder–Mead on `dims` log-factors from 0 (all factors 1); a full fit restarts from its own result
-/// (with a smaller simplex) until a restart stops improving, a ranking fit stops at the first
-/// convergence, at a coarser tolerance.
-fn minimize(objective: &dyn Fn(&[f64]) -> f64, dims: usize, precision: Precision) -> Vec<f64> {
-    let (tol, restarts) = match precision {
-        Precision::Full => (Tolerance { value: 1e-10, size: 1e-7 }, 5),
-        Precision::Ranking => (Tolerance { value: 1e-8, size: 1e-5 }, 1),
-    };
-    let mut theta = vec![0.0; dims];
-    if !theta.is_empty() {
-        let mut best = f64::INFINITY;
-        for step in [0.25, 0.05, 0.05, 0.05, 0.05].into_iter().take(restarts) {
-            let (t, f) = nelder_mead(objective, &theta, step, 4000, tol);
-            let improved = f < best - 1e-9 * (1.0 + best.abs().min(1e300));
-            theta = t;
-            best = best.min(f);
-            if !improved {
-                break;
-            }
-        }
-    }
-    theta
-}
-
 /// The memory, compute, shared and L2 times of a timing-model result (see [`TimeCalibration`]).
 pub fn pipeline_parts(t: &Timing) -> [f64; 4] {
     let c = &t.components_s;
@@ -278,7 +157,23 @@ impl TimeCalibration {
         // derivative-free simplex. A full fit restarts it from its own result (with a smaller simplex)
         // until a restart stops improving; a ranking fit stops at the first convergence, at a coarser
         // tolerance.
-        let theta = minimize(&objective, present.len(), precision);
+        let (tol, restarts) = match precision {
+            Precision::Full => (Tolerance { value: 1e-10, size: 1e-7 }, 5),
+            Precision::Ranking => (Tolerance { value: 1e-8, size: 1e-5 }, 1),
+        };
+        let mut theta = vec![0.0; present.len()];
+        if !theta.is_empty() {
+            let mut best = f64::INFINITY;
+            for step in [0.25, 0.05, 0.05, 0.05, 0.05].into_iter().take(restarts) {
+                let (t, f) = nelder_mead(&objective, &theta, step, 4000, tol);
+                let improved = f < best - 1e-9 * (1.0 + best.abs().min(1e300));
+                theta = t;
+                best = best.min(f);
+                if !improved {
+                    break;
+                }
+            }
+        }
         cal(&theta)
     }
 }
@@ -428,89 +323,6 @@ mod tests {
         assert!((fit.a_compute - 1.3).abs() < 1e-6, "{fit:?}");
         let exact: Vec<CalRow> = rows.iter().zip(&model).map(|(r, &m)| (r.0, r.1, m)).collect();
         assert_eq!(ComputeFloor::fit(&exact, &model).a_compute, 1.0);
-    }
-
-    #[test]
-    fn scaled_model_at_factors_one_is_the_model_exactly() {
-        use gpumodel_models::arch::ArchProfile;
-        use gpumodel_models::profile::Launch;
-        use gpumodel_models::timing::{Clocks, TimingInputs, occupancy, predict_time};
-        let one = ScaledModel { a: ComponentScale::ONE };
-        let x = TimingInputs {
-            inst: 2e6,
-            inst_fp32: 5e5,
-            inst_fp64: 1e4,
-            inst_int: 2e5,
-            inst_sfu: 1e3,
-            load_tx: 8e5,
-            store_tx: 2e5,
-            load_requests: Some(1e5),
-            dram_read_bytes: Some(2e7),
-            dram_write_bytes: Some(6e6),
-            l2_read_tx: Some(7e5),
-            l2_write_tx: Some(2e5),
-            shared_base: 1e5,
-            shared_conflicts: 2e4,
-            tex_queries: 3e4,
-            tex_misses: 1e4,
-            barriers_per_warp: 4.0,
-        };
-        let mut checked = 0;
-        for arch in ["gtx1080ti", "gtx980", "c2075"] {
-            let a = ArchProfile::builtin(arch).unwrap();
-            // Full waves with a partial last one, a single small wave (latency bound), a big grid.
-            for (grid, block) in [(1000, 256), (28, 32), (20000, 128)] {
-                let launch = Launch {
-                    grid: [grid, 1, 1],
-                    block: [block, 1, 1],
-                    registers_per_thread: 32,
-                    shared_mem_per_block: 0,
-                };
-                let o = occupancy(&launch, &a, None).unwrap();
-                for (fc, fm) in [(a.core_mhz.value, a.mem_mhz.value), (600.0, 0.5 * a.mem_mhz.value)] {
-                    let t = predict_time(&x, &a, &o, Clocks { core_mhz: fc, mem_mhz: fm });
-                    assert_eq!(one.time(&Model::of(&t)), t.time_s, "{arch} {grid}x{block} {fc}/{fm}");
-                    checked += 1;
-                }
-            }
-        }
-        assert_eq!(checked, 18);
-    }
-
-    #[test]
-    fn scaled_model_fit_recovers_known_factors() {
-        use gpumodel_models::timing::WaveParts;
-        // Rows in which each component binds somewhere: memory-, compute-, shared- and latency-bound
-        // waves, with partial last waves.
-        let truth = ComponentScale { memory: 1.15, compute: 1.4, shared: 0.8, latency: 1.25 };
-        let mut models = Vec::new();
-        for i in 0..24 {
-            let f = i as f64;
-            let kind = i % 4;
-            let big = |k: usize| if kind == k { 2.0 + 0.1 * f } else { 0.3 + 0.02 * f };
-            let wave = |count: f64, s: f64| WaveParts {
-                count,
-                load: 0.6 * big(0) * s,
-                store: 0.3 * big(0) * s,
-                texture: 0.1 * big(0) * s,
-                compute: big(1) * s,
-                shared: 0.8 * big(2) * s,
-                conflicts: 0.2 * big(2) * s,
-                latency: if kind == 3 { 4.0 + 0.1 * f } else { 0.2 } * s,
-                fill: 0.05,
-                sync: 0.01 * (i % 3) as f64,
-            };
-            let parts = ModelParts { waves: [wave(2.0 + f, 1.0), wave(1.0, 0.4)], seconds_per_cycle: 1e-6 };
-            models.push(Model { time_s: parts.time_s(&ComponentScale::ONE), parts });
-        }
-        let measured: Vec<f64> = models.iter().map(|m| m.parts.time_s(&truth)).collect();
-        let fit = ScaledModel::fit(&models, &measured, Precision::Full);
-        for (got, want) in fit.a.to_array().into_iter().zip(truth.to_array()) {
-            assert!((got / want - 1.0).abs() < 1e-4, "{fit:?}");
-        }
-        // The model's own times: the fit stays at factors 1.
-        let own: Vec<f64> = models.iter().map(|m| m.time_s).collect();
-        assert_eq!(ScaledModel::fit(&models, &own, Precision::Full).a, ComponentScale::ONE);
     }
 
     #[test]

@@ -25,10 +25,10 @@
 //! towards) is not enough; otherwise the fold predicts its held-out kernel with the model as it is.
 //!
 //! The inner fit that leaves out kernels `o` and `k` is the same whether `o` is the outer kernel and `k`
-//! the inner one or the other way round, so each pair is fitted once (`C(n, 2)` fits per exponent instead
+//! the inner one or the other way round, so each pair is fitted once (`C(n, 2)` fits per candidate instead
 //! of `n·(n − 1)`), and the fits run on all available cores. Every fit starts from the same point (all
 //! factors 1), so none depends on data outside its own training rows. The inner fits only rank the
-//! exponents, so they stop at a coarser tolerance ([`Precision::Ranking`]); the outer fits, whose
+//! candidates, so they stop at a coarser tolerance ([`Precision::Ranking`]); the outer fits, whose
 //! predictions are reported, are full fits.
 
 use crate::calibration::{CalRow, ComputeFloor, Precision, TimeCalibration};
