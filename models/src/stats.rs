@@ -1,5 +1,5 @@
 //! Small statistics shared by the crates that report figures (medians over seeds, regrets, …): the
-//! workspace's one MAPE and one least-squares solver.
+//! workspace's one MAPE, one least-squares solver and one straight-line fit with R².
 
 /// A time-weighted mean over a window: each value counts in proportion to how much of its interval
 /// overlaps the window, so counter intervals that straddle a window's edges count for their part inside
@@ -98,6 +98,70 @@ pub fn least_squares(x: &[Vec<f64>], y: &[f64], lambda: f64) -> Option<Vec<f64>>
     Some((0..p).map(|i| a[i][p] / a[i][i]).collect())
 }
 
+/// A least-squares line `y = slope·x + intercept` with its coefficient of determination ([`fit_line`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct LineFit {
+    /// Slope.
+    pub slope: f64,
+    /// Intercept.
+    pub intercept: f64,
+    /// R² = 1 − SS_res / SS_tot; 1 when all y are equal (the flat line fits them exactly), as
+    /// scikit-learn's `r2_score` does for a perfect fit of a constant.
+    pub r2: f64,
+    /// Number of points.
+    pub n: usize,
+}
+
+/// Why [`fit_line`] cannot fit a line. Callers turn each case into their own message (which table, what
+/// to change), so the cases are kept apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineFitError {
+    /// `x` and `y` differ in length.
+    #[error("{x} x values but {y} y values: give one y per x")]
+    Misaligned { x: usize, y: usize },
+    /// Fewer than two distinct x: the slope is undetermined.
+    #[error("a line needs at least two different x values")]
+    TooFewDistinctX,
+    /// A value is NaN or infinite.
+    #[error("a value is NaN or infinite")]
+    NotFinite,
+}
+
+/// Fits `y = slope·x + intercept` by least squares, with R². Needs equally many x and y, all finite, and
+/// two or more distinct x.
+///
+/// Closed form on centred data (the same line as [`least_squares`] on the columns (1, x), without forming
+/// the uncentred normal equations). The means are taken about the first value so that an exactly constant
+/// y has an exact mean (zero slope, R² = 1), which a plain sum can miss by rounding (three times 0.1 sums
+/// to 0.30000000000000004).
+pub fn fit_line(x: &[f64], y: &[f64]) -> Result<LineFit, LineFitError> {
+    if x.len() != y.len() {
+        return Err(LineFitError::Misaligned { x: x.len(), y: y.len() });
+    }
+    if x.iter().chain(y).any(|v| !v.is_finite()) {
+        return Err(LineFitError::NotFinite);
+    }
+    let (Some(&x0), Some(&y0)) = (x.first(), y.first()) else {
+        return Err(LineFitError::TooFewDistinctX);
+    };
+    let n = x.len();
+    let nf = n as f64;
+    let mx = x0 + x.iter().map(|v| v - x0).sum::<f64>() / nf;
+    let my = y0 + y.iter().map(|v| v - y0).sum::<f64>() / nf;
+    let sxx: f64 = x.iter().map(|v| (v - mx).powi(2)).sum();
+    if x.iter().all(|&v| v == x0) || sxx <= 0.0 {
+        return Err(LineFitError::TooFewDistinctX);
+    }
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let slope = sxy / sxx;
+    let intercept = my - slope * mx;
+    let ss_res: f64 = x.iter().zip(y).map(|(a, b)| (b - (slope * a + intercept)).powi(2)).sum();
+    let ss_tot: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+    let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 };
+    Ok(LineFit { slope, intercept, r2, n })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +197,46 @@ mod tests {
         assert!((b[0] - 1.0).abs() < 1e-12 && (b[1] - 2.0).abs() < 1e-12);
         // A repeated column is singular.
         assert!(least_squares(&[vec![1.0, 1.0], vec![2.0, 2.0]], &[1.0, 2.0], 0.0).is_none());
+    }
+
+    #[test]
+    fn fit_line_recovers_an_exact_line_with_r2_one() {
+        let x = [1.2, 1.6, 2.0, 2.6];
+        let y: Vec<f64> = x.iter().map(|f| 111.0 * f + 6.1).collect();
+        let l = fit_line(&x, &y).unwrap();
+        assert!((l.slope - 111.0).abs() < 1e-9 && (l.intercept - 6.1).abs() < 1e-9, "{l:?}");
+        assert!((l.r2 - 1.0).abs() < 1e-12 && l.n == 4, "{l:?}");
+        // Hand-computed: x = 0,1,2, y = 0,2,1 → slope 0.5, intercept 0.5, SS_res = 1.5, SS_tot = 2 → R² 0.25.
+        let l = fit_line(&[0.0, 1.0, 2.0], &[0.0, 2.0, 1.0]).unwrap();
+        assert!((l.slope - 0.5).abs() < 1e-12 && (l.intercept - 0.5).abs() < 1e-12, "{l:?}");
+        assert!((l.r2 - 0.25).abs() < 1e-12, "{l:?}");
+    }
+
+    /// x far from 0 with a small spread (clocks in kHz over a narrow range): the line is still recovered.
+    #[test]
+    fn fit_line_recovers_a_line_far_from_the_origin() {
+        let x = [1_000_000.0, 1_000_001.0, 1_000_002.0, 1_000_003.0];
+        let y: Vec<f64> = x.iter().map(|f| 0.25 * f - 3.0).collect();
+        let l = fit_line(&x, &y).unwrap();
+        assert!((l.slope - 0.25).abs() < 1e-9 && (l.intercept + 3.0).abs() < 1e-3, "{l:?}");
+    }
+
+    /// A constant y is fitted exactly by a flat line: slope 0, intercept the value, R² 1 — also for a
+    /// value whose plain mean rounds (0.1 three times sums to 0.30000000000000004).
+    #[test]
+    fn fit_line_of_a_constant_y_is_flat_with_r2_one() {
+        let l = fit_line(&[1.0, 2.0, 3.0], &[0.1, 0.1, 0.1]).unwrap();
+        assert_eq!((l.slope, l.intercept, l.r2, l.n), (0.0, 0.1, 1.0, 3));
+    }
+
+    #[test]
+    fn fit_line_needs_two_distinct_x_and_aligned_finite_values() {
+        assert_eq!(fit_line(&[], &[]), Err(LineFitError::TooFewDistinctX));
+        assert_eq!(fit_line(&[1.0], &[2.0]), Err(LineFitError::TooFewDistinctX));
+        assert_eq!(fit_line(&[0.1, 0.1, 0.1], &[1.0, 2.0, 3.0]), Err(LineFitError::TooFewDistinctX));
+        assert_eq!(fit_line(&[1.0, 2.0], &[2.0]), Err(LineFitError::Misaligned { x: 2, y: 1 }));
+        assert_eq!(fit_line(&[1.0, f64::NAN], &[2.0, 3.0]), Err(LineFitError::NotFinite));
+        assert_eq!(fit_line(&[1.0, 2.0], &[f64::NAN, 3.0]), Err(LineFitError::NotFinite));
+        assert_eq!(fit_line(&[1.0, 2.0], &[f64::INFINITY, 3.0]), Err(LineFitError::NotFinite));
     }
 }

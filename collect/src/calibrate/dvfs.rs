@@ -28,7 +28,7 @@
 
 use super::{CalLaunch, CalParams, CalibrationDevice, Chain, Estimate};
 use crate::Error;
-use gpumodel_models::stats::least_squares;
+use gpumodel_models::stats;
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
@@ -354,6 +354,7 @@ pub struct LineFit {
     pub form: &'static str,
     pub intercept: f64,
     pub slope: f64,
+    /// R² ([`gpumodel_models::stats::LineFit::r2`]).
     pub r2: f64,
     /// (core MHz, mem MHz, x, y measured, y fitted) per pair used.
     pub points: Vec<(f64, f64, f64, f64, f64)>,
@@ -407,29 +408,29 @@ fn distinct(x: &[f64]) -> usize {
     n
 }
 
-/// Least squares of `y` on `x` (the workspace's one routine) with R²; `None` when singular.
-fn line(name: &'static str, form: &'static str, pts: &[(f64, f64, f64, f64)]) -> Option<LineFit> {
-    let rows: Vec<Vec<f64>> = pts.iter().map(|p| vec![1.0, p.2]).collect();
+/// The least-squares line of `y` on `x` over the points (the workspace's one line fit,
+/// [`gpumodel_models::stats::fit_line`]), with its residuals.
+fn line(
+    name: &'static str,
+    form: &'static str,
+    pts: &[(f64, f64, f64, f64)],
+) -> Result<LineFit, stats::LineFitError> {
+    let x: Vec<f64> = pts.iter().map(|p| p.2).collect();
     let y: Vec<f64> = pts.iter().map(|p| p.3).collect();
-    let beta = least_squares(&rows, &y, 0.0)?;
-    let (b, a) = (beta[0], beta[1]);
-    let mean = y.iter().sum::<f64>() / y.len() as f64;
-    let ss_tot: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
-    let ss_res: f64 = pts.iter().map(|p| (p.3 - (b + a * p.2)).powi(2)).sum();
-    let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { f64::NAN };
-    Some(LineFit {
+    let l = stats::fit_line(&x, &y)?;
+    Ok(LineFit {
         name,
         form,
-        intercept: b,
-        slope: a,
-        r2,
-        points: pts.iter().map(|p| (p.0, p.1, p.2, p.3, b + a * p.2)).collect(),
+        intercept: l.intercept,
+        slope: l.slope,
+        r2: l.r2,
+        points: pts.iter().map(|p| (p.0, p.1, p.2, p.3, l.intercept + l.slope * p.2)).collect(),
     })
 }
 
 /// Median of a non-empty list.
 fn median(v: &[f64]) -> f64 {
-    gpumodel_models::stats::median(v.to_vec())
+    stats::median(v.to_vec())
 }
 
 /// The fits over the measured points.
@@ -578,9 +579,23 @@ fn fit_pair(
         ));
         return;
     }
-    let Some(l) = line(name, form, pts) else {
-        out.rejected.push((fields, format!("{form}: the least-squares system is singular")));
-        return;
+    let l = match line(name, form, pts) {
+        Ok(l) => l,
+        Err(e) => {
+            let why = match e {
+                stats::LineFitError::NotFinite => {
+                    "a measured value is NaN or infinite; re-run the sweep (the clock-pair table shows which pair)"
+                        .to_string()
+                }
+                stats::LineFitError::TooFewDistinctX => format!(
+                    "the least-squares system is singular (one {what} value); pass --clock-pairs auto or a list \
+                     spanning more of them"
+                ),
+                e => e.to_string(),
+            };
+            out.rejected.push((fields, format!("{form}: {why}")));
+            return;
+        }
     };
     if !(l.slope > 0.0 && l.intercept > 0.0) {
         out.rejected.push((
@@ -615,4 +630,54 @@ fn fit_pair(
         method: cite("intercept"),
     });
     out.lines.push(l);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(core_mhz: f64, mem_mhz: f64, dram_latency: f64) -> PairPoint {
+        let est = |field, v: f64| Estimate::from_samples(field, "test", vec![v]).unwrap();
+        PairPoint {
+            core_mhz,
+            mem_mhz,
+            set_by_calibrate: true,
+            observed: None,
+            dram_latency: est("dram_latency", dram_latency),
+            l2_latency: est("l2_latency", 200.0),
+            dram_delay: est("dram_delay", 2.0),
+            l2_delay: est("l2_delay", 1.0),
+            dram_bytes_per_core_cycle: est("dram_bytes_per_core_cycle", 1000.0),
+        }
+    }
+
+    /// The DRAM latency line through the shared fit: an exact law L = 300·r + 400 comes back with R² 1 and
+    /// fitted values on the points.
+    #[test]
+    fn the_latency_line_recovers_an_exact_law() {
+        let pts: Vec<PairPoint> = [(1400.0, 1200.0), (1000.0, 1200.0), (600.0, 1200.0)]
+            .into_iter()
+            .map(|(c, m)| point(c, m, 300.0 * c / m + 400.0))
+            .collect();
+        let fit = fit(&pts);
+        let l = fit.lines.iter().find(|l| l.name == "dram_latency").unwrap();
+        assert!((l.slope - 300.0).abs() < 1e-9 && (l.intercept - 400.0).abs() < 1e-9, "{l:?}");
+        assert!((l.r2 - 1.0).abs() < 1e-12 && l.max_residual_pct() < 1e-9, "{l:?}");
+    }
+
+    /// A NaN measurement is not fitted into NaN constants: the fit is rejected in one line that says to
+    /// re-run the sweep.
+    #[test]
+    fn a_nan_measurement_rejects_the_fit_with_what_to_do() {
+        let mut pts: Vec<PairPoint> = [(1400.0, 1200.0), (1000.0, 1200.0), (600.0, 1200.0)]
+            .into_iter()
+            .map(|(c, m)| point(c, m, 300.0 * c / m + 400.0))
+            .collect();
+        pts[1].dram_latency.median = f64::NAN;
+        let fit = fit(&pts);
+        let lat = fit.rejected.iter().find(|r| r.0.starts_with("dvfs_memory.latency_a")).unwrap();
+        assert!(lat.1.contains("NaN or infinite") && lat.1.contains("re-run the sweep"), "{lat:?}");
+        assert!(!lat.1.contains('\n'), "{lat:?}");
+        assert!(fit.constants.iter().all(|c| c.value.is_finite()), "{:?}", fit.constants);
+    }
 }

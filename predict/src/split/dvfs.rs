@@ -132,45 +132,27 @@ pub fn global_best<'a>(cells: &'a [Cell], objectives: &[Objective], k: usize) ->
     })
 }
 
-/// A least-squares line with its coefficient of determination.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct LineFit {
-    /// Slope.
-    pub slope: f64,
-    /// Intercept.
-    pub intercept: f64,
-    /// R² = 1 − SS_res / SS_tot (1 when all y are equal and fitted exactly).
-    pub r2: f64,
-    /// Number of points.
-    pub n: usize,
-}
+/// A least-squares line with its coefficient of determination (the workspace's one line fit).
+pub use gpumodel_models::stats::LineFit;
 
-/// Fits y = slope·x + intercept by least squares; needs two or more distinct x.
+/// Fits y = slope·x + intercept by least squares ([`gpumodel_models::stats::fit_line`]) over the clock
+/// table `x`; needs one finite value per clock and two or more distinct clocks. `what` names the table in
+/// the error.
 pub fn fit_line(what: &str, x: &[f64], y: &[f64]) -> Result<LineFit> {
-    if x.len() != y.len() {
-        return Err(Error::Misaligned {
-            what: what.to_string(),
-            detail: format!("{} clocks but {} values", x.len(), y.len()),
-        });
-    }
-    let n = x.len();
-    let nf = n as f64;
-    let mx = x.iter().sum::<f64>() / nf;
-    let my = y.iter().sum::<f64>() / nf;
-    let sxx: f64 = x.iter().map(|v| (v - mx).powi(2)).sum();
-    if n < 2 || sxx <= 0.0 {
-        return Err(Error::Misaligned {
-            what: what.to_string(),
-            detail: "a line needs at least two different clocks".into(),
-        });
-    }
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let slope = sxy / sxx;
-    let intercept = my - slope * mx;
-    let ss_res: f64 = x.iter().zip(y).map(|(a, b)| (b - (slope * a + intercept)).powi(2)).sum();
-    let ss_tot: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
-    let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 };
-    Ok(LineFit { slope, intercept, r2, n })
+    use gpumodel_models::stats::LineFitError;
+    let misaligned = |detail: String| Error::Misaligned { what: what.to_string(), detail };
+    gpumodel_models::stats::fit_line(x, y).map_err(|e| match e {
+        LineFitError::Misaligned { x, y } => {
+            misaligned(format!("{x} clocks but {y} values; give one value per clock"))
+        }
+        LineFitError::TooFewDistinctX => {
+            misaligned("a line needs at least two different clocks; add another clock to the table".into())
+        }
+        LineFitError::NotFinite => {
+            misaligned("a clock or value is NaN or infinite; give finite numbers in the table".into())
+        }
+        e => misaligned(e.to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -189,6 +171,21 @@ mod tests {
         assert!((l.r2 - 0.25).abs() < 1e-12);
         assert!(fit_line("r", &[1.0], &[2.0]).is_err());
         assert!(fit_line("r", &[1.0, 2.0], &[2.0]).is_err());
+    }
+
+    /// Each way a table cannot be fitted is one line naming the table and what to change.
+    #[test]
+    fn a_table_that_cannot_be_fitted_says_which_and_what_to_do() {
+        let msg = |x: &[f64], y: &[f64]| fit_line("gpu rate", x, y).unwrap_err().to_string();
+        assert_eq!(msg(&[1.0, 2.0], &[2.0]), "gpu rate: 2 clocks but 1 values; give one value per clock");
+        assert_eq!(
+            msg(&[1.5, 1.5], &[2.0, 3.0]),
+            "gpu rate: a line needs at least two different clocks; add another clock to the table"
+        );
+        assert_eq!(
+            msg(&[1.0, 2.0], &[f64::NAN, 3.0]),
+            "gpu rate: a clock or value is NaN or infinite; give finite numbers in the table"
+        );
     }
 
     #[test]
