@@ -342,6 +342,10 @@ pub enum ClockLock {
 pub struct ClockCallError {
     pub call: &'static str,
     pub error: NvmlError,
+    /// When the memory lock failed after the GPU lock succeeded, and undoing the GPU lock
+    /// (`nvmlDeviceResetGpuLockedClocks`) failed too: the GPU may be left locked, and the caller should
+    /// say so (`nvidia-smi -rgc` resets it).
+    pub undo_failed: Option<NvmlError>,
 }
 
 /// Sets the core (graphics) and memory clocks, MHz, in NVML's documented sequence: application clocks
@@ -350,14 +354,15 @@ pub struct ClockCallError {
 /// Volta and newer; `nvmlDeviceSetMemoryLockedClocks(m, m)`, Ampere and newer). `previous` is what an
 /// earlier call returned (the mechanism stays the same, and what to put back is the state before the
 /// first change). If the memory lock fails after the GPU lock succeeded, the GPU lock is reset before the
-/// error returns. All of these need root (`NVML_ERROR_NO_PERMISSION`).
+/// error returns (and a failure of that reset is in [`ClockCallError::undo_failed`]). All of these need root
+/// (`NVML_ERROR_NO_PERMISSION`). Used by calibrate's sweep and the suite ([`crate::suite::NvmlClocks`]).
 pub fn set_clock_pair(
     dev: &mut nvml_wrapper::Device<'_>,
     core_mhz: u32,
     mem_mhz: u32,
     previous: Option<ClockLock>,
 ) -> std::result::Result<ClockLock, ClockCallError> {
-    let fail = |call| move |error| ClockCallError { call, error };
+    let fail = |call| move |error| ClockCallError { call, error, undo_failed: None };
     if matches!(previous, None | Some(ClockLock::Applications { .. })) {
         let before = match previous {
             Some(ClockLock::Applications { before }) => before,
@@ -385,9 +390,13 @@ pub fn set_clock_pair(
     })
     .map_err(fail("nvmlDeviceSetGpuLockedClocks"))?;
     if let Err(e) = dev.set_mem_locked_clocks(mem_mhz, mem_mhz) {
-        // Leave nothing half-set: the GPU lock goes back before the error is reported.
-        let _ = dev.reset_gpu_locked_clocks();
-        return Err(fail("nvmlDeviceSetMemoryLockedClocks")(e));
+        // Leave nothing half-set: the GPU lock goes back before the error is reported, and if that fails
+        // too the caller learns it rather than leave the GPU locked silently.
+        let undo_failed = match dev.reset_gpu_locked_clocks() {
+            Ok(()) | Err(NvmlError::NotSupported) => None,
+            Err(u) => Some(u),
+        };
+        return Err(ClockCallError { call: "nvmlDeviceSetMemoryLockedClocks", error: e, undo_failed });
     }
     Ok(ClockLock::Locked)
 }
@@ -399,7 +408,7 @@ pub fn restore_clock_pair(
     dev: &mut nvml_wrapper::Device<'_>,
     lock: ClockLock,
 ) -> std::result::Result<(), ClockCallError> {
-    let fail = |call| move |error| ClockCallError { call, error };
+    let fail = |call| move |error| ClockCallError { call, error, undo_failed: None };
     match lock {
         ClockLock::Applications { before: Some((m, g)) } => {
             dev.set_applications_clocks(m, g).map_err(fail("nvmlDeviceSetApplicationsClocks"))

@@ -1,29 +1,57 @@
 //! NVML's clock sequence (`collect/src/nvml.rs`: `set_clock_pair`, `restore_clock_pair`, which
-//! `gpumodel calibrate` uses for its clock-pair sweep) through the real nvml-wrapper calls, against a
-//! stand-in `libnvidia-ml.so` (`tests/fake_nvml_clocks/fake_nvml_clocks.c`) that logs every call. No GPU
-//! needed: this checks which NVML functions are called, in which order and with which arguments, and what
-//! is put back — not that a GPU honours them.
+//! `gpumodel calibrate` uses for its clock-pair sweep and `gpumodel suite` through `suite::NvmlClocks`)
+//! through the real nvml-wrapper calls, against a stand-in `libnvidia-ml.so`
+//! (`tests/fake_nvml_clocks/fake_nvml_clocks.c`) that logs every call. No GPU needed: this checks which
+//! NVML functions are called, in which order and with which arguments, and what is put back — not that a
+//! GPU honours them.
 
 mod common;
 
+use gpumodel_collect::Error;
 use gpumodel_collect::nvml::{ClockLock, open_nvml_at, restore_clock_pair, set_clock_pair};
+use gpumodel_collect::suite::{
+    ClockOutcome, ClockPair, GpuInfo, Measurement, NvmlClocks, Plan, Progress, SuiteDevice, SuiteKernel,
+    parse_clocks, run_suite, select_kernels,
+};
 use nvml_wrapper::error::NvmlError;
+use std::ffi::{CString, c_char};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// The fake NVML of `scenario`, built into `dir`: the shared object's path.
+fn fake_nvml(dir: &Path, scenario: u32) -> PathBuf {
+    common::build_fake_nvml(dir, "fake_nvml_clocks/fake_nvml_clocks.c", scenario)
+}
+
+/// The fake's call log so far. `dlopen` of the same path returns the library NVML loaded.
+fn call_log(lib: &Path) -> String {
+    // SAFETY: the fake exports `const char *fake_log(void)`, returning a NUL-terminated static buffer.
+    unsafe {
+        let l = libloading::Library::new(lib).unwrap();
+        let log: libloading::Symbol<unsafe extern "C" fn() -> *const c_char> = l.get(b"fake_log").unwrap();
+        std::ffi::CStr::from_ptr(log()).to_string_lossy().into_owned()
+    }
+}
+
+/// Adds `line` to the fake's log, between the NVML calls it records.
+fn note(lib: &Path, line: &str) {
+    let line = CString::new(line).unwrap();
+    // SAFETY: the fake exports `void fake_note(const char *)`, which copies the NUL-terminated string.
+    unsafe {
+        let l = libloading::Library::new(lib).unwrap();
+        let f: libloading::Symbol<unsafe extern "C" fn(*const c_char)> = l.get(b"fake_note").unwrap();
+        f(line.as_ptr());
+    }
+}
 
 /// Runs `f` on GPU 0 of the fake NVML of `scenario` and returns the fake's call log.
 fn with_gpu(scenario: u32, f: impl FnOnce(&mut nvml_wrapper::Device<'_>)) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let lib = common::build_fake_nvml(dir.path(), "fake_nvml_clocks/fake_nvml_clocks.c", scenario);
+    let lib = fake_nvml(dir.path(), scenario);
     let nvml = open_nvml_at(Some(lib.as_os_str())).unwrap();
     let mut dev = nvml.device_by_index(0).unwrap();
     f(&mut dev);
-    // The same shared object (dlopen returns the loaded one), read for its log.
-    // SAFETY: the fake exports `const char *fake_log(void)`, returning a NUL-terminated static buffer.
-    unsafe {
-        let l = libloading::Library::new(&lib).unwrap();
-        let log: libloading::Symbol<unsafe extern "C" fn() -> *const std::ffi::c_char> =
-            l.get(b"fake_log").unwrap();
-        std::ffi::CStr::from_ptr(log()).to_string_lossy().into_owned()
-    }
+    call_log(&lib)
 }
 
 #[test]
@@ -85,4 +113,133 @@ fn a_refused_memory_lock_leaves_no_gpu_lock_behind() {
         assert!(matches!(e.error, NvmlError::NotSupported), "{:?}", e.error);
     });
     assert_eq!(log, "set_app 1215 960\nlock_gpu 960 960\nlock_mem 1215 1215\nreset_gpu_lock\n");
+}
+
+/// The suite's GPU with the real clock control ([`NvmlClocks`] over the fake NVML) and kernel runs that
+/// only write `run <kernel>` into the fake's log, so the log is the whole sequence: set, runs, restore.
+struct LoggedGpu {
+    clocks: NvmlClocks,
+    lib: PathBuf,
+    fail_on: Option<&'static str>,
+}
+
+impl SuiteDevice for LoggedGpu {
+    fn info(&self) -> GpuInfo {
+        GpuInfo { name: "fake".into(), chip: None, driver: None, compute_capability: None, sm_count: None }
+    }
+
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
+        self.clocks.set(pair)
+    }
+
+    fn reset_clocks(&mut self) -> Result<(), Error> {
+        self.clocks.reset()
+    }
+
+    fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error> {
+        note(&self.lib, &format!("run {}", kernel.name));
+        if self.fail_on == Some(kernel.name.as_str()) {
+            return Err(Error::Cuda { call: "cuLaunchKernel", message: "unspecified launch failure".into() });
+        }
+        Ok(Measurement {
+            seconds: min_seconds,
+            launches: 10,
+            power_w: 100.0,
+            power_samples: 10,
+            clocks: ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 },
+            counter_rates: Default::default(),
+        })
+    }
+}
+
+/// Runs the suite over `clocks` with two kernels on the fake NVML of `scenario`; the second kernel fails
+/// when `fail` is set. Returns the run's result, its warnings and the fake's log.
+fn suite_on(scenario: u32, clocks: &str, fail: bool) -> (Result<(), Error>, Vec<String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = fake_nvml(dir.path(), scenario);
+    let nvml = open_nvml_at(Some(lib.as_os_str())).unwrap();
+    let mut gpu = LoggedGpu {
+        clocks: NvmlClocks::new(nvml.clone(), 0),
+        lib: lib.clone(),
+        fail_on: fail.then_some("idle_sleep"),
+    };
+    let plan = Plan {
+        kernels: select_kernels(&["fp32_fma_full".into(), "idle_sleep".into()]).unwrap(),
+        clocks: parse_clocks(clocks).unwrap(),
+        min_seconds: 1.0,
+        out: dir.path().join("suite.csv"),
+        resume: false,
+    };
+    let mut warnings = Vec::new();
+    let r = run_suite(&mut gpu, &plan, &AtomicBool::new(false), &mut |p| {
+        if let Progress::Warning(w) = p {
+            warnings.push(w);
+        }
+    });
+    // The log before the device is dropped: dropping it must have nothing left to put back.
+    let log = call_log(&lib);
+    drop(gpu);
+    assert_eq!(call_log(&lib), log, "the run loop left the clocks for the drop to put back");
+    (r.map(|_| ()), warnings, log)
+}
+
+/// The suite sets each pair through the shared sequence before its kernels, and puts the defaults back
+/// once at the end.
+#[test]
+fn the_suite_sets_each_pair_before_its_runs_and_resets_at_the_end() {
+    let (r, warnings, log) = suite_on(0, "960:1215,510:800", false);
+    r.unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        log,
+        "set_app 1215 960\nrun fp32_fma_full\nrun idle_sleep\n\
+         set_app 800 510\nrun fp32_fma_full\nrun idle_sleep\nreset_app\n"
+    );
+}
+
+/// A kernel that fails at a locked pair: both locks are reset before the error returns.
+#[test]
+fn a_failing_kernel_leaves_no_clock_lock_behind() {
+    let (r, _, log) = suite_on(2, "960:1215,510:800", true);
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("unspecified launch failure"), "{e}");
+    assert_eq!(
+        log,
+        "set_app 1215 960\nlock_gpu 960 960\nlock_mem 1215 1215\nrun fp32_fma_full\nrun idle_sleep\n\
+         reset_gpu_lock\nreset_mem_lock\n"
+    );
+}
+
+/// Application clocks someone else had set are put back after a failing kernel, not reset to the
+/// defaults.
+#[test]
+fn a_failing_kernel_puts_back_the_application_clocks_from_before() {
+    let (r, _, log) = suite_on(1, "960:1215", true);
+    assert!(r.is_err());
+    assert_eq!(log, "set_app 1215 960\nrun fp32_fma_full\nrun idle_sleep\nset_app 1215 1200\n");
+}
+
+/// Without root the suite warns once and runs at the current clocks: nothing was set, nothing is reset.
+#[test]
+fn without_permission_the_suite_runs_at_the_current_clocks_and_resets_nothing() {
+    let (r, warnings, log) = suite_on(3, "960:1215,510:800", false);
+    r.unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("no permission") && warnings[0].contains("nvidia-smi -acp"), "{warnings:?}");
+    assert_eq!(log, "set_app 1215 960\nrun fp32_fma_full\nrun idle_sleep\n");
+}
+
+/// A memory lock the GPU refuses after the GPU lock was set, and the GPU lock's reset failing too: the
+/// warning says the GPU may be left locked and how to unlock it.
+#[test]
+fn a_gpu_lock_that_cannot_be_undone_is_in_the_warning() {
+    let (r, warnings, log) = suite_on(5, "960:1215", false);
+    r.unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("nvidia-smi -rgc"), "{warnings:?}");
+    assert_eq!(
+        log,
+        "set_app 1215 960\nlock_gpu 960 960\nlock_mem 1215 1215\nreset_gpu_lock\n\
+         run fp32_fma_full\nrun idle_sleep\n"
+    );
 }

@@ -9,7 +9,7 @@
 //! Written against cudarc 0.19.10 and nvml-wrapper 0.13; our machines have no GPU, so this path is
 //! compiled and its driver checks are tested, but its launches have not run on hardware here.
 
-use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteKernel};
+use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, NvmlClocks, SuiteDevice, SuiteKernel};
 use crate::Error;
 use crate::counters::CounterSource;
 use crate::nvml::NvmlPower;
@@ -19,8 +19,6 @@ use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use gpumodel_models::stats::OverlapMean;
 use nvml_wrapper::Nvml;
-use nvml_wrapper::enums::device::GpuLockedClocksSetting;
-use nvml_wrapper::error::NvmlError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -73,8 +71,8 @@ pub struct CudaSuiteDevice {
     info: GpuInfo,
     sm_count: u32,
     counters: Option<SuiteCounters>,
-    /// Whether set_clocks used locked clocks (reset those, not the application clocks).
-    locked: bool,
+    /// The GPU's clocks and what setting them changed (put back by `reset_clocks`, or on drop).
+    clocks: NvmlClocks,
 }
 
 impl CudaSuiteDevice {
@@ -132,6 +130,7 @@ impl CudaSuiteDevice {
             compute_capability: Some((major as u32, minor as u32)),
             sm_count: Some(sm_count),
         };
+        let clocks = NvmlClocks::new(nvml.clone(), nvml_index);
         Ok(CudaSuiteDevice {
             stream,
             functions,
@@ -144,7 +143,7 @@ impl CudaSuiteDevice {
             info,
             sm_count,
             counters: Some(counters),
-            locked: false,
+            clocks,
         })
     }
 
@@ -168,84 +167,20 @@ impl Drop for CudaSuiteDevice {
     }
 }
 
-fn refused(e: &NvmlError) -> Option<String> {
-    match e {
-        NvmlError::NoPermission => {
-            Some("NVML: no permission; run as root, or allow it with `nvidia-smi -acp UNRESTRICTED`".into())
-        }
-        NvmlError::NotSupported => Some("NVML: this GPU does not support setting these clocks".into()),
-        NvmlError::InvalidArg => Some("NVML: the GPU does not support this clock pair".into()),
-        _ => None,
-    }
-}
-
 impl SuiteDevice for CudaSuiteDevice {
     fn info(&self) -> GpuInfo {
         self.info.clone()
     }
 
-    /// Application clocks first (data-center GPUs); where those are not supported (GeForce), locked
-    /// clocks (Volta and newer): the core clock locked to the pair's value, and the memory clock too.
+    /// Through [`NvmlClocks`]: application clocks first (data-center GPUs); where those are not
+    /// supported (GeForce), locked clocks (Volta and newer), the core and the memory clock each locked to
+    /// the pair's value.
     fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
-        let mut dev = self
-            .nvml
-            .device_by_index(self.index)
-            .map_err(|e| crate::Error::NoGpu { index: self.index, detail: e.to_string() })?;
-        let (core, mem) = (pair.core_mhz as u32, pair.mem_mhz as u32);
-        let nvml_error =
-            |call: &'static str, e: NvmlError| crate::Error::Nvml { call, message: e.to_string() };
-        match dev.set_applications_clocks(mem, core) {
-            Ok(()) => return Ok(ClockOutcome::Applied),
-            Err(NvmlError::NotSupported) => {}
-            Err(e) => {
-                return match refused(&e) {
-                    Some(why) => Ok(ClockOutcome::Refused(why)),
-                    None => Err(nvml_error("nvmlDeviceSetApplicationsClocks", e)),
-                };
-            }
-        }
-        let locked = dev
-            .set_gpu_locked_clocks(GpuLockedClocksSetting::Numeric {
-                min_clock_mhz: core,
-                max_clock_mhz: core,
-            })
-            .and_then(|()| dev.set_mem_locked_clocks(mem, mem));
-        match locked {
-            Ok(()) => {
-                self.locked = true;
-                Ok(ClockOutcome::Applied)
-            }
-            Err(e) => match refused(&e) {
-                Some(why) => {
-                    // The SM lock may have been set before the memory lock was refused: undo it, and say
-                    // so when that fails too rather than leave the GPU locked silently (issue 16 item 8).
-                    match dev.reset_gpu_locked_clocks() {
-                        Ok(()) => Ok(ClockOutcome::Refused(why)),
-                        Err(NvmlError::NotSupported) => Ok(ClockOutcome::Refused(why)),
-                        Err(e) => Ok(ClockOutcome::Refused(format!(
-                            "{why}; resetting the locked SM clock also failed ({e}): run `nvidia-smi -rgc` as root"
-                        ))),
-                    }
-                }
-                None => Err(nvml_error("nvmlDeviceSetGpuLockedClocks", e)),
-            },
-        }
+        self.clocks.set(pair)
     }
 
     fn reset_clocks(&mut self) -> Result<(), Error> {
-        let mut dev = self
-            .nvml
-            .device_by_index(self.index)
-            .map_err(|e| crate::Error::NoGpu { index: self.index, detail: e.to_string() })?;
-        let err =
-            |call: &'static str| move |e: NvmlError| crate::Error::Nvml { call, message: e.to_string() };
-        if self.locked {
-            dev.reset_gpu_locked_clocks().map_err(err("nvmlDeviceResetGpuLockedClocks"))?;
-            dev.reset_mem_locked_clocks().map_err(err("nvmlDeviceResetMemoryLockedClocks"))?;
-            self.locked = false;
-            return Ok(());
-        }
-        dev.reset_applications_clocks().map_err(err("nvmlDeviceResetApplicationsClocks"))
+        self.clocks.reset()
     }
 
     fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error> {

@@ -8,10 +8,12 @@
 //! where it stopped.
 //!
 //! One job per file: `catalogue` (source, functions, kernels), `ptx` (checks on the emitted PTX), `device`
-//! (the [`SuiteDevice`] trait and what it measures), `runner` (the run loop), `table` (the
-//! training table written), `listing` (`--list-kernels`), `report` (what a run prints).
+//! (the [`SuiteDevice`] trait and what it measures), `clocks` (setting and putting back the clocks through
+//! NVML), `runner` (the run loop), `table` (the training table written), `listing` (`--list-kernels`),
+//! `report` (what a run prints).
 
 mod catalogue;
+mod clocks;
 pub mod cuda;
 mod device;
 mod fake;
@@ -22,6 +24,7 @@ mod runner;
 mod table;
 
 pub use catalogue::{BUFFER_ELEMS, ENTRIES, Entry, SOURCE, SuiteKernel, kernels, select_kernels};
+pub use clocks::NvmlClocks;
 pub use device::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, parse_clocks};
 pub use fake::FakeSuiteDevice;
 pub use ptx::{LANE_DEPENDENT_BRANCH, ptx_function, ptx_has};

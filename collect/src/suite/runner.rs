@@ -83,52 +83,66 @@ pub fn run_suite(
     let mut summary =
         Summary { rows_written: 0, rows_kept: done.len(), interrupted: false, warnings: Vec::new() };
     progress(Progress::Start { total, already_done: done.len() });
-    let mut clock_control = true;
     let mut touched_clocks = false;
-    let mut seen_labels: Vec<String> = Vec::new();
-    'clocks: for req in &plan.clocks {
-        let mut req = if clock_control { *req } else { None };
-        if let Some(pair) = req {
-            let pending = plan.kernels.iter().any(|k| !done.contains(&(k.name.clone(), pair.label())));
-            if pending && !stop.load(Ordering::SeqCst) {
-                match dev.set_clocks(pair)? {
-                    ClockOutcome::Applied => touched_clocks = true,
-                    ClockOutcome::Refused(why) => {
-                        clock_control = false;
-                        let w = format!("cannot set clocks ({why}); running at the current clocks instead");
-                        progress(Progress::Warning(w.clone()));
-                        summary.warnings.push(w);
-                        req = None;
+    // The sweep, clock pairs (outer loop) × kernels; an error leaves it at once, with `touched_clocks`
+    // telling whether the clocks are set to a pair.
+    let swept = (|| -> Result<(), Error> {
+        let mut clock_control = true;
+        let mut seen_labels: Vec<String> = Vec::new();
+        'clocks: for req in &plan.clocks {
+            let mut req = if clock_control { *req } else { None };
+            if let Some(pair) = req {
+                let pending = plan.kernels.iter().any(|k| !done.contains(&(k.name.clone(), pair.label())));
+                if pending && !stop.load(Ordering::SeqCst) {
+                    match dev.set_clocks(pair)? {
+                        ClockOutcome::Applied => touched_clocks = true,
+                        ClockOutcome::Refused(why) => {
+                            clock_control = false;
+                            let w =
+                                format!("cannot set clocks ({why}); running at the current clocks instead");
+                            progress(Progress::Warning(w.clone()));
+                            summary.warnings.push(w);
+                            req = None;
+                        }
                     }
                 }
             }
-        }
-        if req.is_none() && touched_clocks {
-            // "current" means the driver's own clocks, not the last pair this run set.
-            dev.reset_clocks()?;
-            touched_clocks = false;
-        }
-        let label = req.map_or_else(|| "current".to_string(), |p| p.label());
-        let repeat = seen_labels.contains(&label);
-        seen_labels.push(label.clone());
-        for kernel in &plan.kernels {
-            if stop.load(Ordering::SeqCst) {
-                summary.interrupted = true;
-                break 'clocks;
+            if req.is_none() && touched_clocks {
+                // "current" means the driver's own clocks, not the last pair this run set.
+                dev.reset_clocks()?;
+                touched_clocks = false;
             }
-            if repeat || done.contains(&(kernel.name.clone(), label.clone())) {
+            let label = req.map_or_else(|| "current".to_string(), |p| p.label());
+            let repeat = seen_labels.contains(&label);
+            seen_labels.push(label.clone());
+            for kernel in &plan.kernels {
+                if stop.load(Ordering::SeqCst) {
+                    summary.interrupted = true;
+                    break 'clocks;
+                }
+                if repeat || done.contains(&(kernel.name.clone(), label.clone())) {
+                    progress(Progress::Step { kernel: kernel.name.clone(), clocks: label.clone() });
+                    continue;
+                }
+                let m = dev.run(kernel, plan.min_seconds)?;
+                writer.write(kernel, &label, &m)?;
+                summary.rows_written += 1;
                 progress(Progress::Step { kernel: kernel.name.clone(), clocks: label.clone() });
-                continue;
             }
-            let m = dev.run(kernel, plan.min_seconds)?;
-            writer.write(kernel, &label, &m)?;
-            summary.rows_written += 1;
-            progress(Progress::Step { kernel: kernel.name.clone(), clocks: label.clone() });
+        }
+        Ok(())
+    })();
+    // The driver's clocks come back whatever happened: after the sweep, and after an error in it (a
+    // failing kernel must not leave the GPU at the last pair). The sweep's error is the one returned; a
+    // reset that fails after it is reported as a warning beside it.
+    if touched_clocks {
+        match (&swept, dev.reset_clocks()) {
+            (_, Ok(())) => {}
+            (Ok(()), Err(e)) => return Err(e),
+            (Err(_), Err(e)) => progress(Progress::Warning(format!("putting the clocks back failed: {e}"))),
         }
     }
-    if touched_clocks {
-        dev.reset_clocks()?;
-    }
+    swept?;
     meta.warnings = summary.warnings.clone();
     meta.interrupted = summary.interrupted;
     meta.write(&plan.out)?;

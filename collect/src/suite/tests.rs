@@ -247,6 +247,20 @@ fn a_failing_kernel_keeps_the_finished_rows() {
     assert_eq!(rows(&p.out), [("fp64_fma_full".to_string(), "current".to_string())]);
 }
 
+/// A kernel that fails at a set clock pair: the error comes back and the clocks are put back first (the
+/// GPU is not left at the last pair).
+#[test]
+fn a_failing_kernel_at_a_clock_pair_still_resets_the_clocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = FakeSuiteDevice::new();
+    dev.fail_on = Some("sfu_full".into());
+    let p = plan(dir.path(), "1410:1215,1095:1215", &["fp64_fma_full", "sfu_full"]);
+    let err = run_suite(&mut dev, &p, &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("unspecified launch failure"), "{err}");
+    assert_eq!(dev.log, ["set 1410/1215", "run fp64_fma_full", "run sfu_full", "reset"]);
+    assert_eq!(rows(&p.out), [("fp64_fma_full".to_string(), "1410/1215".to_string())]);
+}
+
 #[test]
 fn a_foreign_csv_is_not_resumed() {
     let dir = tempfile::tempdir().unwrap();

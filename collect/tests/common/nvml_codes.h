@@ -13,5 +13,6 @@ typedef int nvmlReturn_t;
 #define NVML_ERROR_NO_PERMISSION 4
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
+#define NVML_ERROR_UNKNOWN 999
 
 #endif
