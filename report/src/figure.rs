@@ -113,9 +113,57 @@ const LEGEND_H: i32 = 24;
 const CAPTION_H: i32 = 24;
 pub(crate) const FONT: &str = "sans-serif";
 
-/// Width estimate of text in px (the SVG backend has no font metrics; ~0.6 em per character).
+/// Mean advance of a sans-serif character, in em: the width estimate of every label (the SVG backend has
+/// no font metrics).
+const CHAR_EM: f64 = 0.55;
+
+/// Width estimate of text in px ([`CHAR_EM`] per character).
 pub(crate) fn text_width(s: &str, size_px: f64) -> i32 {
-    (s.chars().count() as f64 * size_px * 0.55).ceil() as i32
+    (s.chars().count() as f64 * size_px * CHAR_EM).ceil() as i32
+}
+
+/// How many characters of `size_px` text fit in `width_px` (the inverse of [`text_width`]); at least 1.
+pub(crate) fn fit_chars(width_px: i32, size_px: f64) -> usize {
+    ((f64::from(width_px.max(0)) / (size_px * CHAR_EM)).floor() as usize).max(1)
+}
+
+/// Category names longer than this are shortened with an ellipsis, so a label column stays a fraction of
+/// the figure however long a kernel name is.
+const CATEGORY_MAX_CHARS: usize = 40;
+/// Gap between a category label and the axis it names, px.
+const LABEL_GAP_PX: i32 = 6;
+/// Room between the longest category label and the outer edge of its label area, px.
+const LABEL_PAD_PX: i32 = 8;
+
+/// The category names beside a chart's vertical axis (bar rows, heat-map rows), drawn right-aligned
+/// [`LABEL_GAP_PX`] left of the axis, and the label area that holds the longest of them: the one place
+/// where that pixel arithmetic is done, so a long kernel name is neither clipped at the figure's edge nor
+/// drawn over the axis description.
+pub(crate) struct RowLabels {
+    /// The names as drawn (shortened to [`CATEGORY_MAX_CHARS`]).
+    pub text: Vec<String>,
+    pub size_px: f64,
+    /// Width for `ChartBuilder::y_label_area_size`: gap + longest label + pad, plus the rotated axis
+    /// description's line (plotters draws it at the area's outer edge) when there is one.
+    pub area_px: i32,
+}
+
+impl RowLabels {
+    /// `desc_font_px`: the font size of the y axis description drawn in the same area, if any.
+    pub(crate) fn new(names: &[String], size_px: f64, desc_font_px: Option<u32>) -> RowLabels {
+        let text: Vec<String> = names.iter().map(|c| shorten(c, CATEGORY_MAX_CHARS)).collect();
+        let longest = text.iter().map(|t| text_width(t, size_px)).max().unwrap_or(0);
+        // The description is rotated: its line is one font height wide, plus the same pad.
+        let desc_px = desc_font_px.map_or(0, |f| f as i32 + LABEL_PAD_PX);
+        RowLabels { text, size_px, area_px: LABEL_GAP_PX + longest + LABEL_PAD_PX + desc_px }
+    }
+
+    /// Draws label `i` in `outer` (the chart's whole area, unclipped by the plotting area) beside `axis`,
+    /// the backend pixel of the axis point the label names.
+    pub(crate) fn draw(&self, outer: &Area, i: usize, axis: (i32, i32)) -> DrawResult {
+        let ob = outer.get_base_pixel();
+        text(outer, &self.text[i], (axis.0 - ob.0 - LABEL_GAP_PX, axis.1 - ob.1), self.size_px, right())
+    }
 }
 
 /// Shortens `s` to at most `n` characters, with an ellipsis.
@@ -270,7 +318,7 @@ fn frame(root: &Area, canvas: &Canvas) -> DrawResult {
         .color(&INK)
         .pos(Pos::new(HPos::Center, VPos::Center));
     // The SVG has no font metrics: shorten what would not fit rather than let it run off the edge.
-    let fit = |size: f64| ((w - 16) as f64 / (size * 0.55)) as usize;
+    let fit = |size: f64| fit_chars(w - 16, size);
     root.draw(&Text::new(shorten(&canvas.title, fit(18.0)), (w / 2, TITLE_H / 2 + 2), title_style))?;
     if !canvas.legend.is_empty() {
         // Legend in one centred row between title and plot, so it never covers data.
@@ -524,7 +572,7 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
         _ => 6,
     };
     let row_px = (ns as i32 * bar_px + 8).max(18);
-    let label_px = b.categories.iter().map(|c| text_width(&shorten(c, 40), 12.0)).max().unwrap_or(40) + 14;
+    let rows = RowLabels::new(&b.categories, 12.0, None);
     let height =
         (row_px * b.categories.len() as i32 + 24 + 46 + TITLE_H + LEGEND_H + CAPTION_H).max(240) as u32;
     let canvas = Canvas { width: 860, height, title: title.into(), caption: caption.into(), legend };
@@ -541,7 +589,7 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
             .margin(12)
             .margin_right(30)
             .x_label_area_size(46)
-            .y_label_area_size(label_px)
+            .y_label_area_size(rows.area_px)
             .build_cartesian_2d(0.0..xmax, 0.0..n.max(1.0))?;
         let (root, px) = in_pixels(&chart);
         // Category i occupies y in [n-i-1, n-i): first category at the top.
@@ -553,10 +601,8 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
                     .y_labels(0)
                     .draw()?;
                 let outer = area.strip_coord_spec();
-                let ob = outer.get_base_pixel();
-                for (i, c) in b.categories.iter().enumerate() {
-                    let p = chart.backend_coord(&(0.0, row_top(i) - 0.5));
-                    text(&outer, &shorten(c, 40), (p.0 - ob.0 - 6, p.1 - ob.1), 12.0, right())?;
+                for i in 0..b.categories.len() {
+                    rows.draw(&outer, i, chart.backend_coord(&(0.0, row_top(i) - 0.5)))?;
                 }
             }
             Layer::Marks | Layer::Labels => {
@@ -800,12 +846,14 @@ pub(crate) fn heatmap(id: &str, title: &str, caption: &str, h: &Heat, width: u32
     let (vlo, vhi) = span(h.cells.iter().map(|c| c.2), 0.0);
     let (nx, ny) = (h.x_cats.len().max(1) as f64, h.y_cats.len().max(1) as f64);
     let norm = |v: f64| if vhi > vlo { (v - vlo) / (vhi - vlo) } else { 0.5 };
+    const DESC_FONT_PX: u32 = 15;
+    let rows = RowLabels::new(&h.y_cats, 12.0, Some(DESC_FONT_PX));
     layered(id, &canvas, |layer, area| {
         let (main, bar) = area.split_horizontally(area.dim_in_pixel().0 as i32 - 90);
         let mut chart = ChartBuilder::on(&main)
             .margin(12)
             .x_label_area_size(46)
-            .y_label_area_size(78)
+            .y_label_area_size(rows.area_px)
             .build_cartesian_2d(0.0..nx, 0.0..ny)?;
         let (root, px) = in_pixels(&chart);
         match layer {
@@ -817,17 +865,20 @@ pub(crate) fn heatmap(id: &str, title: &str, caption: &str, h: &Heat, width: u32
                     .y_labels(0)
                     .x_desc(h.x_label.as_str())
                     .y_desc(h.y_label.as_str())
-                    .axis_desc_style((FONT, 15))
+                    .axis_desc_style((FONT, DESC_FONT_PX))
                     .draw()?;
                 let outer = main.strip_coord_spec();
                 let ob = outer.get_base_pixel();
+                // Column names are centred under their cells: each is shortened to its cell's width so that
+                // neighbours never run into each other.
+                let cell_px = chart.backend_coord(&(1.0, 0.0)).0 - chart.backend_coord(&(0.0, 0.0)).0;
+                let fit = fit_chars(cell_px - LABEL_GAP_PX, 12.0);
                 for (i, c) in h.x_cats.iter().enumerate() {
                     let p = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-                    text(&outer, c, (p.0 - ob.0, p.1 - ob.1 + 12), 12.0, center())?;
+                    text(&outer, &shorten(c, fit), (p.0 - ob.0, p.1 - ob.1 + 12), 12.0, center())?;
                 }
-                for (j, c) in h.y_cats.iter().enumerate() {
-                    let p = chart.backend_coord(&(0.0, j as f64 + 0.5));
-                    text(&outer, c, (p.0 - ob.0 - 6, p.1 - ob.1), 12.0, right())?;
+                for j in 0..h.y_cats.len() {
+                    rows.draw(&outer, j, chart.backend_coord(&(0.0, j as f64 + 0.5)))?;
                 }
                 // Colour bar with its extremes.
                 let (_, bh) = bar.dim_in_pixel();
@@ -902,5 +953,135 @@ mod tests {
         let f = scatter("t", "T", "c", &s).unwrap();
         assert_eq!(f.marks, 3);
         assert!(f.svg.starts_with("<svg"));
+    }
+
+    /// Every `<text>` of an SVG: (x, text-anchor, content with entities undone).
+    fn texts(svg: &str) -> Vec<(f64, String, String)> {
+        let attr = |tag: &str, name: &str| {
+            let k = format!(" {name}=\"");
+            tag.find(&k).map(|i| tag[i + k.len()..].split('"').next().unwrap_or("").to_string())
+        };
+        svg.split("<text")
+            .skip(1)
+            .map(|t| {
+                let (tag, rest) = t.split_once('>').unwrap();
+                let content = rest.split("</text>").next().unwrap().trim();
+                let content = content
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">")
+                    .replace("&quot;", "\"")
+                    .replace("&amp;", "&");
+                let x = attr(tag, "x").and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+                (x, attr(tag, "text-anchor").unwrap_or_default(), content)
+            })
+            .collect()
+    }
+
+    /// Well-formed as XML elements go: every opened tag is closed in order, text holds no raw `<` or `&`.
+    fn assert_well_formed(svg: &str) {
+        let mut open: Vec<String> = Vec::new();
+        let mut rest = svg;
+        while let Some(i) = rest.find('<') {
+            let text = &rest[..i];
+            assert!(!text.contains('>'), "stray '>' in text {text:?}");
+            for (j, _) in text.match_indices('&') {
+                let entity = &text[j..];
+                assert!(
+                    ["&lt;", "&gt;", "&amp;", "&quot;", "&#"].iter().any(|e| entity.starts_with(e)),
+                    "raw '&' in text {text:?}"
+                );
+            }
+            let end = rest[i..].find('>').expect("unclosed tag") + i;
+            let tag = &rest[i + 1..end];
+            if let Some(name) = tag.strip_prefix('/') {
+                assert_eq!(open.pop().as_deref(), Some(name.trim()), "closing tag out of order");
+            } else if !tag.ends_with('/') && !tag.starts_with('?') && !tag.starts_with('!') {
+                open.push(tag.split_whitespace().next().unwrap().to_string());
+            }
+            rest = &rest[end + 1..];
+        }
+        assert!(open.is_empty(), "unclosed: {open:?}");
+    }
+
+    const LONG_KERNEL: &str = "void sgemm_128x64_nn_splitK<float, 4>(float const*, float*)";
+
+    /// A long kernel name gets a label area that holds it (once shortened), and room for the axis
+    /// description beside it when there is one.
+    #[test]
+    fn a_long_kernel_name_gets_a_label_area_that_fits_it() {
+        let names = vec!["idle".to_string(), LONG_KERNEL.to_string()];
+        let l = RowLabels::new(&names, 12.0, None);
+        assert_eq!(l.text[0], "idle");
+        assert_eq!(l.text[1].chars().count(), CATEGORY_MAX_CHARS);
+        assert!(l.text[1].ends_with('…'));
+        let longest = text_width(&l.text[1], 12.0);
+        assert!(l.area_px >= LABEL_GAP_PX + longest, "{} < {}", l.area_px, LABEL_GAP_PX + longest);
+        let d = RowLabels::new(&names, 12.0, Some(15));
+        assert!(d.area_px - LABEL_GAP_PX - longest >= 15, "no room for the axis description");
+        // A short name needs less room than a long one.
+        assert!(RowLabels::new(&names[..1], 12.0, None).area_px < l.area_px);
+    }
+
+    #[test]
+    fn fit_chars_inverts_text_width() {
+        for n in [1, 7, 40] {
+            let w = text_width(&"x".repeat(n), 12.0);
+            assert_eq!(fit_chars(w, 12.0), n, "{n}");
+        }
+        assert_eq!(fit_chars(-5, 12.0), 1);
+    }
+
+    /// Bars named by a long (templated) kernel name: the SVG is well-formed and the right-aligned name
+    /// starts inside the figure.
+    #[test]
+    fn hbars_with_a_long_kernel_name_keep_the_label_inside_the_figure() {
+        let b = Bars {
+            x_label: "power MAPE (%)".into(),
+            categories: vec!["idle".into(), LONG_KERNEL.into()],
+            series: vec![("mlr".into(), vec![Some(3.0), Some(12.0)])],
+            values: true,
+        };
+        let f = hbars("b", "T", "c", &b).unwrap();
+        assert_well_formed(&f.svg);
+        let shown = shorten(LONG_KERNEL, CATEGORY_MAX_CHARS);
+        let (x, anchor, _) =
+            texts(&f.svg).into_iter().find(|t| t.2 == shown).expect("the long name is drawn");
+        assert_eq!(anchor, "end");
+        assert!(x - f64::from(text_width(&shown, 12.0)) >= 0.0, "clipped: right edge at {x}");
+        assert_eq!(f.marks, 2);
+    }
+
+    /// Heat-map rows named by long names: well-formed SVG, each row name starts right of the rotated y
+    /// axis description, and column names are shortened to their cells.
+    #[test]
+    fn heatmap_row_names_clear_the_axis_description_and_column_names_fit_their_cells() {
+        let x_cats: Vec<String> = (0..6).map(|i| format!("{LONG_KERNEL} {i}")).collect();
+        let h = Heat {
+            x_label: "kernel".into(),
+            y_label: "memory clock (MHz)".into(),
+            x_cats: x_cats.clone(),
+            y_cats: vec!["405".into(), LONG_KERNEL.into()],
+            cells: (0..6).flat_map(|i| [(i, 0, i as f64), (i, 1, 2.0 * i as f64)]).collect(),
+            value_label: "MAPE %".into(),
+            decimals: 1,
+        };
+        let f = heatmap("h", "T", "c", &h, 860).unwrap();
+        assert_well_formed(&f.svg);
+        let t = texts(&f.svg);
+        let (desc_x, _, _) = t.iter().find(|t| t.2 == "memory clock (MHz)").expect("the y description");
+        let shown = shorten(LONG_KERNEL, CATEGORY_MAX_CHARS);
+        let (x, anchor, _) = t.iter().find(|t| t.2 == shown).expect("the long row name is drawn");
+        assert_eq!(anchor, "end");
+        let left = x - f64::from(text_width(&shown, 12.0));
+        assert!(left >= desc_x + 15.0, "row name from {left} runs into the axis description at {desc_x}");
+        // Column names: centred, no wider than the distance between neighbouring centres.
+        let cols: Vec<&(f64, String, String)> =
+            t.iter().filter(|t| t.1 == "middle" && t.2.starts_with("void sgem")).collect();
+        assert_eq!(cols.len(), 6, "{t:?}");
+        let pitch = cols[1].0 - cols[0].0;
+        for c in &cols {
+            assert!(f64::from(text_width(&c.2, 12.0)) < pitch, "{:?} wider than its cell ({pitch} px)", c.2);
+        }
+        assert_eq!(f.marks, 12);
     }
 }
