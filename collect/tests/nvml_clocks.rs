@@ -219,13 +219,20 @@ fn a_failing_kernel_puts_back_the_application_clocks_from_before() {
     assert_eq!(log, "set_app 1215 960\nrun fp32_fma_full\nrun idle_sleep\nset_app 1215 1200\n");
 }
 
+/// A run on the fake NVML of `scenario` whose clock change is refused: it succeeds at the current clocks
+/// with exactly one warning. Returns the warning and the fake's log.
+fn refused_run(scenario: u32, clocks: &str) -> (String, String) {
+    let (r, mut warnings, log) = suite_on(scenario, clocks, false);
+    r.unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    (warnings.remove(0), log)
+}
+
 /// Without root the suite warns once and runs at the current clocks: nothing was set, nothing is reset.
 #[test]
 fn without_permission_the_suite_runs_at_the_current_clocks_and_resets_nothing() {
-    let (r, warnings, log) = suite_on(3, "960:1215,510:800", false);
-    r.unwrap();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("no permission") && warnings[0].contains("nvidia-smi -acp"), "{warnings:?}");
+    let (warning, log) = refused_run(3, "960:1215,510:800");
+    assert!(warning.contains("no permission") && warning.contains("nvidia-smi -acp"), "{warning}");
     assert_eq!(log, "set_app 1215 960\nrun fp32_fma_full\nrun idle_sleep\n");
 }
 
@@ -233,13 +240,9 @@ fn without_permission_the_suite_runs_at_the_current_clocks_and_resets_nothing() 
 /// warning says the GPU may be left locked and how to unlock it.
 #[test]
 fn a_gpu_lock_that_cannot_be_undone_is_in_the_warning() {
-    let (r, warnings, log) = suite_on(5, "960:1215", false);
-    r.unwrap();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("nvidia-smi -rgc"), "{warnings:?}");
-    assert_eq!(
-        log,
-        "set_app 1215 960\nlock_gpu 960 960\nlock_mem 1215 1215\nreset_gpu_lock\n\
-         run fp32_fma_full\nrun idle_sleep\n"
-    );
+    let (warning, log) = refused_run(5, "960:1215");
+    assert!(warning.contains("nvidia-smi -rgc"), "{warning}");
+    let expected = "set_app 1215 960\nlock_gpu 960 960\nlock_mem 1215 1215\nreset_gpu_lock\n\
+                    run fp32_fma_full\nrun idle_sleep\n";
+    assert_eq!(log, expected);
 }
