@@ -98,7 +98,7 @@ fn run_once<P: PowerSource + 'static>(
 
     // Phase 1: idle, power only.
     let idle_d = Duration::from_secs_f64(opts.idle_seconds);
-    c.drain(idle_d);
+    c.drain_phase(idle_d);
     // Phase 2: idle with the counter profiler running (its own overhead).
     let mut csampler = None;
     if let Some(mut src) = counters {
@@ -110,7 +110,7 @@ fn run_once<P: PowerSource + 'static>(
         }
         csampler = Some(spawn_counters(src, opts.rate_hz.min(100.0), clock, tx.clone())?);
         c.phase = Phase::Profiler;
-        c.drain(idle_d);
+        c.drain_phase(idle_d);
     }
     drop(tx);
 

@@ -6,6 +6,10 @@ use crate::sampler::Event;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
+/// How long an idle phase waits beyond its length for its first power sample (see
+/// [`Consumer::drain_phase`]).
+pub(super) const FIRST_SAMPLE_GRACE: Duration = Duration::from_secs(2);
+
 /// Which phase a power sample belongs to (see the parent module's docs).
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Phase {
@@ -67,6 +71,34 @@ impl Consumer {
             if !self.warnings.contains(&w) {
                 self.warnings.push(w);
             }
+        }
+    }
+
+    /// An idle phase: handles events for `d`, then, if no power sample of this phase has arrived yet
+    /// (a loaded host can starve the sampler thread through a short window), keeps waiting for the first
+    /// one for up to [`FIRST_SAMPLE_GRACE`] more, so that an idle power is measured whenever the sampler
+    /// works at all. A failed power source ends the wait at once.
+    pub(super) fn drain_phase(&mut self, d: Duration) {
+        self.drain(d);
+        let deadline = std::time::Instant::now() + FIRST_SAMPLE_GRACE;
+        while self.phase_samples() == 0 && !self.power_failed {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match self.rx.recv_timeout(left) {
+                Ok(ev) => self.handle(ev),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Power samples accounted to the current phase so far (the run phase keeps no count).
+    fn phase_samples(&self) -> u64 {
+        match self.phase {
+            Phase::Idle => self.idle.n,
+            Phase::Profiler => self.with_profiler.n,
+            Phase::Run => 1,
         }
     }
 

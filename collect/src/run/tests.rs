@@ -315,3 +315,45 @@ fn an_input_named_like_its_counter_is_not_repeated() {
     let d: Vec<String> = derived_inputs(&names).into_iter().map(|(n, _)| n).collect();
     assert_eq!(d, ["exec_inst"]);
 }
+
+/// A power sample of `w` watts at `t_s` (no clocks read).
+fn power_event(t_s: f64, w: f64) -> crate::sampler::Event {
+    crate::sampler::Event::Power(PowerSample {
+        t_s,
+        reading: crate::power::PowerReading { power: gpumodel_models::Watts(w), core: None, mem: None },
+        late_s: 0.0,
+    })
+}
+
+/// A loaded host can starve the sampler through a short idle window: the idle phase waits for its
+/// first sample (bounded) instead of reporting no idle power (the flaky "idle power -" of session 7).
+#[test]
+fn idle_phase_waits_for_its_first_power_sample_beyond_a_short_window() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut c = phases::Consumer::new(rx, false, 0, vec![]);
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        tx.send(power_event(0.2, 61.5)).unwrap();
+        tx // kept alive until joined: the wait must end on the sample, not on a closed channel
+    });
+    c.drain_phase(std::time::Duration::from_millis(5));
+    assert_eq!(c.idle.mean(), Some(61.5), "the sample that came after the window is the idle power");
+    drop(late.join().unwrap());
+
+    // Samples inside the window: nothing more is waited for, all of them count.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut c = phases::Consumer::new(rx, false, 0, vec![]);
+    tx.send(power_event(0.0, 50.0)).unwrap();
+    tx.send(power_event(0.01, 52.0)).unwrap();
+    c.drain_phase(std::time::Duration::from_millis(5));
+    assert_eq!(c.idle.mean(), Some(51.0));
+
+    // A sampler that has stopped (channel closed) ends the wait at once, with no idle power.
+    let (tx, rx) = std::sync::mpsc::channel::<crate::sampler::Event>();
+    drop(tx);
+    let mut c = phases::Consumer::new(rx, false, 0, vec![]);
+    let t0 = std::time::Instant::now();
+    c.drain_phase(std::time::Duration::from_millis(5));
+    assert_eq!(c.idle.mean(), None);
+    assert!(t0.elapsed() < phases::FIRST_SAMPLE_GRACE, "a closed channel must not wait out the grace");
+}
