@@ -203,12 +203,12 @@ fn keep_if_better<T>(calibrated: &[f64], uncalibrated: &[f64], cal: T) -> Option
 type KernelRows = Vec<Vec<(f64, f64)>>;
 
 /// MAPE (percent) pooled over all rows of all kernels.
-fn pooled_mape_pct(v: &KernelRows) -> f64 {
+fn pooled_mape_pct(v: &[Vec<(f64, f64)>]) -> f64 {
     mape(v.iter().flatten().copied())
 }
 
 /// Each kernel's own MAPE (percent).
-fn kernel_mape_pct(v: &KernelRows) -> Vec<f64> {
+fn kernel_mape_pct(v: &[Vec<(f64, f64)>]) -> Vec<f64> {
     v.iter().map(|rows| mape(rows.iter().copied())).collect()
 }
 
