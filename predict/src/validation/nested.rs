@@ -32,6 +32,7 @@
 //! predictions are reported, are full fits.
 
 use crate::calibration::{CalRow, ComputeFloor, Precision, TimeCalibration};
+use gpumodel_models::stats::mape;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use crate::calibration::EXPONENTS;
@@ -109,11 +110,9 @@ pub struct Nested {
     pub selected_exponent: f64,
 }
 
-/// Sum of absolute relative errors of `cal` on rows (with their model times), and how many rows.
-fn abs_rel_error(cal: &Fitted, rows: impl Iterator<Item = (CalRow, f64)>) -> (f64, usize) {
-    rows.fold((0.0, 0), |(s, n), ((parts, sync, y), m)| {
-        (s + (cal.time(parts, sync, m) / y - 1.0).abs(), n + 1)
-    })
+/// `cal`'s (predicted, measured) time of each row (with its model time), for [`mape`].
+fn predicted_measured(cal: &Fitted, rows: impl Iterator<Item = (CalRow, f64)>) -> Vec<(f64, f64)> {
+    rows.map(|((parts, sync, y), m)| (cal.time(parts, sync, m), y)).collect()
 }
 
 /// The rows (with their model times) whose kernel is not in `excluded`.
@@ -148,10 +147,11 @@ fn fit_candidate(
     }
 }
 
-/// The candidate a fold takes and whether it keeps it: per candidate, each inner kernel's (error sum,
-/// rows) and the pooled inner MAPE; `model_inner` the uncalibrated model's MAPE of the same kernels. The
-/// lowest inner MAPE wins, and is kept only when it beats the model by more than one standard error.
-fn choose(per_kernel: &[Vec<(f64, usize)>], inner_mape_pct: &[f64], model_inner: &[f64]) -> (usize, bool) {
+/// The candidate a fold takes and whether it keeps it: per candidate, each inner kernel's (predicted,
+/// measured) rows and the pooled inner MAPE; `model_inner` the uncalibrated model's MAPE of the same
+/// kernels. The lowest inner MAPE wins, and is kept only when it beats the model by more than one
+/// standard error.
+fn choose(per_kernel: &[KernelRows], inner_mape_pct: &[f64], model_inner: &[f64]) -> (usize, bool) {
     let passes = |c: usize| keep_if_better(&kernel_mape_pct(&per_kernel[c]), model_inner, ()).is_some();
     let best = argmin(inner_mape_pct);
     (best, passes(best))
@@ -164,13 +164,13 @@ fn training(rows: &[CalRow], kernel: &[usize], excluded: &[usize]) -> Vec<CalRow
 
 /// The uncalibrated model's MAPE (percent) over the rows of kernels not in `excluded`.
 fn uncalibrated_mape_pct(rows: &[CalRow], model: &[f64], kernel: &[usize], excluded: &[usize]) -> f64 {
-    let (s, n) = rows
-        .iter()
-        .zip(model)
-        .zip(kernel)
-        .filter(|(_, k)| !excluded.contains(k))
-        .fold((0.0, 0usize), |(s, n), ((r, m), _)| (s + (m / r.2 - 1.0).abs(), n + 1));
-    100.0 * s / n.max(1) as f64
+    mape(
+        rows.iter()
+            .zip(model)
+            .zip(kernel)
+            .filter(|(_, k)| !excluded.contains(k))
+            .map(|((r, m), _)| (*m, r.2)),
+    )
 }
 
 /// The uncalibrated model's MAPE (percent) over each kernel's rows, in kernel order.
@@ -180,12 +180,11 @@ fn uncalibrated_kernel_mape_pct(
     kernel: &[usize],
     n_kernels: usize,
 ) -> Vec<f64> {
-    let mut sum = vec![(0.0, 0usize); n_kernels];
-    for ((r, m), &k) in rows.iter().zip(model).zip(kernel) {
-        sum[k].0 += (m / r.2 - 1.0).abs();
-        sum[k].1 += 1;
-    }
-    sum.into_iter().map(|(s, n)| 100.0 * s / n.max(1) as f64).collect()
+    (0..n_kernels)
+        .map(|k| {
+            mape(rows.iter().zip(model).zip(kernel).filter(|(_, kk)| **kk == k).map(|((r, m), _)| (*m, r.2)))
+        })
+        .collect()
 }
 
 /// Keeps the calibration only when it beat the uncalibrated model inside the fold by more than one
@@ -200,15 +199,17 @@ fn keep_if_better<T>(calibrated: &[f64], uncalibrated: &[f64], cal: T) -> Option
     (mean + gpumodel_models::stats::standard_error(&d) < 0.0).then_some(cal)
 }
 
-/// MAPE (percent) pooled over all rows of per-kernel (error sum, rows).
-fn pooled_mape_pct(v: &[(f64, usize)]) -> f64 {
-    let (s, n) = v.iter().fold((0.0, 0), |(s, n), &(ds, dn)| (s + ds, n + dn));
-    100.0 * s / n.max(1) as f64
+/// Per inner kernel, the (predicted, measured) time of each of its rows.
+type KernelRows = Vec<Vec<(f64, f64)>>;
+
+/// MAPE (percent) pooled over all rows of all kernels.
+fn pooled_mape_pct(v: &[Vec<(f64, f64)>]) -> f64 {
+    mape(v.iter().flatten().copied())
 }
 
-/// Each kernel's own MAPE (percent) from its (error sum, rows).
-fn kernel_mape_pct(v: &[(f64, usize)]) -> Vec<f64> {
-    v.iter().map(|&(s, n)| 100.0 * s / n.max(1) as f64).collect()
+/// Each kernel's own MAPE (percent).
+fn kernel_mape_pct(v: &[Vec<(f64, f64)>]) -> Vec<f64> {
+    v.iter().map(|rows| mape(rows.iter().copied())).collect()
 }
 
 /// Index of the smallest value (the first one on a tie, so the smaller exponent wins).
@@ -259,15 +260,15 @@ fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 /// is the held-out kernel.
 pub fn fold_fit(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize, fold: usize) -> FoldFit {
     let inner: Vec<usize> = (0..n_kernels).filter(|&k| k != fold).collect();
-    // Per exponent, each inner kernel's (error sum, rows) when its inner fold left it out.
-    let per_kernel: Vec<Vec<(f64, usize)>> = (0..CANDIDATES)
+    // Per candidate, each inner kernel's (predicted, measured) rows when its inner fold left it out.
+    let per_kernel: Vec<KernelRows> = (0..CANDIDATES)
         .map(|c| {
             inner
                 .iter()
                 .map(|&k| {
                     let cal = fit_candidate(c, rows, model, kernel, &[fold, k], Precision::Ranking);
                     let own = rows.iter().zip(model).zip(kernel).filter(|(_, kk)| **kk == k);
-                    abs_rel_error(&cal, own.map(|((r, m), _)| (*r, *m)))
+                    predicted_measured(&cal, own.map(|((r, m), _)| (*r, *m)))
                 })
                 .collect()
         })
@@ -339,13 +340,13 @@ pub fn nested_with_progress(
     let model_kernels = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
     for fold in 0..n_kernels {
         let inner: Vec<usize> = (0..n_kernels).filter(|&k| k != fold).collect();
-        let per_kernel: Vec<Vec<(f64, usize)>> = (0..nc)
+        let per_kernel: Vec<KernelRows> = (0..nc)
             .map(|pi| {
                 inner
                     .iter()
                     .map(|&k| {
                         let cal = &paired[pi * pairs.len() + pair_index(n_kernels, fold, k)];
-                        abs_rel_error(cal, rows_of[k].iter().copied())
+                        predicted_measured(cal, rows_of[k].iter().copied())
                     })
                     .collect()
             })
@@ -377,13 +378,8 @@ pub fn nested_with_progress(
         .map(|((&(parts, sync, _), &m), &k)| folds[k].time(parts, sync, m))
         .collect();
     let loko_predicted: Vec<Vec<f64>> = (0..np).map(|pi| predict(&|k| single[pi * n_kernels + k])).collect();
-    let loko_mape_pct: Vec<f64> = loko_predicted
-        .iter()
-        .map(|pred| {
-            100.0 * pred.iter().zip(rows).map(|(t, r)| (t / r.2 - 1.0).abs()).sum::<f64>()
-                / rows.len().max(1) as f64
-        })
-        .collect();
+    let loko_mape_pct: Vec<f64> =
+        loko_predicted.iter().map(|pred| mape(pred.iter().zip(rows).map(|(t, r)| (*t, r.2)))).collect();
     let selected_exponent = EXPONENTS[argmin(&loko_mape_pct)];
     Nested { folds, predicted, loko_mape_pct, loko_predicted, selected_exponent }
 }
