@@ -963,13 +963,9 @@ impl RunParams {
         let selection = if cands.is_empty() && self.fixed.is_none() {
             None
         } else {
-            Some(select_default(
-                cands,
-                self.fixed.as_deref(),
-                self.select_by,
-                self.rule,
-                self.selection_seeds,
-            )?)
+            // Seeds only matter to networks: without one, a single figure per candidate is all there is.
+            let seeds = cands.iter().map(|c| c.cv_mape_pct_per_seed.len()).max().unwrap_or(1).max(1);
+            Some(select_default(cands, self.fixed.as_deref(), self.select_by, self.rule, seeds)?)
         };
 
         let nested = match &nested_setup {
