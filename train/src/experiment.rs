@@ -139,8 +139,9 @@ pub fn alternative_inputs(feature_set: &str) -> Option<&'static str> {
 }
 
 /// The default candidate list on feature set `feature_set`: [`BASE_CANDIDATES`] then [`SEED_ENSEMBLES`],
-/// and with `variants` the base list and the ones the selection then also chooses among (issue 15: input set, width, seed averaging and the
-/// residual's share chosen inside the folds): `physical+bpann/4` and `physical+bpann-lbfgs/4` (free: they
+/// and with `variants` the base list and the ones the selection then also chooses among (issue 15:
+/// input set, width, seed averaging and the residual's share chosen inside the folds; the seed
+/// ensembles are among them): `physical+bpann/4` and `physical+bpann-lbfgs/4` (free: they
 /// share their fits), the plain L-BFGS network 8×8 wide (`@8x8`) and on the alternative input set
 /// (`~NAME`), and the L-BFGS residual network 8×8 wide, on the alternative input set and averaged over
 /// five networks from different initial weights (`*5`), each whole, halved and quartered. Only L-BFGS

@@ -11,9 +11,13 @@
 //!   Hastie et al. §7.10) that takes the simplest candidate whose CV error is within one standard error
 //!   of the lowest.
 //!
-//! Nested CV (`gpumodel train --nested`) scores each (validation, rule) procedure: outer folds hold data
-//! out, the procedure chooses on the outer training side by its inner folds, and the chosen candidate's
-//! outer predictions are scored.
+//! A third tool makes the choice robust to the networks' seeds: **seed-averaged CV figures**
+//! ([`seed_averaged`], `--selection-seeds`), since one seed's grouped CV of an L-BFGS residual network
+//! moves by more than the one-SE margins the rule decides on.
+//!
+//! Nested CV (`gpumodel train --nested`) scores each (validation, rule, selection seeds, candidate list)
+//! procedure: outer folds hold data out, the procedure chooses on the outer training side by its inner
+//! folds, and the chosen candidate's outer predictions are scored.
 
 use crate::{Error, Result};
 use gpumodel_models::{Dataset, Fold};
