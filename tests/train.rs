@@ -702,6 +702,7 @@ fn folds_out_writes_every_row_once_per_protocol_with_whole_kernels() {
         "json",
         "--folds-out",
         folds.to_str().unwrap(),
+        "--cluster-cv",
     ]);
     let text = std::fs::read_to_string(&folds).unwrap();
     let mut lines = text.lines();
@@ -724,4 +725,117 @@ fn folds_out_writes_every_row_once_per_protocol_with_whole_kernels() {
             }
         }
     }
+}
+
+/// Leave-cluster-out CV is optional: without `--cluster-cv` (and without choosing by it) it is neither
+/// run nor written to `--folds-out`; with it, every candidate reports it.
+#[test]
+fn leave_cluster_out_cv_runs_only_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = guerreiro_file(dir.path(), &[800, 1000, 1200], false);
+    let folds = dir.path().join("folds.csv");
+    let args = |extra: &[&'static str]| {
+        let mut a = vec!["train", "--data", good.to_str().unwrap(), "--models", "physical,mlr+"];
+        a.extend(["--folds", "0", "--group-folds", "3", "--no-write", "--format", "json"]);
+        a.extend(["--folds-out", folds.to_str().unwrap()]);
+        a.extend(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |extra: &[&'static str]| {
+        let a = args(extra);
+        json(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let v = run(&[]);
+    assert!(v["models"]["physical"].get("cluster-kfold").is_none(), "{}", v["models"]["physical"]);
+    assert!(!std::fs::read_to_string(&folds).unwrap().contains("cluster-kfold"));
+    for extra in [&["--cluster-cv"][..], &["--select-by", "cluster"][..]] {
+        let v = run(extra);
+        for m in ["physical", "mlr+"] {
+            assert!(v["models"][m]["cluster-kfold"]["mape_pct"].as_f64().is_some(), "{extra:?}: {m}");
+        }
+        assert!(std::fs::read_to_string(&folds).unwrap().contains("cluster-kfold"), "{extra:?}");
+    }
+}
+
+/// `--selection-seeds K`: a network candidate is cross-validated with K seeds on the same folds and the
+/// rule compares the mean (recorded per seed in the selection and in the default artifact); a model
+/// without a network has one figure; nested CV scores the procedures with 1 seed and with K.
+#[test]
+fn selection_seeds_average_each_network_candidate_over_its_seeds_and_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
+    let v = json(&[
+        "train",
+        "--data",
+        good.to_str().unwrap(),
+        "--models",
+        "physical,physical+bpann-lbfgs,physical+bpann-lbfgs/2",
+        "--folds",
+        "0",
+        "--group-folds",
+        "3",
+        "--epochs",
+        "60",
+        "--restarts",
+        "1",
+        "--selection-seeds",
+        "2",
+        "--nested",
+        "group",
+        "--format",
+        "json",
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    let sel = &v["selection"];
+    assert_eq!(sel["selection_seeds"], 2);
+    assert!(sel["criterion"].as_str().unwrap().contains("averaged over 2 seeds"), "{}", sel["criterion"]);
+    let rec =
+        |m: &str| sel["candidates"].as_array().unwrap().iter().find(|c| c["model"] == m).cloned().unwrap();
+    let per_seed = |m: &str| -> Vec<f64> {
+        rec(m)["cv_mape_pct_per_seed"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    };
+    let net = per_seed("physical+bpann-lbfgs");
+    assert_eq!(net.len(), 2);
+    assert_ne!(net[0], net[1], "the second seed must fit other networks");
+    let mean = rec("physical+bpann-lbfgs")["cv_mape_pct"].as_f64().unwrap();
+    assert!((mean - (net[0] + net[1]) / 2.0).abs() < 1e-9, "{mean} vs {net:?}");
+    // The first seed's figure is the run's own grouped CV (the reported one, of the written artifact).
+    let reported = v["models"]["physical+bpann-lbfgs"]["group-kfold"]["mape_pct"].as_f64().unwrap();
+    assert!((net[0] - reported).abs() < 1e-9, "{} vs {reported}", net[0]);
+    assert_eq!(per_seed("physical").len(), 1, "no network: one figure");
+    assert_eq!(per_seed("physical+bpann-lbfgs/2").len(), 2);
+    let prefix = good.file_stem().unwrap().to_str().unwrap();
+    let a: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join(format!("{prefix}-default.json"))).unwrap())
+            .unwrap();
+    assert_eq!(a["training"]["selection"]["selection_seeds"], 2);
+    let procs = v["nested"]["procedures"].as_array().unwrap();
+    let seeds: std::collections::BTreeSet<u64> =
+        procs.iter().map(|p| p["selection_seeds"].as_u64().unwrap()).collect();
+    assert_eq!(seeds.into_iter().collect::<Vec<_>>(), [1, 2]);
+    let in_use: Vec<&serde_json::Value> = procs.iter().filter(|p| p["in_use"] == true).collect();
+    assert_eq!(in_use.len(), 1);
+    assert_eq!((in_use[0]["selection_seeds"].as_u64(), in_use[0]["rule"].as_str()), (Some(2), Some("1se")));
+    assert!(
+        procs.iter().all(|p| p["validation"] == "group-kfold" && p["candidate_list"] == "all"),
+        "{procs:?}"
+    );
+}
+
+/// `--selection-seeds` out of range, or with nothing to average: one line, nothing written.
+#[test]
+fn selection_seeds_bad_input_is_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    fails_with(
+        &["train", "--selection-seeds", "0", "--out-dir", o],
+        "--selection-seeds 0 must be between 1 and 20",
+    );
+    fails_with(&["train", "--selection-seeds", "21", "--out-dir", o], "--selection-seeds 21");
+    fails_with(&["train", "--selection-seeds", "3", "--group-folds", "0", "--out-dir", o], "--group-folds");
+    fails_with(&["train", "--selection-seeds", "3", "--select", "physical", "--out-dir", o], "--select cv");
+    assert!(!out.exists(), "nothing may be written on bad input");
 }

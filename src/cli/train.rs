@@ -44,7 +44,8 @@ pub struct Args {
     /// weights), `/2` or `/4` (physical+bpann: keep half or a quarter of the residual network). Physical
     /// models are left out by themselves where the data has no clock levels. Default: the nine base
     /// candidates (bpann, bpann-lbfgs, physical, physical+bpann, physical+bpann/2, physical+bpann-lbfgs,
-    /// physical+bpann-lbfgs/2, mlr, mlr+), with --variants also their width, input-set, seed-averaging and
+    /// physical+bpann-lbfgs/2, mlr, mlr+) and the seed ensembles physical+bpann-lbfgs*5 and
+    /// physical+bpann-lbfgs*5/2, with --variants also width, input-set, seed-averaging and
     /// quarter-residual variants.
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
@@ -69,14 +70,29 @@ pub struct Args {
     /// error (over folds) of the lowest MAPE, `min` = the lowest MAPE.
     #[arg(long, value_enum, default_value_t = RuleArg::OneSe)]
     pub rule: RuleArg,
+    /// Cross-validate every network candidate with this many seeds (seed, seed+1000, …; same folds) and
+    /// let `--select cv` compare the means: one seed's initial weights and early-stopping split move a
+    /// network's CV figure by more than the margins the rule decides on. The standard error is taken
+    /// over the folds' seed-averaged MAPEs. The artifacts are still the first seed's fits. Default: 3
+    /// when `--select cv` chooses (chosen with the `*5` seed ensembles by nested CV, BENCHMARKS.md,
+    /// issue 15, session 7), else 1.
+    #[arg(long, value_name = "K")]
+    pub selection_seeds: Option<usize>,
+    /// Also run leave-cluster-out CV of every candidate (whole clusters of similar kernels per fold) and
+    /// report it. It always runs when it chooses (`--select-by cluster`) or gives nested CV's outer
+    /// folds (`--nested cluster`).
+    #[arg(long)]
+    pub cluster_cv: bool,
     /// Where Adam's steps run: `native` (default; our exact gradient, restarts on all cores) or `burn`
     /// (burn's autodiff on its CPU backend, the general path; the same Adam step, several times slower).
     /// L-BFGS always runs natively.
     #[arg(long, value_enum, default_value_t = BackendArg::Native)]
     pub backend: BackendArg,
-    /// Also score every selection procedure (chooses by group/cluster × rule min/1se) by nested CV, with
-    /// outer folds of this kind (`cluster` or `group`); the inner folds are drawn on each outer training
-    /// side. Costs about 2 × --group-folds times the CV.
+    /// Also score the selection procedures (chooses by group folds — and cluster folds with --cluster-cv —
+    /// × rule min/1se × one seed and --selection-seeds; with candidates beyond the base nine, also the
+    /// base nine alone) by nested CV, with outer folds of this kind (`cluster` or `group`); the inner
+    /// folds are drawn on each outer training side. Costs about --group-folds × --selection-seeds times
+    /// the CV (twice that with --cluster-cv).
     #[arg(long, value_enum, value_name = "OUTER")]
     pub nested: Option<ValidationArg>,
     /// Hidden layer widths of the BP-ANN.
@@ -398,6 +414,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.cv_restarts == 0 || args.cv_restarts > 100 {
         bail!("--cv-restarts {} must be between 1 and 100", args.cv_restarts);
     }
+    let chooses_by_cv = args.group_folds > 0 && fixed.is_none();
+    let selection_seeds = match args.selection_seeds {
+        Some(k) if k == 0 || k > 20 => bail!("--selection-seeds {k} must be between 1 and 20"),
+        Some(k) if k > 1 && !chooses_by_cv => bail!(
+            "--selection-seeds averages the CV figures --select cv chooses by: keep --group-folds ≥ 2 and --select cv"
+        ),
+        Some(k) => k,
+        None if chooses_by_cv => gpumodel_train::experiment::DEFAULT_SELECTION_SEEDS,
+        None => 1,
+    };
 
     // Stage 2: data.
     let (mut train_opened, train_info) = open_dataset(&args.data, import, bad)?;
@@ -512,6 +538,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         rule,
         nested,
         cluster_inputs,
+        selection_seeds,
+        cluster_cv: args.cluster_cv,
         candidates,
         fixed,
         seed: args.seed,
@@ -533,8 +561,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let folds_csv = args.folds_out.as_ref().map(|_| params.folds_csv(&train)).transpose()?;
-    let (mut report, fitted) = params.run(&train, test.as_ref(), &mut |n| pb.inc(n))?;
+    let folds = params.fold_sets(&train)?;
+    let folds_csv = args.folds_out.as_ref().map(|_| params.folds_csv(&train, &folds)).transpose()?;
+    let (mut report, fitted) = params.run(&train, test.as_ref(), &folds, &mut |n| pb.inc(n))?;
     pb.finish_and_clear();
 
     // Everything is computed: only now is anything written, so a failure above leaves no partial output.

@@ -7,7 +7,9 @@ use crate::bpann::{BpannParams, Solver};
 use crate::eval::{ModelSpec, cross_validate_scaled, evaluate, predict};
 use crate::metrics::Metrics;
 use crate::physical::PhysicalParams;
-use crate::selection::{Complexity, Rule, Scored, Validation, choose, fold_mape};
+use crate::selection::{
+    Complexity, FoldFigures, Rule, Scored, Validation, choose, fold_figures, fold_mape, seed_averaged,
+};
 use crate::{Error, Result};
 use gpumodel_models::artifact::{ModelArtifact, ModelKind};
 use gpumodel_models::export::{Cell, Column, Export, Section};
@@ -98,7 +100,7 @@ const VALIDATIONS: [Validation; 2] = [Validation::GroupKfold, Validation::Cluste
 
 /// The base candidate list of `gpumodel train` (session 5's nine), in the order tables show it (ties in
 /// the selection go to the earlier, i.e. simpler, entry).
-pub const DEFAULT_CANDIDATES: &[&str] = &[
+pub const BASE_CANDIDATES: &[&str] = &[
     "bpann",
     "bpann-lbfgs",
     "physical",
@@ -109,6 +111,17 @@ pub const DEFAULT_CANDIDATES: &[&str] = &[
     "mlr",
     "mlr+",
 ];
+
+/// The seed ensembles of the L-BFGS residual network (whole and halved) that the default list adds to
+/// [`BASE_CANDIDATES`]: a single L-BFGS network differs from seed to seed by more than the margins the
+/// rule decides on, and the mean of five is the variance fix. Adopted with [`DEFAULT_SELECTION_SEEDS`]
+/// by nested CV on the training data (BENCHMARKS.md, issue 15, session 7: mean group/1se outer MAPE over
+/// six nested runs 12.33%, against 14.01% for the nine with one seed on the same fits).
+pub const SEED_ENSEMBLES: &[&str] = &["physical+bpann-lbfgs*5", "physical+bpann-lbfgs*5/2"];
+
+/// Network seeds the default selection averages each candidate's CV figures over (`--selection-seeds`);
+/// decided with [`SEED_ENSEMBLES`] (BENCHMARKS.md, issue 15, session 7).
+pub const DEFAULT_SELECTION_SEEDS: usize = 3;
 
 /// Whether the default list holds the variants of [`default_candidates`] (`--variants` /
 /// `--no-variants` override it); decided by nested CV on the training data (BENCHMARKS.md, issue 15,
@@ -125,16 +138,18 @@ pub fn alternative_inputs(feature_set: &str) -> Option<&'static str> {
     }
 }
 
-/// The default candidate list on feature set `feature_set`: [`DEFAULT_CANDIDATES`], and with `variants`
-/// the ones the selection then also chooses among (issue 15: input set, width, seed averaging and the
-/// residual's share chosen inside the folds): `physical+bpann/4` and `physical+bpann-lbfgs/4` (free: they
+/// The default candidate list on feature set `feature_set`: [`BASE_CANDIDATES`] then [`SEED_ENSEMBLES`],
+/// and with `variants` the base list and the ones the selection then also chooses among (issue 15:
+/// input set, width, seed averaging and the residual's share chosen inside the folds; the seed
+/// ensembles are among them): `physical+bpann/4` and `physical+bpann-lbfgs/4` (free: they
 /// share their fits), the plain L-BFGS network 8×8 wide (`@8x8`) and on the alternative input set
 /// (`~NAME`), and the L-BFGS residual network 8×8 wide, on the alternative input set and averaged over
 /// five networks from different initial weights (`*5`), each whole, halved and quartered. Only L-BFGS
 /// variants: an L-BFGS fit costs a fraction of an Adam one.
 pub fn default_candidates(feature_set: &str, variants: bool) -> Vec<String> {
-    let mut v: Vec<String> = DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect();
+    let mut v: Vec<String> = BASE_CANDIDATES.iter().map(|s| s.to_string()).collect();
     if !variants {
+        v.extend(SEED_ENSEMBLES.iter().map(|s| s.to_string()));
         return v;
     }
     v.insert(5, "physical+bpann/4".into());
@@ -444,6 +459,21 @@ pub struct RunParams {
     pub cluster_inputs: Vec<String>,
     /// `--nested OUTER`: score every selection procedure by nested CV with these outer folds.
     pub nested: Option<Validation>,
+    /// `--selection-seeds K`: the CV figures the choice compares are averaged over K network seeds
+    /// (`seed`, `seed + 1000`, …) on the same folds ([`crate::selection::seed_averaged`]); 1 = one seed.
+    pub selection_seeds: usize,
+    /// `--cluster-cv`: leave-cluster-out CV of every candidate even when it does not choose (it always
+    /// runs when it chooses, `--select-by cluster`, or gives the outer folds, `--nested cluster`).
+    pub cluster_cv: bool,
+}
+
+/// The folds of one run's random, grouped and leave-cluster-out CV (`None`: skipped), computed once
+/// ([`RunParams::fold_sets`]) and shared by the fits and `--folds-out`.
+#[derive(Debug, Clone)]
+pub struct FoldSets {
+    pub random: Option<Vec<Fold>>,
+    pub grouped: Option<Vec<Fold>>,
+    pub cluster: Option<Vec<Fold>>,
 }
 
 /// One model's figures under every protocol.
@@ -636,26 +666,46 @@ impl RunParams {
         s
     }
 
-    /// The folds of the random, grouped and leave-cluster-out CV of this run on `train` (`None`: skipped).
-    /// Deterministic in the seed, so `--folds-out` writes exactly the partitions [`RunParams::run`] uses.
-    pub fn fold_sets(&self, train: &Dataset) -> Result<[Option<Vec<Fold>>; 3]> {
+    /// Whether this run needs leave-cluster-out folds of the whole training data: asked for
+    /// (`--cluster-cv`), choosing by them, or as nested CV's outer folds.
+    fn wants_cluster(&self) -> bool {
+        self.cluster_cv
+            || self.select_by == Validation::ClusterKfold
+            || self.nested == Some(Validation::ClusterKfold)
+    }
+
+    /// The inner validations nested CV scores procedures by: grouped folds always, leave-cluster-out
+    /// folds too when the run reports or chooses by them (sessions 5 and 6 measured those procedures
+    /// worse; they double the inner cost).
+    fn inner_validations(&self) -> Vec<Validation> {
+        if self.cluster_cv || self.select_by == Validation::ClusterKfold {
+            VALIDATIONS.to_vec()
+        } else {
+            vec![Validation::GroupKfold]
+        }
+    }
+
+    /// The folds of the random, grouped and leave-cluster-out CV of this run on `train`.
+    /// Deterministic in the seed; computed once and handed to [`RunParams::run`] and
+    /// [`RunParams::folds_csv`], so `--folds-out` writes exactly the partitions the run uses.
+    pub fn fold_sets(&self, train: &Dataset) -> Result<FoldSets> {
         let random = if self.folds > 0 { Some(train.kfold(self.folds, self.seed)?) } else { None };
         let grouped =
             if self.group_folds > 0 { Some(train.group_kfold(self.group_folds, self.seed)?) } else { None };
-        let cluster = if self.group_folds > 0 {
+        let cluster = if self.group_folds > 0 && self.wants_cluster() {
             Some(Validation::ClusterKfold.folds(train, self.group_folds, self.seed, &self.cluster_inputs)?)
         } else {
             None
         };
-        Ok([random, grouped, cluster])
+        Ok(FoldSets { random, grouped, cluster })
     }
 
     /// The fold assignment as CSV (`protocol,row,kernel,fold`; row = 0-based data row of the training
     /// file in reading order), for a peer (scikit-learn) to run on exactly the same partitions.
-    pub fn folds_csv(&self, train: &Dataset) -> Result<String> {
+    pub fn folds_csv(&self, train: &Dataset, sets: &FoldSets) -> Result<String> {
         let mut out = String::from("protocol,row,kernel,fold\n");
         let names = ["random-kfold", "group-kfold", "cluster-kfold"];
-        for (name, folds) in names.iter().zip(self.fold_sets(train)?) {
+        for (name, folds) in names.iter().zip([&sets.random, &sets.grouped, &sets.cluster]) {
             let Some(folds) = folds else { continue };
             let mut fold_of = vec![usize::MAX; train.n_rows()];
             for (k, f) in folds.iter().enumerate() {
@@ -678,8 +728,13 @@ impl RunParams {
 
     /// Progress units the whole run reports (network epochs / iterations).
     pub fn progress_len(&self) -> u64 {
-        let nested = if self.nested.is_some() { (self.group_folds * self.group_folds * 2) as u64 } else { 0 };
-        let n_cv = (self.folds + 2 * self.group_folds) as u64 + nested;
+        let k = self.group_folds as u64;
+        let sel_seeds = self.selection_seeds.max(1) as u64;
+        let nested =
+            if self.nested.is_some() { k * k * self.inner_validations().len() as u64 * sel_seeds } else { 0 };
+        let cluster = if self.wants_cluster() { k } else { 0 };
+        // Network candidates: the selection's folds once per selection seed.
+        let n_cv = self.folds as u64 + k * sel_seeds + cluster + nested;
         self.groups()
             .iter()
             .map(|(_, m)| {
@@ -690,6 +745,15 @@ impl RunParams {
             .sum()
     }
 
+    /// The CV fit of `spec` with selection seed `k` (0: the run's seed; k: `seed + 1000·k`).
+    fn cv_spec_seed(&self, spec: &ModelSpec, k: usize) -> ModelSpec {
+        let mut s = self.cv_spec(spec);
+        if k > 0 {
+            s.bpann.seed = self.seed.wrapping_add(1000 * k as u64);
+        }
+        s
+    }
+
     /// Fits every candidate on `train`, evaluates it by every protocol asked for (the held-out set
     /// `test` once per seed, with every model alike), and chooses the default by grouped CV on `train`.
     /// Nothing is written.
@@ -697,14 +761,19 @@ impl RunParams {
         &self,
         train: &Dataset,
         test: Option<&Dataset>,
+        folds: &FoldSets,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(TrainReport, Vec<Fitted>)> {
         if self.candidates.is_empty() {
             return Err(Error::Params(format!("--models is empty: name at least one of {CANDIDATE_HELP}")));
         }
-        let [random_folds, group_folds, cluster_folds] = self.fold_sets(train)?;
+        if self.selection_seeds == 0 {
+            return Err(Error::Params("--selection-seeds must be at least 1".into()));
+        }
+        let FoldSets { random: random_folds, grouped: group_folds, cluster: cluster_folds } = folds;
+        let inner_validations = self.inner_validations();
         // Nested CV of the selection procedures: outer folds of the kind asked for, and on each outer
-        // training side both kinds of inner folds (the procedures differ in which they choose by).
+        // training side the inner folds of every validation a procedure may choose by.
         let nested_setup = match self.nested {
             Some(outer) => {
                 if self.group_folds < 2 {
@@ -721,7 +790,7 @@ impl RunParams {
                     .iter()
                     .map(|o| {
                         let sub = train.select_rows(&o.train);
-                        VALIDATIONS
+                        inner_validations
                             .iter()
                             .map(|v| v.folds(&sub, self.group_folds, self.seed, &self.cluster_inputs))
                             .collect::<Result<Vec<_>>>()
@@ -737,14 +806,24 @@ impl RunParams {
         let mut held_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut group_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut cluster_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
-        // inner_scored[outer fold][validation] = every candidate's inner CV figures.
+        // inner_figs[outer fold][validation][candidate][selection seed] = its inner CV figures.
         let n_outer = nested_setup.as_ref().map_or(0, |(_, o, _)| o.len());
-        let mut inner_scored: Vec<Vec<Vec<Scored>>> = vec![vec![Vec::new(); VALIDATIONS.len()]; n_outer];
+        let mut inner_figs: Vec<Vec<Vec<Vec<FoldFigures>>>> =
+            vec![vec![vec![Vec::new(); n]; inner_validations.len()]; n_outer];
+        // sel_figs[candidate][selection seed] = the CV figures the choice is made by.
+        let mut sel_figs: Vec<Vec<FoldFigures>> = vec![Vec::new(); n];
+        let targets = train.targets.to_vec();
+        let select_folds = match self.select_by {
+            Validation::GroupKfold => group_folds.as_ref(),
+            Validation::ClusterKfold => cluster_folds.as_ref(),
+        };
         for (_, members) in self.groups() {
             let spec = &self.candidates[members[0]].spec;
             let scales: Vec<f64> = members.iter().map(|&i| self.candidates[i].residual_scale).collect();
             let is_net = matches!(spec.kind, ModelKind::Bpann | ModelKind::PhysicalBpann);
             let n_seeds = if is_net { self.seeds } else { 1 };
+            // A fit without a network is the same for every seed: one seed's CV figures are all of them.
+            let cv_seeds = if is_net { self.selection_seeds } else { 1 };
             let mut per_seed: Vec<Vec<Metrics>> = vec![Vec::new(); members.len()];
             let mut fit_seconds = 0.0;
             for k in 0..n_seeds {
@@ -783,21 +862,41 @@ impl RunParams {
                 Some(f) => Some(cross_validate_scaled(&self.cv_spec(spec), train, f, &scales, progress)?),
                 None => None,
             };
+            // The selection's figures: the run's seed (the fits above), then seeds 2..K on the same folds.
+            if let Some(f) = select_folds {
+                let first = match self.select_by {
+                    Validation::GroupKfold => &grouped,
+                    Validation::ClusterKfold => &clustered,
+                };
+                if let Some((_, p)) = first {
+                    for (j, &i) in members.iter().enumerate() {
+                        sel_figs[i].push(fold_figures(&p[j], &targets, f));
+                    }
+                }
+                for k in 1..cv_seeds {
+                    let (_, p) =
+                        cross_validate_scaled(&self.cv_spec_seed(spec, k), train, f, &scales, progress)?;
+                    for (j, &i) in members.iter().enumerate() {
+                        sel_figs[i].push(fold_figures(&p[j], &targets, f));
+                    }
+                }
+            }
             if let Some((_, outer_folds, inner)) = &nested_setup {
                 for (o, (of, inner_o)) in outer_folds.iter().zip(inner).enumerate() {
                     let sub = train.select_rows(&of.train);
                     let targets = sub.targets.to_vec();
                     for (v, folds) in inner_o.iter().enumerate() {
-                        let (_, p) =
-                            cross_validate_scaled(&self.cv_spec(spec), &sub, folds, &scales, progress)?;
-                        for (j, &i) in members.iter().enumerate() {
-                            let (mape_pct, se_pct) = fold_mape(&p[j], &targets, folds);
-                            inner_scored[o][v].push(Scored {
-                                model: self.candidates[i].name.clone(),
-                                mape_pct,
-                                se_pct,
-                                complexity: self.candidates[i].complexity(),
-                            });
+                        for k in 0..cv_seeds {
+                            let (_, p) = cross_validate_scaled(
+                                &self.cv_spec_seed(spec, k),
+                                &sub,
+                                folds,
+                                &scales,
+                                progress,
+                            )?;
+                            for (j, &i) in members.iter().enumerate() {
+                                inner_figs[o][v][i].push(fold_figures(&p[j], &targets, folds));
+                            }
                         }
                     }
                 }
@@ -840,13 +939,8 @@ impl RunParams {
 
         // The default: chosen by CV on the training data only (or fixed by --select). The held-out
         // figures above were computed for every model alike and play no part in the choice.
-        let targets = train.targets.to_vec();
         let judged = |i: usize| -> Option<(f64, f64)> {
-            let (folds, pred) = match self.select_by {
-                Validation::GroupKfold => (group_folds.as_ref()?, &group_pred[i]),
-                Validation::ClusterKfold => (cluster_folds.as_ref()?, &cluster_pred[i]),
-            };
-            (pred.len() == targets.len()).then(|| fold_mape(pred, &targets, folds))
+            (!sel_figs[i].is_empty()).then(|| seed_averaged(&sel_figs[i]))
         };
         let cands: Vec<Candidate> = self
             .candidates
@@ -863,13 +957,16 @@ impl RunParams {
                     cluster_kfold: r.cluster_kfold.clone(),
                     cv_mape_pct,
                     cv_se_pct,
+                    cv_mape_pct_per_seed: sel_figs[i].iter().map(|f| f.pooled_pct).collect(),
                 })
             })
             .collect();
         let selection = if cands.is_empty() && self.fixed.is_none() {
             None
         } else {
-            Some(select_default(cands, self.fixed.as_deref(), self.select_by, self.rule)?)
+            // Seeds only matter to networks: without one, a single figure per candidate is all there is.
+            let seeds = cands.iter().map(|c| c.cv_mape_pct_per_seed.len()).max().unwrap_or(1).max(1);
+            Some(select_default(cands, self.fixed.as_deref(), self.select_by, self.rule, seeds)?)
         };
 
         let nested = match &nested_setup {
@@ -878,39 +975,78 @@ impl RunParams {
                     Validation::GroupKfold => &group_pred,
                     Validation::ClusterKfold => &cluster_pred,
                 };
-                let mut procedures = Vec::new();
-                for (v, validation) in VALIDATIONS.iter().enumerate() {
-                    for rule in [Rule::Min, Rule::OneSe] {
-                        let mut pred = vec![f64::NAN; train.n_rows()];
-                        let mut chosen_per_fold = Vec::new();
-                        for (o, of) in outer_folds.iter().enumerate() {
-                            let name = choose(rule, &inner_scored[o][v]).ok_or_else(|| {
-                                Error::Invalid("nested CV: no candidate had a finite inner figure".into())
-                            })?;
-                            let i = self.candidates.iter().position(|c| c.name == name).ok_or_else(|| {
-                                Error::Invalid(format!("nested CV chose an unknown model {name}"))
-                            })?;
-                            for &r in &of.test {
-                                pred[r] = outer_pred[i][r];
+                // Procedures: the run's list, and the base list alone when the run adds candidates to
+                // it (one run then compares both lists on the same fits); one selection seed, and the
+                // run's K when K > 1.
+                let all: Vec<usize> = (0..n).collect();
+                let base: Vec<usize> =
+                    (0..n).filter(|&i| BASE_CANDIDATES.contains(&self.candidates[i].name.as_str())).collect();
+                let mut lists = vec![("all", all)];
+                if base.len() >= 2 && base.len() < n {
+                    lists.push(("base", base));
+                }
+                let mut seed_counts = vec![1];
+                if self.selection_seeds > 1 {
+                    seed_counts.push(self.selection_seeds);
+                }
+                let mut combos = Vec::new();
+                for (v, validation) in inner_validations.iter().enumerate() {
+                    for (list_name, list) in &lists {
+                        for &ks in &seed_counts {
+                            for rule in [Rule::Min, Rule::OneSe] {
+                                combos.push((v, *validation, *list_name, list, ks, rule));
                             }
-                            chosen_per_fold.push(name);
                         }
-                        let rows: Vec<usize> = (0..pred.len()).filter(|&r| pred[r].is_finite()).collect();
-                        let sub = train.select_rows(&rows);
-                        let p: Vec<f64> = rows.iter().map(|&r| pred[r]).collect();
-                        let metrics = Metrics::score(&p, &sub.targets.to_vec(), &sub.groups)?;
-                        let (_, se_pct) = fold_mape(&pred, &targets, outer_folds);
-                        procedures.push(Procedure {
-                            validation: validation.name(),
-                            rule: rule.name(),
-                            in_use: self.fixed.is_none()
-                                && *validation == self.select_by
-                                && rule == self.rule,
-                            outer: metrics,
-                            outer_se_pct: se_pct,
-                            chosen_per_fold,
-                        });
                     }
+                }
+                let mut procedures = Vec::new();
+                for (v, validation, list_name, list, ks, rule) in combos {
+                    let mut pred = vec![f64::NAN; train.n_rows()];
+                    let mut chosen_per_fold = Vec::new();
+                    for (o, of) in outer_folds.iter().enumerate() {
+                        let scored: Vec<Scored> = list
+                            .iter()
+                            .map(|&i| {
+                                let figs = &inner_figs[o][v][i];
+                                let (mape_pct, se_pct) = seed_averaged(&figs[..ks.min(figs.len())]);
+                                Scored {
+                                    model: self.candidates[i].name.clone(),
+                                    mape_pct,
+                                    se_pct,
+                                    complexity: self.candidates[i].complexity(),
+                                }
+                            })
+                            .collect();
+                        let name = choose(rule, &scored).ok_or_else(|| {
+                            Error::Invalid("nested CV: no candidate had a finite inner figure".into())
+                        })?;
+                        let i = self.candidates.iter().position(|c| c.name == name).ok_or_else(|| {
+                            Error::Invalid(format!("nested CV chose an unknown model {name}"))
+                        })?;
+                        for &r in &of.test {
+                            pred[r] = outer_pred[i][r];
+                        }
+                        chosen_per_fold.push(name);
+                    }
+                    let rows: Vec<usize> = (0..pred.len()).filter(|&r| pred[r].is_finite()).collect();
+                    let sub = train.select_rows(&rows);
+                    let p: Vec<f64> = rows.iter().map(|&r| pred[r]).collect();
+                    let metrics = Metrics::score(&p, &sub.targets.to_vec(), &sub.groups)?;
+                    let (_, se_pct) = fold_mape(&pred, &targets, outer_folds);
+                    procedures.push(Procedure {
+                        validation: validation.name(),
+                        rule: rule.name(),
+                        selection_seeds: ks,
+                        candidate_list: list_name,
+                        in_use: self.fixed.is_none()
+                            && validation == self.select_by
+                            && rule == self.rule
+                            && ks == self.selection_seeds
+                            && list_name == "all",
+                        outer: metrics,
+                        outer_se_pct: se_pct,
+                        chosen_per_fold,
+                    });
                 }
                 Some(Nested { outer: outer.name(), folds: outer_folds.len(), procedures })
             }
@@ -1095,6 +1231,8 @@ impl Export for TrainReport {
                 vec![
                     Column::new("validation", "chooses by"),
                     Column::new("rule", "rule"),
+                    Column::new("selection_seeds", "seeds"),
+                    Column::new("candidate_list", "list"),
                     Column::new("in_use", "in use"),
                     Column::new("mape_pct", "outer MAPE %"),
                     Column::new("se_pct", "± SE"),
@@ -1107,6 +1245,8 @@ impl Export for TrainReport {
                 s.push(vec![
                     Cell::text(p.validation),
                     Cell::text(p.rule),
+                    Cell::int(p.selection_seeds as i64),
+                    Cell::text(p.candidate_list),
                     Cell::text(if p.in_use { "yes" } else { "" }),
                     Cell::num(p.outer.mape_pct, 2),
                     Cell::num(p.outer_se_pct, 2),
@@ -1199,8 +1339,11 @@ pub struct Candidate {
     pub cluster_kfold: Option<Metrics>,
     /// The pooled MAPE of the validation the choice was made by (`Selection::validation`), %.
     pub cv_mape_pct: f64,
-    /// Standard error of that validation's per-fold MAPEs, %.
+    /// Standard error of that validation's per-fold MAPEs (with several selection seeds: of the
+    /// per-fold MAPEs averaged over the seeds), %.
     pub cv_se_pct: f64,
+    /// The pooled CV MAPE of each selection seed (`--selection-seeds`); `cv_mape_pct` is their mean.
+    pub cv_mape_pct_per_seed: Vec<f64>,
 }
 
 /// The choice of the default model and the evidence for it.
@@ -1215,6 +1358,8 @@ pub struct Selection {
     pub validation: &'static str,
     /// `min` or `1se`.
     pub rule: &'static str,
+    /// Network seeds each candidate's CV figures were averaged over (`--selection-seeds`).
+    pub selection_seeds: usize,
     pub candidates: Vec<Candidate>,
 }
 
@@ -1234,6 +1379,11 @@ pub struct Procedure {
     /// Inner folds the procedure chooses by.
     pub validation: &'static str,
     pub rule: &'static str,
+    /// Network seeds the inner CV figures are averaged over (`--selection-seeds`).
+    pub selection_seeds: usize,
+    /// `all`: the run's candidate list; `base`: only its members of the base list
+    /// ([`BASE_CANDIDATES`]), scored from the same fits when the run adds candidates to it.
+    pub candidate_list: &'static str,
     /// This run's own procedure.
     pub in_use: bool,
     /// Pooled outer out-of-fold figures of the chosen models.
@@ -1251,6 +1401,7 @@ pub fn select_default(
     fixed: Option<&str>,
     validation: Validation,
     rule: Rule,
+    selection_seeds: usize,
 ) -> Result<Selection> {
     if let Some(name) = fixed {
         return Ok(Selection {
@@ -1259,6 +1410,7 @@ pub fn select_default(
             criterion: "none".into(),
             validation: validation.name(),
             rule: rule.name(),
+            selection_seeds,
             candidates,
         });
     }
@@ -1281,9 +1433,14 @@ pub fn select_default(
     Ok(Selection {
         chosen,
         how: "cross-validation on the training data".into(),
-        criterion: format!("{} over {}", rule.name(), validation.name()),
+        criterion: if selection_seeds > 1 {
+            format!("{} over {} averaged over {selection_seeds} seeds", rule.name(), validation.name())
+        } else {
+            format!("{} over {}", rule.name(), validation.name())
+        },
         validation: validation.name(),
         rule: rule.name(),
+        selection_seeds,
         candidates,
     })
 }
@@ -1308,6 +1465,7 @@ mod tests {
             cluster_kfold: None,
             cv_mape_pct: mape_pct,
             cv_se_pct: se_pct,
+            cv_mape_pct_per_seed: vec![mape_pct],
         }
     }
 
@@ -1315,16 +1473,19 @@ mod tests {
     fn the_rule_chooses_from_the_cv_figures_unless_the_choice_is_fixed() {
         let c = vec![cand("bpann", 6.0, 0.5), cand("physical", 5.0, 0.5), cand("mlr+", 9.0, 0.5)];
         let (g, cl) = (Validation::GroupKfold, Validation::ClusterKfold);
-        let s = select_default(c.clone(), None, g, Rule::Min).unwrap();
+        let s = select_default(c.clone(), None, g, Rule::Min, 1).unwrap();
         assert_eq!(s.chosen, "physical");
         assert_eq!(s.candidates.len(), 3);
         let c2 = vec![cand("physical+bpann-lbfgs", 4.0, 1.5), cand("physical", 5.0, 0.5)];
-        assert_eq!(select_default(c2.clone(), None, cl, Rule::Min).unwrap().chosen, "physical+bpann-lbfgs");
-        let s = select_default(c2, None, cl, Rule::OneSe).unwrap();
+        assert_eq!(
+            select_default(c2.clone(), None, cl, Rule::Min, 1).unwrap().chosen,
+            "physical+bpann-lbfgs"
+        );
+        let s = select_default(c2, None, cl, Rule::OneSe, 1).unwrap();
         assert_eq!((s.chosen.as_str(), s.criterion.as_str()), ("physical", "1se over cluster-kfold"));
-        let s = select_default(c, Some("bpann"), g, Rule::Min).unwrap();
+        let s = select_default(c, Some("bpann"), g, Rule::Min, 1).unwrap();
         assert_eq!((s.chosen.as_str(), s.how.as_str()), ("bpann", "fixed by --select"));
-        let msg = select_default(Vec::new(), None, g, Rule::Min).unwrap_err().to_string();
+        let msg = select_default(Vec::new(), None, g, Rule::Min, 1).unwrap_err().to_string();
         assert!(msg.contains("--group-folds") && msg.contains("--select"), "{msg}");
     }
 
@@ -1358,7 +1519,12 @@ mod tests {
         assert_eq!((c.members, c.scale), (Some(5), 0.25));
         assert_eq!(c.canonical(), "physical+bpann-lbfgs@8x8~titanx-clock-physics*5/4");
         assert_eq!(file_stem(&c.canonical()), "physical-bpann-lbfgs-h8x8-titanx-clock-physics-avg5-quarter");
-        assert_eq!(default_candidates("titanx-utilizations", false), DEFAULT_CANDIDATES);
+        let default = default_candidates("titanx-utilizations", false);
+        assert_eq!(default[..9], *BASE_CANDIDATES);
+        assert_eq!(default[9..], *SEED_ENSEMBLES);
+        // The variants hold the seed ensembles too: `--variants` is a superset of the default list.
+        let variants = default_candidates("titanx-utilizations", true);
+        assert!(default.iter().all(|d| variants.contains(d)), "{variants:?}");
         assert_eq!(default_candidates("titanx-utilizations", true).len(), 22);
         assert_eq!(default_candidates("custom", true).len(), 18, "no input-set alternative");
         for fs in ["titanx-utilizations", "nvdvfs-rates", "custom"] {

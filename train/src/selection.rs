@@ -11,9 +11,13 @@
 //!   Hastie et al. §7.10) that takes the simplest candidate whose CV error is within one standard error
 //!   of the lowest.
 //!
-//! Nested CV (`gpumodel train --nested`) scores each (validation, rule) procedure: outer folds hold data
-//! out, the procedure chooses on the outer training side by its inner folds, and the chosen candidate's
-//! outer predictions are scored.
+//! A third tool makes the choice robust to the networks' seeds: **seed-averaged CV figures**
+//! ([`seed_averaged`], `--selection-seeds`), since one seed's grouped CV of an L-BFGS residual network
+//! moves by more than the one-SE margins the rule decides on.
+//!
+//! Nested CV (`gpumodel train --nested`) scores each (validation, rule, selection seeds, candidate list)
+//! procedure: outer folds hold data out, the procedure chooses on the outer training side by its inner
+//! folds, and the chosen candidate's outer predictions are scored.
 
 use crate::{Error, Result};
 use gpumodel_models::{Dataset, Fold};
@@ -110,14 +114,44 @@ pub fn choose(rule: Rule, scored: &[Scored]) -> Option<String> {
     }
 }
 
-/// Pooled MAPE of `pred` over the test rows of `folds`, and the standard error of the per-fold MAPEs.
-pub fn fold_mape(pred: &[f64], targets: &[f64], folds: &[Fold]) -> (f64, f64) {
+/// One candidate's CV figures from one seed's fits: the pooled out-of-fold MAPE and each fold's MAPE, %.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldFigures {
+    pub pooled_pct: f64,
+    pub per_fold_pct: Vec<f64>,
+}
+
+/// The pooled MAPE of `pred` over the test rows of `folds`, and each fold's MAPE.
+pub fn fold_figures(pred: &[f64], targets: &[f64], folds: &[Fold]) -> FoldFigures {
     let mape = |rows: &mut dyn Iterator<Item = usize>| {
         gpumodel_models::stats::mape(rows.filter(|&i| pred[i].is_finite()).map(|i| (pred[i], targets[i])))
     };
-    let per: Vec<f64> = folds.iter().map(|f| mape(&mut f.test.iter().copied())).collect();
-    let pooled = mape(&mut folds.iter().flat_map(|f| f.test.iter().copied()));
-    (pooled, gpumodel_models::stats::standard_error(&per))
+    FoldFigures {
+        pooled_pct: mape(&mut folds.iter().flat_map(|f| f.test.iter().copied())),
+        per_fold_pct: folds.iter().map(|f| mape(&mut f.test.iter().copied())).collect(),
+    }
+}
+
+/// Pooled MAPE of `pred` over the test rows of `folds`, and the standard error of the per-fold MAPEs.
+pub fn fold_mape(pred: &[f64], targets: &[f64], folds: &[Fold]) -> (f64, f64) {
+    seed_averaged(&[fold_figures(pred, targets, folds)])
+}
+
+/// The figure a rule compares for a candidate cross-validated with K seeds on the same folds (`--selection-seeds`):
+/// the mean over seeds of the pooled MAPE, and the standard error over folds of the per-fold MAPEs
+/// averaged over seeds. A network's seed (initial weights, early-stopping split) moves one seed's CV
+/// figure by more than the one-SE margins between candidates (BENCHMARKS.md, issue 15, session 6);
+/// averaging over seeds takes that noise out of the comparison, and taking the SE over the
+/// seed-averaged folds keeps it the spread *between folds*, which is what the rule is about. One seed:
+/// that seed's pooled MAPE and the SE of its folds. NaN when there is no seed.
+pub fn seed_averaged(per_seed: &[FoldFigures]) -> (f64, f64) {
+    let Some(first) = per_seed.first() else { return (f64::NAN, f64::NAN) };
+    let k = per_seed.len() as f64;
+    let pooled = per_seed.iter().map(|s| s.pooled_pct).sum::<f64>() / k;
+    let per_fold: Vec<f64> = (0..first.per_fold_pct.len())
+        .map(|f| per_seed.iter().map(|s| s.per_fold_pct.get(f).copied().unwrap_or(f64::NAN)).sum::<f64>() / k)
+        .collect();
+    (pooled, gpumodel_models::stats::standard_error(&per_fold))
 }
 
 /// Leave-cluster-out folds: each kernel (group) is described by the mean of its rows' `inputs`,
@@ -268,6 +302,66 @@ mod tests {
         let tight = vec![sc("physical", 5.0, 0.1), sc("physical+bpann", 3.0, 0.2)];
         assert_eq!(choose(Rule::OneSe, &tight).as_deref(), Some("physical+bpann"));
         assert_eq!(choose(Rule::Min, &[sc("x", f64::NAN, 1.0)]), None);
+    }
+
+    /// Guards the point of `--selection-seeds`: one lucky seed of the complex candidate takes it below
+    /// the simple one's one-SE band (session 6's flip), the average over three seeds does not.
+    #[test]
+    fn averaging_cv_over_seeds_keeps_one_lucky_seed_from_flipping_the_one_se_choice() {
+        let ff = |pooled_pct: f64, per_fold_pct: &[f64]| FoldFigures {
+            pooled_pct,
+            per_fold_pct: per_fold_pct.to_vec(),
+        };
+        // Seed 1: the whole residual 2.70 (SE 0.14 over its folds), the halved one 2.93 — outside 2.84.
+        // Seeds 2 and 3: the whole residual 3.20 and 3.10, the halved one 3.00 and 3.02.
+        let whole = [
+            ff(2.70, &[2.3, 2.5, 2.7, 2.9, 3.1]),
+            ff(3.20, &[2.8, 3.0, 3.2, 3.4, 3.6]),
+            ff(3.10, &[2.7, 2.9, 3.1, 3.3, 3.5]),
+        ];
+        let half = [
+            ff(2.93, &[2.83, 2.88, 2.93, 2.98, 3.03]),
+            ff(3.00, &[2.9, 2.95, 3.0, 3.05, 3.1]),
+            ff(3.02, &[2.92, 2.97, 3.02, 3.07, 3.12]),
+        ];
+        let scored = |k: usize| {
+            let (w, wse) = seed_averaged(&whole[..k]);
+            let (h, hse) = seed_averaged(&half[..k]);
+            vec![
+                Scored {
+                    model: "whole".into(),
+                    mape_pct: w,
+                    se_pct: wse,
+                    complexity: Complexity { rank: 16, params: 69 },
+                },
+                Scored {
+                    model: "half".into(),
+                    mape_pct: h,
+                    se_pct: hse,
+                    complexity: Complexity { rank: 12, params: 69 },
+                },
+            ]
+        };
+        let one = scored(1);
+        assert!((one[0].se_pct - 0.1414).abs() < 1e-3, "{:?}", one[0]);
+        assert!(
+            one[1].mape_pct > one[0].mape_pct + one[0].se_pct,
+            "seed 1 alone must put the halved one out"
+        );
+        assert_eq!(choose(Rule::OneSe, &one).as_deref(), Some("whole"));
+        // Over three seeds: whole 3.00, half 2.983 — the simpler one is the lowest and is chosen.
+        let three = scored(3);
+        assert!(
+            (three[0].mape_pct - 3.0).abs() < 1e-12 && (three[1].mape_pct - 2.98333).abs() < 1e-4,
+            "{three:?}"
+        );
+        assert_eq!(choose(Rule::OneSe, &three).as_deref(), Some("half"));
+        // The SE is taken over the seed-averaged folds (not pooled over seeds × folds): whole's folds
+        // average to 2.6 … 3.4, SE 0.1414.
+        assert!((three[0].se_pct - 0.1414).abs() < 1e-3, "{:?}", three[0]);
+        // One seed is that seed's figures exactly; no seed is NaN.
+        assert_eq!(seed_averaged(&whole[..1]).0, 2.70);
+        assert!(seed_averaged(&[]).0.is_nan());
     }
 
     #[test]
