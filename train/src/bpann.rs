@@ -3,7 +3,8 @@
 //! full batch, with Adam (default) or L-BFGS ([`Solver`]).
 //!
 //! Where the gradients come from ([`Backend`]): by default our own exact back-propagation
-//! ([`crate::lbfgs::Workspace`], vectorized, in f64) with burn's Adam step, and the restarts run on all
+//! ([`crate::lbfgs::Workspace`], vectorized; f32 activations with f64 sums on the 4×4 and 8×8 networks,
+//! [`BpannParams::precision`], f64 otherwise and for the validation error) with burn's Adam step, and the restarts run on all
 //! cores; `Backend::Burn` runs the same Adam with burn's autodiff on its Flex CPU backend (the general
 //! path, one restart at a time; several times slower on the 10-4-4-1 network). L-BFGS always runs
 //! natively.
@@ -667,13 +668,19 @@ impl BpannParams {
 
     /// What computes the steps, for the artifact's training record.
     pub fn backend_description(&self) -> &'static str {
-        match (self.solver, self.backend) {
-            (Solver::Adam, Backend::Burn) => "burn 0.22.1 Flex (f64), full-batch Adam",
-            (Solver::Adam, Backend::Native) => {
+        match (self.solver, self.backend, self.precision) {
+            (Solver::Adam, Backend::Burn, _) => "burn 0.22.1 Flex (f64), full-batch Adam",
+            (Solver::Adam, Backend::Native, Precision::F64) => {
                 "gpumodel-train native gradient (f64, vectorized blocks of rows), full-batch Adam (burn's step), restarts in parallel"
             }
-            (Solver::Lbfgs, _) => {
+            (Solver::Adam, Backend::Native, Precision::F32) => {
+                "gpumodel-train native gradient (f32 activations with f64 sums on 4x4 and 8x8 networks, else f64; validation in f64), full-batch Adam (burn's step), restarts in parallel"
+            }
+            (Solver::Lbfgs, _, Precision::F64) => {
                 "gpumodel-train native gradient (f64, vectorized blocks of rows), full-batch L-BFGS (m = 10, Armijo backtracking), restarts in parallel"
+            }
+            (Solver::Lbfgs, _, Precision::F32) => {
+                "gpumodel-train native gradient (f32 activations with f64 sums on 4x4 and 8x8 networks, else f64; validation in f64), full-batch L-BFGS (m = 10, Armijo backtracking), restarts in parallel"
             }
         }
     }

@@ -256,19 +256,19 @@ unsafe fn sigmoid_block<B: Block32>(z: B) -> B {
 pub(super) struct Single {
     inputs: usize,
     blocks: usize,
-    /// Block-major inputs: input `i` of rows `b·ROWS..` is `x[(b·inputs + i)·ROWS..][..ROWS]`.
-    x: Vec<f32>,
+    /// Block-major inputs: input `i` of rows `b·ROWS..` is `x[b·inputs + i]`.
+    x: Vec<[f32; ROWS]>,
     /// Targets, padded with zeros to whole blocks.
-    y: Vec<f32>,
+    y: Vec<[f32; ROWS]>,
     /// 1 on the real rows of the last block, 0 on its padding.
     last_mask: [f32; ROWS],
     /// The first layer's weights input-major (`[inputs][H1]`).
     w1t: Vec<f32>,
     /// f32 partial sums per first-layer weight, input-major (`[inputs][H1][ROWS]`), and their f64 sums.
-    gacc1: Vec<f32>,
-    gacc1_64: Vec<f64>,
+    gacc1: Vec<[f32; ROWS]>,
+    gacc1_64: Vec<[f64; ROWS]>,
     /// f64 sums of the other parameters' gradients, in θ's order (`[params after W1][ROWS]`).
-    grest_64: Vec<f64>,
+    grest_64: Vec<[f64; ROWS]>,
 }
 
 impl Single {
@@ -281,16 +281,16 @@ impl Single {
     ) -> Single {
         let n = x.nrows();
         let blocks = n.div_ceil(ROWS);
-        let mut xb = vec![0.0; blocks * inputs * ROWS];
+        let mut xb = vec![[0.0; ROWS]; blocks * inputs];
         for (r, row) in x.rows().into_iter().enumerate() {
             let (b, l) = (r / ROWS, r % ROWS);
             for (i, v) in row.iter().enumerate() {
-                xb[(b * inputs + i) * ROWS + l] = *v as f32;
+                xb[b * inputs + i][l] = *v as f32;
             }
         }
-        let mut yb = vec![0.0; blocks * ROWS];
-        for (a, v) in yb.iter_mut().zip(&y[..n]) {
-            *a = *v as f32;
+        let mut yb = vec![[0.0; ROWS]; blocks];
+        for (r, v) in y[..n].iter().enumerate() {
+            yb[r / ROWS][r % ROWS] = *v as f32;
         }
         let mut last_mask = [0.0; ROWS];
         last_mask[..n - blocks.saturating_sub(1) * ROWS].fill(1.0);
@@ -302,9 +302,9 @@ impl Single {
             y: yb,
             last_mask,
             w1t: vec![0.0; h1 * inputs],
-            gacc1: vec![0.0; h1 * inputs * ROWS],
-            gacc1_64: vec![0.0; h1 * inputs * ROWS],
-            grest_64: vec![0.0; rest * ROWS],
+            gacc1: vec![[0.0; ROWS]; h1 * inputs],
+            gacc1_64: vec![[0.0; ROWS]; h1 * inputs],
+            grest_64: vec![[0.0; ROWS]; rest],
         }
     }
 
@@ -335,19 +335,19 @@ impl Single {
             let one = B::splat(1.0);
             let grad = g.is_some();
             if grad {
-                self.gacc1.fill(0.0);
-                self.gacc1_64.fill(0.0);
-                self.grest_64.fill(0.0);
+                self.gacc1.fill([0.0; ROWS]);
+                self.gacc1_64.fill([0.0; ROWS]);
+                self.grest_64.fill([0.0; ROWS]);
             }
             let (mut gb1, mut gw2, mut gb2, mut gw3, mut gb3) =
                 ([zero; H1], [[zero; H1]; H2], [zero; H2], [zero; H2], zero);
             let mut loss = zero;
             let mut loss_64 = [0.0_f64; ROWS];
             let last = self.blocks.saturating_sub(1);
-            for (b, (x, y)) in self.x.chunks_exact(ni * ROWS).zip(self.y.chunks_exact(ROWS)).enumerate() {
+            for (b, (x, y)) in self.x.chunks_exact(ni).zip(&self.y).enumerate() {
                 let flush = (b + 1) % FLUSH == 0 || b == last;
                 let mut h1: [B; H1] = from_fn(|o| B::splat(b1[o]));
-                for (xi, w1i) in x.chunks_exact(ROWS).zip(self.w1t.chunks_exact(H1)) {
+                for (xi, w1i) in x.iter().zip(self.w1t.chunks_exact(H1)) {
                     let xi = B::load(xi);
                     for (h, w) in h1.iter_mut().zip(w1i) {
                         *h = B::splat(*w).mul_add(xi, *h);
@@ -397,9 +397,9 @@ impl Single {
                     *d = d.mul(a.mul(one.sub(*a)));
                     *gb = gb.add(*d);
                 }
-                for (xi, accs) in x.chunks_exact(ROWS).zip(self.gacc1.chunks_exact_mut(H1 * ROWS)) {
+                for (xi, accs) in x.iter().zip(self.gacc1.chunks_exact_mut(H1)) {
                     let xi = B::load(xi);
-                    for (d, acc) in d1.iter().zip(accs.chunks_exact_mut(ROWS)) {
+                    for (d, acc) in d1.iter().zip(accs.iter_mut()) {
                         d.mul_add(xi, B::load(acc)).store(acc);
                     }
                 }
@@ -411,26 +411,24 @@ impl Single {
                         .chain(&mut gb2)
                         .chain(&mut gw3)
                         .chain(std::iter::once(&mut gb3));
-                    for (v, acc) in locals.zip(self.grest_64.chunks_exact_mut(ROWS)) {
+                    for (v, acc) in locals.zip(self.grest_64.iter_mut()) {
                         v.add_to_f64(acc);
                         *v = zero;
                     }
-                    for (a32, a64) in
-                        self.gacc1.chunks_exact_mut(ROWS).zip(self.gacc1_64.chunks_exact_mut(ROWS))
-                    {
+                    for (a32, a64) in self.gacc1.iter_mut().zip(self.gacc1_64.iter_mut()) {
                         B::load(a32).add_to_f64(a64);
-                        a32.fill(0.0);
+                        *a32 = [0.0; ROWS];
                     }
                 }
             }
             if let Some(g) = g {
                 let (gw1, rest) = g.split_at_mut(H1 * ni);
-                for (i, accs) in self.gacc1_64.chunks_exact(H1 * ROWS).enumerate() {
-                    for (o, acc) in accs.chunks_exact(ROWS).enumerate() {
+                for (i, accs) in self.gacc1_64.chunks_exact(H1).enumerate() {
+                    for (o, acc) in accs.iter().enumerate() {
                         gw1[o * ni + i] = acc.iter().sum::<f64>();
                     }
                 }
-                for (gv, acc) in rest.iter_mut().zip(self.grest_64.chunks_exact(ROWS)) {
+                for (gv, acc) in rest.iter_mut().zip(&self.grest_64) {
                     *gv = acc.iter().sum::<f64>();
                 }
             }
