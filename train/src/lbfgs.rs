@@ -400,12 +400,14 @@ unsafe fn sigmoid_block<B: Block>(z: B) -> B {
 ///
 /// Why: an L-BFGS or Adam fit evaluates the loss thousands of times on ~5 000 rows and ~70 parameters,
 /// where ndarray's per-call costs (allocating every activation, packing tiny matrices) dominate.
-/// Activations are stored feature-major (one contiguous column of `n` values per unit), so every loop
-/// runs over rows and is a vector loop: the sums over rows (weight and bias gradients) keep eight partial
-/// sums per lane block (a [`Block`]), and the sigmoid uses a polynomial `exp` ([`exp_block`]) instead of
-/// libm's scalar one (session 5's version kept both scalar, to stay bit-identical to ndarray, and spent
-/// ~30% of its time in `exp`). Results therefore agree with [`loss_grad`] to rounding (tested to 1e-12
-/// relative), not bit for bit.
+///
+/// Two kernels. The networks the fits use most (two sigmoid hidden layers of 4×4 or 8×8 units) run a
+/// fused kernel: a block of 16 rows goes through the whole network forward and backward before the
+/// next, in f64 or (with [`Precision::F32`]) in f32 with f64 sums. Other layouts run column passes:
+/// activations stored feature-major (one contiguous column of `n` values per unit), so every loop runs
+/// over rows and is a vector loop, the sums over rows keeping eight partial sums per lane block. Both
+/// use a polynomial `exp` in the sigmoid instead of libm's scalar one. In f64, results agree with
+/// [`loss_grad`] to rounding (tested to 1e-12 relative), not bit for bit.
 pub struct Workspace {
     sizes: Vec<usize>,
     n: usize,
