@@ -1,11 +1,12 @@
 //! Fit time of the BP-ANN on the Titan X microbenchmarks (6528 rows, 10 inputs, 10-4-4-1): one loss and
-//! gradient evaluation (the ndarray reference and the vectorized `Workspace` one the fits use), and one whole
-//! default fit (3 restarts, early stopping) with L-BFGS and with native Adam.
+//! gradient evaluation (the ndarray reference, the fused f64 `Workspace` kernel and the f32 one the fits
+//! use by default), and one whole default fit (3 restarts, early stopping) with L-BFGS and with native
+//! Adam.
 //! Run: `cargo bench -p gpumodel-train --bench fit` (results in BENCHMARKS.md, issue 15).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpumodel_train::bpann::Backend;
-use gpumodel_train::lbfgs::{Layout, Workspace, loss_grad};
+use gpumodel_train::lbfgs::{Layout, Precision, Workspace, loss_grad};
 use gpumodel_train::mlr::{input_scaling, standardize};
 use gpumodel_train::{BpannParams, Solver};
 use std::hint::black_box;
@@ -25,6 +26,8 @@ fn fit(c: &mut Criterion) {
     g.bench_function("ndarray", |b| b.iter(|| loss_grad(&layout, black_box(&theta), z.view(), &y, 1e-4)));
     let mut ws = Workspace::new(&layout, z.view(), &y);
     g.bench_function("workspace", |b| b.iter(|| ws.loss_grad(black_box(&theta), 1e-4)));
+    let mut ws = Workspace::with_precision(&layout, z.view(), &y, Precision::F32);
+    g.bench_function("workspace_f32", |b| b.iter(|| ws.loss_grad(black_box(&theta), 1e-4)));
     g.finish();
 
     let mut g = c.benchmark_group("fit_titanx_micro_10-4-4-1_3_restarts");

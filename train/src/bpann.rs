@@ -3,7 +3,8 @@
 //! full batch, with Adam (default) or L-BFGS ([`Solver`]).
 //!
 //! Where the gradients come from ([`Backend`]): by default our own exact back-propagation
-//! ([`crate::lbfgs::Workspace`], vectorized, in f64) with burn's Adam step, and the restarts run on all
+//! ([`crate::lbfgs::Workspace`], vectorized; f32 activations with f64 sums on the 4×4 and 8×8 networks,
+//! [`BpannParams::precision`], f64 otherwise and for the validation error) with burn's Adam step, and the restarts run on all
 //! cores; `Backend::Burn` runs the same Adam with burn's autodiff on its Flex CPU backend (the general
 //! path, one restart at a time; several times slower on the 10-4-4-1 network). L-BFGS always runs
 //! natively.
@@ -13,7 +14,7 @@
 //! validation split of the training data (whole kernels held out), with early stopping on that split.
 //! The test set is never seen here.
 
-use crate::lbfgs::Workspace;
+use crate::lbfgs::{Precision, Workspace};
 use crate::mlr::{input_scaling, standardize};
 use crate::{Error, Result};
 use burn::module::{Module, Param};
@@ -26,8 +27,8 @@ use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, mpsc};
 
 /// Unfitted BP-ANN hyper-parameters. Validate with [`BpannParams::check`] before [`BpannParams::fit`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -65,6 +66,9 @@ pub struct BpannParams {
     /// Where Adam's gradients come from: our own back-propagation (default) or burn's autodiff.
     /// L-BFGS always runs natively.
     pub backend: Backend,
+    /// The arithmetic of the native training gradient (the validation error is always computed in
+    /// f64): f32 activations with f64 sums (default; several times faster) or f64 throughout.
+    pub precision: Precision,
 }
 
 /// Where the full-batch Adam steps run.
@@ -134,6 +138,7 @@ impl Default for BpannParams {
             solver: Solver::Adam,
             l2: 1e-4,
             backend: Backend::Native,
+            precision: Precision::F32,
         }
     }
 }
@@ -203,6 +208,140 @@ impl EarlyStop {
 
     fn outcome(self, epochs_run: usize) -> Outcome {
         (self.kept, epochs_run)
+    }
+}
+
+/// Iterations a worker runs of one restart before it takes the next restart in line.
+const SLICE: usize = 50;
+
+/// One restart on our own gradient in progress — full-batch Adam (burn's step, on burn's loss
+/// `mean((f − y)²)`, so that it follows `Backend::Burn`'s trajectory up to rounding; tested) or full-batch
+/// L-BFGS — with the early stopping shared by both, advanced a slice of iterations at a time.
+///
+/// Why in slices: the restarts share the threads evenly. Run start to finish, 3 restarts on 2 cores left
+/// one core idle for the whole of the third restart (restarts run 500–2000 iterations, so the last one
+/// alone was often the longest part of a fit). Each restart's arithmetic depends only on its own state
+/// here (the workspaces hold the rows and scratch only), so the outcome is the same however the slices
+/// are scheduled (tested against one thread).
+struct NativeRun {
+    theta: Vec<f64>,
+    g: Vec<f64>,
+    /// Adam's first and second moments (unused by L-BFGS).
+    m1: Vec<f64>,
+    m2: Vec<f64>,
+    /// L-BFGS's memory and current loss, once started.
+    opt: Option<crate::lbfgs::Lbfgs>,
+    f: f64,
+    /// Set up at the first slice (it needs the validation rows); the initial weights until then.
+    stop: Option<EarlyStop>,
+    init: Vec<Dense>,
+    /// Iterations (epochs) run so far, and the progress units reported so far (L-BFGS).
+    done: usize,
+    reported: usize,
+}
+
+impl NativeRun {
+    fn new(p: &BpannParams, layout: &crate::lbfgs::Layout, init: Vec<Dense>) -> NativeRun {
+        let theta = layout.flatten(&init);
+        let np = theta.len();
+        let moments = if p.solver == Solver::Adam { np } else { 0 };
+        NativeRun {
+            theta,
+            g: vec![0.0; np],
+            m1: vec![0.0; moments],
+            m2: vec![0.0; moments],
+            opt: None,
+            f: 0.0,
+            stop: None,
+            init,
+            done: 0,
+            reported: 0,
+        }
+    }
+
+    /// Runs up to `slice` more iterations; the outcome when the restart has finished.
+    fn advance(
+        &mut self,
+        p: &BpannParams,
+        layout: &crate::lbfgs::Layout,
+        train: &mut Workspace,
+        val: &mut Workspace,
+        slice: usize,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Outcome> {
+        let NativeRun { theta, g, m1, m2, opt, f, stop, init, done, reported } = self;
+        let max = p.max_epochs;
+        let end = done.saturating_add(slice).min(max);
+        let mut finished = *done >= max;
+        match p.solver {
+            Solver::Adam => {
+                let stop = stop
+                    .get_or_insert_with(|| EarlyStop::new(val.mse(theta), std::mem::take(init), p.patience));
+                let (b1, b2, eps) = (0.9_f32, 0.999_f32, p.epsilon as f32);
+                let (f1, f2) = (f64::from(1.0 - b1), f64::from(1.0 - b2));
+                for epoch in *done + 1..=end {
+                    train.loss_grad_into(theta, 0.0, g);
+                    let t = i32::try_from(epoch).unwrap_or(i32::MAX);
+                    let bc2 = (1.0 - b2.powi(t)).sqrt();
+                    let step = f64::from(bc2 / (1.0 - b1.powi(t)));
+                    let floor = f64::from(eps * bc2);
+                    for (((w, gj), m), v) in
+                        theta.iter_mut().zip(g.iter()).zip(m1.iter_mut()).zip(m2.iter_mut())
+                    {
+                        // `Workspace` differentiates ½·mean((f − y)²).
+                        let gj = 2.0 * gj;
+                        *m = *m * f64::from(b1) + gj * f1;
+                        *v = *v * f64::from(b2) + gj * gj * f2;
+                        *w -= *m * step / (v.sqrt() + floor) * p.learning_rate;
+                    }
+                    *done = epoch;
+                    if epoch % EVAL_EVERY == 0 || epoch == max {
+                        progress(EVAL_EVERY.min(epoch) as u64);
+                        if stop.should_stop(epoch, val.mse(theta), || layout.layers(theta)) {
+                            finished = true;
+                            break;
+                        }
+                    }
+                }
+                if finished || *done >= max {
+                    progress(((max - *done) / EVAL_EVERY * EVAL_EVERY) as u64);
+                }
+            }
+            Solver::Lbfgs => {
+                let mut eval = |t: &[f64], g: &mut [f64]| train.loss_grad_into(t, p.l2, g);
+                if opt.is_none() {
+                    *f = eval(theta, g);
+                    *opt = Some(crate::lbfgs::Lbfgs::new(10));
+                }
+                let stop = stop
+                    .get_or_insert_with(|| EarlyStop::new(val.mse(theta), std::mem::take(init), p.patience));
+                if let Some(opt) = opt.as_mut() {
+                    for it in *done + 1..=end {
+                        let moved = opt.step(theta, f, g, &mut eval);
+                        *done = it;
+                        if it % EVAL_EVERY == 0 || it == max || !moved {
+                            progress((it - *reported) as u64);
+                            *reported = it;
+                            if stop.should_stop(it, val.mse(theta), || layout.layers(theta)) {
+                                finished = true;
+                                break;
+                            }
+                        }
+                        if !moved {
+                            finished = true;
+                            break;
+                        }
+                    }
+                }
+                if finished || *done >= max {
+                    progress((max - *reported) as u64);
+                }
+            }
+        }
+        if finished || *done >= max {
+            return stop.take().map(|s| s.outcome(*done));
+        }
+        None
     }
 }
 
@@ -492,46 +631,68 @@ impl BpannParams {
         let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
         let buffers = || {
             (
-                crate::lbfgs::Workspace::new(&layout, train.0.view(), train.1),
+                Workspace::with_precision(&layout, train.0.view(), train.1, self.precision),
                 crate::lbfgs::Workspace::new(&layout, val.0.view(), val.1),
             )
         };
-        let run = |r: usize, bufs: &mut (Workspace, Workspace), progress: &mut dyn FnMut(u64)| {
-            let (tr, va) = bufs;
-            match self.solver {
-                Solver::Adam => self.adam_native(&layout, tr, va, init(r), progress),
-                Solver::Lbfgs => self.lbfgs(&layout, tr, va, init(r), progress),
-            }
-        };
         let threads = threads.clamp(1, self.restarts.max(1));
         if threads == 1 {
-            let mut bufs = buffers();
-            return (0..self.restarts).map(|r| run(r, &mut bufs, progress)).collect();
+            let (mut tr, mut va) = buffers();
+            return (0..self.restarts)
+                .map(|r| self.native(&layout, &mut tr, &mut va, init(r), progress))
+                .collect();
         }
-        // Workers take the next restart until none is left and send progress and outcomes here; this
-        // thread forwards the progress (the callback need not be Send) and files outcomes by restart.
+        // Workers take the restart first in line, run a slice of it and put it back at the end of the
+        // line until it finishes (so all restarts advance together and no core waits for the last one),
+        // and send progress and outcomes here; this thread forwards the progress (the callback need not
+        // be Send) and files outcomes by restart.
         enum Msg {
             Progress(u64),
             Done(usize, Outcome),
         }
-        let next = AtomicUsize::new(0);
+        // The restarts waiting for a worker, and how many have not finished yet.
+        let line: Mutex<(VecDeque<(usize, NativeRun)>, usize)> = Mutex::new((
+            (0..self.restarts).map(|r| (r, NativeRun::new(self, &layout, init(r)))).collect(),
+            self.restarts,
+        ));
+        let moved = Condvar::new();
         let mut outcomes: Vec<Option<Outcome>> = vec![None; self.restarts];
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
             for _ in 0..threads {
                 let tx = tx.clone();
-                let (next, run, buffers) = (&next, &run, &buffers);
+                let (line, moved, buffers, layout) = (&line, &moved, &buffers, &layout);
                 scope.spawn(move || {
-                    let mut bufs = buffers();
+                    let (mut tr, mut va) = buffers();
+                    // A worker that panicked leaves the lock poisoned; its panic is re-raised at the end
+                    // of the scope, so the others just carry on.
+                    let lock = || line.lock().unwrap_or_else(|e| e.into_inner());
                     loop {
-                        let r = next.fetch_add(1, Ordering::Relaxed);
-                        if r >= self.restarts {
-                            break;
-                        }
-                        let out = run(r, &mut bufs, &mut |u| {
+                        let next = {
+                            let mut l = lock();
+                            loop {
+                                if let Some(item) = l.0.pop_front() {
+                                    break Some(item);
+                                }
+                                if l.1 == 0 {
+                                    break None;
+                                }
+                                l = moved.wait(l).unwrap_or_else(|e| e.into_inner());
+                            }
+                        };
+                        let Some((r, mut run)) = next else { break };
+                        let out = run.advance(self, layout, &mut tr, &mut va, SLICE, &mut |u| {
                             let _ = tx.send(Msg::Progress(u));
                         });
-                        let _ = tx.send(Msg::Done(r, out));
+                        let mut l = lock();
+                        match out {
+                            Some(out) => {
+                                let _ = tx.send(Msg::Done(r, out));
+                                l.1 -= 1;
+                            }
+                            None => l.0.push_back((r, run)),
+                        }
+                        moved.notify_all();
                     }
                 });
             }
@@ -582,10 +743,8 @@ impl BpannParams {
         stop.outcome(epochs_run)
     }
 
-    /// One restart of full-batch Adam from `init` on our own gradient ([`Workspace`]): burn's Adam step
-    /// (`burn::optim::Adam` 0.22: its f32 β and ε arithmetic, bias corrections folded the same way) on
-    /// burn's loss `mean((f − y)²)`, so the two paths follow the same trajectory up to rounding (tested).
-    fn adam_native(
+    /// One restart of full-batch Adam or L-BFGS on our own gradient, run to its end (see [`NativeRun`]).
+    fn native(
         &self,
         layout: &crate::lbfgs::Layout,
         train: &mut Workspace,
@@ -593,82 +752,29 @@ impl BpannParams {
         init: Vec<Dense>,
         progress: &mut dyn FnMut(u64),
     ) -> Outcome {
-        let mut theta = layout.flatten(&init);
-        let np = theta.len();
-        let (mut g, mut m1, mut m2) = (vec![0.0; np], vec![0.0; np], vec![0.0; np]);
-        let (b1, b2, eps) = (0.9_f32, 0.999_f32, self.epsilon as f32);
-        let (f1, f2) = (f64::from(1.0 - b1), f64::from(1.0 - b2));
-        let mut stop = EarlyStop::new(val.mse(&theta), init, self.patience);
-        let mut epochs_run = 0;
-        for epoch in 1..=self.max_epochs {
-            train.loss_grad_into(&theta, 0.0, &mut g);
-            let t = i32::try_from(epoch).unwrap_or(i32::MAX);
-            let bc2 = (1.0 - b2.powi(t)).sqrt();
-            let step = f64::from(bc2 / (1.0 - b1.powi(t)));
-            let floor = f64::from(eps * bc2);
-            for (((w, gj), m), v) in theta.iter_mut().zip(&g).zip(&mut m1).zip(&mut m2) {
-                // `Workspace` differentiates ½·mean((f − y)²).
-                let gj = 2.0 * gj;
-                *m = *m * f64::from(b1) + gj * f1;
-                *v = *v * f64::from(b2) + gj * gj * f2;
-                *w -= *m * step / (v.sqrt() + floor) * self.learning_rate;
-            }
-            epochs_run = epoch;
-            if epoch % EVAL_EVERY == 0 || epoch == self.max_epochs {
-                progress(EVAL_EVERY.min(epoch) as u64);
-                if stop.should_stop(epoch, val.mse(&theta), || layout.layers(&theta)) {
-                    break;
-                }
+        let mut run = NativeRun::new(self, layout, init);
+        loop {
+            if let Some(out) = run.advance(self, layout, train, val, self.max_epochs, progress) {
+                return out;
             }
         }
-        progress(((self.max_epochs - epochs_run) / EVAL_EVERY * EVAL_EVERY) as u64);
-        stop.outcome(epochs_run)
-    }
-
-    /// One restart of full-batch L-BFGS from `init`, with the same early stopping on the grouped
-    /// validation split as Adam (checked every [`EVAL_EVERY`] iterations).
-    fn lbfgs(
-        &self,
-        layout: &crate::lbfgs::Layout,
-        train: &mut Workspace,
-        val: &mut Workspace,
-        init: Vec<Dense>,
-        progress: &mut dyn FnMut(u64),
-    ) -> Outcome {
-        let mut theta = layout.flatten(&init);
-        let mut eval = |t: &[f64]| train.loss_grad(t, self.l2);
-        let (mut f, mut g) = eval(&theta);
-        let mut opt = crate::lbfgs::Lbfgs::new(10);
-        let mut stop = EarlyStop::new(val.mse(&theta), init, self.patience);
-        let mut iterations = 0;
-        let mut reported = 0;
-        for it in 1..=self.max_epochs {
-            let moved = opt.step(&mut theta, &mut f, &mut g, &mut eval);
-            iterations = it;
-            if it % EVAL_EVERY == 0 || it == self.max_epochs || !moved {
-                progress((it - reported) as u64);
-                reported = it;
-                if stop.should_stop(it, val.mse(&theta), || layout.layers(&theta)) {
-                    break;
-                }
-            }
-            if !moved {
-                break;
-            }
-        }
-        progress((self.max_epochs - reported) as u64);
-        stop.outcome(iterations)
     }
 
     /// What computes the steps, for the artifact's training record.
     pub fn backend_description(&self) -> &'static str {
-        match (self.solver, self.backend) {
-            (Solver::Adam, Backend::Burn) => "burn 0.22.1 Flex (f64), full-batch Adam",
-            (Solver::Adam, Backend::Native) => {
+        match (self.solver, self.backend, self.precision) {
+            (Solver::Adam, Backend::Burn, _) => "burn 0.22.1 Flex (f64), full-batch Adam",
+            (Solver::Adam, Backend::Native, Precision::F64) => {
                 "gpumodel-train native gradient (f64, vectorized blocks of rows), full-batch Adam (burn's step), restarts in parallel"
             }
-            (Solver::Lbfgs, _) => {
+            (Solver::Adam, Backend::Native, Precision::F32) => {
+                "gpumodel-train native gradient (f32 activations with f64 sums on 4x4 and 8x8 networks, else f64; validation in f64), full-batch Adam (burn's step), restarts in parallel"
+            }
+            (Solver::Lbfgs, _, Precision::F64) => {
                 "gpumodel-train native gradient (f64, vectorized blocks of rows), full-batch L-BFGS (m = 10, Armijo backtracking), restarts in parallel"
+            }
+            (Solver::Lbfgs, _, Precision::F32) => {
+                "gpumodel-train native gradient (f32 activations with f64 sums on 4x4 and 8x8 networks, else f64; validation in f64), full-batch L-BFGS (m = 10, Armijo backtracking), restarts in parallel"
             }
         }
     }
@@ -758,14 +864,23 @@ mod tests {
     }
 
     /// The native Adam path is burn's Adam on our own gradient: the same trajectory up to rounding, so
-    /// the weights after a few hundred steps agree to many digits (a wrong step formula, a missing bias
-    /// correction or the loss off by the factor 2 would drift by far more).
+    /// the weights after a few hundred steps agree to many digits in f64 (a wrong step formula, a
+    /// missing bias correction or the loss off by the factor 2 would drift by far more), and to f32
+    /// rounding with the default single-precision gradient (measured 6e-7 here; bound 1e-5).
     #[test]
     fn native_adam_follows_burns_adam() {
         let ds = smooth(120);
-        let p = BpannParams { restarts: 1, max_epochs: 300, patience: usize::MAX, ..Default::default() };
+        let p = BpannParams {
+            restarts: 1,
+            max_epochs: 300,
+            patience: usize::MAX,
+            precision: Precision::F64,
+            ..Default::default()
+        };
         let native = p.clone().check().unwrap().fit(&ds).unwrap();
-        let burn = BpannParams { backend: Backend::Burn, ..p }.check().unwrap().fit(&ds).unwrap();
+        let single =
+            BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
+        let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
         let flat = |a: &ModelArtifact| -> Vec<f64> {
             a.layers
                 .iter()
@@ -777,6 +892,9 @@ mod tests {
         for (x, y) in a.iter().zip(&b) {
             assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "native {x} vs burn {y}");
         }
+        for (x, y) in flat(&single).iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "native f32 {x} vs burn {y}");
+        }
         // And not trivially: 300 steps moved the weights away from their initial values.
         let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
         let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
@@ -784,7 +902,8 @@ mod tests {
     }
 
     /// Restarts on several threads give exactly the outcomes of one thread (each restart depends only
-    /// on its seed), for both native solvers.
+    /// on its seed, however its slices are scheduled), for both native solvers; 120 iterations are
+    /// several slices.
     #[test]
     fn parallel_restarts_equal_sequential_ones() {
         let ds = smooth(150);
@@ -803,8 +922,12 @@ mod tests {
                 (out, units)
             };
             let (one, units_one) = run(1);
+            // Two threads for three restarts: the restarts are run in slices and change threads.
+            let (two, units_two) = run(2);
             let (three, units_three) = run(3);
+            assert_eq!(one, two, "{solver:?}");
             assert_eq!(one, three, "{solver:?}");
+            assert_eq!(units_one, units_two, "{solver:?}: progress units");
             assert_eq!(units_one, units_three, "{solver:?}: progress units");
             assert_eq!(one.len(), 3);
         }
