@@ -56,6 +56,7 @@ fn wang_chu_20(objectives: &[&str]) -> Options {
         kernels: Some(WANG_CHU_20.iter().map(|k| k.to_string()).collect()),
         baselines: vec![Baseline::WangChu2018],
         apply: None,
+        structural: false,
     }
 }
 

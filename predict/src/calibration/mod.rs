@@ -87,10 +87,12 @@ impl ComputeFloor {
     }
 }
 
-/// The memory, compute, shared and L2 times of a timing-model result (see [`TimeCalibration`]).
+/// The memory, compute, shared and L2 times of a timing-model result (see [`TimeCalibration`]). Where
+/// the model let bank-conflict replays overlap issue ([`Timing::replays_hidden_s`]), the shared part is
+/// what they still add, so that at factors 1 the SM side is the model's.
 pub fn pipeline_parts(t: &Timing) -> [f64; 4] {
     let c = &t.components_s;
-    [c[0] + c[1] + c[4], c[5], c[2] + c[3], t.l2_s]
+    [c[0] + c[1] + c[4], c[5], (c[2] + c[3] - t.replays_hidden_s).max(0.0), t.l2_s]
 }
 
 /// The time a calibration adds unscaled: the timing model's barrier time and its pipeline fill (one DRAM
