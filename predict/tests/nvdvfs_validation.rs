@@ -117,6 +117,34 @@ fn gtx1080ti_time_and_optima() {
     }
 }
 
+/// `--replay-overlap` on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 7, round 2;
+/// development figures, the form and its exponent were picked on these rows): on the GTX 1080 Ti every
+/// fold chooses and keeps a replay-overlap form and the calibrated error falls from 12.77% to 10.44%,
+/// below the peer's general form (11.03%); on the GTX 980 no fold chooses it and the figure stays 9.15%.
+/// The price, on the 1080 Ti: the ED² mean regret rises from 2.42% to 6.74% (the guard below pins it so
+/// a change that worsens it further is seen).
+#[test]
+fn the_replay_overlap_structure_is_chosen_inside_the_folds_on_one_gpu_only() {
+    let opts = Options { structural: true, ..wang_chu_20(&["ed2"]) };
+    let t = nvdvfs("gtx1080ti-dvfs-real-Performance-Power.csv");
+    let r = validate(&t, &ArchProfile::builtin("gtx1080ti").unwrap(), &opts).unwrap();
+    assert!(r.mape_pct <= 10.6, "calibrated time MAPE {:.2}%", r.mape_pct);
+    assert!(r.mape_pct < r.baselines[0].mape_pct, "{:.2}% vs {:?}", r.mape_pct, r.baselines);
+    assert!(r.folds_replays_overlap >= 18, "{} folds", r.folds_replays_overlap);
+    assert!(r.per_kernel.iter().all(|k| k.fold_form.starts_with("replays-overlap")));
+    assert!(
+        r.objectives[0].mean_regret_pct <= 7.0,
+        "ED² mean regret {:.2}%",
+        r.objectives[0].mean_regret_pct
+    );
+    assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::ReplaysOverlapIssue);
+    let t = nvdvfs("gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
+    let r = validate(&t, &ArchProfile::builtin("gtx980").unwrap(), &opts).unwrap();
+    assert!(r.mape_pct <= 9.2, "calibrated time MAPE {:.2}%", r.mape_pct);
+    assert_eq!(r.folds_replays_overlap, 0);
+    assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::Additive);
+}
+
 /// The shipped example kernels were written from the GTX 980 NV-DVFS rows their comments name: they must
 /// equal this crate's mapping of those rows, so the examples and the validation read the data alike.
 #[test]

@@ -593,6 +593,57 @@ mod tests {
         }
     }
 
+    /// Six kernels whose measured times follow the replay-overlap model (`structure` true) or the
+    /// additive one, with the calibration forms unable to express the difference (the model's time has
+    /// a part the four factors do not see) and a kernel-specific level error.
+    fn structural_set(overlapping: bool) -> (Vec<CalRow>, Vec<f64>, Vec<AltRow>, Vec<usize>) {
+        let (mut rows, mut model, mut alt, mut kernel) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for k in 0..6 {
+            for c in 0..4 {
+                let mem = 0.3 + 0.05 * c as f64;
+                let issue = 0.4 + 0.1 * ((k + c) % 3) as f64;
+                // Replay-heavy kernels (replays up to 1.2× the issue) and kernels without replays.
+                let replays = if k % 3 == 2 { 0.0 } else { (0.6 + 0.1 * k as f64) * issue };
+                let extra = 0.02 * k as f64; // a latency-like part the factors do not see
+                let add_sm = issue + replays;
+                let ov_sm = (issue * issue + replays * replays).sqrt();
+                let m_add = mem.max(add_sm) + extra;
+                let m_ov = mem.max(ov_sm) + extra;
+                let level = [1.0, 1.02, 0.99, 1.01, 0.98, 1.0][k];
+                let y = level * if overlapping { m_ov } else { m_add };
+                rows.push(([mem, issue, replays, 0.0], 0.0, y));
+                model.push(m_add);
+                alt.push(([mem, issue, ov_sm - issue, 0.0], m_ov));
+                kernel.push(k);
+            }
+        }
+        (rows, model, alt, kernel)
+    }
+
+    /// The structural candidate is chosen inside the folds from the training kernels alone: where the
+    /// measured times follow overlapping replays, every fold keeps a replay-overlap form; where they
+    /// follow additive replays, none does. Without alternative rows the candidates are the old ones.
+    #[test]
+    fn folds_choose_the_replay_overlap_structure_only_where_the_data_follow_it() {
+        let (rows, model, alt, kernel) = structural_set(true);
+        let all = nested_with_progress(&rows, &model, Some(&alt), &kernel, 6, &());
+        for (fold, f) in all.folds.iter().enumerate() {
+            let c = f.calibration.unwrap_or_else(|| panic!("fold {fold}: {f:?}"));
+            assert_eq!(c.shared_overlap(), SharedOverlap::ReplaysOverlapIssue, "fold {fold}: {f:?}");
+            assert_eq!(f.inner_mape_pct.len(), CANDIDATES + STRUCTURAL);
+            assert_eq!(*f, fold_fit(&rows, &model, Some(&alt), &kernel, 6, fold), "fold {fold}");
+        }
+        assert_eq!(structure_over_all(&rows, &model, &alt, &kernel, 6), SharedOverlap::ReplaysOverlapIssue);
+        let (rows, model, alt, kernel) = structural_set(false);
+        let all = nested_with_progress(&rows, &model, Some(&alt), &kernel, 6, &());
+        for (fold, f) in all.folds.iter().enumerate() {
+            let chosen = f.calibration.map(|c| c.shared_overlap());
+            assert_ne!(chosen, Some(SharedOverlap::ReplaysOverlapIssue), "fold {fold}: {f:?}");
+        }
+        assert_eq!(structure_over_all(&rows, &model, &alt, &kernel, 6), SharedOverlap::Additive);
+        assert_eq!(nested(&rows, &model, &kernel, 6).folds[0].inner_mape_pct.len(), CANDIDATES);
+    }
+
     #[test]
     fn pair_indices_cover_every_pair_once() {
         let n = 7;
