@@ -305,12 +305,16 @@ impl Export for ValidateOutput {
     fn notes(&self) -> Vec<String> {
         let r = &self.report;
         let mut out = vec![format!(
-            "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold (p chosen inside each fold; {} of {} folds kept their calibration ({} of them the replays-overlap structure), the others predict with the model as is); worst kernel {} at {:.1}%",
+            "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold (p chosen inside each fold; {} of {} folds kept their calibration{}, the others predict with the model as is); worst kernel {} at {:.1}%",
             r.model_mape_pct,
             r.mape_pct,
             r.folds_calibrated,
-            r.folds_replays_overlap,
             r.kernels,
+            if r.folds_replays_overlap > 0 {
+                format!(", {} of them the replays-overlap structure", r.folds_replays_overlap)
+            } else {
+                String::new()
+            },
             r.worst_kernel,
             r.worst_kernel_mape_pct
         )];
