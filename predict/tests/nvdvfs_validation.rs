@@ -117,12 +117,12 @@ fn gtx1080ti_time_and_optima() {
     }
 }
 
-/// `--replay-overlap` on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 7, round 2;
-/// development figures, the form and its exponent were picked on these rows): on the GTX 1080 Ti every
-/// fold chooses and keeps a replay-overlap form and the calibrated error falls from 12.77% to 10.44%,
-/// below the peer's general form (11.03%); on the GTX 980 no fold chooses it and the figure stays 9.15%.
-/// The price, on the 1080 Ti: the ED² mean regret rises from 2.42% to 6.74% (the guard below pins it so
-/// a change that worsens it further is seen).
+/// `--replay-overlap` on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 7, rounds 2 and 3;
+/// development figures, the form, its exponent and the floor's exponent were picked on these rows): on
+/// the GTX 1080 Ti every fold chooses and keeps a replay-overlap form and the calibrated error falls from
+/// 12.77% to 10.53%, below the peer's general form (11.03%); on the GTX 980 no fold chooses it and the
+/// figure stays 9.15%. The price, on the 1080 Ti: the ED² mean regret rises from 2.42% to 4.05% (6.74%
+/// in round 2, whose compute floor ignored the memory side: the guard fails if that comes back).
 #[test]
 fn the_replay_overlap_structure_is_chosen_inside_the_folds_on_one_gpu_only() {
     let opts = Options { structural: true, ..wang_chu_20(&["ed2"]) };
@@ -133,7 +133,7 @@ fn the_replay_overlap_structure_is_chosen_inside_the_folds_on_one_gpu_only() {
     assert!(r.folds_replays_overlap >= 18, "{} folds", r.folds_replays_overlap);
     assert!(r.per_kernel.iter().all(|k| k.fold_form.starts_with("replays-overlap")));
     assert!(
-        r.objectives[0].mean_regret_pct <= 7.0,
+        r.objectives[0].mean_regret_pct <= 4.5,
         "ED² mean regret {:.2}%",
         r.objectives[0].mean_regret_pct
     );

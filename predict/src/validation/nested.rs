@@ -38,7 +38,7 @@
 //! candidates, so they stop at a coarser tolerance ([`Precision::Ranking`]); the outer fits, whose
 //! predictions are reported, are full fits.
 
-use crate::calibration::{CalRow, ComputeFloor, Precision, TimeCalibration};
+use crate::calibration::{CalRow, ComputeFloor, FloorShape, Precision, TimeCalibration};
 use gpumodel_models::stats::mape;
 use gpumodel_models::timing::SharedOverlap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,7 +69,10 @@ impl Fitted {
             Fitted::Full(c) => c.time(parts, sync),
             Fitted::ComputeFloor(c) => c.time(parts, sync, model),
             Fitted::ReplaysOverlap => alt.map_or(model, |(_, m)| m),
-            Fitted::ReplaysOverlapFloor(c) => alt.map_or(model, |(p, m)| c.time(p, sync, m)),
+            // The floor joins the memory side: a floor of the SM side alone binds at every clock pair
+            // of a kernel the model puts near compute-bound, and the E·D^n pick then goes to the
+            // lowest memory clock (BENCHMARKS.md, issue 14, session 7, round 3).
+            Fitted::ReplaysOverlapFloor(c) => alt.map_or(model, |(p, m)| c.time_keeping_memory(p, sync, m)),
         }
     }
 
@@ -200,7 +203,7 @@ fn fit_candidate(
         let alt_rows: Vec<CalRow> = rows.iter().zip(alt).map(|(r, a)| (a.0, r.1, r.2)).collect();
         let alt_model: Vec<f64> = alt.iter().map(|a| a.1).collect();
         let (r, m) = training_with_model(&alt_rows, &alt_model, kernel, excluded);
-        Fitted::ReplaysOverlapFloor(ComputeFloor::fit(&r, &m))
+        Fitted::ReplaysOverlapFloor(ComputeFloor::fit_shaped(FloorShape::KeepsMemory, &r, &m))
     }
 }
 
