@@ -18,7 +18,9 @@
 //! **A structural candidate.** Where the caller gives each row's times under the model's structural
 //! alternative ([`SharedOverlap::ReplaysOverlapIssue`]: bank-conflict replays overlap issue), two more
 //! candidates join: that model as it is (nothing fitted: its inner error is its error on the inner
-//! kernels) and the compute floor over it. Which structure a GPU follows is so chosen from its training
+//! kernels) and a compute floor over it that keeps the memory side ([`ComputeFloor::time_keeping_memory`]:
+//! a floor of the SM side alone flattened some kernels' time over the memory clock and moved their E·D^n
+//! optimum, session 7, round 3). Which structure a GPU follows is so chosen from its training
 //! kernels, like the calibration forms, and kept only by the same rule below (BENCHMARKS.md issue 14,
 //! session 7: the GTX 1080 Ti's shared-heavy kernels follow the overlap, the GTX 980's do not).
 //!
@@ -57,7 +59,7 @@ pub enum Fitted {
     ComputeFloor(ComputeFloor),
     /// The model with bank-conflict replays overlapping issue, nothing fitted.
     ReplaysOverlap,
-    /// The compute floor over that model.
+    /// The compute floor over that model, keeping its memory side ([`FloorShape::KeepsMemory`]).
     ReplaysOverlapFloor(ComputeFloor),
 }
 
