@@ -388,6 +388,7 @@ fn calibration_reader_never_panics() {
         kind: "gpumodel-time-calibration".into(),
         form: FORM.into(),
         arch: "gtx1080ti".into(),
+        shared_overlap: Default::default(),
         dataset: DatasetInfo {
             name: "nvdvfs-gtx1080ti".into(),
             path: "x.csv".into(),

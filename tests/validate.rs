@@ -109,7 +109,9 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with("# gpumodel time calibration"), "{text}");
-    assert_eq!(common::toml_value(&text, "format_version"), "3");
+    assert_eq!(common::toml_value(&text, "format_version"), "4");
+    // Without --replay-overlap the structure is the additive model's.
+    assert_eq!(common::toml_value(&text, "shared_overlap"), "\"additive\"");
     assert_eq!(common::toml_value(&text, "arch"), "\"gtx1080ti\"");
     assert_eq!(common::toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
     // The registry's checksum of the file that was read.
@@ -149,6 +151,14 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let out = run(&["--force"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    // With --replay-overlap the file records the structure the report chose over all kernels.
+    let out = run(&["--force", "--replay-overlap"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let chosen = v["calibration_shared_overlap"].as_str().unwrap();
+    assert!(["additive", "replays-overlap-issue"].contains(&chosen), "{chosen}");
+    assert_eq!(common::toml_value(&text, "shared_overlap"), format!("\"{chosen}\""));
 }
 
 /// `--rows` shows, per measured row, the model's bound and both times, so a user can see where the error

@@ -7,7 +7,9 @@ use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
 use gpumodel_models::features::input_vector;
 use gpumodel_models::profile::KernelProfile;
-use gpumodel_models::timing::{COMPONENTS, Clocks, Occupancy, Timing, TimingInputs, occupancy, predict_time};
+use gpumodel_models::timing::{
+    COMPONENTS, Clocks, Occupancy, Timing, TimingConfig, TimingInputs, occupancy, predict_time_with,
+};
 use serde::Serialize;
 
 /// The configuration to predict at.
@@ -23,6 +25,9 @@ pub struct Config {
     /// clocks where the utilizations are taken — so power (counter rates = totals / time) and energy
     /// follow it.
     pub calibration: Option<TimeCalibration>,
+    /// The timing model's structural options: the default (additive replays) on a new GPU; a
+    /// calibration file sets the structure its factors were fitted to.
+    pub timing: TimingConfig,
 }
 
 /// One timing-model component: its time, its share of Σ components (paper Fig. 5.7) and its access
@@ -99,8 +104,9 @@ pub(crate) fn time_at(
     occ: &Occupancy,
     clocks: Clocks,
     cal: Option<&TimeCalibration>,
+    timing: TimingConfig,
 ) -> Timing {
-    let t = predict_time(x, arch, occ, clocks);
+    let t = predict_time_with(x, arch, occ, clocks, timing);
     match cal {
         Some(c) => c.apply(&t),
         None => t,
@@ -114,8 +120,9 @@ fn time_with(
     occ: Occupancy,
     clocks: Clocks,
     cal: Option<&TimeCalibration>,
+    cfg: TimingConfig,
 ) -> TimePrediction {
-    let timing = predict_time(x, arch, &occ, clocks);
+    let timing = predict_time_with(x, arch, &occ, clocks, cfg);
     let time_s = cal.map_or(timing.time_s, |c| c.apply(&timing).time_s);
     let shares = timing.shares();
     let ratio = |tx: f64| if x.inst > 0.0 { Some(tx / x.inst) } else { None };
@@ -157,7 +164,7 @@ pub fn predict_time_only(k: &KernelProfile, arch: &ArchProfile, cfg: &Config) ->
     let clocks = checked_clocks(arch, cfg)?;
     let x = TimingInputs::from_profile(k)?;
     let occ = occupancy(&k.launch, arch, warps_cap(k, arch, cfg))?;
-    Ok(time_with(k, &x, arch, occ, clocks, cfg.calibration.as_ref()))
+    Ok(time_with(k, &x, arch, occ, clocks, cfg.calibration.as_ref(), cfg.timing))
 }
 
 /// Predicts time (the timing model at `cfg`, calibrated when `cfg` has a calibration), power (`model`
@@ -175,8 +182,9 @@ pub fn predict_kernel(
     let x = TimingInputs::from_profile(k)?;
     let occ = occupancy(&k.launch, arch, warps_cap(k, arch, cfg))?;
     let default = Clocks::default_for(arch);
-    let t0 = if clocks == default { None } else { Some(time_at(&x, arch, &occ, default, cal).time_s) };
-    let detail = time_with(k, &x, arch, occ, clocks, cal);
+    let t0 =
+        if clocks == default { None } else { Some(time_at(&x, arch, &occ, default, cal, cfg.timing).time_s) };
+    let detail = time_with(k, &x, arch, occ, clocks, cal, cfg.timing);
     let base = base_values(k, &x, arch, t0.unwrap_or(detail.time_s), detail.time_s, clocks);
     let inputs = input_vector(model, |c| base.get(c)).map_err(|e| {
         Error::Mismatch(format!(

@@ -78,11 +78,11 @@ impl<'a> Lean<'a> {
         let default = Clocks::default_for(self.arch);
         let clocks = cfg.clocks.unwrap_or(default);
         let occ = occupancy(&self.k.launch, self.arch, crate::kernel::warps_cap(self.k, self.arch, cfg))?;
-        let t = time_at(&self.x, self.arch, &occ, clocks, self.cal);
+        let t = time_at(&self.x, self.arch, &occ, clocks, self.cal, cfg.timing);
         let t0 = if clocks == default {
             t.time_s
         } else {
-            time_at(&self.x, self.arch, &occ, default, self.cal).time_s
+            time_at(&self.x, self.arch, &occ, default, self.cal, cfg.timing).time_s
         };
         let base = crate::power::base_values(self.k, &self.x, self.arch, t0, t.time_s, clocks);
         buf.clear();

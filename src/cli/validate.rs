@@ -35,6 +35,10 @@ pub struct Args {
     /// and report its error beside ours: does it transfer? Any architecture's file is accepted here.
     #[arg(long, value_name = "FILE")]
     pub apply_calibration: Option<PathBuf>,
+    /// Also offer the timing model with bank-conflict replays overlapping issue as a candidate inside
+    /// the folds (and as the saved calibration's structure where it wins over all kernels).
+    #[arg(long)]
+    pub replay_overlap: bool,
     /// Show every measured row too, first (CSV then carries the rows; without it, the per-kernel table).
     #[arg(long)]
     pub rows: bool,
@@ -106,11 +110,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => {
             let f = CalibrationFile::read(p)?;
             let label = format!("{} (fitted for {} on {})", p.display(), f.arch, f.dataset.name);
-            Some((label, f.calibration()))
+            Some((label, f.calibration(), f.shared_overlap))
         }
         None => None,
     };
-    let opts = Options { objectives, kernels, baselines, apply };
+    let opts = Options { objectives, kernels, baselines, apply, structural: args.replay_overlap };
     let bar = Bar(progress_bar(0, "validate"));
     let report = validate_with_progress(&opened.imported.table, &arch, &opts, &bar);
     bar.0.finish_and_clear();

@@ -10,15 +10,18 @@
 use super::{EXPONENTS, TimeCalibration};
 use crate::error::{Error, Result};
 use gpumodel_models::arch::ArchProfile;
+use gpumodel_models::timing::SharedOverlap;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
-/// The format version this build writes and reads. Versions 1 and 2 were fitted to the timing model
-/// before its DVFS memory side (clock-dependent DRAM latency and delay, L2 hits and cap) and to a form
-/// whose compute and shared terms overlapped: their factors mean something else now, so they are refused
-/// with the command that writes a new one.
-pub const FORMAT_VERSION: u32 = 3;
+/// The format version this build writes. Version 4 adds `shared_overlap`, the timing model's structure
+/// the factors were fitted to (`additive`, or `replays-overlap-issue`: bank-conflict replays overlap
+/// issue); version 3 files are read as `additive`, which they were fitted to. Versions 1 and 2 were
+/// fitted to the timing model before its DVFS memory side (clock-dependent DRAM latency and delay, L2
+/// hits and cap) and to a form whose compute and shared terms overlapped: their factors mean something
+/// else now, so they are refused with the command that writes a new one.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The calibration form, written into every file; a file with another form is refused.
 pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C + a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync";
@@ -82,6 +85,9 @@ pub struct CalibrationFile {
     pub form: String,
     /// The architecture profile's name the coefficients were fitted for.
     pub arch: String,
+    /// The timing model's structure the coefficients were fitted to (absent from version 3: additive).
+    #[serde(default)]
+    pub shared_overlap: SharedOverlap,
     pub dataset: DatasetInfo,
     pub coefficients: Coefficients,
     pub fit: FitInfo,
@@ -89,12 +95,19 @@ pub struct CalibrationFile {
 
 impl CalibrationFile {
     /// A file for `calibration`, fitted for architecture `arch` on `dataset`, with how it did there.
-    pub fn new(arch: &str, dataset: DatasetInfo, c: TimeCalibration, fit: FitInfo) -> CalibrationFile {
+    pub fn new(
+        arch: &str,
+        dataset: DatasetInfo,
+        c: TimeCalibration,
+        shared_overlap: SharedOverlap,
+        fit: FitInfo,
+    ) -> CalibrationFile {
         CalibrationFile {
             format_version: FORMAT_VERSION,
             kind: KIND.into(),
             form: FORM.into(),
             arch: arch.to_string(),
+            shared_overlap,
             dataset,
             coefficients: Coefficients {
                 a_memory: c.a[0],
@@ -124,7 +137,8 @@ impl CalibrationFile {
              # and pipeline fill) are the timing model's times of the kernel. Written by\n\
              # `gpumodel validate --save-calibration`, fitted on every kernel of the dataset below; apply it with\n\
              # `gpumodel predict --arch {} --calibration FILE`.\n\
-             # p = {} was chosen among {} by leave-one-kernel-out error over those kernels.\n\
+             # p = {} was chosen among {} by leave-one-kernel-out error over those kernels; shared_overlap is\n\
+             # the timing model's structure (replays overlapping issue or not), chosen over those kernels.\n\
              # fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
              # the whole procedure, with p chosen inside each fold (nested).\n{body}",
             self.arch,
@@ -164,7 +178,7 @@ impl CalibrationFile {
         };
         let value: toml::Table = toml::from_str(text).map_err(|e| bad(one_line(e.message())))?;
         let (version, form) = match value.get("format_version") {
-            Some(toml::Value::Integer(v)) if *v == i64::from(FORMAT_VERSION) => (FORMAT_VERSION, FORM),
+            Some(toml::Value::Integer(v)) if *v == i64::from(FORMAT_VERSION) || *v == 3 => (*v as u32, FORM),
             Some(toml::Value::Integer(v @ (1 | 2))) => {
                 return Err(Error::Invalid(format!(
                     "{source}: calibration format version {v} was fitted to an earlier timing model (before \
@@ -174,7 +188,7 @@ impl CalibrationFile {
             Some(toml::Value::Integer(v)) => {
                 return Err(Error::Invalid(format!(
                     "{source}: calibration format version {v} is not one this gpumodel reads \
-                     ({FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
+                     (3 and {FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
                 )));
             }
             _ => return Err(bad("no integer format_version".into())),
@@ -247,6 +261,7 @@ mod tests {
             kind: KIND.into(),
             form: FORM.into(),
             arch: "gtx1080ti".into(),
+            shared_overlap: SharedOverlap::ReplaysOverlapIssue,
             dataset: DatasetInfo {
                 name: "nvdvfs-gtx1080ti".into(),
                 path: "x.csv".into(),
@@ -274,11 +289,28 @@ mod tests {
 
     /// Files of earlier format versions (fitted to the timing model before its DVFS memory side) are
     /// refused with the command that writes a new one.
+    /// A version-3 file (no `shared_overlap`) still reads, as the additive model it was fitted to.
+    #[test]
+    fn version_3_files_read_as_the_additive_model() {
+        let v4 = sample().to_toml().unwrap();
+        assert!(v4.contains("shared_overlap = \"replays-overlap-issue\""), "{v4}");
+        let v3 = v4
+            .replace("format_version = 4", "format_version = 3")
+            .replace("shared_overlap = \"replays-overlap-issue\"\n", "");
+        let f = CalibrationFile::parse(&v3, "v3.toml").unwrap();
+        assert_eq!((f.format_version, f.shared_overlap), (3, SharedOverlap::Additive));
+        assert_eq!(f.calibration(), sample().calibration());
+        let e = CalibrationFile::parse(&v4.replace("replays-overlap-issue", "sometimes"), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sometimes") && !e.contains('\n'), "{e}");
+    }
+
     #[test]
     fn earlier_versions_are_refused_with_the_fix() {
         let v3 = sample().to_toml().unwrap();
         for v in [1, 2] {
-            let old = v3.replace("format_version = 3", &format!("format_version = {v}"));
+            let old = v3.replace("format_version = 4", &format!("format_version = {v}"));
             let e = CalibrationFile::parse(&old, "old.toml").unwrap_err().to_string();
             assert!(e.contains(&format!("version {v}")) && e.contains("--save-calibration"), "{e}");
         }
@@ -291,8 +323,8 @@ mod tests {
         let text = sample().to_toml().unwrap();
         let err = |t: &str| CalibrationFile::parse(t, "f.toml").unwrap_err().to_string();
         for (t, needle) in [
-            (text.replace("format_version = 3", "format_version = 7"), "version 7"),
-            (text.replace("format_version = 3\n", ""), "no integer format_version"),
+            (text.replace("format_version = 4", "format_version = 7"), "version 7"),
+            (text.replace("format_version = 4\n", ""), "no integer format_version"),
             (text.replace("a_l2 = 0.4", "a_l2 = -0.4"), "coefficients.a_l2 = -0.4"),
             (text.replace("a_compute = 1.7", "a_compute = -1.7"), "coefficients.a_compute = -1.7"),
             (text.replace("a_shared = 0.9", "a_shared = nan"), "a_shared = NaN"),

@@ -37,7 +37,9 @@ use gpumodel_models::Table;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::stats::{mape, median};
-use gpumodel_models::timing::{Clocks, TimingInputs, occupancy, predict_time};
+use gpumodel_models::timing::{
+    Clocks, SharedOverlap, TimingConfig, TimingInputs, occupancy, predict_time, predict_time_with,
+};
 
 pub mod nested;
 pub mod power_fit;
@@ -53,6 +55,9 @@ struct Prepared {
     parts: [f64; 4],
     sync: f64,
     model: f64,
+    /// The pipeline parts and time of the model with replays overlapping issue (the structural
+    /// candidate of the nested procedure).
+    alt: nested::AltRow,
     components: [f64; 7],
     measured_t: f64,
     measured_p: f64,
@@ -73,14 +78,26 @@ pub struct Options {
     /// Peer timing models to compute from the same rows.
     pub baselines: Vec<Baseline>,
     /// A calibration fitted elsewhere (another GPU, another dataset) to apply as is to every row, with a
-    /// label: the cross-GPU check of whether a fitted correction transfers.
-    pub apply: Option<(String, TimeCalibration)>,
+    /// label and the model structure it was fitted to: the cross-GPU check of whether a fitted correction transfers.
+    pub apply: Option<(String, TimeCalibration, SharedOverlap)>,
+    /// Also offer the timing model with bank-conflict replays overlapping issue
+    /// ([`SharedOverlap::ReplaysOverlapIssue`]), as is and with a compute floor that keeps the memory
+    /// side, as candidates inside the folds, and choose the saved calibration's structure over all
+    /// kernels. Off by default: on the GTX 1080 Ti it lowers the calibrated time error but still raises
+    /// some mean E·D^n regrets (BENCHMARKS.md, issue 14, session 7, rounds 2 and 3).
+    pub structural: bool,
 }
 
 impl Options {
     /// Every kernel, no baseline, these objectives.
     pub fn new(objectives: &[Objective]) -> Options {
-        Options { objectives: objectives.to_vec(), kernels: None, baselines: Vec::new(), apply: None }
+        Options {
+            objectives: objectives.to_vec(),
+            kernels: None,
+            baselines: Vec::new(),
+            apply: None,
+            structural: false,
+        }
     }
 }
 
@@ -204,6 +221,9 @@ pub fn validate_with_progress(
         for &r in rows {
             let clocks = Clocks { core_mhz: col("core_mhz", r), mem_mhz: col("mem_mhz", r) };
             let tm = predict_time(&x, arch, &occ, clocks);
+            let overlap = TimingConfig { shared_overlap: SharedOverlap::ReplaysOverlapIssue };
+            let to = predict_time_with(&x, arch, &occ, clocks, overlap);
+            debug_assert_eq!(additive_s(&to), additive_s(&tm));
             let baselines = match &peer_constants {
                 Some(c) => {
                     let px = PeerInputs::from_row(t, r)?;
@@ -218,6 +238,7 @@ pub fn validate_with_progress(
                 parts: pipeline_parts(&tm),
                 sync: additive_s(&tm),
                 model: tm.time_s,
+                alt: (pipeline_parts(&to), to.time_s),
                 components: tm.components_s,
                 measured_t: col("time_s", r),
                 measured_p: col("power_w", r),
@@ -238,13 +259,15 @@ pub fn validate_with_progress(
     let all: Vec<CalRow> = prep.iter().map(|p| (p.parts, p.sync, p.measured_t)).collect();
     let model_t: Vec<f64> = prep.iter().map(|p| p.model).collect();
     let kernel_of: Vec<usize> = prep.iter().map(|p| p.kernel).collect();
-    progress.start(nested::fit_count(groups.len()));
-    let nest = nested::nested_with_progress(&all, &model_t, &kernel_of, groups.len(), progress);
+    let alt: Vec<nested::AltRow> = prep.iter().map(|p| p.alt).collect();
+    let structural = opts.structural.then_some(alt.as_slice());
+    progress.start(nested::fit_count(groups.len(), opts.structural));
+    let nest = nested::nested_with_progress(&all, &model_t, structural, &kernel_of, groups.len(), progress);
     let mut fold_power = vec![PowerInputs::Clocks; groups.len()];
     for (fold, fold_power) in fold_power.iter_mut().enumerate() {
         let train: Vec<&Prepared> = prep.iter().filter(|p| p.kernel != fold).collect();
         let fit = &nest.folds[fold];
-        let time = |p: &Prepared| fit.time(p.parts, p.sync, p.model);
+        let time = |p: &Prepared| fit.time(p.parts, p.sync, p.model, Some(p.alt));
         // The power inputs, chosen like p: by an inner leave-one-kernel-out over this fold's training
         // kernels (power MAPE), never looking at the held-out kernel. The rates use this fold's
         // calibrated times, whose factors saw the inner held-out kernel's times too: that only touches
@@ -267,8 +290,19 @@ pub fn validate_with_progress(
             pred_p[i] = fit.predict(&p.power, pred_t[i]);
         }
     }
-    let calibration = TimeCalibration::fit(&all, nest.selected_exponent);
-    let in_sample = mape(all.iter().map(|&(parts, sync, y)| (calibration.time(parts, sync), y)));
+    // The saved calibration's structure: the replay-overlap model where it beats the additive one over
+    // all kernels by more than one standard error of the per-kernel differences (neither is fitted, so
+    // their errors are out-of-sample already); the factors are then fitted on that structure's parts.
+    let shared_overlap = match structural {
+        Some(alt) => nested::structure_over_all(&all, &model_t, alt, &kernel_of, groups.len()),
+        None => SharedOverlap::Additive,
+    };
+    let saved_rows: Vec<CalRow> = match shared_overlap {
+        SharedOverlap::Additive => all.clone(),
+        SharedOverlap::ReplaysOverlapIssue => all.iter().zip(&alt).map(|(r, a)| (a.0, r.1, r.2)).collect(),
+    };
+    let calibration = TimeCalibration::fit(&saved_rows, nest.selected_exponent);
+    let in_sample = mape(saved_rows.iter().map(|&(parts, sync, y)| (calibration.time(parts, sync), y)));
     let labels: Vec<&'static str> = opts.baselines.iter().map(|b| b.label()).collect();
     let per_row: Vec<RowResult> = prep
         .iter()
@@ -285,7 +319,10 @@ pub fn validate_with_progress(
             measured_power_w: p.measured_p,
             predicted_power_w: pred_p[i],
             baseline_time_s: labels.iter().map(|l| l.to_string()).zip(p.baselines.iter().copied()).collect(),
-            applied_time_s: opts.apply.as_ref().map(|(_, c)| c.time(p.parts, p.sync)),
+            applied_time_s: opts.apply.as_ref().map(|(_, c, s)| match s {
+                SharedOverlap::Additive => c.time(p.parts, p.sync),
+                SharedOverlap::ReplaysOverlapIssue => c.time(p.alt.0, p.sync),
+            }),
         })
         .collect();
     let mut per_kernel = Vec::new();
@@ -395,10 +432,11 @@ pub fn validate_with_progress(
         "model: the timing model with the architecture profile's constants, nothing fitted".into(),
         "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times and L, its DRAM traffic's time through L2 at a bandwidth scaled with the core clock; factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
         format!("nested selection: in each outer fold, p is chosen among {} by an inner leave-one-kernel-out over that fold's training kernels only; the headline MAPE is the outer out-of-fold error of that whole procedure", nested::EXPONENTS.map(|p| p.to_string()).join(", ")),
+        if opts.structural { format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT) } else { "structural candidates: none (the model with replays overlapping issue is offered inside the folds with --replay-overlap)".into() },
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
-        "calibration (the saved one): p chosen by leave-one-kernel-out over all kernels, factors fitted on all kernels; its expected error on unseen kernels is the nested out-of-fold MAPE".into(),
+        "calibration (the saved one): p chosen by leave-one-kernel-out over all kernels, the model's structure (additive or replays overlapping issue) by the keep rule over all kernels, factors fitted on all kernels with both; its expected error on unseen kernels is the nested out-of-fold MAPE".into(),
     ];
     if let Some(names) = &opts.kernels {
         method.push(format!(
@@ -406,7 +444,7 @@ pub fn validate_with_progress(
             names.len()
         ));
     }
-    if let Some((label, _)) = &opts.apply {
+    if let Some((label, _, _)) = &opts.apply {
         method.push(format!("applied calibration: {label}, fitted elsewhere, applied as is to every row (nothing fitted here): does the correction transfer?"));
     }
     if !labels.is_empty() {
@@ -420,6 +458,13 @@ pub fn validate_with_progress(
         model_mape_pct: mape(per_row.iter().map(|r| (r.model_time_s, r.measured_time_s))),
         mape_pct: mape(per_row.iter().map(|r| (r.predicted_time_s, r.measured_time_s))),
         folds_calibrated: nest.folds.iter().filter(|f| f.calibration.is_some()).count(),
+        folds_replays_overlap: nest
+            .folds
+            .iter()
+            .filter(|f| {
+                f.calibration.is_some_and(|c| c.shared_overlap() == SharedOverlap::ReplaysOverlapIssue)
+            })
+            .count(),
         exponents: nested::EXPONENTS
             .iter()
             .zip(&nest.loko_mape_pct)
@@ -431,7 +476,7 @@ pub fn validate_with_progress(
         power_mape_pct: mape(per_row.iter().map(|r| (r.predicted_power_w, r.measured_power_w))),
         objectives: objectives_summary,
         baselines,
-        applied: opts.apply.as_ref().map(|(label, c)| AppliedCalibration {
+        applied: opts.apply.as_ref().map(|(label, c, _)| AppliedCalibration {
             source: label.clone(),
             calibration: *c,
             mape_pct: mape(per_row.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s))),
@@ -440,6 +485,7 @@ pub fn validate_with_progress(
         per_row,
         method,
         calibration,
+        calibration_shared_overlap: shared_overlap,
         calibration_in_sample_mape_pct: in_sample,
     })
 }
@@ -454,6 +500,7 @@ impl Report {
             &self.arch,
             dataset,
             self.calibration,
+            self.calibration_shared_overlap,
             crate::calibration::file::FitInfo {
                 out_of_fold_mape_pct: self.mape_pct,
                 in_sample_mape_pct: self.calibration_in_sample_mape_pct,

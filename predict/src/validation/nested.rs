@@ -15,6 +15,15 @@
 //! alone cost about a point inside every fold, and no fold kept a calibration (BENCHMARKS.md, issue 14,
 //! session 6). The lowest inner LOKO MAPE over all candidates is the fold's choice.
 //!
+//! **A structural candidate.** Where the caller gives each row's times under the model's structural
+//! alternative ([`SharedOverlap::ReplaysOverlapIssue`]: bank-conflict replays overlap issue), two more
+//! candidates join: that model as it is (nothing fitted: its inner error is its error on the inner
+//! kernels) and a compute floor over it that keeps the memory side ([`ComputeFloor::time_keeping_memory`]:
+//! a floor of the SM side alone flattened some kernels' time over the memory clock and moved their E·D^n
+//! optimum, session 7, round 3). Which structure a GPU follows is so chosen from its training
+//! kernels, like the calibration forms, and kept only by the same rule below (BENCHMARKS.md issue 14,
+//! session 7: the GTX 1080 Ti's shared-heavy kernels follow the overlap, the GTX 980's do not).
+//!
 //! **A calibration that cannot hurt**: the uncalibrated timing model is one more candidate. Its error on
 //! the training kernels needs no fit (it is out-of-fold by construction), so it is compared with the
 //! best calibrated candidate's inner LOKO errors on the same rows, kernel by kernel. The calibration is
@@ -31,25 +40,41 @@
 //! candidates, so they stop at a coarser tolerance ([`Precision::Ranking`]); the outer fits, whose
 //! predictions are reported, are full fits.
 
-use crate::calibration::{CalRow, ComputeFloor, Precision, TimeCalibration};
+use crate::calibration::{CalRow, ComputeFloor, FloorShape, Precision, TimeCalibration};
 use gpumodel_models::stats::mape;
+use gpumodel_models::timing::SharedOverlap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use crate::calibration::EXPONENTS;
 
-/// A fold's fitted correction: the four-factor power mean, or the compute floor (one factor).
+/// A row under the model's structural alternative (replays overlap issue): its pipeline parts and the
+/// model's time (the additive time and the measured time are the row's own).
+pub type AltRow = ([f64; 4], f64);
+
+/// A fold's fitted correction: the four-factor power mean, the compute floor (one factor), or the
+/// structural alternative alone or with the compute floor.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fitted {
     Full(TimeCalibration),
     ComputeFloor(ComputeFloor),
+    /// The model with bank-conflict replays overlapping issue, nothing fitted.
+    ReplaysOverlap,
+    /// The compute floor over that model, keeping its memory side ([`FloorShape::KeepsMemory`]).
+    ReplaysOverlapFloor(ComputeFloor),
 }
 
 impl Fitted {
-    /// The corrected time of a row from its parts, additive time and the model's own time.
-    pub fn time(&self, parts: [f64; 4], sync: f64, model: f64) -> f64 {
+    /// The corrected time of a row from its parts, additive time, the model's own time and, for the
+    /// structural forms, its parts and time under the alternative (without them: the model's time).
+    pub fn time(&self, parts: [f64; 4], sync: f64, model: f64, alt: Option<AltRow>) -> f64 {
         match self {
             Fitted::Full(c) => c.time(parts, sync),
             Fitted::ComputeFloor(c) => c.time(parts, sync, model),
+            Fitted::ReplaysOverlap => alt.map_or(model, |(_, m)| m),
+            // The floor joins the memory side: a floor of the SM side alone binds at every clock pair
+            // of a kernel the model puts near compute-bound, and the E·D^n pick then goes to the
+            // lowest memory clock (BENCHMARKS.md, issue 14, session 7, round 3).
+            Fitted::ReplaysOverlapFloor(c) => alt.map_or(model, |(p, m)| c.time_keeping_memory(p, sync, m)),
         }
     }
 
@@ -58,13 +83,32 @@ impl Fitted {
         match self {
             Fitted::Full(_) => "full",
             Fitted::ComputeFloor(_) => "compute-floor",
+            Fitted::ReplaysOverlap => "replays-overlap",
+            Fitted::ReplaysOverlapFloor(_) => "replays-overlap+compute-floor",
+        }
+    }
+
+    /// The timing model's structure this form corrects.
+    pub fn shared_overlap(&self) -> SharedOverlap {
+        match self {
+            Fitted::Full(_) | Fitted::ComputeFloor(_) => SharedOverlap::Additive,
+            Fitted::ReplaysOverlap | Fitted::ReplaysOverlapFloor(_) => SharedOverlap::ReplaysOverlapIssue,
         }
     }
 }
 
-/// The candidates of a fold, in the order of [`FoldFit::inner_mape_pct`]: the four-factor form with each
-/// of [`EXPONENTS`], then the compute floor.
+/// The calibration candidates of a fold, in the order of [`FoldFit::inner_mape_pct`]: the four-factor
+/// form with each of [`EXPONENTS`], then the compute floor; with a structural alternative, then
+/// [`STRUCTURAL`] more (the alternative model as is, the compute floor over it).
 pub const CANDIDATES: usize = EXPONENTS.len() + 1;
+
+/// The structural candidates added when the rows carry the alternative model's times.
+pub const STRUCTURAL: usize = 2;
+
+/// How many candidates a fold compares.
+fn candidates(alt: Option<&[AltRow]>) -> usize {
+    CANDIDATES + if alt.is_some() { STRUCTURAL } else { 0 }
+}
 
 /// The result of one outer fold.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,11 +116,11 @@ pub struct FoldFit {
     /// The exponent of the best four-factor candidate by the inner LOKO (used only when that form is
     /// the fold's choice).
     pub exponent: f64,
-    /// The form the inner LOKO chose (the best calibrated candidate, used or not): `full` or
-    /// `compute-floor`.
+    /// The form the inner LOKO chose (the best calibrated candidate, used or not): `full`,
+    /// `compute-floor`, `replays-overlap` or `replays-overlap+compute-floor`.
     pub form: &'static str,
     /// The inner LOKO MAPE (percent, over the training kernels' rows) of each candidate: the four-factor
-    /// form with each of [`EXPONENTS`], then the compute floor.
+    /// form with each of [`EXPONENTS`], then the compute floor, then the structural candidates.
     pub inner_mape_pct: Vec<f64>,
     /// The uncalibrated model's MAPE on the same rows, percent.
     pub uncalibrated_inner_mape_pct: f64,
@@ -88,8 +132,8 @@ pub struct FoldFit {
 
 impl FoldFit {
     /// The fold's time for a row: calibrated, or the model's own time when the calibration was dropped.
-    pub fn time(&self, parts: [f64; 4], sync: f64, model: f64) -> f64 {
-        self.calibration.map_or(model, |c| c.time(parts, sync, model))
+    pub fn time(&self, parts: [f64; 4], sync: f64, model: f64, alt: Option<AltRow>) -> f64 {
+        self.calibration.map_or(model, |c| c.time(parts, sync, model, alt))
     }
 }
 
@@ -111,8 +155,16 @@ pub struct Nested {
 }
 
 /// `cal`'s (predicted, measured) time of each row (with its model time), for [`mape`].
-fn predicted_measured(cal: &Fitted, rows: impl Iterator<Item = (CalRow, f64)>) -> Vec<(f64, f64)> {
-    rows.map(|((parts, sync, y), m)| (cal.time(parts, sync, m), y)).collect()
+fn predicted_measured(
+    cal: &Fitted,
+    rows: impl Iterator<Item = (CalRow, f64, Option<AltRow>)>,
+) -> Vec<(f64, f64)> {
+    rows.map(|((parts, sync, y), m, a)| (cal.time(parts, sync, m, a), y)).collect()
+}
+
+/// Row `i`'s alternative, if any.
+fn alt_of(alt: Option<&[AltRow]>, i: usize) -> Option<AltRow> {
+    alt.map(|a| a[i])
 }
 
 /// The rows (with their model times) whose kernel is not in `excluded`.
@@ -135,15 +187,25 @@ fn fit_candidate(
     c: usize,
     rows: &[CalRow],
     model: &[f64],
+    alt: Option<&[AltRow]>,
     kernel: &[usize],
     excluded: &[usize],
     precision: Precision,
 ) -> Fitted {
     if c < EXPONENTS.len() {
         Fitted::Full(TimeCalibration::fit_to(&training(rows, kernel, excluded), EXPONENTS[c], precision))
-    } else {
+    } else if c == EXPONENTS.len() {
         let (r, m) = training_with_model(rows, model, kernel, excluded);
         Fitted::ComputeFloor(ComputeFloor::fit(&r, &m))
+    } else if c == CANDIDATES {
+        Fitted::ReplaysOverlap
+    } else {
+        // The compute floor over the alternative model: its parts and times in place of the model's.
+        let alt = alt.expect("structural candidates only with alternative rows");
+        let alt_rows: Vec<CalRow> = rows.iter().zip(alt).map(|(r, a)| (a.0, r.1, r.2)).collect();
+        let alt_model: Vec<f64> = alt.iter().map(|a| a.1).collect();
+        let (r, m) = training_with_model(&alt_rows, &alt_model, kernel, excluded);
+        Fitted::ReplaysOverlapFloor(ComputeFloor::fit_shaped(FloorShape::KeepsMemory, &r, &m))
     }
 }
 
@@ -197,6 +259,22 @@ fn keep_if_better<T>(calibrated: &[f64], uncalibrated: &[f64], cal: T) -> Option
     }
     let mean = d.iter().sum::<f64>() / d.len() as f64;
     (mean + gpumodel_models::stats::standard_error(&d) < 0.0).then_some(cal)
+}
+
+/// The model structure for a calibration fitted on every kernel: the replay-overlap model where its
+/// per-kernel MAPEs beat the additive model's by more than one standard error (the keep rule; neither
+/// model is fitted, so no cross-validation is needed), else the additive model.
+pub fn structure_over_all(
+    rows: &[CalRow],
+    model: &[f64],
+    alt: &[AltRow],
+    kernel: &[usize],
+    n_kernels: usize,
+) -> SharedOverlap {
+    let alt_model: Vec<f64> = alt.iter().map(|a| a.1).collect();
+    let additive = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
+    let overlap = uncalibrated_kernel_mape_pct(rows, &alt_model, kernel, n_kernels);
+    keep_if_better(&overlap, &additive, SharedOverlap::ReplaysOverlapIssue).unwrap_or_default()
 }
 
 /// Per inner kernel, the (predicted, measured) time of each of its rows.
@@ -258,17 +336,24 @@ fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 ///
 /// `kernel[i]` is row `i`'s kernel index in `0..n_kernels`, `model[i]` its uncalibrated model time; `fold`
 /// is the held-out kernel.
-pub fn fold_fit(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize, fold: usize) -> FoldFit {
+pub fn fold_fit(
+    rows: &[CalRow],
+    model: &[f64],
+    alt: Option<&[AltRow]>,
+    kernel: &[usize],
+    n_kernels: usize,
+    fold: usize,
+) -> FoldFit {
     let inner: Vec<usize> = (0..n_kernels).filter(|&k| k != fold).collect();
     // Per candidate, each inner kernel's (predicted, measured) rows when its inner fold left it out.
-    let per_kernel: Vec<KernelRows> = (0..CANDIDATES)
+    let per_kernel: Vec<KernelRows> = (0..candidates(alt))
         .map(|c| {
             inner
                 .iter()
                 .map(|&k| {
-                    let cal = fit_candidate(c, rows, model, kernel, &[fold, k], Precision::Ranking);
-                    let own = rows.iter().zip(model).zip(kernel).filter(|(_, kk)| **kk == k);
-                    predicted_measured(&cal, own.map(|((r, m), _)| (*r, *m)))
+                    let cal = fit_candidate(c, rows, model, alt, kernel, &[fold, k], Precision::Ranking);
+                    let own = (0..rows.len()).filter(|&i| kernel[i] == k);
+                    predicted_measured(&cal, own.map(|i| (rows[i], model[i], alt_of(alt, i))))
                 })
                 .collect()
         })
@@ -278,7 +363,7 @@ pub fn fold_fit(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usi
     let model_kernels = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
     let model_inner: Vec<f64> = inner.iter().map(|&k| model_kernels[k]).collect();
     let (best, keep) = choose(&per_kernel, &inner_mape_pct, &model_inner);
-    let calibration = fit_candidate(best, rows, model, kernel, &[fold], Precision::Full);
+    let calibration = fit_candidate(best, rows, model, alt, kernel, &[fold], Precision::Full);
     FoldFit {
         exponent: EXPONENTS[argmin(&inner_mape_pct[..EXPONENTS.len()])],
         form: calibration.form(),
@@ -291,29 +376,32 @@ pub fn fold_fit(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usi
 /// Runs the nested procedure over every kernel (see the module docs); `model[i]` is row `i`'s uncalibrated
 /// model time. Needs at least 3 kernels, so that every inner fit has training rows.
 pub fn nested(rows: &[CalRow], model: &[f64], kernel: &[usize], n_kernels: usize) -> Nested {
-    nested_with_progress(rows, model, kernel, n_kernels, &())
+    nested_with_progress(rows, model, None, kernel, n_kernels, &())
 }
 
-/// The calibration fits [`nested`] makes for `n_kernels` kernels: one per exponent and left-out kernel,
-/// and one per exponent and left-out pair.
-pub fn fit_count(n_kernels: usize) -> u64 {
-    (CANDIDATES * (n_kernels + n_kernels * n_kernels.saturating_sub(1) / 2)) as u64
+/// The calibration fits [`nested`] makes for `n_kernels` kernels: one per candidate and left-out kernel,
+/// and one per candidate and left-out pair (`structural`: with the structural candidates).
+pub fn fit_count(n_kernels: usize, structural: bool) -> u64 {
+    let nc = CANDIDATES + if structural { STRUCTURAL } else { 0 };
+    (nc * (n_kernels + n_kernels * n_kernels.saturating_sub(1) / 2)) as u64
 }
 
-/// [`nested`], reporting each finished calibration fit to `progress` (of [`fit_count`] in all).
+/// [`nested`] with the rows' times under the structural alternative (`alt[i]` for row `i`; `None`: no
+/// structural candidate), reporting each finished calibration fit to `progress` (of [`fit_count`]).
 pub fn nested_with_progress(
     rows: &[CalRow],
     model: &[f64],
+    alt: Option<&[AltRow]>,
     kernel: &[usize],
     n_kernels: usize,
     progress: &dyn super::Progress,
 ) -> Nested {
     let np = EXPONENTS.len();
-    let nc = CANDIDATES;
+    let nc = candidates(alt);
     // Single-out fits (outer folds, and the plain LOKO table): index candidate·n + k.
     let single = par_map(nc * n_kernels, |j| {
         let (c, k) = (j / n_kernels, j % n_kernels);
-        let fit = fit_candidate(c, rows, model, kernel, &[k], Precision::Full);
+        let fit = fit_candidate(c, rows, model, alt, kernel, &[k], Precision::Full);
         progress.inc(1);
         fit
     });
@@ -322,18 +410,13 @@ pub fn nested_with_progress(
         (0..n_kernels).flat_map(|i| (i + 1..n_kernels).map(move |j| (i, j))).collect();
     let paired = par_map(nc * pairs.len(), |j| {
         let (c, (a, b)) = (j / pairs.len(), pairs[j % pairs.len()]);
-        let fit = fit_candidate(c, rows, model, kernel, &[a, b], Precision::Ranking);
+        let fit = fit_candidate(c, rows, model, alt, kernel, &[a, b], Precision::Ranking);
         progress.inc(1);
         fit
     });
-    let rows_of: Vec<Vec<(CalRow, f64)>> = (0..n_kernels)
+    let rows_of: Vec<Vec<(CalRow, f64, Option<AltRow>)>> = (0..n_kernels)
         .map(|k| {
-            rows.iter()
-                .zip(model)
-                .zip(kernel)
-                .filter(|(_, kk)| **kk == k)
-                .map(|((r, m), _)| (*r, *m))
-                .collect()
+            (0..rows.len()).filter(|&i| kernel[i] == k).map(|i| (rows[i], model[i], alt_of(alt, i))).collect()
         })
         .collect();
     let mut folds = Vec::with_capacity(n_kernels);
@@ -365,17 +448,12 @@ pub fn nested_with_progress(
         });
     }
     let predict = |cal_of: &dyn Fn(usize) -> Fitted| -> Vec<f64> {
-        rows.iter()
-            .zip(model)
-            .zip(kernel)
-            .map(|((&(parts, sync, _), &m), &k)| cal_of(k).time(parts, sync, m))
+        (0..rows.len())
+            .map(|i| cal_of(kernel[i]).time(rows[i].0, rows[i].1, model[i], alt_of(alt, i)))
             .collect()
     };
-    let predicted: Vec<f64> = rows
-        .iter()
-        .zip(model)
-        .zip(kernel)
-        .map(|((&(parts, sync, _), &m), &k)| folds[k].time(parts, sync, m))
+    let predicted: Vec<f64> = (0..rows.len())
+        .map(|i| folds[kernel[i]].time(rows[i].0, rows[i].1, model[i], alt_of(alt, i)))
         .collect();
     let loko_predicted: Vec<Vec<f64>> = (0..np).map(|pi| predict(&|k| single[pi * n_kernels + k])).collect();
     let loko_mape_pct: Vec<f64> =
@@ -417,13 +495,13 @@ mod tests {
         let (rows, model, kernel) = synthetic();
         let all = nested(&rows, &model, &kernel, 5);
         for fold in 0..5 {
-            assert_eq!(all.folds[fold], fold_fit(&rows, &model, &kernel, 5, fold), "fold {fold}");
+            assert_eq!(all.folds[fold], fold_fit(&rows, &model, None, &kernel, 5, fold), "fold {fold}");
             // Times generated by a calibration form: calibrating beats the model in every fold.
             assert!(all.folds[fold].calibration.is_some(), "fold {fold}");
         }
         // The outer predictions are each fold's calibration on its own kernel's rows.
         for (((r, m), k), t) in rows.iter().zip(&model).zip(&kernel).zip(&all.predicted) {
-            assert_eq!(*t, all.folds[*k].time(r.0, r.1, *m));
+            assert_eq!(*t, all.folds[*k].time(r.0, r.1, *m, None));
         }
         assert_eq!(all.loko_mape_pct.len(), EXPONENTS.len());
         assert!(EXPONENTS.contains(&all.selected_exponent));
@@ -518,6 +596,57 @@ mod tests {
             assert!((c.a_compute - 1.25).abs() < 0.05, "fold {fold}: {c:?}");
             assert_eq!(f.form, "compute-floor");
         }
+    }
+
+    /// Six kernels whose measured times follow the replay-overlap model (`structure` true) or the
+    /// additive one, with the calibration forms unable to express the difference (the model's time has
+    /// a part the four factors do not see) and a kernel-specific level error.
+    fn structural_set(overlapping: bool) -> (Vec<CalRow>, Vec<f64>, Vec<AltRow>, Vec<usize>) {
+        let (mut rows, mut model, mut alt, mut kernel) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for k in 0..6 {
+            for c in 0..4 {
+                let mem = 0.3 + 0.05 * c as f64;
+                let issue = 0.4 + 0.1 * ((k + c) % 3) as f64;
+                // Replay-heavy kernels (replays up to 1.2× the issue) and kernels without replays.
+                let replays = if k % 3 == 2 { 0.0 } else { (0.6 + 0.1 * k as f64) * issue };
+                let extra = 0.02 * k as f64; // a latency-like part the factors do not see
+                let add_sm = issue + replays;
+                let ov_sm = (issue * issue + replays * replays).sqrt();
+                let m_add = mem.max(add_sm) + extra;
+                let m_ov = mem.max(ov_sm) + extra;
+                let level = [1.0, 1.02, 0.99, 1.01, 0.98, 1.0][k];
+                let y = level * if overlapping { m_ov } else { m_add };
+                rows.push(([mem, issue, replays, 0.0], 0.0, y));
+                model.push(m_add);
+                alt.push(([mem, issue, ov_sm - issue, 0.0], m_ov));
+                kernel.push(k);
+            }
+        }
+        (rows, model, alt, kernel)
+    }
+
+    /// The structural candidate is chosen inside the folds from the training kernels alone: where the
+    /// measured times follow overlapping replays, every fold keeps a replay-overlap form; where they
+    /// follow additive replays, none does. Without alternative rows the candidates are the old ones.
+    #[test]
+    fn folds_choose_the_replay_overlap_structure_only_where_the_data_follow_it() {
+        let (rows, model, alt, kernel) = structural_set(true);
+        let all = nested_with_progress(&rows, &model, Some(&alt), &kernel, 6, &());
+        for (fold, f) in all.folds.iter().enumerate() {
+            let c = f.calibration.unwrap_or_else(|| panic!("fold {fold}: {f:?}"));
+            assert_eq!(c.shared_overlap(), SharedOverlap::ReplaysOverlapIssue, "fold {fold}: {f:?}");
+            assert_eq!(f.inner_mape_pct.len(), CANDIDATES + STRUCTURAL);
+            assert_eq!(*f, fold_fit(&rows, &model, Some(&alt), &kernel, 6, fold), "fold {fold}");
+        }
+        assert_eq!(structure_over_all(&rows, &model, &alt, &kernel, 6), SharedOverlap::ReplaysOverlapIssue);
+        let (rows, model, alt, kernel) = structural_set(false);
+        let all = nested_with_progress(&rows, &model, Some(&alt), &kernel, 6, &());
+        for (fold, f) in all.folds.iter().enumerate() {
+            let chosen = f.calibration.map(|c| c.shared_overlap());
+            assert_ne!(chosen, Some(SharedOverlap::ReplaysOverlapIssue), "fold {fold}: {f:?}");
+        }
+        assert_eq!(structure_over_all(&rows, &model, &alt, &kernel, 6), SharedOverlap::Additive);
+        assert_eq!(nested(&rows, &model, &kernel, 6).folds[0].inner_mape_pct.len(), CANDIDATES);
     }
 
     #[test]

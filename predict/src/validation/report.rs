@@ -134,6 +134,9 @@ pub struct Report {
     pub mape_pct: f64,
     /// Outer folds that kept their calibration (the others predict with the uncalibrated model).
     pub folds_calibrated: usize,
+    /// Of those, the folds whose kept form is the model with bank-conflict replays overlapping issue
+    /// (a structural candidate).
+    pub folds_replays_overlap: usize,
     /// Plain leave-one-kernel-out MAPE of each candidate exponent (every fold with the same `p`).
     pub exponents: Vec<ExponentScore>,
     /// The smallest of `exponents`' MAPEs: the exponent is chosen on the figure it reports, so it is
@@ -154,6 +157,8 @@ pub struct Report {
     /// The calibration fitted on *all* kernels (what `--save-calibration` writes); `mape_pct` is the
     /// out-of-fold figure of the same form.
     pub calibration: TimeCalibration,
+    /// The timing model's structure `calibration` was fitted to (and `--save-calibration` records).
+    pub calibration_shared_overlap: gpumodel_models::timing::SharedOverlap,
     /// MAPE of `calibration` on the rows it was fitted on, percent (optimistic; for comparison only).
     pub calibration_in_sample_mape_pct: f64,
 }
@@ -300,11 +305,16 @@ impl Export for ValidateOutput {
     fn notes(&self) -> Vec<String> {
         let r = &self.report;
         let mut out = vec![format!(
-            "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold (p chosen inside each fold; {} of {} folds kept their calibration, the others predict with the model as is); worst kernel {} at {:.1}%",
+            "kernel time MAPE: {:.1}% (timing model as is), {:.1}% calibrated out-of-fold (p chosen inside each fold; {} of {} folds kept their calibration{}, the others predict with the model as is); worst kernel {} at {:.1}%",
             r.model_mape_pct,
             r.mape_pct,
             r.folds_calibrated,
             r.kernels,
+            if r.folds_replays_overlap > 0 {
+                format!(", {} of them the replays-overlap structure", r.folds_replays_overlap)
+            } else {
+                String::new()
+            },
             r.worst_kernel,
             r.worst_kernel_mape_pct
         )];
