@@ -15,6 +15,123 @@
 use gpumodel_models::artifact::{Activation, Dense};
 use ndarray::{Array1, Array2, ArrayView2, Axis};
 
+/// The [`Block`]-style methods every AVX2 block shares, for the f64 [`avx2::Avx2`] and the f32
+/// `single::avx2::Avx2x32`: `$name` holds two vectors of `$half` lanes of `$t`, and the rest are the
+/// matching intrinsics. Expanded inside each `impl`, next to the methods that differ by type.
+#[cfg(target_arch = "x86_64")]
+macro_rules! avx2_block_impl {
+    (
+        $name:ident, $t:ty, $half:literal;
+        $loadu:ident, $storeu:ident, $set1:ident, $fmadd:ident, $add:ident, $sub:ident, $mul:ident,
+        $div:ident, $min:ident, $max:ident
+    ) => {
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn load(l: &[$t]) -> Self {
+            let l = &l[..2 * $half];
+            // SAFETY: `l` holds two vectors' worth of values (unaligned loads are allowed).
+            unsafe { $name($loadu(l.as_ptr()), $loadu(l.as_ptr().wrapping_add($half))) }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn store(self, l: &mut [$t]) {
+            let l = &mut l[..2 * $half];
+            // SAFETY: as in `load`.
+            unsafe {
+                $storeu(l.as_mut_ptr(), self.0);
+                $storeu(l.as_mut_ptr().wrapping_add($half), self.1);
+            }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn splat(v: $t) -> Self {
+            $name($set1(v), $set1(v))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            $name($fmadd(self.0, b.0, c.0), $fmadd(self.1, b.1, c.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn add(self, b: Self) -> Self {
+            $name($add(self.0, b.0), $add(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn sub(self, b: Self) -> Self {
+            $name($sub(self.0, b.0), $sub(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn mul(self, b: Self) -> Self {
+            $name($mul(self.0, b.0), $mul(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn div(self, b: Self) -> Self {
+            $name($div(self.0, b.0), $div(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn clamp(self, lo: $t, hi: $t) -> Self {
+            // maxps/maxpd return their second operand when either is NaN.
+            let (lo, hi) = ($set1(lo), $set1(hi));
+            $name($min($max(self.0, lo), hi), $min($max(self.1, lo), hi))
+        }
+    };
+}
+
+/// The lane-by-lane methods the portable blocks share, for the f64 [`Portable`] and the f32
+/// `single::Portable32`: `$name<FUSED>` holds `$n` values of `$t`; `FUSED` rounds `a·b + c` once (as
+/// FMA) or twice.
+macro_rules! portable_block_impl {
+    ($name:ident, $t:ty, $n:expr) => {
+        #[inline(always)]
+        unsafe fn load(l: &[$t]) -> Self {
+            $name(l[..$n].try_into().unwrap_or_else(|_| unreachable!()))
+        }
+        #[inline(always)]
+        unsafe fn store(self, l: &mut [$t]) {
+            l[..$n].copy_from_slice(&self.0);
+        }
+        #[inline(always)]
+        unsafe fn splat(v: $t) -> Self {
+            $name([v; $n])
+        }
+        #[inline(always)]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            $name(std::array::from_fn(|l| {
+                if FUSED { self.0[l].mul_add(b.0[l], c.0[l]) } else { c.0[l] + self.0[l] * b.0[l] }
+            }))
+        }
+        #[inline(always)]
+        unsafe fn add(self, b: Self) -> Self {
+            $name(std::array::from_fn(|l| self.0[l] + b.0[l]))
+        }
+        #[inline(always)]
+        unsafe fn sub(self, b: Self) -> Self {
+            $name(std::array::from_fn(|l| self.0[l] - b.0[l]))
+        }
+        #[inline(always)]
+        unsafe fn mul(self, b: Self) -> Self {
+            $name(std::array::from_fn(|l| self.0[l] * b.0[l]))
+        }
+        #[inline(always)]
+        unsafe fn div(self, b: Self) -> Self {
+            $name(std::array::from_fn(|l| self.0[l] / b.0[l]))
+        }
+        #[inline(always)]
+        unsafe fn clamp(self, lo: $t, hi: $t) -> Self {
+            // As maxps/maxpd then minps/minpd: a NaN lane takes the bound.
+            $name(self.0.map(|v| {
+                let x = if v > lo { v } else { lo };
+                if x < hi { x } else { hi }
+            }))
+        }
+    };
+}
+
 mod single;
 
 /// Layer widths `[inputs, hidden…, 1]` and the parameter vector's layout: per layer the weights
@@ -173,75 +290,11 @@ trait Block: Copy {
 
 /// Lane-by-lane arithmetic, for CPUs without AVX2/FMA and other architectures (no CPU features needed).
 #[derive(Clone, Copy)]
-// Lane-indexed on purpose: three arrays advance together.
-#[allow(clippy::needless_range_loop)]
 struct Portable<const FUSED: bool>(Lanes);
 
-#[allow(clippy::needless_range_loop)]
 impl<const FUSED: bool> Block for Portable<FUSED> {
     type Single = single::Portable32<FUSED>;
-    #[inline(always)]
-    unsafe fn load(l: &[f64]) -> Self {
-        Portable(l[..LANES].try_into().unwrap_or_else(|_| unreachable!()))
-    }
-    #[inline(always)]
-    unsafe fn store(self, l: &mut [f64]) {
-        l[..LANES].copy_from_slice(&self.0);
-    }
-    #[inline(always)]
-    unsafe fn splat(v: f64) -> Self {
-        Portable([v; LANES])
-    }
-    #[inline(always)]
-    unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-        let mut out = c.0;
-        for l in 0..LANES {
-            out[l] = madd::<FUSED>(self.0[l], b.0[l], out[l]);
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn add(self, b: Self) -> Self {
-        let mut out = self.0;
-        for l in 0..LANES {
-            out[l] += b.0[l];
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn mul(self, b: Self) -> Self {
-        let mut out = self.0;
-        for l in 0..LANES {
-            out[l] *= b.0[l];
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn sub(self, b: Self) -> Self {
-        let mut out = self.0;
-        for l in 0..LANES {
-            out[l] -= b.0[l];
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn div(self, b: Self) -> Self {
-        let mut out = self.0;
-        for l in 0..LANES {
-            out[l] /= b.0[l];
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn clamp(self, lo: f64, hi: f64) -> Self {
-        let mut out = self.0;
-        for v in out.iter_mut() {
-            // As maxpd/minpd: a NaN lane takes the bound.
-            let x = if *v > lo { *v } else { lo };
-            *v = if x < hi { x } else { hi };
-        }
-        Portable(out)
-    }
+    portable_block_impl!(Portable, f64, LANES);
     #[inline(always)]
     unsafe fn pow2_of_shifted(self) -> Self {
         let mut out = self.0;
@@ -264,61 +317,12 @@ mod avx2 {
     pub(super) struct Avx2(__m256d, __m256d);
 
     impl Block for Avx2 {
+        avx2_block_impl! {
+            Avx2, f64, 4;
+            _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_sub_pd,
+            _mm256_mul_pd, _mm256_div_pd, _mm256_min_pd, _mm256_max_pd
+        }
         type Single = crate::lbfgs::single::avx2::Avx2x32;
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn load(l: &[f64]) -> Self {
-            let l = &l[..8];
-            // SAFETY: `l` holds 8 f64 (unaligned loads are allowed).
-            unsafe { Avx2(_mm256_loadu_pd(l.as_ptr()), _mm256_loadu_pd(l.as_ptr().wrapping_add(4))) }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn store(self, l: &mut [f64]) {
-            let l = &mut l[..8];
-            // SAFETY: as in `load`.
-            unsafe {
-                _mm256_storeu_pd(l.as_mut_ptr(), self.0);
-                _mm256_storeu_pd(l.as_mut_ptr().wrapping_add(4), self.1);
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn splat(v: f64) -> Self {
-            Avx2(_mm256_set1_pd(v), _mm256_set1_pd(v))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-            Avx2(_mm256_fmadd_pd(self.0, b.0, c.0), _mm256_fmadd_pd(self.1, b.1, c.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn add(self, b: Self) -> Self {
-            Avx2(_mm256_add_pd(self.0, b.0), _mm256_add_pd(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn sub(self, b: Self) -> Self {
-            Avx2(_mm256_sub_pd(self.0, b.0), _mm256_sub_pd(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn mul(self, b: Self) -> Self {
-            Avx2(_mm256_mul_pd(self.0, b.0), _mm256_mul_pd(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn div(self, b: Self) -> Self {
-            Avx2(_mm256_div_pd(self.0, b.0), _mm256_div_pd(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn clamp(self, lo: f64, hi: f64) -> Self {
-            // maxpd returns its second operand when either is NaN.
-            let (lo, hi) = (_mm256_set1_pd(lo), _mm256_set1_pd(hi));
-            Avx2(_mm256_min_pd(_mm256_max_pd(self.0, lo), hi), _mm256_min_pd(_mm256_max_pd(self.1, lo), hi))
-        }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn pow2_of_shifted(self) -> Self {

@@ -49,56 +49,8 @@ pub(super) trait Block32: Copy {
 #[derive(Clone, Copy)]
 pub(super) struct Portable32<const FUSED: bool>([f32; ROWS]);
 
-impl<const FUSED: bool> Portable32<FUSED> {
-    #[inline(always)]
-    fn map(self, b: Self, f: impl Fn(f32, f32) -> f32) -> Self {
-        Portable32(from_fn(|l| f(self.0[l], b.0[l])))
-    }
-}
-
 impl<const FUSED: bool> Block32 for Portable32<FUSED> {
-    #[inline(always)]
-    unsafe fn load(l: &[f32]) -> Self {
-        Portable32(l[..ROWS].try_into().unwrap_or_else(|_| unreachable!()))
-    }
-    #[inline(always)]
-    unsafe fn store(self, l: &mut [f32]) {
-        l[..ROWS].copy_from_slice(&self.0);
-    }
-    #[inline(always)]
-    unsafe fn splat(v: f32) -> Self {
-        Portable32([v; ROWS])
-    }
-    #[inline(always)]
-    unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-        Portable32(from_fn(|l| {
-            if FUSED { self.0[l].mul_add(b.0[l], c.0[l]) } else { c.0[l] + self.0[l] * b.0[l] }
-        }))
-    }
-    #[inline(always)]
-    unsafe fn add(self, b: Self) -> Self {
-        self.map(b, |x, y| x + y)
-    }
-    #[inline(always)]
-    unsafe fn sub(self, b: Self) -> Self {
-        self.map(b, |x, y| x - y)
-    }
-    #[inline(always)]
-    unsafe fn mul(self, b: Self) -> Self {
-        self.map(b, |x, y| x * y)
-    }
-    #[inline(always)]
-    unsafe fn div(self, b: Self) -> Self {
-        self.map(b, |x, y| x / y)
-    }
-    #[inline(always)]
-    unsafe fn clamp(self, lo: f32, hi: f32) -> Self {
-        // As maxps/minps: a NaN lane takes the bound.
-        Portable32(self.0.map(|v| {
-            let x = if v > lo { v } else { lo };
-            if x < hi { x } else { hi }
-        }))
-    }
+    portable_block_impl!(Portable32, f32, ROWS);
     #[inline(always)]
     unsafe fn pow2_of_shifted(self) -> Self {
         Portable32(self.0.map(|v| f32::from_bits(v.to_bits().wrapping_add(127) << 23)))
@@ -121,62 +73,10 @@ pub(super) mod avx2 {
     pub(in crate::lbfgs) struct Avx2x32(__m256, __m256);
 
     impl Block32 for Avx2x32 {
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn load(l: &[f32]) -> Self {
-            let l = &l[..16];
-            // SAFETY: `l` holds 16 f32 (unaligned loads are allowed).
-            unsafe { Avx2x32(_mm256_loadu_ps(l.as_ptr()), _mm256_loadu_ps(l.as_ptr().wrapping_add(8))) }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn store(self, l: &mut [f32]) {
-            let l = &mut l[..16];
-            // SAFETY: as in `load`.
-            unsafe {
-                _mm256_storeu_ps(l.as_mut_ptr(), self.0);
-                _mm256_storeu_ps(l.as_mut_ptr().wrapping_add(8), self.1);
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn splat(v: f32) -> Self {
-            Avx2x32(_mm256_set1_ps(v), _mm256_set1_ps(v))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-            Avx2x32(_mm256_fmadd_ps(self.0, b.0, c.0), _mm256_fmadd_ps(self.1, b.1, c.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn add(self, b: Self) -> Self {
-            Avx2x32(_mm256_add_ps(self.0, b.0), _mm256_add_ps(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn sub(self, b: Self) -> Self {
-            Avx2x32(_mm256_sub_ps(self.0, b.0), _mm256_sub_ps(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn mul(self, b: Self) -> Self {
-            Avx2x32(_mm256_mul_ps(self.0, b.0), _mm256_mul_ps(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn div(self, b: Self) -> Self {
-            Avx2x32(_mm256_div_ps(self.0, b.0), _mm256_div_ps(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn clamp(self, lo: f32, hi: f32) -> Self {
-            // maxps returns its second operand when either is NaN.
-            let (lo, hi) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
-            Avx2x32(
-                _mm256_min_ps(_mm256_max_ps(self.0, lo), hi),
-                _mm256_min_ps(_mm256_max_ps(self.1, lo), hi),
-            )
+        avx2_block_impl! {
+            Avx2x32, f32, 8;
+            _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_sub_ps,
+            _mm256_mul_ps, _mm256_div_ps, _mm256_min_ps, _mm256_max_ps
         }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
