@@ -1192,31 +1192,41 @@ mod tests {
     /// order, so bit-identical results (this CPU permitting).
     #[test]
     fn avx2_kernel_is_bit_identical_to_the_portable_one() {
+        // The fused kernel (10-4-4-1) and the column passes (10-5-3-1).
+        for sizes in [vec![10, 4, 4, 1], vec![10, 5, 3, 1]] {
+            let layout = Layout { sizes };
+            let x = Array2::from_shape_fn((203, 10), |(i, j)| ((i * 7 + j * 13) % 17) as f64 * 0.21 - 1.6);
+            let y: Vec<f64> = (0..203).map(|i| (i as f64 * 0.37).cos()).collect();
+            let mut ws = Workspace::new(&layout, x.view(), &y);
+            let theta: Vec<f64> =
+                (0..layout.n_params()).map(|i| ((i * 37 % 11) as f64 - 5.0) * 0.3).collect();
+            assert_avx2_matches_portable_bit_for_bit(&mut ws, &theta, 1e-3, &layout.sizes);
+        }
+    }
+
+    /// On a CPU with AVX2 and FMA, `ws`'s AVX2 kernel gives the portable one's loss and gradient bit for
+    /// bit (elsewhere there is nothing to compare).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    fn assert_avx2_matches_portable_bit_for_bit(
+        ws: &mut Workspace,
+        theta: &[f64],
+        alpha: f64,
+        sizes: &[usize],
+    ) {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
-            // The fused kernel (10-4-4-1) and the column passes (10-5-3-1).
-            for sizes in [vec![10, 4, 4, 1], vec![10, 5, 3, 1]] {
-                let layout = Layout { sizes };
-                let x =
-                    Array2::from_shape_fn((203, 10), |(i, j)| ((i * 7 + j * 13) % 17) as f64 * 0.21 - 1.6);
-                let y: Vec<f64> = (0..203).map(|i| (i as f64 * 0.37).cos()).collect();
-                let mut ws = Workspace::new(&layout, x.view(), &y);
-                let theta: Vec<f64> =
-                    (0..layout.n_params()).map(|i| ((i * 37 % 11) as f64 - 5.0) * 0.3).collect();
-                let mut ga = vec![0.0; theta.len()];
-                let mut gp = vec![0.0; theta.len()];
-                // SAFETY: the CPU has AVX2 and FMA (checked above).
-                let fa = unsafe { ws.eval_avx2(&theta, 1e-3, Some(&mut ga)) };
-                // SAFETY: `Portable` needs no CPU features.
-                let fp = unsafe { ws.eval::<true, Portable<true>>(&theta, 1e-3, Some(&mut gp)) };
-                assert_eq!(fa.to_bits(), fp.to_bits(), "{:?}", layout.sizes);
-                assert_eq!(
-                    ga.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    gp.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "{:?}",
-                    layout.sizes
-                );
-            }
+            let mut ga = vec![0.0; theta.len()];
+            let mut gp = vec![0.0; theta.len()];
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            let fa = unsafe { ws.eval_avx2(theta, alpha, Some(&mut ga)) };
+            // SAFETY: `Portable` needs no CPU features.
+            let fp = unsafe { ws.eval::<true, Portable<true>>(theta, alpha, Some(&mut gp)) };
+            assert_eq!(fa.to_bits(), fp.to_bits(), "{sizes:?}");
+            assert_eq!(
+                ga.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                gp.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{sizes:?}"
+            );
         }
     }
 
@@ -1247,22 +1257,7 @@ mod tests {
             let p = forward(&layout, &theta, x.view());
             let want = p.iter().zip(&y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / rows as f64;
             assert!((mse - want).abs() <= 1e-6 * want, "{:?}: mse {mse} vs {want}", layout.sizes);
-            #[cfg(target_arch = "x86_64")]
-            if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
-                let mut ga = vec![0.0; theta.len()];
-                let mut gp = vec![0.0; theta.len()];
-                // SAFETY: the CPU has AVX2 and FMA (checked above).
-                let fa = unsafe { ws.eval_avx2(&theta, alpha, Some(&mut ga)) };
-                // SAFETY: `Portable` needs no CPU features.
-                let fp = unsafe { ws.eval::<true, Portable<true>>(&theta, alpha, Some(&mut gp)) };
-                assert_eq!(fa.to_bits(), fp.to_bits(), "{:?}", layout.sizes);
-                assert_eq!(
-                    ga.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    gp.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "{:?}",
-                    layout.sizes
-                );
-            }
+            assert_avx2_matches_portable_bit_for_bit(&mut ws, &theta, alpha, &layout.sizes);
         }
     }
 
