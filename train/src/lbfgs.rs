@@ -260,22 +260,19 @@ pub fn loss_grad(
 const LANES: usize = 8;
 type Lanes = [f64; LANES];
 
-/// The arithmetic on one block of [`LANES`] rows: [`Portable`] loops over the lanes; on x86-64 with
-/// AVX2 and FMA, [`avx2::Avx2`] uses the vector instructions explicitly (left to itself, the compiler
-/// vectorized some of these loops across the wrong dimension, with a shuffle per update).
+/// The arithmetic on one block of lanes of `Elem` (f64 in a [`Block`], f32 in a [`single::Block32`]).
 ///
 /// # Safety
-/// The methods are `unsafe` because an implementation may need CPU features (the AVX2 one requires AVX2
+/// The methods are `unsafe` because an implementation may need CPU features (the AVX2 ones require AVX2
 /// and FMA; `target_feature` is only allowed on unsafe trait methods): call them only on a CPU that has
 /// the implementation's features.
-trait Block: Copy {
-    /// The f32 block of the same CPU features ([`single::Block32`]).
-    type Single: single::Block32;
-    /// The first [`LANES`] values of `l` (panics if shorter).
-    unsafe fn load(l: &[f64]) -> Self;
-    /// Into the first [`LANES`] values of `l` (panics if shorter).
-    unsafe fn store(self, l: &mut [f64]);
-    unsafe fn splat(v: f64) -> Self;
+trait Arith: Copy {
+    type Elem: Real;
+    /// The block's first values of `l` (panics if shorter).
+    unsafe fn load(l: &[Self::Elem]) -> Self;
+    /// Into the block's first values of `l` (panics if shorter).
+    unsafe fn store(self, l: &mut [Self::Elem]);
+    unsafe fn splat(v: Self::Elem) -> Self;
     /// `self·b + c`, fused where the CPU has FMA.
     unsafe fn mul_add(self, b: Self, c: Self) -> Self;
     unsafe fn add(self, b: Self) -> Self;
@@ -283,9 +280,71 @@ trait Block: Copy {
     unsafe fn sub(self, b: Self) -> Self;
     unsafe fn div(self, b: Self) -> Self;
     /// Clamped to `[lo, hi]`; a NaN lane becomes `lo` (callers put NaN back).
-    unsafe fn clamp(self, lo: f64, hi: f64) -> Self;
-    /// `2^k` from `self = k + 1.5·2^52` (k an integer in the low mantissa bits, |k| ≤ 1022).
+    unsafe fn clamp(self, lo: Self::Elem, hi: Self::Elem) -> Self;
+    /// `2^k` from `self = k + 1.5·2^52` in f64 (|k| ≤ 1022), `k + 1.5·2^23` in f32 (|k| ≤ 126): k an
+    /// integer in the low mantissa bits.
     unsafe fn pow2_of_shifted(self) -> Self;
+}
+
+/// A lane type, with [`exp_block`]'s constants in its precision.
+trait Real: Copy + From<f32> + 'static {
+    /// log2(e).
+    const LOG2E: Self;
+    /// −ln 2 in two parts, so that k·LN2_HI is exact for the k that occur.
+    const NEG_LN2_HI: Self;
+    const NEG_LN2_LO: Self;
+    /// 1.5·2^52 (f64), 1.5·2^23 (f32): adding it rounds to an integer, kept in the low mantissa bits.
+    const SHIFT: Self;
+    /// `exp`'s argument is clamped to `[−EXP_MAX, EXP_MAX]` (and `2^k` stays a normal number).
+    const EXP_MAX: Self;
+    const NEG_EXP_MAX: Self;
+    /// The Taylor series' coefficients 1/j!, highest degree first, down to j = 2.
+    const TAYLOR: &'static [Self];
+}
+
+impl Real for f64 {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    // k·LN2_HI exact for |k| < 2^11.
+    const NEG_LN2_HI: f64 = -6.931_471_803_691_238e-1;
+    const NEG_LN2_LO: f64 = -1.908_214_929_270_587_7e-10;
+    const SHIFT: f64 = 6_755_399_441_055_744.0;
+    const EXP_MAX: f64 = 708.0;
+    const NEG_EXP_MAX: f64 = -708.0;
+    // 1/j! for j = 13 down to 2: truncation < 5e-18 relative.
+    const TAYLOR: &'static [f64] = &[
+        1.0 / 6_227_020_800.0,
+        1.0 / 479_001_600.0,
+        1.0 / 39_916_800.0,
+        1.0 / 3_628_800.0,
+        1.0 / 362_880.0,
+        1.0 / 40_320.0,
+        1.0 / 5_040.0,
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+    ];
+}
+
+impl Real for f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // k·LN2_HI exact for |k| < 2^8.
+    const NEG_LN2_HI: f32 = -0.693_145_75;
+    const NEG_LN2_LO: f32 = -1.428_606_8e-6;
+    const SHIFT: f32 = 12_582_912.0;
+    const EXP_MAX: f32 = 87.0;
+    const NEG_EXP_MAX: f32 = -87.0;
+    // 1/j! for j = 7 down to 2: truncation < 6e-9 relative, below f32's ulp.
+    const TAYLOR: &'static [f32] = &[1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5];
+}
+
+/// A block of [`LANES`] f64 rows: [`Portable`] loops over the lanes; on x86-64 with AVX2 and FMA,
+/// [`avx2::Avx2`] uses the vector instructions explicitly (left to itself, the compiler vectorized some
+/// of these loops across the wrong dimension, with a shuffle per update).
+trait Block: Arith<Elem = f64> {
+    /// The f32 block of the same CPU features ([`single::Block32`]).
+    type Single: single::Block32;
 }
 
 /// Lane-by-lane arithmetic, for CPUs without AVX2/FMA and other architectures (no CPU features needed).
@@ -294,6 +353,10 @@ struct Portable<const FUSED: bool>(Lanes);
 
 impl<const FUSED: bool> Block for Portable<FUSED> {
     type Single = single::Portable32<FUSED>;
+}
+
+impl<const FUSED: bool> Arith for Portable<FUSED> {
+    type Elem = f64;
     portable_block_impl!(Portable, f64, LANES);
     #[inline(always)]
     unsafe fn pow2_of_shifted(self) -> Self {
@@ -309,7 +372,7 @@ impl<const FUSED: bool> Block for Portable<FUSED> {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::Block;
+    use super::{Arith, Block};
     use std::arch::x86_64::*;
 
     /// A block of eight rows as two AVX2 vectors (methods need AVX2 and FMA, see [`Block`]).
@@ -317,12 +380,16 @@ mod avx2 {
     pub(super) struct Avx2(__m256d, __m256d);
 
     impl Block for Avx2 {
+        type Single = crate::lbfgs::single::avx2::Avx2x32;
+    }
+
+    impl Arith for Avx2 {
+        type Elem = f64;
         avx2_block_impl! {
             Avx2, f64, 4;
             _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_sub_pd,
             _mm256_mul_pd, _mm256_div_pd, _mm256_min_pd, _mm256_max_pd
         }
-        type Single = crate::lbfgs::single::avx2::Avx2x32;
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn pow2_of_shifted(self) -> Self {
@@ -335,50 +402,33 @@ mod avx2 {
     }
 }
 
-/// `exp(x)` lane by lane for `|x| ≤ 708` (clamped outside; NaN and ±∞ give NaN) without libm, so that a
-/// block of rows vectorizes: `x = k·ln2 + r` with `|r| ≤ ln2/2` (Cody–Waite, two-part ln2), `e^r` by its
-/// Taylor series to degree 13 (truncation < 5e-18 relative), scaled by `2^k` built in the exponent bits.
-/// Within a few ulp of libm's `exp` (tested); only used inside the sigmoid, far below the noise.
+/// `exp(x)` lane by lane for `|x| ≤ 708` in f64, `≤ 87` in f32 (clamped outside; NaN and ±∞ give NaN)
+/// without libm, so that a block of rows vectorizes: `x = k·ln2 + r` with `|r| ≤ ln2/2` (Cody–Waite,
+/// two-part ln2), `e^r` by its Taylor series (degree 13 in f64, 7 in f32, see [`Real::TAYLOR`]), scaled
+/// by `2^k` built in the exponent bits. Within a few ulp of libm's `exp` (tested); only used inside the
+/// sigmoid, far below the noise.
 ///
 /// # Safety
-/// As [`Block`]'s methods: the CPU has `B`'s features.
+/// As [`Arith`]'s methods: the CPU has `B`'s features.
 #[inline(always)]
-unsafe fn exp_block<B: Block>(x: B) -> B {
+unsafe fn exp_block<B: Arith>(x: B) -> B {
     // SAFETY: the caller's contract.
     unsafe {
-        const LOG2E: f64 = std::f64::consts::LOG2_E;
-        // ln 2 split so that k·LN2_HI is exact for |k| < 2^11.
-        const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-        const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-        // 1.5·2^52: adding it rounds to an integer, kept in the low mantissa bits.
-        const SHIFT: f64 = 6_755_399_441_055_744.0;
-        // 1/j! for j = 13 down to 2.
-        const C: [f64; 12] = [
-            1.0 / 6_227_020_800.0,
-            1.0 / 479_001_600.0,
-            1.0 / 39_916_800.0,
-            1.0 / 3_628_800.0,
-            1.0 / 362_880.0,
-            1.0 / 40_320.0,
-            1.0 / 5_040.0,
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-        ];
+        let one = B::Elem::from(1.0);
+        let shift = B::splat(B::Elem::SHIFT);
+        let c = B::Elem::TAYLOR;
         // A diverged step (NaN or ±∞ in a unit) must not look finite: `nan_or_zero` puts NaN back.
         let nan_or_zero = x.sub(x);
-        let x = x.clamp(-708.0, 708.0);
-        let t = x.mul_add(B::splat(LOG2E), B::splat(SHIFT));
-        let k = t.sub(B::splat(SHIFT));
-        let r = k.mul_add(B::splat(-LN2_LO), k.mul_add(B::splat(-LN2_HI), x));
-        let mut p = B::splat(C[0]);
-        for c in &C[1..] {
+        let x = x.clamp(B::Elem::NEG_EXP_MAX, B::Elem::EXP_MAX);
+        let t = x.mul_add(B::splat(B::Elem::LOG2E), shift);
+        let k = t.sub(shift);
+        let r = k.mul_add(B::splat(B::Elem::NEG_LN2_LO), k.mul_add(B::splat(B::Elem::NEG_LN2_HI), x));
+        let mut p = B::splat(c[0]);
+        for c in &c[1..] {
             p = p.mul_add(r, B::splat(*c));
         }
-        p = p.mul_add(r, B::splat(1.0));
-        p = p.mul_add(r, B::splat(1.0));
+        p = p.mul_add(r, B::splat(one));
+        p = p.mul_add(r, B::splat(one));
         p.mul_add(t.pow2_of_shifted(), nan_or_zero)
     }
 }
@@ -392,11 +442,11 @@ fn exp_poly<const FUSED: bool>(x: f64) -> f64 {
 
 /// `1/(1 + e^−z)` lane by lane. Safety: as [`exp_block`].
 #[inline(always)]
-unsafe fn sigmoid_block<B: Block>(z: B) -> B {
+unsafe fn sigmoid_block<B: Arith>(z: B) -> B {
     // SAFETY: the caller's contract.
     unsafe {
-        let one = B::splat(1.0);
-        one.div(one.add(exp_block(B::splat(0.0).sub(z))))
+        let one = B::splat(B::Elem::from(1.0));
+        one.div(one.add(exp_block(B::splat(B::Elem::from(0.0)).sub(z))))
     }
 }
 
@@ -688,6 +738,10 @@ struct Pair<B>(B, B);
 
 impl<B: Block> Block for Pair<B> {
     type Single = B::Single;
+}
+
+impl<B: Block> Arith for Pair<B> {
+    type Elem = f64;
     #[inline(always)]
     unsafe fn load(l: &[f64]) -> Self {
         // SAFETY: the caller's contract (`B`'s features).

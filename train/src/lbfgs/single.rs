@@ -11,6 +11,7 @@
 //! are then added, widened, into f64 sums. Results agree with the f64 kernel to ~1e-6 relative
 //! (tested), not to rounding: a fit on it follows a different trajectory from the same seed.
 
+use super::{Arith, sigmoid_block};
 use std::array::from_fn;
 
 /// Rows per block: two vectors of eight f32 lanes (two independent chains in flight, as
@@ -21,26 +22,11 @@ pub(super) const ROWS: usize = 16;
 /// sums at most this many terms.
 const FLUSH: usize = 16;
 
-/// The arithmetic on one block of [`ROWS`] f32 lanes, as [`super::Block`] is for f64.
+/// A block of [`ROWS`] f32 lanes, as [`super::Block`] is for f64.
 ///
 /// # Safety
-/// As [`super::Block`]: call the methods only on a CPU with the implementation's features.
-pub(super) trait Block32: Copy {
-    /// The first [`ROWS`] values of `l` (panics if shorter).
-    unsafe fn load(l: &[f32]) -> Self;
-    /// Into the first [`ROWS`] values of `l` (panics if shorter).
-    unsafe fn store(self, l: &mut [f32]);
-    unsafe fn splat(v: f32) -> Self;
-    /// `self·b + c`, fused where the CPU has FMA.
-    unsafe fn mul_add(self, b: Self, c: Self) -> Self;
-    unsafe fn add(self, b: Self) -> Self;
-    unsafe fn sub(self, b: Self) -> Self;
-    unsafe fn mul(self, b: Self) -> Self;
-    unsafe fn div(self, b: Self) -> Self;
-    /// Clamped to `[lo, hi]`; a NaN lane becomes `lo` (callers put NaN back).
-    unsafe fn clamp(self, lo: f32, hi: f32) -> Self;
-    /// `2^k` from `self = k + 1.5·2^23` (k an integer in the low mantissa bits, |k| ≤ 126).
-    unsafe fn pow2_of_shifted(self) -> Self;
+/// As [`Arith`]: call the methods only on a CPU with the implementation's features.
+pub(super) trait Block32: Arith<Elem = f32> {
     /// Adds the lanes, widened to f64 (exactly), into the first [`ROWS`] values of `acc`.
     unsafe fn add_to_f64(self, acc: &mut [f64]);
 }
@@ -49,12 +35,16 @@ pub(super) trait Block32: Copy {
 #[derive(Clone, Copy)]
 pub(super) struct Portable32<const FUSED: bool>([f32; ROWS]);
 
-impl<const FUSED: bool> Block32 for Portable32<FUSED> {
+impl<const FUSED: bool> Arith for Portable32<FUSED> {
+    type Elem = f32;
     portable_block_impl!(Portable32, f32, ROWS);
     #[inline(always)]
     unsafe fn pow2_of_shifted(self) -> Self {
         Portable32(self.0.map(|v| f32::from_bits(v.to_bits().wrapping_add(127) << 23)))
     }
+}
+
+impl<const FUSED: bool> Block32 for Portable32<FUSED> {
     #[inline(always)]
     unsafe fn add_to_f64(self, acc: &mut [f64]) {
         for (a, v) in acc[..ROWS].iter_mut().zip(self.0) {
@@ -65,14 +55,15 @@ impl<const FUSED: bool> Block32 for Portable32<FUSED> {
 
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx2 {
-    use super::Block32;
+    use super::{Arith, Block32};
     use std::arch::x86_64::*;
 
     /// [`super::ROWS`] f32 lanes as two AVX2 vectors (methods need AVX2 and FMA).
     #[derive(Clone, Copy)]
     pub(in crate::lbfgs) struct Avx2x32(__m256, __m256);
 
-    impl Block32 for Avx2x32 {
+    impl Arith for Avx2x32 {
+        type Elem = f32;
         avx2_block_impl! {
             Avx2x32, f32, 8;
             _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_sub_ps,
@@ -87,6 +78,9 @@ pub(super) mod avx2 {
             };
             Avx2x32(f(self.0), f(self.1))
         }
+    }
+
+    impl Block32 for Avx2x32 {
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn add_to_f64(self, acc: &mut [f64]) {
@@ -106,50 +100,11 @@ pub(super) mod avx2 {
     }
 }
 
-/// `exp(x)` in f32 for `|x| ≤ 87` (clamped outside; NaN and ±∞ give NaN): `x = k·ln2 + r`, `|r| ≤
-/// ln2/2`, `e^r` by its Taylor series to degree 7 (truncation < 6e-9 relative, below f32's ulp),
-/// scaled by `2^k` in the exponent bits. Safety: the CPU has `B`'s features.
-#[inline(always)]
-unsafe fn exp_block<B: Block32>(x: B) -> B {
-    // SAFETY: the caller's contract.
-    unsafe {
-        const LOG2E: f32 = std::f32::consts::LOG2_E;
-        // ln 2 split so that k·LN2_HI is exact for |k| < 2^8.
-        const LN2_HI: f32 = 0.693_145_75;
-        const LN2_LO: f32 = 1.428_606_8e-6;
-        // 1.5·2^23: adding it rounds to an integer, kept in the low mantissa bits.
-        const SHIFT: f32 = 12_582_912.0;
-        const C: [f32; 6] = [1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5];
-        let nan_or_zero = x.sub(x);
-        let x = x.clamp(-87.0, 87.0);
-        let t = x.mul_add(B::splat(LOG2E), B::splat(SHIFT));
-        let k = t.sub(B::splat(SHIFT));
-        let r = k.mul_add(B::splat(-LN2_LO), k.mul_add(B::splat(-LN2_HI), x));
-        let mut p = B::splat(C[0]);
-        for c in &C[1..] {
-            p = p.mul_add(r, B::splat(*c));
-        }
-        p = p.mul_add(r, B::splat(1.0));
-        p = p.mul_add(r, B::splat(1.0));
-        p.mul_add(t.pow2_of_shifted(), nan_or_zero)
-    }
-}
-
-/// `exp` of one value by [`exp_block`] (for the tests).
+/// `exp` of one value by [`super::exp_block`] in f32 (for the tests).
 #[cfg(test)]
 pub(super) fn exp32(x: f32) -> f32 {
     // SAFETY: `Portable32` needs no CPU features.
-    unsafe { exp_block(Portable32::<false>::splat(x)).0[0] }
-}
-
-/// `1/(1 + e^−z)` lane by lane. Safety: as [`exp_block`].
-#[inline(always)]
-unsafe fn sigmoid_block<B: Block32>(z: B) -> B {
-    // SAFETY: the caller's contract.
-    unsafe {
-        let one = B::splat(1.0);
-        one.div(one.add(exp_block(B::splat(0.0).sub(z))))
-    }
+    unsafe { super::exp_block(Portable32::<false>::splat(x)).0[0] }
 }
 
 /// The rows in f32, block-major, and the sums' buffers.
