@@ -868,46 +868,18 @@ impl Fused {
                     *v = w1[o * ni + i];
                 }
             }
-            // The weights by unit, as fixed-size arrays (no bounds checks in the unrolled loops).
-            let b1: [f64; H1] = std::array::from_fn(|o| rest[o]);
-            let w2: [[f64; H1]; H2] = std::array::from_fn(|j| std::array::from_fn(|o| rest[H1 + j * H1 + o]));
-            let at = H1 + H2 * H1;
-            let b2: [f64; H2] = std::array::from_fn(|j| rest[at + j]);
-            let w3: [f64; H2] = std::array::from_fn(|j| rest[at + H2 + j]);
-            let b3 = rest[at + 2 * H2];
+            let net = Net::<f64, H1, H2>::new(rest, |v| v);
             let zero = B::splat(0.0);
-            let one = B::splat(1.0);
             let grad = g.is_some();
             if grad {
                 self.gacc1.fill(0.0);
             }
-            let (mut gb1, mut gw2, mut gb2, mut gw3, mut gb3) =
-                ([zero; H1], [[zero; H1]; H2], [zero; H2], [zero; H2], zero);
+            let mut grads = Grads::<B, H1, H2>::splat(zero);
             let mut loss = zero;
             let last = self.blocks.saturating_sub(1);
             for (b, (x, y)) in self.x.chunks_exact(ni * FL).zip(self.y.chunks_exact(FL)).enumerate() {
-                // Forward: unit o = b_o + Σ_i w_oi·(input i), inputs in order (as the column passes).
-                let mut h1: [B; H1] = std::array::from_fn(|o| B::splat(b1[o]));
-                for (xi, w1i) in x.chunks_exact(FL).zip(self.w1t.chunks_exact(H1)) {
-                    let xi = B::load(xi);
-                    for (h, w) in h1.iter_mut().zip(w1i) {
-                        *h = B::splat(*w).mul_add(xi, *h);
-                    }
-                }
-                for h in h1.iter_mut() {
-                    *h = sigmoid_block(*h);
-                }
-                let mut h2: [B; H2] = std::array::from_fn(|j| B::splat(b2[j]));
-                for (h, w2j) in h2.iter_mut().zip(&w2) {
-                    for (a, w) in h1.iter().zip(w2j) {
-                        *h = B::splat(*w).mul_add(*a, *h);
-                    }
-                    *h = sigmoid_block(*h);
-                }
-                let mut out = B::splat(b3);
-                for (a, w) in h2.iter().zip(&w3) {
-                    out = B::splat(*w).mul_add(*a, out);
-                }
+                let inputs = x.chunks_exact(FL).map(|xi| B::load(xi));
+                let (h1, h2, out) = net.forward(inputs, &self.w1t);
                 let mut e = out.sub(B::load(y));
                 if b == last {
                     e = e.mul(B::load(&self.last_mask));
@@ -917,24 +889,7 @@ impl Fused {
                     continue;
                 }
                 // Backward: δ of each layer, the gradients' partial sums.
-                gb3 = gb3.add(e);
-                let mut d2 = [zero; H2];
-                for (((d, gw), a), w) in d2.iter_mut().zip(&mut gw3).zip(&h2).zip(&w3) {
-                    *gw = e.mul_add(*a, *gw);
-                    *d = B::splat(*w).mul_add(e, zero).mul(a.mul(one.sub(*a)));
-                }
-                let mut d1 = [zero; H1];
-                for (((d, gb), gw), w2j) in d2.iter().zip(&mut gb2).zip(&mut gw2).zip(&w2) {
-                    *gb = gb.add(*d);
-                    for (((a, g), d1o), w) in h1.iter().zip(gw.iter_mut()).zip(d1.iter_mut()).zip(w2j) {
-                        *g = d.mul_add(*a, *g);
-                        *d1o = B::splat(*w).mul_add(*d, *d1o);
-                    }
-                }
-                for ((d, gb), a) in d1.iter_mut().zip(&mut gb1).zip(&h1) {
-                    *d = d.mul(a.mul(one.sub(*a)));
-                    *gb = gb.add(*d);
-                }
+                let d1 = net.backward(e, (&h1, &h2), &mut grads, |w, e| w.mul_add(e, zero));
                 for (xi, accs) in x.chunks_exact(FL).zip(self.gacc1.chunks_exact_mut(H1 * FL)) {
                     let xi = B::load(xi);
                     for (d, acc) in d1.iter().zip(accs.chunks_exact_mut(FL)) {
@@ -955,18 +910,137 @@ impl Fused {
                         gw1[o * ni + i] = acc.iter().sum::<f64>();
                     }
                 }
-                let flat = gb1
-                    .iter()
-                    .chain(gw2.iter().flatten())
-                    .chain(&gb2)
-                    .chain(&gw3)
-                    .chain(std::iter::once(&gb3));
-                for (gv, v) in rest.iter_mut().zip(flat) {
+                for (gv, v) in rest.iter_mut().zip(grads.iter_mut()) {
                     *gv = lanes_sum(*v);
                 }
             }
             lanes_sum(loss)
         }
+    }
+}
+
+/// The weights after the first layer of the fused kernels' networks (two sigmoid hidden layers of `H1`,
+/// `H2` units, one linear output) by unit, as fixed-size arrays in the kernel's precision (no bounds
+/// checks in the unrolled loops).
+struct Net<E, const H1: usize, const H2: usize> {
+    b1: [E; H1],
+    w2: [[E; H1]; H2],
+    b2: [E; H2],
+    w3: [E; H2],
+    b3: E,
+}
+
+impl<E: Real, const H1: usize, const H2: usize> Net<E, H1, H2> {
+    /// From θ after the first layer's weights, each value converted by `to`.
+    #[inline(always)]
+    fn new(rest: &[f64], to: impl Fn(f64) -> E) -> Self {
+        let at = H1 + H2 * H1;
+        Net {
+            b1: std::array::from_fn(|o| to(rest[o])),
+            w2: std::array::from_fn(|j| std::array::from_fn(|o| to(rest[H1 + j * H1 + o]))),
+            b2: std::array::from_fn(|j| to(rest[at + j])),
+            w3: std::array::from_fn(|j| to(rest[at + H2 + j])),
+            b3: to(rest[at + 2 * H2]),
+        }
+    }
+
+    /// A block of rows forward: both hidden layers' activations and the output. Unit o = b_o + Σ_i
+    /// w_oi·(input i), inputs in order (as the column passes); `inputs` yields the block's input
+    /// vectors, `w1t` holds the first layer's weights input-major (`[inputs][H1]`).
+    /// Safety: as [`exp_block`].
+    #[inline(always)]
+    unsafe fn forward<B: Arith<Elem = E>>(
+        &self,
+        inputs: impl Iterator<Item = B>,
+        w1t: &[E],
+    ) -> ([B; H1], [B; H2], B) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let mut h1: [B; H1] = std::array::from_fn(|o| B::splat(self.b1[o]));
+            for (xi, w1i) in inputs.zip(w1t.chunks_exact(H1)) {
+                for (h, w) in h1.iter_mut().zip(w1i) {
+                    *h = B::splat(*w).mul_add(xi, *h);
+                }
+            }
+            for h in h1.iter_mut() {
+                *h = sigmoid_block(*h);
+            }
+            let mut h2: [B; H2] = std::array::from_fn(|j| B::splat(self.b2[j]));
+            for (h, w2j) in h2.iter_mut().zip(&self.w2) {
+                for (a, w) in h1.iter().zip(w2j) {
+                    *h = B::splat(*w).mul_add(*a, *h);
+                }
+                *h = sigmoid_block(*h);
+            }
+            let mut out = B::splat(self.b3);
+            for (a, w) in h2.iter().zip(&self.w3) {
+                out = B::splat(*w).mul_add(*a, out);
+            }
+            (h1, h2, out)
+        }
+    }
+
+    /// A block of rows backward from its error `e`: adds the partial sums of the gradients after the
+    /// first layer into `g` and returns the first hidden layer's δ. `w3_times_e` forms `w3_j·e` (the
+    /// f64 kernel rounds it as a fused `w3_j·e + 0`, as its column passes do).
+    /// Safety: as [`exp_block`].
+    #[inline(always)]
+    unsafe fn backward<B: Arith<Elem = E>>(
+        &self,
+        e: B,
+        (h1, h2): (&[B; H1], &[B; H2]),
+        g: &mut Grads<B, H1, H2>,
+        w3_times_e: impl Fn(B, B) -> B,
+    ) -> [B; H1] {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let zero = B::splat(E::from(0.0));
+            let one = B::splat(E::from(1.0));
+            g.b3 = g.b3.add(e);
+            let mut d2 = [zero; H2];
+            for (((d, gw), a), w) in d2.iter_mut().zip(&mut g.w3).zip(h2).zip(&self.w3) {
+                *gw = e.mul_add(*a, *gw);
+                *d = w3_times_e(B::splat(*w), e).mul(a.mul(one.sub(*a)));
+            }
+            let mut d1 = [zero; H1];
+            for (((d, gb), gw), w2j) in d2.iter().zip(&mut g.b2).zip(&mut g.w2).zip(&self.w2) {
+                *gb = gb.add(*d);
+                for (((a, gv), d1o), w) in h1.iter().zip(gw.iter_mut()).zip(d1.iter_mut()).zip(w2j) {
+                    *gv = d.mul_add(*a, *gv);
+                    *d1o = B::splat(*w).mul_add(*d, *d1o);
+                }
+            }
+            for ((d, gb), a) in d1.iter_mut().zip(&mut g.b1).zip(h1) {
+                *d = d.mul(a.mul(one.sub(*a)));
+                *gb = gb.add(*d);
+            }
+            d1
+        }
+    }
+}
+
+/// The per-lane partial sums of the gradients after the first layer, in [`Net`]'s shapes.
+struct Grads<B, const H1: usize, const H2: usize> {
+    b1: [B; H1],
+    w2: [[B; H1]; H2],
+    b2: [B; H2],
+    w3: [B; H2],
+    b3: B,
+}
+
+impl<B: Copy, const H1: usize, const H2: usize> Grads<B, H1, H2> {
+    fn splat(zero: B) -> Self {
+        Grads { b1: [zero; H1], w2: [[zero; H1]; H2], b2: [zero; H2], w3: [zero; H2], b3: zero }
+    }
+
+    /// Every sum, in θ's order.
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut B> {
+        self.b1
+            .iter_mut()
+            .chain(self.w2.iter_mut().flatten())
+            .chain(&mut self.b2)
+            .chain(&mut self.w3)
+            .chain(std::iter::once(&mut self.b3))
     }
 }
 

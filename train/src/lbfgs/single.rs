@@ -11,8 +11,7 @@
 //! are then added, widened, into f64 sums. Results agree with the f64 kernel to ~1e-6 relative
 //! (tested), not to rounding: a fit on it follows a different trajectory from the same seed.
 
-use super::{Arith, sigmoid_block};
-use std::array::from_fn;
+use super::{Arith, Grads, Net};
 
 /// Rows per block: two vectors of eight f32 lanes (two independent chains in flight, as
 /// [`super::Pair`] does for f64).
@@ -180,48 +179,22 @@ impl Single {
                     *v = w1[o * ni + i] as f32;
                 }
             }
-            let b1: [f32; H1] = from_fn(|o| rest[o] as f32);
-            let w2: [[f32; H1]; H2] = from_fn(|j| from_fn(|o| rest[H1 + j * H1 + o] as f32));
-            let at = H1 + H2 * H1;
-            let b2: [f32; H2] = from_fn(|j| rest[at + j] as f32);
-            let w3: [f32; H2] = from_fn(|j| rest[at + H2 + j] as f32);
-            let b3 = rest[at + 2 * H2] as f32;
+            let net = Net::<f32, H1, H2>::new(rest, |v| v as f32);
             let zero = B::splat(0.0);
-            let one = B::splat(1.0);
             let grad = g.is_some();
             if grad {
                 self.gacc1.fill([0.0; ROWS]);
                 self.gacc1_64.fill([0.0; ROWS]);
                 self.grest_64.fill([0.0; ROWS]);
             }
-            let (mut gb1, mut gw2, mut gb2, mut gw3, mut gb3) =
-                ([zero; H1], [[zero; H1]; H2], [zero; H2], [zero; H2], zero);
+            let mut grads = Grads::<B, H1, H2>::splat(zero);
             let mut loss = zero;
             let mut loss_64 = [0.0_f64; ROWS];
             let last = self.blocks.saturating_sub(1);
             for (b, (x, y)) in self.x.chunks_exact(ni).zip(&self.y).enumerate() {
                 let flush = (b + 1) % FLUSH == 0 || b == last;
-                let mut h1: [B; H1] = from_fn(|o| B::splat(b1[o]));
-                for (xi, w1i) in x.iter().zip(self.w1t.chunks_exact(H1)) {
-                    let xi = B::load(xi);
-                    for (h, w) in h1.iter_mut().zip(w1i) {
-                        *h = B::splat(*w).mul_add(xi, *h);
-                    }
-                }
-                for h in h1.iter_mut() {
-                    *h = sigmoid_block(*h);
-                }
-                let mut h2: [B; H2] = from_fn(|j| B::splat(b2[j]));
-                for (h, w2j) in h2.iter_mut().zip(&w2) {
-                    for (a, w) in h1.iter().zip(w2j) {
-                        *h = B::splat(*w).mul_add(*a, *h);
-                    }
-                    *h = sigmoid_block(*h);
-                }
-                let mut out = B::splat(b3);
-                for (a, w) in h2.iter().zip(&w3) {
-                    out = B::splat(*w).mul_add(*a, out);
-                }
+                let inputs = x.iter().map(|xi| B::load(xi));
+                let (h1, h2, out) = net.forward(inputs, &self.w1t);
                 let mut e = out.sub(B::load(y));
                 if b == last {
                     e = e.mul(B::load(&self.last_mask));
@@ -234,24 +207,7 @@ impl Single {
                 if !grad {
                     continue;
                 }
-                gb3 = gb3.add(e);
-                let mut d2 = [zero; H2];
-                for (((d, gw), a), w) in d2.iter_mut().zip(&mut gw3).zip(&h2).zip(&w3) {
-                    *gw = e.mul_add(*a, *gw);
-                    *d = B::splat(*w).mul(e).mul(a.mul(one.sub(*a)));
-                }
-                let mut d1 = [zero; H1];
-                for (((d, gb), gw), w2j) in d2.iter().zip(&mut gb2).zip(&mut gw2).zip(&w2) {
-                    *gb = gb.add(*d);
-                    for (((a, g), d1o), w) in h1.iter().zip(gw.iter_mut()).zip(d1.iter_mut()).zip(w2j) {
-                        *g = d.mul_add(*a, *g);
-                        *d1o = B::splat(*w).mul_add(*d, *d1o);
-                    }
-                }
-                for ((d, gb), a) in d1.iter_mut().zip(&mut gb1).zip(&h1) {
-                    *d = d.mul(a.mul(one.sub(*a)));
-                    *gb = gb.add(*d);
-                }
+                let d1 = net.backward(e, (&h1, &h2), &mut grads, |w, e| w.mul(e));
                 for (xi, accs) in x.iter().zip(self.gacc1.chunks_exact_mut(H1)) {
                     let xi = B::load(xi);
                     for (d, acc) in d1.iter().zip(accs.iter_mut()) {
@@ -260,13 +216,7 @@ impl Single {
                 }
                 if flush {
                     // The f32 partial sums (≤ FLUSH terms per lane) into the f64 sums, then restart.
-                    let locals = gb1
-                        .iter_mut()
-                        .chain(gw2.iter_mut().flatten())
-                        .chain(&mut gb2)
-                        .chain(&mut gw3)
-                        .chain(std::iter::once(&mut gb3));
-                    for (v, acc) in locals.zip(self.grest_64.iter_mut()) {
+                    for (v, acc) in grads.iter_mut().zip(self.grest_64.iter_mut()) {
                         v.add_to_f64(acc);
                         *v = zero;
                     }
