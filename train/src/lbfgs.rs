@@ -16,14 +16,16 @@ use gpumodel_models::artifact::{Activation, Dense};
 use ndarray::{Array1, Array2, ArrayView2, Axis};
 
 /// The [`Block`]-style methods every AVX2 block shares, for the f64 [`avx2::Avx2`] and the f32
-/// `single::avx2::Avx2x32`: `$name` holds two vectors of `$half` lanes of `$t`, and the rest are the
-/// matching intrinsics. Expanded inside each `impl`, next to the methods that differ by type.
+/// `single::avx2::Avx2x32`: `$name` holds two vectors (`$vec`) of `$half` lanes of `$t`, and the rest
+/// are the matching intrinsics, with the exponent bias and mantissa width for `pow2_of_shifted`. Expanded inside each `impl`, next to the methods that differ by type.
 #[cfg(target_arch = "x86_64")]
 macro_rules! avx2_block_impl {
     (
         $name:ident, $t:ty, $half:literal;
         $loadu:ident, $storeu:ident, $set1:ident, $fmadd:ident, $add:ident, $sub:ident, $mul:ident,
-        $div:ident, $min:ident, $max:ident
+        $div:ident, $min:ident, $max:ident;
+        $vec:ty, $set1_int:ident($bias:literal), $add_int:ident, $shl:ident::<$mantissa:literal>, $to_int:ident,
+        $from_int:ident
     ) => {
         #[inline]
         #[target_feature(enable = "avx2,fma")]
@@ -78,6 +80,14 @@ macro_rules! avx2_block_impl {
             // maxps/maxpd return their second operand when either is NaN.
             let (lo, hi) = ($set1(lo), $set1(hi));
             $name($min($max(self.0, lo), hi), $min($max(self.1, lo), hi))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn pow2_of_shifted(self) -> Self {
+            // k + bias in the exponent field: k sits in the low mantissa bits (two's complement).
+            let bias = $set1_int($bias);
+            let f = |t: $vec| $from_int($shl::<$mantissa>($add_int($to_int(t), bias)));
+            $name(f(self.0), f(self.1))
         }
     };
 }
@@ -388,16 +398,9 @@ mod avx2 {
         avx2_block_impl! {
             Avx2, f64, 4;
             _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_sub_pd,
-            _mm256_mul_pd, _mm256_div_pd, _mm256_min_pd, _mm256_max_pd
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn pow2_of_shifted(self) -> Self {
-            let bias = _mm256_set1_epi64x(1023);
-            let f = |t: __m256d| {
-                _mm256_castsi256_pd(_mm256_slli_epi64::<52>(_mm256_add_epi64(_mm256_castpd_si256(t), bias)))
-            };
-            Avx2(f(self.0), f(self.1))
+            _mm256_mul_pd, _mm256_div_pd, _mm256_min_pd, _mm256_max_pd;
+            __m256d, _mm256_set1_epi64x(1023), _mm256_add_epi64, _mm256_slli_epi64::<52>, _mm256_castpd_si256,
+            _mm256_castsi256_pd
         }
     }
 }

@@ -66,16 +66,9 @@ pub(super) mod avx2 {
         avx2_block_impl! {
             Avx2x32, f32, 8;
             _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_sub_ps,
-            _mm256_mul_ps, _mm256_div_ps, _mm256_min_ps, _mm256_max_ps
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn pow2_of_shifted(self) -> Self {
-            let bias = _mm256_set1_epi32(127);
-            let f = |t: __m256| {
-                _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_castps_si256(t), bias)))
-            };
-            Avx2x32(f(self.0), f(self.1))
+            _mm256_mul_ps, _mm256_div_ps, _mm256_min_ps, _mm256_max_ps;
+            __m256, _mm256_set1_epi32(127), _mm256_add_epi32, _mm256_slli_epi32::<23>, _mm256_castps_si256,
+            _mm256_castsi256_ps
         }
     }
 
