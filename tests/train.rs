@@ -349,6 +349,32 @@ fn guerreiro_file(dir: &Path, core: &[u32], constant: bool) -> std::path::PathBu
     p
 }
 
+/// `gpumodel train` on a small Guerreiro-format file with four core levels (grouped 3-fold CV only, one
+/// restart, `epochs` epochs, JSON out, artifacts into `out` of a temporary folder) plus `args`: the JSON
+/// document, the folder (kept alive by the caller), `out` and the data file.
+fn train_on_four_levels(
+    epochs: &str,
+    args: &[&str],
+) -> (serde_json::Value, tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
+    let mut all = vec!["train", "--data", good.to_str().unwrap(), "--folds", "0", "--group-folds", "3"];
+    all.extend([
+        "--epochs",
+        epochs,
+        "--restarts",
+        "1",
+        "--format",
+        "json",
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    all.extend(args);
+    let v = json(&all);
+    (v, dir, out, good)
+}
+
 /// Bad input the physical model and the selection add: each is one line, and nothing is written.
 #[test]
 fn physical_model_bad_input_is_one_clear_line_and_writes_nothing() {
@@ -380,31 +406,8 @@ fn physical_model_bad_input_is_one_clear_line_and_writes_nothing() {
 /// records the choice and the CV figures, and the artifacts carry no path of this machine.
 #[test]
 fn physical_model_and_default_choice_on_a_small_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
-    let v = json(&[
-        "train",
-        "--data",
-        good.to_str().unwrap(),
-        "--folds",
-        "0",
-        "--group-folds",
-        "3",
-        "--epochs",
-        "50",
-        "--restarts",
-        "1",
-        "--select-by",
-        "group",
-        "--rule",
-        "min",
-        "--variants",
-        "--format",
-        "json",
-        "--out-dir",
-        out.to_str().unwrap(),
-    ]);
+    let (v, dir, out, good) =
+        train_on_four_levels("50", &["--select-by", "group", "--rule", "min", "--variants"]);
     let cv = |m: &str| v["models"][m]["group-kfold"]["mape_pct"].as_f64().unwrap();
     assert!(cv("physical") < 0.5, "the data follows the physical form exactly: {}", cv("physical"));
     assert!(cv("physical") < cv("mlr+"));
@@ -762,32 +765,17 @@ fn leave_cluster_out_cv_runs_only_when_asked_for() {
 /// without a network has one figure; nested CV scores the procedures with 1 seed and with K.
 #[test]
 fn selection_seeds_average_each_network_candidate_over_its_seeds_and_are_recorded() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
-    let v = json(&[
-        "train",
-        "--data",
-        good.to_str().unwrap(),
-        "--models",
-        "physical,physical+bpann-lbfgs,physical+bpann-lbfgs/2",
-        "--folds",
-        "0",
-        "--group-folds",
-        "3",
-        "--epochs",
+    let (v, _dir, out, good) = train_on_four_levels(
         "60",
-        "--restarts",
-        "1",
-        "--selection-seeds",
-        "2",
-        "--nested",
-        "group",
-        "--format",
-        "json",
-        "--out-dir",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--models",
+            "physical,physical+bpann-lbfgs,physical+bpann-lbfgs/2",
+            "--selection-seeds",
+            "2",
+            "--nested",
+            "group",
+        ],
+    );
     let sel = &v["selection"];
     assert_eq!(sel["selection_seeds"], 2);
     assert!(sel["criterion"].as_str().unwrap().contains("averaged over 2 seeds"), "{}", sel["criterion"]);

@@ -15,6 +15,133 @@
 use gpumodel_models::artifact::{Activation, Dense};
 use ndarray::{Array1, Array2, ArrayView2, Axis};
 
+/// The [`Block`]-style methods every AVX2 block shares, for the f64 [`avx2::Avx2`] and the f32
+/// `single::avx2::Avx2x32`: `$name` holds two vectors (`$vec`) of `$half` lanes of `$t`, and the rest
+/// are the matching intrinsics, with the exponent bias and mantissa width for `pow2_of_shifted`. Expanded inside each `impl`, next to the methods that differ by type.
+#[cfg(target_arch = "x86_64")]
+macro_rules! avx2_block_impl {
+    (
+        $name:ident, $t:ty, $half:literal;
+        $loadu:ident, $storeu:ident, $set1:ident, $fmadd:ident, $add:ident, $sub:ident, $mul:ident,
+        $div:ident, $min:ident, $max:ident;
+        $vec:ty, $set1_int:ident($bias:literal), $add_int:ident, $shl:ident::<$mantissa:literal>, $to_int:ident,
+        $from_int:ident
+    ) => {
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn load(l: &[$t]) -> Self {
+            let l = &l[..2 * $half];
+            // SAFETY: `l` holds two vectors' worth of values (unaligned loads are allowed).
+            unsafe { $name($loadu(l.as_ptr()), $loadu(l.as_ptr().wrapping_add($half))) }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn store(self, l: &mut [$t]) {
+            let l = &mut l[..2 * $half];
+            // SAFETY: as in `load`.
+            unsafe {
+                $storeu(l.as_mut_ptr(), self.0);
+                $storeu(l.as_mut_ptr().wrapping_add($half), self.1);
+            }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn splat(v: $t) -> Self {
+            $name($set1(v), $set1(v))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            $name($fmadd(self.0, b.0, c.0), $fmadd(self.1, b.1, c.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn add(self, b: Self) -> Self {
+            $name($add(self.0, b.0), $add(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn sub(self, b: Self) -> Self {
+            $name($sub(self.0, b.0), $sub(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn mul(self, b: Self) -> Self {
+            $name($mul(self.0, b.0), $mul(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn div(self, b: Self) -> Self {
+            $name($div(self.0, b.0), $div(self.1, b.1))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn clamp(self, lo: $t, hi: $t) -> Self {
+            // maxps/maxpd return their second operand when either is NaN.
+            let (lo, hi) = ($set1(lo), $set1(hi));
+            $name($min($max(self.0, lo), hi), $min($max(self.1, lo), hi))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn pow2_of_shifted(self) -> Self {
+            // k + bias in the exponent field: k sits in the low mantissa bits (two's complement).
+            let bias = $set1_int($bias);
+            let f = |t: $vec| $from_int($shl::<$mantissa>($add_int($to_int(t), bias)));
+            $name(f(self.0), f(self.1))
+        }
+    };
+}
+
+/// The lane-by-lane methods the portable blocks share, for the f64 [`Portable`] and the f32
+/// `single::Portable32`: `$name<FUSED>` holds `$n` values of `$t`; `FUSED` rounds `a·b + c` once (as
+/// FMA) or twice.
+macro_rules! portable_block_impl {
+    ($name:ident, $t:ty, $n:expr) => {
+        #[inline(always)]
+        unsafe fn load(l: &[$t]) -> Self {
+            $name(l[..$n].try_into().unwrap_or_else(|_| unreachable!()))
+        }
+        #[inline(always)]
+        unsafe fn store(self, l: &mut [$t]) {
+            l[..$n].copy_from_slice(&self.0);
+        }
+        #[inline(always)]
+        unsafe fn splat(v: $t) -> Self {
+            $name([v; $n])
+        }
+        #[inline(always)]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            $name(std::array::from_fn(|l| {
+                if FUSED { self.0[l].mul_add(b.0[l], c.0[l]) } else { c.0[l] + self.0[l] * b.0[l] }
+            }))
+        }
+        #[inline(always)]
+        unsafe fn add(self, b: Self) -> Self {
+            $name(std::array::from_fn(|l| self.0[l] + b.0[l]))
+        }
+        #[inline(always)]
+        unsafe fn sub(self, b: Self) -> Self {
+            $name(std::array::from_fn(|l| self.0[l] - b.0[l]))
+        }
+        #[inline(always)]
+        unsafe fn mul(self, b: Self) -> Self {
+            $name(std::array::from_fn(|l| self.0[l] * b.0[l]))
+        }
+        #[inline(always)]
+        unsafe fn div(self, b: Self) -> Self {
+            $name(std::array::from_fn(|l| self.0[l] / b.0[l]))
+        }
+        #[inline(always)]
+        unsafe fn clamp(self, lo: $t, hi: $t) -> Self {
+            // As maxps/maxpd then minps/minpd: a NaN lane takes the bound.
+            $name(self.0.map(|v| {
+                let x = if v > lo { v } else { lo };
+                if x < hi { x } else { hi }
+            }))
+        }
+    };
+}
+
 mod single;
 
 /// Layer widths `[inputs, hidden…, 1]` and the parameter vector's layout: per layer the weights
@@ -143,22 +270,19 @@ pub fn loss_grad(
 const LANES: usize = 8;
 type Lanes = [f64; LANES];
 
-/// The arithmetic on one block of [`LANES`] rows: [`Portable`] loops over the lanes; on x86-64 with
-/// AVX2 and FMA, [`avx2::Avx2`] uses the vector instructions explicitly (left to itself, the compiler
-/// vectorized some of these loops across the wrong dimension, with a shuffle per update).
+/// The arithmetic on one block of lanes of `Elem` (f64 in a [`Block`], f32 in a [`single::Block32`]).
 ///
 /// # Safety
-/// The methods are `unsafe` because an implementation may need CPU features (the AVX2 one requires AVX2
+/// The methods are `unsafe` because an implementation may need CPU features (the AVX2 ones require AVX2
 /// and FMA; `target_feature` is only allowed on unsafe trait methods): call them only on a CPU that has
 /// the implementation's features.
-trait Block: Copy {
-    /// The f32 block of the same CPU features ([`single::Block32`]).
-    type Single: single::Block32;
-    /// The first [`LANES`] values of `l` (panics if shorter).
-    unsafe fn load(l: &[f64]) -> Self;
-    /// Into the first [`LANES`] values of `l` (panics if shorter).
-    unsafe fn store(self, l: &mut [f64]);
-    unsafe fn splat(v: f64) -> Self;
+trait Arith: Copy {
+    type Elem: Real;
+    /// The block's first values of `l` (panics if shorter).
+    unsafe fn load(l: &[Self::Elem]) -> Self;
+    /// Into the block's first values of `l` (panics if shorter).
+    unsafe fn store(self, l: &mut [Self::Elem]);
+    unsafe fn splat(v: Self::Elem) -> Self;
     /// `self·b + c`, fused where the CPU has FMA.
     unsafe fn mul_add(self, b: Self, c: Self) -> Self;
     unsafe fn add(self, b: Self) -> Self;
@@ -166,82 +290,84 @@ trait Block: Copy {
     unsafe fn sub(self, b: Self) -> Self;
     unsafe fn div(self, b: Self) -> Self;
     /// Clamped to `[lo, hi]`; a NaN lane becomes `lo` (callers put NaN back).
-    unsafe fn clamp(self, lo: f64, hi: f64) -> Self;
-    /// `2^k` from `self = k + 1.5·2^52` (k an integer in the low mantissa bits, |k| ≤ 1022).
+    unsafe fn clamp(self, lo: Self::Elem, hi: Self::Elem) -> Self;
+    /// `2^k` from `self = k + 1.5·2^52` in f64 (|k| ≤ 1022), `k + 1.5·2^23` in f32 (|k| ≤ 126): k an
+    /// integer in the low mantissa bits.
     unsafe fn pow2_of_shifted(self) -> Self;
+}
+
+/// A lane type, with [`exp_block`]'s constants in its precision.
+trait Real: Copy + From<f32> + 'static {
+    /// log2(e).
+    const LOG2E: Self;
+    /// −ln 2 in two parts, so that k·LN2_HI is exact for the k that occur.
+    const NEG_LN2_HI: Self;
+    const NEG_LN2_LO: Self;
+    /// 1.5·2^52 (f64), 1.5·2^23 (f32): adding it rounds to an integer, kept in the low mantissa bits.
+    const SHIFT: Self;
+    /// `exp`'s argument is clamped to `[−EXP_MAX, EXP_MAX]` (and `2^k` stays a normal number).
+    const EXP_MAX: Self;
+    const NEG_EXP_MAX: Self;
+    /// The Taylor series' coefficients 1/j!, highest degree first, down to j = 2.
+    const TAYLOR: &'static [Self];
+}
+
+impl Real for f64 {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    // k·LN2_HI exact for |k| < 2^11.
+    const NEG_LN2_HI: f64 = -6.931_471_803_691_238e-1;
+    const NEG_LN2_LO: f64 = -1.908_214_929_270_587_7e-10;
+    const SHIFT: f64 = 6_755_399_441_055_744.0;
+    const EXP_MAX: f64 = 708.0;
+    const NEG_EXP_MAX: f64 = -708.0;
+    // 1/j! for j = 13 down to 2: truncation < 5e-18 relative.
+    const TAYLOR: &'static [f64] = &[
+        1.0 / 6_227_020_800.0,
+        1.0 / 479_001_600.0,
+        1.0 / 39_916_800.0,
+        1.0 / 3_628_800.0,
+        1.0 / 362_880.0,
+        1.0 / 40_320.0,
+        1.0 / 5_040.0,
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+    ];
+}
+
+impl Real for f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // k·LN2_HI exact for |k| < 2^8.
+    const NEG_LN2_HI: f32 = -0.693_145_75;
+    const NEG_LN2_LO: f32 = -1.428_606_8e-6;
+    const SHIFT: f32 = 12_582_912.0;
+    const EXP_MAX: f32 = 87.0;
+    const NEG_EXP_MAX: f32 = -87.0;
+    // 1/j! for j = 7 down to 2: truncation < 6e-9 relative, below f32's ulp.
+    const TAYLOR: &'static [f32] = &[1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5];
+}
+
+/// A block of [`LANES`] f64 rows: [`Portable`] loops over the lanes; on x86-64 with AVX2 and FMA,
+/// [`avx2::Avx2`] uses the vector instructions explicitly (left to itself, the compiler vectorized some
+/// of these loops across the wrong dimension, with a shuffle per update).
+trait Block: Arith<Elem = f64> {
+    /// The f32 block of the same CPU features ([`single::Block32`]).
+    type Single: single::Block32;
 }
 
 /// Lane-by-lane arithmetic, for CPUs without AVX2/FMA and other architectures (no CPU features needed).
 #[derive(Clone, Copy)]
-// Lane-indexed on purpose: three arrays advance together.
-#[allow(clippy::needless_range_loop)]
 struct Portable<const FUSED: bool>(Lanes);
 
-#[allow(clippy::needless_range_loop)]
 impl<const FUSED: bool> Block for Portable<FUSED> {
     type Single = single::Portable32<FUSED>;
-    #[inline(always)]
-    unsafe fn load(l: &[f64]) -> Self {
-        Portable(l[..LANES].try_into().unwrap_or_else(|_| unreachable!()))
-    }
-    #[inline(always)]
-    unsafe fn store(self, l: &mut [f64]) {
-        l[..LANES].copy_from_slice(&self.0);
-    }
-    #[inline(always)]
-    unsafe fn splat(v: f64) -> Self {
-        Portable([v; LANES])
-    }
-    #[inline(always)]
-    unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-        let mut out = c.0;
-        for l in 0..LANES {
-            out[l] = madd::<FUSED>(self.0[l], b.0[l], out[l]);
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn add(self, b: Self) -> Self {
-        let mut out = self.0;
-        for l in 0..LANES {
-            out[l] += b.0[l];
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn mul(self, b: Self) -> Self {
-        let mut out = self.0;
-        for l in 0..LANES {
-            out[l] *= b.0[l];
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn sub(self, b: Self) -> Self {
-        let mut out = self.0;
-        for l in 0..LANES {
-            out[l] -= b.0[l];
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn div(self, b: Self) -> Self {
-        let mut out = self.0;
-        for l in 0..LANES {
-            out[l] /= b.0[l];
-        }
-        Portable(out)
-    }
-    #[inline(always)]
-    unsafe fn clamp(self, lo: f64, hi: f64) -> Self {
-        let mut out = self.0;
-        for v in out.iter_mut() {
-            // As maxpd/minpd: a NaN lane takes the bound.
-            let x = if *v > lo { *v } else { lo };
-            *v = if x < hi { x } else { hi };
-        }
-        Portable(out)
-    }
+}
+
+impl<const FUSED: bool> Arith for Portable<FUSED> {
+    type Elem = f64;
+    portable_block_impl!(Portable, f64, LANES);
     #[inline(always)]
     unsafe fn pow2_of_shifted(self) -> Self {
         let mut out = self.0;
@@ -256,7 +382,7 @@ impl<const FUSED: bool> Block for Portable<FUSED> {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::Block;
+    use super::{Arith, Block};
     use std::arch::x86_64::*;
 
     /// A block of eight rows as two AVX2 vectors (methods need AVX2 and FMA, see [`Block`]).
@@ -265,116 +391,47 @@ mod avx2 {
 
     impl Block for Avx2 {
         type Single = crate::lbfgs::single::avx2::Avx2x32;
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn load(l: &[f64]) -> Self {
-            let l = &l[..8];
-            // SAFETY: `l` holds 8 f64 (unaligned loads are allowed).
-            unsafe { Avx2(_mm256_loadu_pd(l.as_ptr()), _mm256_loadu_pd(l.as_ptr().wrapping_add(4))) }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn store(self, l: &mut [f64]) {
-            let l = &mut l[..8];
-            // SAFETY: as in `load`.
-            unsafe {
-                _mm256_storeu_pd(l.as_mut_ptr(), self.0);
-                _mm256_storeu_pd(l.as_mut_ptr().wrapping_add(4), self.1);
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn splat(v: f64) -> Self {
-            Avx2(_mm256_set1_pd(v), _mm256_set1_pd(v))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-            Avx2(_mm256_fmadd_pd(self.0, b.0, c.0), _mm256_fmadd_pd(self.1, b.1, c.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn add(self, b: Self) -> Self {
-            Avx2(_mm256_add_pd(self.0, b.0), _mm256_add_pd(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn sub(self, b: Self) -> Self {
-            Avx2(_mm256_sub_pd(self.0, b.0), _mm256_sub_pd(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn mul(self, b: Self) -> Self {
-            Avx2(_mm256_mul_pd(self.0, b.0), _mm256_mul_pd(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn div(self, b: Self) -> Self {
-            Avx2(_mm256_div_pd(self.0, b.0), _mm256_div_pd(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn clamp(self, lo: f64, hi: f64) -> Self {
-            // maxpd returns its second operand when either is NaN.
-            let (lo, hi) = (_mm256_set1_pd(lo), _mm256_set1_pd(hi));
-            Avx2(_mm256_min_pd(_mm256_max_pd(self.0, lo), hi), _mm256_min_pd(_mm256_max_pd(self.1, lo), hi))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn pow2_of_shifted(self) -> Self {
-            let bias = _mm256_set1_epi64x(1023);
-            let f = |t: __m256d| {
-                _mm256_castsi256_pd(_mm256_slli_epi64::<52>(_mm256_add_epi64(_mm256_castpd_si256(t), bias)))
-            };
-            Avx2(f(self.0), f(self.1))
+    }
+
+    impl Arith for Avx2 {
+        type Elem = f64;
+        avx2_block_impl! {
+            Avx2, f64, 4;
+            _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_sub_pd,
+            _mm256_mul_pd, _mm256_div_pd, _mm256_min_pd, _mm256_max_pd;
+            __m256d, _mm256_set1_epi64x(1023), _mm256_add_epi64, _mm256_slli_epi64::<52>, _mm256_castpd_si256,
+            _mm256_castsi256_pd
         }
     }
 }
 
-/// `exp(x)` lane by lane for `|x| ≤ 708` (clamped outside; NaN and ±∞ give NaN) without libm, so that a
-/// block of rows vectorizes: `x = k·ln2 + r` with `|r| ≤ ln2/2` (Cody–Waite, two-part ln2), `e^r` by its
-/// Taylor series to degree 13 (truncation < 5e-18 relative), scaled by `2^k` built in the exponent bits.
-/// Within a few ulp of libm's `exp` (tested); only used inside the sigmoid, far below the noise.
+/// `exp(x)` lane by lane for `|x| ≤ 708` in f64, `≤ 87` in f32 (clamped outside; NaN and ±∞ give NaN)
+/// without libm, so that a block of rows vectorizes: `x = k·ln2 + r` with `|r| ≤ ln2/2` (Cody–Waite,
+/// two-part ln2), `e^r` by its Taylor series (degree 13 in f64, 7 in f32, see [`Real::TAYLOR`]), scaled
+/// by `2^k` built in the exponent bits. Within a few ulp of libm's `exp` (tested); only used inside the
+/// sigmoid, far below the noise.
 ///
 /// # Safety
-/// As [`Block`]'s methods: the CPU has `B`'s features.
+/// As [`Arith`]'s methods: the CPU has `B`'s features.
 #[inline(always)]
-unsafe fn exp_block<B: Block>(x: B) -> B {
+unsafe fn exp_block<B: Arith>(x: B) -> B {
     // SAFETY: the caller's contract.
     unsafe {
-        const LOG2E: f64 = std::f64::consts::LOG2_E;
-        // ln 2 split so that k·LN2_HI is exact for |k| < 2^11.
-        const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-        const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-        // 1.5·2^52: adding it rounds to an integer, kept in the low mantissa bits.
-        const SHIFT: f64 = 6_755_399_441_055_744.0;
-        // 1/j! for j = 13 down to 2.
-        const C: [f64; 12] = [
-            1.0 / 6_227_020_800.0,
-            1.0 / 479_001_600.0,
-            1.0 / 39_916_800.0,
-            1.0 / 3_628_800.0,
-            1.0 / 362_880.0,
-            1.0 / 40_320.0,
-            1.0 / 5_040.0,
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-        ];
+        let one = B::Elem::from(1.0);
+        let shift = B::splat(B::Elem::SHIFT);
+        let c = B::Elem::TAYLOR;
         // A diverged step (NaN or ±∞ in a unit) must not look finite: `nan_or_zero` puts NaN back.
         let nan_or_zero = x.sub(x);
-        let x = x.clamp(-708.0, 708.0);
-        let t = x.mul_add(B::splat(LOG2E), B::splat(SHIFT));
-        let k = t.sub(B::splat(SHIFT));
-        let r = k.mul_add(B::splat(-LN2_LO), k.mul_add(B::splat(-LN2_HI), x));
-        let mut p = B::splat(C[0]);
-        for c in &C[1..] {
+        let x = x.clamp(B::Elem::NEG_EXP_MAX, B::Elem::EXP_MAX);
+        let t = x.mul_add(B::splat(B::Elem::LOG2E), shift);
+        let k = t.sub(shift);
+        let r = k.mul_add(B::splat(B::Elem::NEG_LN2_LO), k.mul_add(B::splat(B::Elem::NEG_LN2_HI), x));
+        let mut p = B::splat(c[0]);
+        for c in &c[1..] {
             p = p.mul_add(r, B::splat(*c));
         }
-        p = p.mul_add(r, B::splat(1.0));
-        p = p.mul_add(r, B::splat(1.0));
+        p = p.mul_add(r, B::splat(one));
+        p = p.mul_add(r, B::splat(one));
         p.mul_add(t.pow2_of_shifted(), nan_or_zero)
     }
 }
@@ -388,11 +445,11 @@ fn exp_poly<const FUSED: bool>(x: f64) -> f64 {
 
 /// `1/(1 + e^−z)` lane by lane. Safety: as [`exp_block`].
 #[inline(always)]
-unsafe fn sigmoid_block<B: Block>(z: B) -> B {
+unsafe fn sigmoid_block<B: Arith>(z: B) -> B {
     // SAFETY: the caller's contract.
     unsafe {
-        let one = B::splat(1.0);
-        one.div(one.add(exp_block(B::splat(0.0).sub(z))))
+        let one = B::splat(B::Elem::from(1.0));
+        one.div(one.add(exp_block(B::splat(B::Elem::from(0.0)).sub(z))))
     }
 }
 
@@ -684,6 +741,10 @@ struct Pair<B>(B, B);
 
 impl<B: Block> Block for Pair<B> {
     type Single = B::Single;
+}
+
+impl<B: Block> Arith for Pair<B> {
+    type Elem = f64;
     #[inline(always)]
     unsafe fn load(l: &[f64]) -> Self {
         // SAFETY: the caller's contract (`B`'s features).
@@ -810,46 +871,18 @@ impl Fused {
                     *v = w1[o * ni + i];
                 }
             }
-            // The weights by unit, as fixed-size arrays (no bounds checks in the unrolled loops).
-            let b1: [f64; H1] = std::array::from_fn(|o| rest[o]);
-            let w2: [[f64; H1]; H2] = std::array::from_fn(|j| std::array::from_fn(|o| rest[H1 + j * H1 + o]));
-            let at = H1 + H2 * H1;
-            let b2: [f64; H2] = std::array::from_fn(|j| rest[at + j]);
-            let w3: [f64; H2] = std::array::from_fn(|j| rest[at + H2 + j]);
-            let b3 = rest[at + 2 * H2];
+            let net = Net::<f64, H1, H2>::new(rest, |v| v);
             let zero = B::splat(0.0);
-            let one = B::splat(1.0);
             let grad = g.is_some();
             if grad {
                 self.gacc1.fill(0.0);
             }
-            let (mut gb1, mut gw2, mut gb2, mut gw3, mut gb3) =
-                ([zero; H1], [[zero; H1]; H2], [zero; H2], [zero; H2], zero);
+            let mut grads = Grads::<B, H1, H2>::splat(zero);
             let mut loss = zero;
             let last = self.blocks.saturating_sub(1);
             for (b, (x, y)) in self.x.chunks_exact(ni * FL).zip(self.y.chunks_exact(FL)).enumerate() {
-                // Forward: unit o = b_o + Σ_i w_oi·(input i), inputs in order (as the column passes).
-                let mut h1: [B; H1] = std::array::from_fn(|o| B::splat(b1[o]));
-                for (xi, w1i) in x.chunks_exact(FL).zip(self.w1t.chunks_exact(H1)) {
-                    let xi = B::load(xi);
-                    for (h, w) in h1.iter_mut().zip(w1i) {
-                        *h = B::splat(*w).mul_add(xi, *h);
-                    }
-                }
-                for h in h1.iter_mut() {
-                    *h = sigmoid_block(*h);
-                }
-                let mut h2: [B; H2] = std::array::from_fn(|j| B::splat(b2[j]));
-                for (h, w2j) in h2.iter_mut().zip(&w2) {
-                    for (a, w) in h1.iter().zip(w2j) {
-                        *h = B::splat(*w).mul_add(*a, *h);
-                    }
-                    *h = sigmoid_block(*h);
-                }
-                let mut out = B::splat(b3);
-                for (a, w) in h2.iter().zip(&w3) {
-                    out = B::splat(*w).mul_add(*a, out);
-                }
+                let inputs = x.chunks_exact(FL).map(|xi| B::load(xi));
+                let (h1, h2, out) = net.forward(inputs, &self.w1t);
                 let mut e = out.sub(B::load(y));
                 if b == last {
                     e = e.mul(B::load(&self.last_mask));
@@ -859,24 +892,7 @@ impl Fused {
                     continue;
                 }
                 // Backward: δ of each layer, the gradients' partial sums.
-                gb3 = gb3.add(e);
-                let mut d2 = [zero; H2];
-                for (((d, gw), a), w) in d2.iter_mut().zip(&mut gw3).zip(&h2).zip(&w3) {
-                    *gw = e.mul_add(*a, *gw);
-                    *d = B::splat(*w).mul_add(e, zero).mul(a.mul(one.sub(*a)));
-                }
-                let mut d1 = [zero; H1];
-                for (((d, gb), gw), w2j) in d2.iter().zip(&mut gb2).zip(&mut gw2).zip(&w2) {
-                    *gb = gb.add(*d);
-                    for (((a, g), d1o), w) in h1.iter().zip(gw.iter_mut()).zip(d1.iter_mut()).zip(w2j) {
-                        *g = d.mul_add(*a, *g);
-                        *d1o = B::splat(*w).mul_add(*d, *d1o);
-                    }
-                }
-                for ((d, gb), a) in d1.iter_mut().zip(&mut gb1).zip(&h1) {
-                    *d = d.mul(a.mul(one.sub(*a)));
-                    *gb = gb.add(*d);
-                }
+                let d1 = net.backward(e, (&h1, &h2), &mut grads, |w, e| w.mul_add(e, zero));
                 for (xi, accs) in x.chunks_exact(FL).zip(self.gacc1.chunks_exact_mut(H1 * FL)) {
                     let xi = B::load(xi);
                     for (d, acc) in d1.iter().zip(accs.chunks_exact_mut(FL)) {
@@ -897,18 +913,137 @@ impl Fused {
                         gw1[o * ni + i] = acc.iter().sum::<f64>();
                     }
                 }
-                let flat = gb1
-                    .iter()
-                    .chain(gw2.iter().flatten())
-                    .chain(&gb2)
-                    .chain(&gw3)
-                    .chain(std::iter::once(&gb3));
-                for (gv, v) in rest.iter_mut().zip(flat) {
+                for (gv, v) in rest.iter_mut().zip(grads.iter_mut()) {
                     *gv = lanes_sum(*v);
                 }
             }
             lanes_sum(loss)
         }
+    }
+}
+
+/// The weights after the first layer of the fused kernels' networks (two sigmoid hidden layers of `H1`,
+/// `H2` units, one linear output) by unit, as fixed-size arrays in the kernel's precision (no bounds
+/// checks in the unrolled loops).
+struct Net<E, const H1: usize, const H2: usize> {
+    b1: [E; H1],
+    w2: [[E; H1]; H2],
+    b2: [E; H2],
+    w3: [E; H2],
+    b3: E,
+}
+
+impl<E: Real, const H1: usize, const H2: usize> Net<E, H1, H2> {
+    /// From θ after the first layer's weights, each value converted by `to`.
+    #[inline(always)]
+    fn new(rest: &[f64], to: impl Fn(f64) -> E) -> Self {
+        let at = H1 + H2 * H1;
+        Net {
+            b1: std::array::from_fn(|o| to(rest[o])),
+            w2: std::array::from_fn(|j| std::array::from_fn(|o| to(rest[H1 + j * H1 + o]))),
+            b2: std::array::from_fn(|j| to(rest[at + j])),
+            w3: std::array::from_fn(|j| to(rest[at + H2 + j])),
+            b3: to(rest[at + 2 * H2]),
+        }
+    }
+
+    /// A block of rows forward: both hidden layers' activations and the output. Unit o = b_o + Σ_i
+    /// w_oi·(input i), inputs in order (as the column passes); `inputs` yields the block's input
+    /// vectors, `w1t` holds the first layer's weights input-major (`[inputs][H1]`).
+    /// Safety: as [`exp_block`].
+    #[inline(always)]
+    unsafe fn forward<B: Arith<Elem = E>>(
+        &self,
+        inputs: impl Iterator<Item = B>,
+        w1t: &[E],
+    ) -> ([B; H1], [B; H2], B) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let mut h1: [B; H1] = std::array::from_fn(|o| B::splat(self.b1[o]));
+            for (xi, w1i) in inputs.zip(w1t.chunks_exact(H1)) {
+                for (h, w) in h1.iter_mut().zip(w1i) {
+                    *h = B::splat(*w).mul_add(xi, *h);
+                }
+            }
+            for h in h1.iter_mut() {
+                *h = sigmoid_block(*h);
+            }
+            let mut h2: [B; H2] = std::array::from_fn(|j| B::splat(self.b2[j]));
+            for (h, w2j) in h2.iter_mut().zip(&self.w2) {
+                for (a, w) in h1.iter().zip(w2j) {
+                    *h = B::splat(*w).mul_add(*a, *h);
+                }
+                *h = sigmoid_block(*h);
+            }
+            let mut out = B::splat(self.b3);
+            for (a, w) in h2.iter().zip(&self.w3) {
+                out = B::splat(*w).mul_add(*a, out);
+            }
+            (h1, h2, out)
+        }
+    }
+
+    /// A block of rows backward from its error `e`: adds the partial sums of the gradients after the
+    /// first layer into `g` and returns the first hidden layer's δ. `w3_times_e` forms `w3_j·e` (the
+    /// f64 kernel rounds it as a fused `w3_j·e + 0`, as its column passes do).
+    /// Safety: as [`exp_block`].
+    #[inline(always)]
+    unsafe fn backward<B: Arith<Elem = E>>(
+        &self,
+        e: B,
+        (h1, h2): (&[B; H1], &[B; H2]),
+        g: &mut Grads<B, H1, H2>,
+        w3_times_e: impl Fn(B, B) -> B,
+    ) -> [B; H1] {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let zero = B::splat(E::from(0.0));
+            let one = B::splat(E::from(1.0));
+            g.b3 = g.b3.add(e);
+            let mut d2 = [zero; H2];
+            for (((d, gw), a), w) in d2.iter_mut().zip(&mut g.w3).zip(h2).zip(&self.w3) {
+                *gw = e.mul_add(*a, *gw);
+                *d = w3_times_e(B::splat(*w), e).mul(a.mul(one.sub(*a)));
+            }
+            let mut d1 = [zero; H1];
+            for (((d, gb), gw), w2j) in d2.iter().zip(&mut g.b2).zip(&mut g.w2).zip(&self.w2) {
+                *gb = gb.add(*d);
+                for (((a, gv), d1o), w) in h1.iter().zip(gw.iter_mut()).zip(d1.iter_mut()).zip(w2j) {
+                    *gv = d.mul_add(*a, *gv);
+                    *d1o = B::splat(*w).mul_add(*d, *d1o);
+                }
+            }
+            for ((d, gb), a) in d1.iter_mut().zip(&mut g.b1).zip(h1) {
+                *d = d.mul(a.mul(one.sub(*a)));
+                *gb = gb.add(*d);
+            }
+            d1
+        }
+    }
+}
+
+/// The per-lane partial sums of the gradients after the first layer, in [`Net`]'s shapes.
+struct Grads<B, const H1: usize, const H2: usize> {
+    b1: [B; H1],
+    w2: [[B; H1]; H2],
+    b2: [B; H2],
+    w3: [B; H2],
+    b3: B,
+}
+
+impl<B: Copy, const H1: usize, const H2: usize> Grads<B, H1, H2> {
+    fn splat(zero: B) -> Self {
+        Grads { b1: [zero; H1], w2: [[zero; H1]; H2], b2: [zero; H2], w3: [zero; H2], b3: zero }
+    }
+
+    /// Every sum, in θ's order.
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut B> {
+        self.b1
+            .iter_mut()
+            .chain(self.w2.iter_mut().flatten())
+            .chain(&mut self.b2)
+            .chain(&mut self.w3)
+            .chain(std::iter::once(&mut self.b3))
     }
 }
 
@@ -1188,31 +1323,41 @@ mod tests {
     /// order, so bit-identical results (this CPU permitting).
     #[test]
     fn avx2_kernel_is_bit_identical_to_the_portable_one() {
+        // The fused kernel (10-4-4-1) and the column passes (10-5-3-1).
+        for sizes in [vec![10, 4, 4, 1], vec![10, 5, 3, 1]] {
+            let layout = Layout { sizes };
+            let x = Array2::from_shape_fn((203, 10), |(i, j)| ((i * 7 + j * 13) % 17) as f64 * 0.21 - 1.6);
+            let y: Vec<f64> = (0..203).map(|i| (i as f64 * 0.37).cos()).collect();
+            let mut ws = Workspace::new(&layout, x.view(), &y);
+            let theta: Vec<f64> =
+                (0..layout.n_params()).map(|i| ((i * 37 % 11) as f64 - 5.0) * 0.3).collect();
+            assert_avx2_matches_portable_bit_for_bit(&mut ws, &theta, 1e-3, &layout.sizes);
+        }
+    }
+
+    /// On a CPU with AVX2 and FMA, `ws`'s AVX2 kernel gives the portable one's loss and gradient bit for
+    /// bit (elsewhere there is nothing to compare).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    fn assert_avx2_matches_portable_bit_for_bit(
+        ws: &mut Workspace,
+        theta: &[f64],
+        alpha: f64,
+        sizes: &[usize],
+    ) {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
-            // The fused kernel (10-4-4-1) and the column passes (10-5-3-1).
-            for sizes in [vec![10, 4, 4, 1], vec![10, 5, 3, 1]] {
-                let layout = Layout { sizes };
-                let x =
-                    Array2::from_shape_fn((203, 10), |(i, j)| ((i * 7 + j * 13) % 17) as f64 * 0.21 - 1.6);
-                let y: Vec<f64> = (0..203).map(|i| (i as f64 * 0.37).cos()).collect();
-                let mut ws = Workspace::new(&layout, x.view(), &y);
-                let theta: Vec<f64> =
-                    (0..layout.n_params()).map(|i| ((i * 37 % 11) as f64 - 5.0) * 0.3).collect();
-                let mut ga = vec![0.0; theta.len()];
-                let mut gp = vec![0.0; theta.len()];
-                // SAFETY: the CPU has AVX2 and FMA (checked above).
-                let fa = unsafe { ws.eval_avx2(&theta, 1e-3, Some(&mut ga)) };
-                // SAFETY: `Portable` needs no CPU features.
-                let fp = unsafe { ws.eval::<true, Portable<true>>(&theta, 1e-3, Some(&mut gp)) };
-                assert_eq!(fa.to_bits(), fp.to_bits(), "{:?}", layout.sizes);
-                assert_eq!(
-                    ga.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    gp.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "{:?}",
-                    layout.sizes
-                );
-            }
+            let mut ga = vec![0.0; theta.len()];
+            let mut gp = vec![0.0; theta.len()];
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            let fa = unsafe { ws.eval_avx2(theta, alpha, Some(&mut ga)) };
+            // SAFETY: `Portable` needs no CPU features.
+            let fp = unsafe { ws.eval::<true, Portable<true>>(theta, alpha, Some(&mut gp)) };
+            assert_eq!(fa.to_bits(), fp.to_bits(), "{sizes:?}");
+            assert_eq!(
+                ga.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                gp.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{sizes:?}"
+            );
         }
     }
 
@@ -1243,22 +1388,7 @@ mod tests {
             let p = forward(&layout, &theta, x.view());
             let want = p.iter().zip(&y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / rows as f64;
             assert!((mse - want).abs() <= 1e-6 * want, "{:?}: mse {mse} vs {want}", layout.sizes);
-            #[cfg(target_arch = "x86_64")]
-            if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
-                let mut ga = vec![0.0; theta.len()];
-                let mut gp = vec![0.0; theta.len()];
-                // SAFETY: the CPU has AVX2 and FMA (checked above).
-                let fa = unsafe { ws.eval_avx2(&theta, alpha, Some(&mut ga)) };
-                // SAFETY: `Portable` needs no CPU features.
-                let fp = unsafe { ws.eval::<true, Portable<true>>(&theta, alpha, Some(&mut gp)) };
-                assert_eq!(fa.to_bits(), fp.to_bits(), "{:?}", layout.sizes);
-                assert_eq!(
-                    ga.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    gp.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "{:?}",
-                    layout.sizes
-                );
-            }
+            assert_avx2_matches_portable_bit_for_bit(&mut ws, &theta, alpha, &layout.sizes);
         }
     }
 

@@ -11,7 +11,7 @@
 //! are then added, widened, into f64 sums. Results agree with the f64 kernel to ~1e-6 relative
 //! (tested), not to rounding: a fit on it follows a different trajectory from the same seed.
 
-use std::array::from_fn;
+use super::{Arith, Grads, Net};
 
 /// Rows per block: two vectors of eight f32 lanes (two independent chains in flight, as
 /// [`super::Pair`] does for f64).
@@ -21,26 +21,11 @@ pub(super) const ROWS: usize = 16;
 /// sums at most this many terms.
 const FLUSH: usize = 16;
 
-/// The arithmetic on one block of [`ROWS`] f32 lanes, as [`super::Block`] is for f64.
+/// A block of [`ROWS`] f32 lanes, as [`super::Block`] is for f64.
 ///
 /// # Safety
-/// As [`super::Block`]: call the methods only on a CPU with the implementation's features.
-pub(super) trait Block32: Copy {
-    /// The first [`ROWS`] values of `l` (panics if shorter).
-    unsafe fn load(l: &[f32]) -> Self;
-    /// Into the first [`ROWS`] values of `l` (panics if shorter).
-    unsafe fn store(self, l: &mut [f32]);
-    unsafe fn splat(v: f32) -> Self;
-    /// `self·b + c`, fused where the CPU has FMA.
-    unsafe fn mul_add(self, b: Self, c: Self) -> Self;
-    unsafe fn add(self, b: Self) -> Self;
-    unsafe fn sub(self, b: Self) -> Self;
-    unsafe fn mul(self, b: Self) -> Self;
-    unsafe fn div(self, b: Self) -> Self;
-    /// Clamped to `[lo, hi]`; a NaN lane becomes `lo` (callers put NaN back).
-    unsafe fn clamp(self, lo: f32, hi: f32) -> Self;
-    /// `2^k` from `self = k + 1.5·2^23` (k an integer in the low mantissa bits, |k| ≤ 126).
-    unsafe fn pow2_of_shifted(self) -> Self;
+/// As [`Arith`]: call the methods only on a CPU with the implementation's features.
+pub(super) trait Block32: Arith<Elem = f32> {
     /// Adds the lanes, widened to f64 (exactly), into the first [`ROWS`] values of `acc`.
     unsafe fn add_to_f64(self, acc: &mut [f64]);
 }
@@ -49,60 +34,16 @@ pub(super) trait Block32: Copy {
 #[derive(Clone, Copy)]
 pub(super) struct Portable32<const FUSED: bool>([f32; ROWS]);
 
-impl<const FUSED: bool> Portable32<FUSED> {
-    #[inline(always)]
-    fn map(self, b: Self, f: impl Fn(f32, f32) -> f32) -> Self {
-        Portable32(from_fn(|l| f(self.0[l], b.0[l])))
-    }
-}
-
-impl<const FUSED: bool> Block32 for Portable32<FUSED> {
-    #[inline(always)]
-    unsafe fn load(l: &[f32]) -> Self {
-        Portable32(l[..ROWS].try_into().unwrap_or_else(|_| unreachable!()))
-    }
-    #[inline(always)]
-    unsafe fn store(self, l: &mut [f32]) {
-        l[..ROWS].copy_from_slice(&self.0);
-    }
-    #[inline(always)]
-    unsafe fn splat(v: f32) -> Self {
-        Portable32([v; ROWS])
-    }
-    #[inline(always)]
-    unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-        Portable32(from_fn(|l| {
-            if FUSED { self.0[l].mul_add(b.0[l], c.0[l]) } else { c.0[l] + self.0[l] * b.0[l] }
-        }))
-    }
-    #[inline(always)]
-    unsafe fn add(self, b: Self) -> Self {
-        self.map(b, |x, y| x + y)
-    }
-    #[inline(always)]
-    unsafe fn sub(self, b: Self) -> Self {
-        self.map(b, |x, y| x - y)
-    }
-    #[inline(always)]
-    unsafe fn mul(self, b: Self) -> Self {
-        self.map(b, |x, y| x * y)
-    }
-    #[inline(always)]
-    unsafe fn div(self, b: Self) -> Self {
-        self.map(b, |x, y| x / y)
-    }
-    #[inline(always)]
-    unsafe fn clamp(self, lo: f32, hi: f32) -> Self {
-        // As maxps/minps: a NaN lane takes the bound.
-        Portable32(self.0.map(|v| {
-            let x = if v > lo { v } else { lo };
-            if x < hi { x } else { hi }
-        }))
-    }
+impl<const FUSED: bool> Arith for Portable32<FUSED> {
+    type Elem = f32;
+    portable_block_impl!(Portable32, f32, ROWS);
     #[inline(always)]
     unsafe fn pow2_of_shifted(self) -> Self {
         Portable32(self.0.map(|v| f32::from_bits(v.to_bits().wrapping_add(127) << 23)))
     }
+}
+
+impl<const FUSED: bool> Block32 for Portable32<FUSED> {
     #[inline(always)]
     unsafe fn add_to_f64(self, acc: &mut [f64]) {
         for (a, v) in acc[..ROWS].iter_mut().zip(self.0) {
@@ -113,80 +54,25 @@ impl<const FUSED: bool> Block32 for Portable32<FUSED> {
 
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx2 {
-    use super::Block32;
+    use super::{Arith, Block32};
     use std::arch::x86_64::*;
 
     /// [`super::ROWS`] f32 lanes as two AVX2 vectors (methods need AVX2 and FMA).
     #[derive(Clone, Copy)]
     pub(in crate::lbfgs) struct Avx2x32(__m256, __m256);
 
+    impl Arith for Avx2x32 {
+        type Elem = f32;
+        avx2_block_impl! {
+            Avx2x32, f32, 8;
+            _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_sub_ps,
+            _mm256_mul_ps, _mm256_div_ps, _mm256_min_ps, _mm256_max_ps;
+            __m256, _mm256_set1_epi32(127), _mm256_add_epi32, _mm256_slli_epi32::<23>, _mm256_castps_si256,
+            _mm256_castsi256_ps
+        }
+    }
+
     impl Block32 for Avx2x32 {
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn load(l: &[f32]) -> Self {
-            let l = &l[..16];
-            // SAFETY: `l` holds 16 f32 (unaligned loads are allowed).
-            unsafe { Avx2x32(_mm256_loadu_ps(l.as_ptr()), _mm256_loadu_ps(l.as_ptr().wrapping_add(8))) }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn store(self, l: &mut [f32]) {
-            let l = &mut l[..16];
-            // SAFETY: as in `load`.
-            unsafe {
-                _mm256_storeu_ps(l.as_mut_ptr(), self.0);
-                _mm256_storeu_ps(l.as_mut_ptr().wrapping_add(8), self.1);
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn splat(v: f32) -> Self {
-            Avx2x32(_mm256_set1_ps(v), _mm256_set1_ps(v))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-            Avx2x32(_mm256_fmadd_ps(self.0, b.0, c.0), _mm256_fmadd_ps(self.1, b.1, c.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn add(self, b: Self) -> Self {
-            Avx2x32(_mm256_add_ps(self.0, b.0), _mm256_add_ps(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn sub(self, b: Self) -> Self {
-            Avx2x32(_mm256_sub_ps(self.0, b.0), _mm256_sub_ps(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn mul(self, b: Self) -> Self {
-            Avx2x32(_mm256_mul_ps(self.0, b.0), _mm256_mul_ps(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn div(self, b: Self) -> Self {
-            Avx2x32(_mm256_div_ps(self.0, b.0), _mm256_div_ps(self.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn clamp(self, lo: f32, hi: f32) -> Self {
-            // maxps returns its second operand when either is NaN.
-            let (lo, hi) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
-            Avx2x32(
-                _mm256_min_ps(_mm256_max_ps(self.0, lo), hi),
-                _mm256_min_ps(_mm256_max_ps(self.1, lo), hi),
-            )
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn pow2_of_shifted(self) -> Self {
-            let bias = _mm256_set1_epi32(127);
-            let f = |t: __m256| {
-                _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_castps_si256(t), bias)))
-            };
-            Avx2x32(f(self.0), f(self.1))
-        }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn add_to_f64(self, acc: &mut [f64]) {
@@ -206,50 +92,11 @@ pub(super) mod avx2 {
     }
 }
 
-/// `exp(x)` in f32 for `|x| ≤ 87` (clamped outside; NaN and ±∞ give NaN): `x = k·ln2 + r`, `|r| ≤
-/// ln2/2`, `e^r` by its Taylor series to degree 7 (truncation < 6e-9 relative, below f32's ulp),
-/// scaled by `2^k` in the exponent bits. Safety: the CPU has `B`'s features.
-#[inline(always)]
-unsafe fn exp_block<B: Block32>(x: B) -> B {
-    // SAFETY: the caller's contract.
-    unsafe {
-        const LOG2E: f32 = std::f32::consts::LOG2_E;
-        // ln 2 split so that k·LN2_HI is exact for |k| < 2^8.
-        const LN2_HI: f32 = 0.693_145_75;
-        const LN2_LO: f32 = 1.428_606_8e-6;
-        // 1.5·2^23: adding it rounds to an integer, kept in the low mantissa bits.
-        const SHIFT: f32 = 12_582_912.0;
-        const C: [f32; 6] = [1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5];
-        let nan_or_zero = x.sub(x);
-        let x = x.clamp(-87.0, 87.0);
-        let t = x.mul_add(B::splat(LOG2E), B::splat(SHIFT));
-        let k = t.sub(B::splat(SHIFT));
-        let r = k.mul_add(B::splat(-LN2_LO), k.mul_add(B::splat(-LN2_HI), x));
-        let mut p = B::splat(C[0]);
-        for c in &C[1..] {
-            p = p.mul_add(r, B::splat(*c));
-        }
-        p = p.mul_add(r, B::splat(1.0));
-        p = p.mul_add(r, B::splat(1.0));
-        p.mul_add(t.pow2_of_shifted(), nan_or_zero)
-    }
-}
-
-/// `exp` of one value by [`exp_block`] (for the tests).
+/// `exp` of one value by [`super::exp_block`] in f32 (for the tests).
 #[cfg(test)]
 pub(super) fn exp32(x: f32) -> f32 {
     // SAFETY: `Portable32` needs no CPU features.
-    unsafe { exp_block(Portable32::<false>::splat(x)).0[0] }
-}
-
-/// `1/(1 + e^−z)` lane by lane. Safety: as [`exp_block`].
-#[inline(always)]
-unsafe fn sigmoid_block<B: Block32>(z: B) -> B {
-    // SAFETY: the caller's contract.
-    unsafe {
-        let one = B::splat(1.0);
-        one.div(one.add(exp_block(B::splat(0.0).sub(z))))
-    }
+    unsafe { super::exp_block(Portable32::<false>::splat(x)).0[0] }
 }
 
 /// The rows in f32, block-major, and the sums' buffers.
@@ -325,48 +172,22 @@ impl Single {
                     *v = w1[o * ni + i] as f32;
                 }
             }
-            let b1: [f32; H1] = from_fn(|o| rest[o] as f32);
-            let w2: [[f32; H1]; H2] = from_fn(|j| from_fn(|o| rest[H1 + j * H1 + o] as f32));
-            let at = H1 + H2 * H1;
-            let b2: [f32; H2] = from_fn(|j| rest[at + j] as f32);
-            let w3: [f32; H2] = from_fn(|j| rest[at + H2 + j] as f32);
-            let b3 = rest[at + 2 * H2] as f32;
+            let net = Net::<f32, H1, H2>::new(rest, |v| v as f32);
             let zero = B::splat(0.0);
-            let one = B::splat(1.0);
             let grad = g.is_some();
             if grad {
                 self.gacc1.fill([0.0; ROWS]);
                 self.gacc1_64.fill([0.0; ROWS]);
                 self.grest_64.fill([0.0; ROWS]);
             }
-            let (mut gb1, mut gw2, mut gb2, mut gw3, mut gb3) =
-                ([zero; H1], [[zero; H1]; H2], [zero; H2], [zero; H2], zero);
+            let mut grads = Grads::<B, H1, H2>::splat(zero);
             let mut loss = zero;
             let mut loss_64 = [0.0_f64; ROWS];
             let last = self.blocks.saturating_sub(1);
             for (b, (x, y)) in self.x.chunks_exact(ni).zip(&self.y).enumerate() {
                 let flush = (b + 1) % FLUSH == 0 || b == last;
-                let mut h1: [B; H1] = from_fn(|o| B::splat(b1[o]));
-                for (xi, w1i) in x.iter().zip(self.w1t.chunks_exact(H1)) {
-                    let xi = B::load(xi);
-                    for (h, w) in h1.iter_mut().zip(w1i) {
-                        *h = B::splat(*w).mul_add(xi, *h);
-                    }
-                }
-                for h in h1.iter_mut() {
-                    *h = sigmoid_block(*h);
-                }
-                let mut h2: [B; H2] = from_fn(|j| B::splat(b2[j]));
-                for (h, w2j) in h2.iter_mut().zip(&w2) {
-                    for (a, w) in h1.iter().zip(w2j) {
-                        *h = B::splat(*w).mul_add(*a, *h);
-                    }
-                    *h = sigmoid_block(*h);
-                }
-                let mut out = B::splat(b3);
-                for (a, w) in h2.iter().zip(&w3) {
-                    out = B::splat(*w).mul_add(*a, out);
-                }
+                let inputs = x.iter().map(|xi| B::load(xi));
+                let (h1, h2, out) = net.forward(inputs, &self.w1t);
                 let mut e = out.sub(B::load(y));
                 if b == last {
                     e = e.mul(B::load(&self.last_mask));
@@ -379,24 +200,7 @@ impl Single {
                 if !grad {
                     continue;
                 }
-                gb3 = gb3.add(e);
-                let mut d2 = [zero; H2];
-                for (((d, gw), a), w) in d2.iter_mut().zip(&mut gw3).zip(&h2).zip(&w3) {
-                    *gw = e.mul_add(*a, *gw);
-                    *d = B::splat(*w).mul(e).mul(a.mul(one.sub(*a)));
-                }
-                let mut d1 = [zero; H1];
-                for (((d, gb), gw), w2j) in d2.iter().zip(&mut gb2).zip(&mut gw2).zip(&w2) {
-                    *gb = gb.add(*d);
-                    for (((a, g), d1o), w) in h1.iter().zip(gw.iter_mut()).zip(d1.iter_mut()).zip(w2j) {
-                        *g = d.mul_add(*a, *g);
-                        *d1o = B::splat(*w).mul_add(*d, *d1o);
-                    }
-                }
-                for ((d, gb), a) in d1.iter_mut().zip(&mut gb1).zip(&h1) {
-                    *d = d.mul(a.mul(one.sub(*a)));
-                    *gb = gb.add(*d);
-                }
+                let d1 = net.backward(e, (&h1, &h2), &mut grads, |w, e| w.mul(e));
                 for (xi, accs) in x.iter().zip(self.gacc1.chunks_exact_mut(H1)) {
                     let xi = B::load(xi);
                     for (d, acc) in d1.iter().zip(accs.iter_mut()) {
@@ -405,13 +209,7 @@ impl Single {
                 }
                 if flush {
                     // The f32 partial sums (≤ FLUSH terms per lane) into the f64 sums, then restart.
-                    let locals = gb1
-                        .iter_mut()
-                        .chain(gw2.iter_mut().flatten())
-                        .chain(&mut gb2)
-                        .chain(&mut gw3)
-                        .chain(std::iter::once(&mut gb3));
-                    for (v, acc) in locals.zip(self.grest_64.iter_mut()) {
+                    for (v, acc) in grads.iter_mut().zip(self.grest_64.iter_mut()) {
                         v.add_to_f64(acc);
                         *v = zero;
                     }
