@@ -24,7 +24,7 @@ fn fails_with(args: &[&str], needle: &str) {
 
 /// Committed held-out figures of the CI configuration below (seed 1, 1 restart, 1000 epochs, default
 /// feature set titanx-utilizations), measured with this very command on 2026-11-22, and the tolerance a
-/// change may cost before CI fails. Deterministic on one machine (f64, seeded); the tolerance absorbs
+/// change may cost before CI fails. Deterministic on one machine (seeded; f32 kernel with f64 sums); the tolerance absorbs
 /// floating-point differences between machines, not real regressions.
 const CI_ARGS: &[&str] = &[
     "train",

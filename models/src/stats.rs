@@ -159,6 +159,10 @@ pub fn fit_line(x: &[f64], y: &[f64]) -> Result<LineFit, LineFitError> {
     let ss_res: f64 = x.iter().zip(y).map(|(a, b)| (b - (slope * a + intercept)).powi(2)).sum();
     let ss_tot: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
     let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 };
+    // Finite inputs can still overflow (|x| near f64::MAX): refuse rather than return a NaN line.
+    if !(slope.is_finite() && intercept.is_finite() && r2.is_finite()) {
+        return Err(LineFitError::NotFinite);
+    }
     Ok(LineFit { slope, intercept, r2, n })
 }
 
@@ -238,5 +242,7 @@ mod tests {
         assert_eq!(fit_line(&[1.0, f64::NAN], &[2.0, 3.0]), Err(LineFitError::NotFinite));
         assert_eq!(fit_line(&[1.0, 2.0], &[f64::NAN, 3.0]), Err(LineFitError::NotFinite));
         assert_eq!(fit_line(&[1.0, 2.0], &[f64::INFINITY, 3.0]), Err(LineFitError::NotFinite));
+        // Finite but overflowing: the sums leave the f64 range.
+        assert_eq!(fit_line(&[-1e308, 1e308], &[1e308, -1e308]), Err(LineFitError::NotFinite));
     }
 }

@@ -75,7 +75,7 @@ pub struct Args {
     /// network's CV figure by more than the margins the rule decides on. The standard error is taken
     /// over the folds' seed-averaged MAPEs. The artifacts are still the first seed's fits. Default: 3
     /// when `--select cv` chooses (chosen with the `*5` seed ensembles by nested CV, BENCHMARKS.md,
-    /// issue 15, session 7), else 1.
+    /// issue 15, session 7), else 1. Between 1 and 20.
     #[arg(long, value_name = "K")]
     pub selection_seeds: Option<usize>,
     /// Also run leave-cluster-out CV of every candidate (whole clusters of similar kernels per fold) and

@@ -651,11 +651,23 @@ impl BpannParams {
             Done(usize, Outcome),
         }
         // The restarts waiting for a worker, and how many have not finished yet.
-        let line: Mutex<(VecDeque<(usize, NativeRun)>, usize)> = Mutex::new((
+        let line: Line = Mutex::new((
             (0..self.restarts).map(|r| (r, NativeRun::new(self, &layout, init(r)))).collect(),
             self.restarts,
         ));
         let moved = Condvar::new();
+        type Line = Mutex<(VecDeque<(usize, NativeRun)>, usize)>;
+        struct Abandon<'a>(&'a Line, &'a Condvar);
+        impl Drop for Abandon<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    let mut l = self.0.lock().unwrap_or_else(|e| e.into_inner());
+                    l.0.clear();
+                    l.1 = 0;
+                    self.1.notify_all();
+                }
+            }
+        }
         let mut outcomes: Vec<Option<Outcome>> = vec![None; self.restarts];
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
@@ -663,9 +675,11 @@ impl BpannParams {
                 let tx = tx.clone();
                 let (line, moved, buffers, layout) = (&line, &moved, &buffers, &layout);
                 scope.spawn(move || {
+                    // A worker that panics takes its restart with it, which would never be counted as
+                    // finished: the guard then empties the line and wakes the others so that they stop,
+                    // and the scope re-raises the panic (instead of every thread waiting forever).
+                    let _abandon = Abandon(line, moved);
                     let (mut tr, mut va) = buffers();
-                    // A worker that panicked leaves the lock poisoned; its panic is re-raised at the end
-                    // of the scope, so the others just carry on.
                     let lock = || line.lock().unwrap_or_else(|e| e.into_inner());
                     loop {
                         let next = {

@@ -58,8 +58,24 @@ fn clock_err(call: &'static str) -> impl Fn(NvmlError) -> Error {
     }
 }
 
+/// A failed clock call as the collector's error; a GPU lock that could not be undone on the way is named
+/// in it (with the command that undoes it), as the suite does.
 fn clock_call_err(e: ClockCallError) -> Error {
-    clock_err(e.call)(e.error)
+    let ClockCallError { call, error, undo_failed } = e;
+    let err = clock_err(call)(error);
+    match undo_failed {
+        None => err,
+        Some(u) => {
+            let tail =
+                format!("; resetting the locked SM clock also failed ({u}): run `nvidia-smi -rgc` as root");
+            match err {
+                Error::ClockPermission { detail } => Error::ClockPermission { detail: detail + &tail },
+                Error::ClocksUnsupported { detail } => Error::ClocksUnsupported { detail: detail + &tail },
+                Error::Nvml { call, message } => Error::Nvml { call, message: message + &tail },
+                other => other,
+            }
+        }
+    }
 }
 
 impl CudaCalibrationDevice {

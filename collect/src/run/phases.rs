@@ -32,6 +32,8 @@ pub(super) struct Consumer {
     pub(super) warnings: Vec<String>,
     /// The power source failed: the run stops.
     pub(super) power_failed: bool,
+    /// A sampler reported a failure (any kind): an idle phase stops waiting for its first sample.
+    sampler_failed: bool,
 }
 
 impl Consumer {
@@ -62,6 +64,7 @@ impl Consumer {
             energies: vec![],
             warnings: vec![],
             power_failed: false,
+            sampler_failed: false,
         }
     }
 
@@ -77,11 +80,11 @@ impl Consumer {
     /// An idle phase: handles events for `d`, then, if no power sample of this phase has arrived yet
     /// (a loaded host can starve the sampler thread through a short window), keeps waiting for the first
     /// one for up to [`FIRST_SAMPLE_GRACE`] more, so that an idle power is measured whenever the sampler
-    /// works at all. A failed power source ends the wait at once.
+    /// works at all. A sampler that reports a failure ends the wait at once.
     pub(super) fn drain_phase(&mut self, d: Duration) {
         self.drain(d);
         let deadline = std::time::Instant::now() + FIRST_SAMPLE_GRACE;
-        while self.phase_samples() == 0 && !self.power_failed {
+        while self.phase_samples() == 0 && !self.power_failed && !self.sampler_failed {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return;
@@ -130,6 +133,7 @@ impl Consumer {
                 Event::Counters(v) => self.merger.push_counters(v),
                 Event::Energy { t_s, energy } => self.energies.push((t_s, energy.map(|j| j.get()))),
                 Event::Failed(e) => {
+                    self.sampler_failed = true;
                     if matches!(e, Error::Nvml { .. }) {
                         self.power_failed = true;
                     }

@@ -68,7 +68,8 @@ pub struct FitInfo {
     /// Kernel-time MAPE of the whole fitting procedure (exponent and factors) run leave-one-kernel-out:
     /// each kernel predicted by coefficients fitted on the others, with `p` chosen by an inner
     /// leave-one-kernel-out over those others (nested). Percent: what to expect on a kernel outside the
-    /// dataset.
+    /// dataset. It scores the procedure, not this file's one form: a fold may have kept another form
+    /// (the compute floor, the other structure) or none.
     pub out_of_fold_mape_pct: f64,
     /// Kernel-time MAPE of these coefficients on the rows they were fitted on, percent (optimistic).
     pub in_sample_mape_pct: f64,
@@ -193,6 +194,16 @@ impl CalibrationFile {
             }
             _ => return Err(bad("no integer format_version".into())),
         };
+        // Version 4 names the structure it was fitted to; version 3 predates it (additive).
+        match (version, value.contains_key("shared_overlap")) {
+            (3, true) => {
+                return Err(bad("shared_overlap is not part of format version 3 (write version 4)".into()));
+            }
+            (v, false) if v != 3 => {
+                return Err(bad(format!("shared_overlap is missing (format version {v} has it)")));
+            }
+            _ => {}
+        }
         if !value.get("coefficients").and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2")) {
             return Err(bad(format!("coefficients.a_l2 is missing (format version {version} has it)")));
         }
@@ -304,6 +315,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("sometimes") && !e.contains('\n'), "{e}");
+        // The structure is part of version 4 and not of version 3: a file that says otherwise is refused
+        // (read silently, it would predict with a structure it was not fitted to).
+        let v4_without = v4.replace("shared_overlap = \"replays-overlap-issue\"\n", "");
+        let e = CalibrationFile::parse(&v4_without, "f").unwrap_err().to_string();
+        assert!(e.contains("shared_overlap is missing") && !e.contains('\n'), "{e}");
+        let v3_with = v4.replace("format_version = 4", "format_version = 3");
+        let e = CalibrationFile::parse(&v3_with, "f").unwrap_err().to_string();
+        assert!(e.contains("not part of format version 3"), "{e}");
     }
 
     #[test]
