@@ -56,3 +56,25 @@ fn a_saved_replay_overlap_structure_speeds_up_a_replay_heavy_kernel() {
     // reduction has no replays: the structure changes nothing.
     assert_eq!(time(&predict("reduction", &overlap)), time(&predict("reduction", &additive)));
 }
+
+/// The table says which structure "the timing model alone" was: with a replay-overlap calibration it is
+/// not the model a plain `predict` gives.
+#[test]
+fn the_table_names_a_calibration_s_replay_overlap_structure() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = |structure: &str| {
+        let p = dir.path().join(format!("{structure}.toml"));
+        std::fs::write(&p, calibration(4, Some(structure))).unwrap();
+        let out = gpumodel()
+            .args(["predict", "--arch", "gtx1080ti", "--kernel", "matrixmul", "--calibration"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let said = "replays overlapping issue";
+    let (o, a) = (table("replays-overlap-issue"), table("additive"));
+    assert!(o.lines().any(|l| l.starts_with("time") && l.contains(said)), "{o}");
+    assert!(!a.contains(said), "{a}");
+}

@@ -129,10 +129,16 @@ impl Export for KernelReport {
         ));
         out.push(match cal_line(&self.calibration) {
             Some((file, c)) => format!(
-                "time        {:.4} ms, calibrated by {file} ({:.4} ms from the timing model alone; fitted on {}, \
+                "time        {:.4} ms, calibrated by {file} ({:.4} ms from the timing model alone{}; fitted on {}, \
                  {:.1}% out-of-fold MAPE there)",
                 p.time_s * 1e3,
                 d.timing.time_s * 1e3,
+                match c.shared_overlap {
+                    gpumodel_models::timing::SharedOverlap::Additive => "",
+                    gpumodel_models::timing::SharedOverlap::ReplaysOverlapIssue => {
+                        " with the calibration's structure: bank-conflict replays overlapping issue"
+                    }
+                },
                 c.dataset.name,
                 c.fit.out_of_fold_mape_pct
             ),
