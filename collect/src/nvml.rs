@@ -348,6 +348,19 @@ pub struct ClockCallError {
     pub undo_failed: Option<NvmlError>,
 }
 
+impl ClockCallError {
+    /// What to append to the error's message: that the GPU may be left locked and how to undo it, when
+    /// [`ClockCallError::undo_failed`]; else nothing.
+    pub fn undo_note(&self) -> String {
+        self.undo_failed
+            .as_ref()
+            .map(|u| {
+                format!("; resetting the locked SM clock also failed ({u}): run `nvidia-smi -rgc` as root")
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// Sets the core (graphics) and memory clocks, MHz, in NVML's documented sequence: application clocks
 /// (`nvmlDeviceSetApplicationsClocks(mem, graphics)`, Kepler and newer non-GeForce, Maxwell and newer
 /// GeForce), and where those are `NOT_SUPPORTED` locked clocks (`nvmlDeviceSetGpuLockedClocks(g, g)`,

@@ -51,31 +51,23 @@ pub struct CudaCalibrationDevice {
 
 /// An NVML error of a clock call as the collector's error: permission and support get their own.
 fn clock_err(call: &'static str) -> impl Fn(NvmlError) -> Error {
-    move |e| match e {
-        NvmlError::NoPermission => Error::ClockPermission { detail: format!("{call}: {e}") },
-        NvmlError::NotSupported => Error::ClocksUnsupported { detail: format!("{call}: {e}") },
-        e => Error::Nvml { call, message: e.to_string() },
+    move |e| clock_error(call, e, "")
+}
+
+/// [`clock_err`] with `note` appended to the message.
+fn clock_error(call: &'static str, e: NvmlError, note: &str) -> Error {
+    match e {
+        NvmlError::NoPermission => Error::ClockPermission { detail: format!("{call}: {e}{note}") },
+        NvmlError::NotSupported => Error::ClocksUnsupported { detail: format!("{call}: {e}{note}") },
+        e => Error::Nvml { call, message: format!("{e}{note}") },
     }
 }
 
 /// A failed clock call as the collector's error; a GPU lock that could not be undone on the way is named
 /// in it (with the command that undoes it), as the suite does.
 fn clock_call_err(e: ClockCallError) -> Error {
-    let ClockCallError { call, error, undo_failed } = e;
-    let err = clock_err(call)(error);
-    match undo_failed {
-        None => err,
-        Some(u) => {
-            let tail =
-                format!("; resetting the locked SM clock also failed ({u}): run `nvidia-smi -rgc` as root");
-            match err {
-                Error::ClockPermission { detail } => Error::ClockPermission { detail: detail + &tail },
-                Error::ClocksUnsupported { detail } => Error::ClocksUnsupported { detail: detail + &tail },
-                Error::Nvml { call, message } => Error::Nvml { call, message: message + &tail },
-                other => other,
-            }
-        }
-    }
+    let note = e.undo_note();
+    clock_error(e.call, e.error, &note)
 }
 
 impl CudaCalibrationDevice {

@@ -57,17 +57,11 @@ impl NvmlClocks {
                 self.lock = Some(lock);
                 Ok(ClockOutcome::Applied)
             }
-            Err(ClockCallError { call, error, undo_failed }) => {
-                let undo = undo_failed.map(|u| {
-                    format!(
-                        "; resetting the locked SM clock also failed ({u}): run `nvidia-smi -rgc` as root"
-                    )
-                });
-                match refused(&error) {
-                    Some(why) => Ok(ClockOutcome::Refused(format!("{why}{}", undo.unwrap_or_default()))),
-                    None => {
-                        Err(Error::Nvml { call, message: format!("{error}{}", undo.unwrap_or_default()) })
-                    }
+            Err(e) => {
+                let undo = e.undo_note();
+                match refused(&e.error) {
+                    Some(why) => Ok(ClockOutcome::Refused(format!("{why}{undo}"))),
+                    None => Err(Error::Nvml { call: e.call, message: format!("{}{undo}", e.error) }),
                 }
             }
         }
