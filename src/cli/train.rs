@@ -95,6 +95,11 @@ pub struct Args {
     /// the CV (twice that with --cluster-cv).
     #[arg(long, value_enum, value_name = "OUTER")]
     pub nested: Option<ValidationArg>,
+    /// The error the physical model's βs and voltages are fitted to: `absolute` (squared watts, the
+    /// peer's least squares) or `relative` (squared relative error, the quantity MAPE scores: every row
+    /// weighs 1/P²). Applies to `physical` and every `physical+…` candidate.
+    #[arg(long, value_enum, default_value_t = PhysicalFitArg::Absolute)]
+    pub physical_fit: PhysicalFitArg,
     /// Hidden layer widths of the BP-ANN.
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     pub hidden: Vec<usize>,
@@ -179,6 +184,22 @@ impl From<ValidationArg> for Validation {
         match v {
             ValidationArg::Group => Validation::GroupKfold,
             ValidationArg::Cluster => Validation::ClusterKfold,
+        }
+    }
+}
+
+/// `--physical-fit` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PhysicalFitArg {
+    Absolute,
+    Relative,
+}
+
+impl From<PhysicalFitArg> for gpumodel_train::physical::Weighting {
+    fn from(a: PhysicalFitArg) -> Self {
+        match a {
+            PhysicalFitArg::Absolute => gpumodel_train::physical::Weighting::Absolute,
+            PhysicalFitArg::Relative => gpumodel_train::physical::Weighting::Relative,
         }
     }
 }
@@ -459,7 +480,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let is_physical = |n: &String| n.starts_with("physical");
     let mut physical_not_applicable = None;
-    let phys = if names.iter().any(is_physical) {
+    let mut phys = if names.iter().any(is_physical) {
         match physical_roles(&train_opened.imported.table, train_opened.format, &fs.name, &fs.inputs) {
             Ok(p) => p.check()?,
             Err(why) if !models_given => {
@@ -475,6 +496,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         gpumodel_train::PhysicalParams::default()
     };
+    phys.weighting = args.physical_fit.into();
     if let Some(m) = &fixed
         && !names.contains(m)
     {

@@ -1080,6 +1080,7 @@ impl RunParams {
                     "form": "Guerreiro et al. TPDS'19: P = b0*Vc + Vc^2*fc*(bc + sum bi*Ui) + b1*Vm + Vm^2*fm*(bm + sum bj*Uj)",
                     "fit": "alternating non-negative least squares (betas) and neighbour-bounded 1-D least squares (one voltage per clock level), until the error stops falling",
                     "core_inputs": c.spec.physical.core_inputs, "mem_inputs": c.spec.physical.mem_inputs,
+                    "error": c.spec.physical.weighting.name(),
                 })),
                 "bpann": matches!(k, ModelKind::Bpann | ModelKind::PhysicalBpann).then(|| bpann_record(&c.spec.bpann)),
                 "residual_scale": (k == ModelKind::PhysicalBpann).then_some(c.residual_scale),

@@ -26,6 +26,42 @@ use serde::Serialize;
 const V_MIN: f64 = 0.2;
 const V_MAX: f64 = 3.0;
 
+/// Which squared error the fit minimizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Weighting {
+    /// Σ (y − P)²: absolute watts (the peer's least squares).
+    #[default]
+    Absolute,
+    /// Σ ((y − P)/y)²: relative error, the quantity MAPE scores — every row weighs 1/y², so the
+    /// low-power rows (low clocks, idle-ish kernels) are not sacrificed to the high-power ones.
+    Relative,
+}
+
+impl Weighting {
+    pub fn name(self) -> &'static str {
+        match self {
+            Weighting::Absolute => "absolute",
+            Weighting::Relative => "relative",
+        }
+    }
+
+    /// Row weights of the squared error for targets `y`.
+    fn weights(self, y: &[f64]) -> Result<Vec<f64>> {
+        match self {
+            Weighting::Absolute => Ok(vec![1.0; y.len()]),
+            Weighting::Relative => {
+                if let Some(bad) = y.iter().find(|v| !(**v > 0.0)) {
+                    return Err(Error::Invalid(format!(
+                        "the relative fit of the physical model needs positive power; the data has {bad} W:                          repair the power column or use --physical-fit absolute"
+                    )));
+                }
+                Ok(y.iter().map(|v| 1.0 / (v * v)).collect())
+            }
+        }
+    }
+}
+
 /// Unfitted physical-model parameters: which inputs play which role.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhysicalParams {
@@ -43,6 +79,14 @@ pub struct PhysicalParams {
     /// Relative fall of the training squared error below which the alternation stops.
     pub tolerance: f64,
     pub feature_set: String,
+    /// The squared error both alternating steps minimize.
+    pub weighting: Weighting,
+    /// Hold every memory-clock level at the reference voltage (V_m = 1): GDDR memory runs at one
+    /// voltage, so a fitted V_m curve is a free parameter that only the training kernels pin down.
+    pub fixed_mem_voltage: bool,
+    /// Add a static term that grows with the cube of the core voltage (β0'·V_c³, β0' ≥ 0): leakage
+    /// current rises with voltage, so static power grows faster than linearly in V.
+    pub cubic_static: bool,
 }
 
 impl Default for PhysicalParams {
@@ -57,6 +101,9 @@ impl Default for PhysicalParams {
             max_iterations: 2000,
             tolerance: 1e-9,
             feature_set: "custom".into(),
+            weighting: Weighting::Absolute,
+            fixed_mem_voltage: false,
+            cubic_static: false,
         }
     }
 }
@@ -166,7 +213,18 @@ impl PhysicalParams {
         let uc: Vec<Vec<f64>> = (0..kc).map(|j| col(j).to_vec()).collect();
         let um: Vec<Vec<f64>> = (kc..kc + km).map(|j| col(j).to_vec()).collect();
         let y: Vec<f64> = sub.targets.to_vec();
-        let data = Data { y: &y, fc: &fc, fm: &fm, uc: &uc, um: &um, core_of: &core_of, mem_of: &mem_of };
+        let w = self.weighting.weights(&y)?;
+        let data = Data {
+            y: &y,
+            w: &w,
+            fc: &fc,
+            fm: &fm,
+            uc: &uc,
+            um: &um,
+            core_of: &core_of,
+            mem_of: &mem_of,
+            cubic: self.cubic_static,
+        };
 
         // Two starting voltage curves (V rising with f at half and at full slope); the one with the lower
         // training error is kept. A flat start (every V = 1) would pin every level between neighbours at 1.
@@ -189,7 +247,9 @@ impl PhysicalParams {
                 best = Some((sse, beta, vc, vm, it));
             }
         }
-        let (sse, beta, vc, vm, iterations) = best.ok_or_else(|| Error::Invalid("no fit".into()))?;
+        let (_, beta, vc, vm, iterations) = best.ok_or_else(|| Error::Invalid("no fit".into()))?;
+        // The training RMSE in watts whatever the weighting.
+        let sse = Data { w: &vec![1.0; n], ..data }.sse(&beta, &vc, &vm);
         let terms = PhysicalTerms {
             core_clock: self.core_clock.clone(),
             mem_clock: self.mem_clock.clone(),
@@ -198,7 +258,8 @@ impl PhysicalParams {
             core_inputs: self.core_inputs.clone(),
             core_betas: beta[2..2 + kc].to_vec(),
             mem_inputs: self.mem_inputs.clone(),
-            mem_betas: beta[4 + kc..].to_vec(),
+            mem_betas: beta[4 + kc..4 + kc + km].to_vec(),
+            beta0_cubic_w: if self.cubic_static { beta[4 + kc + km] } else { 0.0 },
             beta0_w: beta[0],
             beta_core_w: beta[1],
             beta1_w: beta[2 + kc],
@@ -244,12 +305,16 @@ fn levels(x: &[f64]) -> (Vec<f64>, Vec<usize>) {
 
 struct Data<'a> {
     y: &'a [f64],
+    /// Weight of each row's squared error (1, or 1/y² for the relative fit).
+    w: &'a [f64],
     fc: &'a [f64],
     fm: &'a [f64],
     uc: &'a [Vec<f64>],
     um: &'a [Vec<f64>],
     core_of: &'a [usize],
     mem_of: &'a [usize],
+    /// Whether the design has the β0'·V_c³ column (last).
+    cubic: bool,
 }
 
 impl Data<'_> {
@@ -260,7 +325,7 @@ impl Data<'_> {
     /// Design row r for fixed voltages: [Vc, Vc²fc, Vc²fc·U…, Vm, Vm²fm, Vm²fm·D…].
     fn design(&self, vc: &[f64], vm: &[f64]) -> Vec<Vec<f64>> {
         let (kc, km) = (self.uc.len(), self.um.len());
-        let mut cols = vec![vec![0.0; self.n()]; 4 + kc + km];
+        let mut cols = vec![vec![0.0; self.n()]; 4 + kc + km + usize::from(self.cubic)];
         for r in 0..self.n() {
             let v = vc[self.core_of[r]];
             let dyn_c = v * v * self.fc[r];
@@ -275,6 +340,9 @@ impl Data<'_> {
             cols[3 + kc][r] = dyn_m;
             for j in 0..km {
                 cols[4 + kc + j][r] = dyn_m * self.um[j][r];
+            }
+            if self.cubic {
+                cols[4 + kc + km][r] = v * v * v;
             }
         }
         cols
@@ -292,17 +360,24 @@ impl Data<'_> {
         self.fm[r] * (beta[3 + kc] + (0..km).map(|j| beta[4 + kc + j] * self.um[j][r]).sum::<f64>())
     }
 
+    /// β0'·V³ (0 without the cubic static term).
+    fn cubic_w(&self, beta: &[f64]) -> f64 {
+        if self.cubic { beta[4 + self.uc.len() + self.um.len()] } else { 0.0 }
+    }
+
     fn sse(&self, beta: &[f64], vc: &[f64], vm: &[f64]) -> f64 {
         let kc = self.uc.len();
+        let a3 = self.cubic_w(beta);
         (0..self.n())
             .map(|r| {
                 let v = vc[self.core_of[r]];
                 let w = vm[self.mem_of[r]];
                 let p = beta[0] * v
+                    + a3 * v * v * v
                     + v * v * self.core_dyn(beta, r)
                     + beta[2 + kc] * w
                     + w * w * self.mem_dyn(beta, r);
-                (self.y[r] - p).powi(2)
+                self.w[r] * (self.y[r] - p).powi(2)
             })
             .sum()
     }
@@ -323,7 +398,7 @@ fn alternate(
     let mut it = 0;
     while it < p.max_iterations {
         it += 1;
-        let beta = nnls_columns(&d.design(vc, vm), d.y)?;
+        let beta = weighted_nnls(&d.design(vc, vm), d.y, d.w)?;
         // Core levels: P = a·V + b_r·V² + c_r on the level's rows.
         let a = beta[0];
         let core_b: Vec<f64> = (0..d.n()).map(|r| d.core_dyn(&beta, r)).collect();
@@ -333,16 +408,19 @@ fn alternate(
                 beta[2 + kc] * w + w * w * d.mem_dyn(&beta, r)
             })
             .collect();
-        update_levels(vc, ref_c, a, &core_b, &core_rest, d.y, d.core_of);
+        let a3 = d.cubic_w(&beta);
+        update_levels(vc, ref_c, (a, a3), &core_b, &core_rest, d.y, d.w, d.core_of);
         let a = beta[2 + kc];
         let mem_b: Vec<f64> = (0..d.n()).map(|r| d.mem_dyn(&beta, r)).collect();
         let mem_rest: Vec<f64> = (0..d.n())
             .map(|r| {
                 let v = vc[d.core_of[r]];
-                beta[0] * v + v * v * core_b[r]
+                beta[0] * v + a3 * v * v * v + v * v * core_b[r]
             })
             .collect();
-        update_levels(vm, ref_m, a, &mem_b, &mem_rest, d.y, d.mem_of);
+        if !p.fixed_mem_voltage {
+            update_levels(vm, ref_m, (a, 0.0), &mem_b, &mem_rest, d.y, d.w, d.mem_of);
+        }
         let sse = d.sse(&beta, vc, vm);
         if !sse.is_finite() {
             return Err(Error::Invalid("the physical model's fit diverged (non-finite error)".into()));
@@ -354,25 +432,36 @@ fn alternate(
         }
     }
     // The βs for the final voltages (one more NNLS can only lower the error).
-    let beta = nnls_columns(&d.design(vc, vm), d.y)?;
+    let beta = weighted_nnls(&d.design(vc, vm), d.y, d.w)?;
     Ok((d.sse(&beta, vc, vm), beta, it))
 }
 
 /// Gauss–Seidel over the levels of one domain: each level (but the reference) takes the voltage in
-/// [lower neighbour's V, upper neighbour's V] that minimizes Σ (y − c − a·V − b·V²)² over its rows.
-fn update_levels(v: &mut [f64], fixed: usize, a: f64, b: &[f64], c: &[f64], y: &[f64], of: &[usize]) {
+/// [lower neighbour's V, upper neighbour's V] that minimizes Σ w·(y − c − a·V − a3·V³ − b·V²)² over its
+/// rows (`(a, a3)`: the domain's static terms, linear and cubic in V).
+#[allow(clippy::too_many_arguments)]
+fn update_levels(
+    v: &mut [f64],
+    fixed: usize,
+    (a, a3): (f64, f64),
+    b: &[f64],
+    c: &[f64],
+    y: &[f64],
+    w: &[f64],
+    of: &[usize],
+) {
     let nl = v.len();
     // Six sums per level make the level's error a quartic in V.
     let mut s = vec![[0.0f64; 6]; nl];
     for r in 0..y.len() {
-        let e = y[r] - c[r];
+        let (e, wr) = (y[r] - c[r], w[r]);
         let l = &mut s[of[r]];
-        l[0] += 1.0;
-        l[1] += e;
-        l[2] += e * e;
-        l[3] += b[r];
-        l[4] += e * b[r];
-        l[5] += b[r] * b[r];
+        l[0] += wr;
+        l[1] += wr * e;
+        l[2] += wr * e * e;
+        l[3] += wr * b[r];
+        l[4] += wr * e * b[r];
+        l[5] += wr * b[r] * b[r];
     }
     for l in 0..nl {
         if l == fixed || s[l][0] == 0.0 {
@@ -381,11 +470,10 @@ fn update_levels(v: &mut [f64], fixed: usize, a: f64, b: &[f64], c: &[f64], y: &
         let lo = if l == 0 { V_MIN } else { v[l - 1] };
         let hi = if l + 1 == nl { V_MAX } else { v[l + 1] };
         let [n, se, see, sb, seb, sbb] = s[l];
+        // Σw(e − q − b·x²)² with q = a·x + a3·x³ the same on every row of the level.
         let loss = |x: f64| {
-            see - 2.0 * a * se * x
-                + (a * a * n - 2.0 * seb) * x * x
-                + 2.0 * a * sb * x.powi(3)
-                + sbb * x.powi(4)
+            let q = a * x + a3 * x.powi(3);
+            see - 2.0 * q * se - 2.0 * x * x * seb + q * q * n + 2.0 * q * x * x * sb + sbb * x.powi(4)
         };
         v[l] = minimize_1d(loss, lo, hi, v[l]);
     }
@@ -415,6 +503,17 @@ fn minimize_1d(f: impl Fn(f64) -> f64, lo: f64, hi: f64, current: f64) -> f64 {
     let x = 0.5 * (a + b);
     let cur = current.clamp(lo, hi);
     if f(x) <= f(cur) { x } else { cur }
+}
+
+/// NNLS of Σ w·(y − Xβ)²: the ordinary problem on rows scaled by √w.
+fn weighted_nnls(cols: &[Vec<f64>], y: &[f64], w: &[f64]) -> Result<Vec<f64>> {
+    if w.iter().all(|&x| x == 1.0) {
+        return nnls_columns(cols, y);
+    }
+    let sw: Vec<f64> = w.iter().map(|x| x.sqrt()).collect();
+    let cols: Vec<Vec<f64>> = cols.iter().map(|c| c.iter().zip(&sw).map(|(a, s)| a * s).collect()).collect();
+    let y: Vec<f64> = y.iter().zip(&sw).map(|(a, s)| a * s).collect();
+    nnls_columns(&cols, &y)
 }
 
 /// Non-negative least squares (Lawson & Hanson 1974) of `y` on the columns `cols`, through the Gram
