@@ -471,6 +471,42 @@ fn physical_model_and_default_choice_on_a_small_file() {
     }
 }
 
+/// `--physical-fit relative` reaches the physical model and is recorded in its artifact (the default,
+/// `absolute`, too), so that a shipped model says which error its βs were fitted to.
+#[test]
+fn physical_fit_weighting_is_applied_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
+    let out = dir.path().join("out");
+    let run = |fit: &str| {
+        let o = out.join(fit);
+        let args = [
+            "train",
+            "--data",
+            good.to_str().unwrap(),
+            "--models",
+            "physical",
+            "--folds",
+            "0",
+            "--group-folds",
+            "3",
+        ];
+        let mut all = args.to_vec();
+        all.extend(["--physical-fit", fit, "--format", "json", "--out-dir", o.to_str().unwrap()]);
+        let v = json(&all);
+        let prefix = good.file_stem().unwrap().to_str().unwrap();
+        let a = gpumodel_models_artifact(&o.join(format!("{prefix}-physical.json")));
+        (v["models"]["physical"]["training_fit"]["mape_pct"].as_f64().unwrap(), a)
+    };
+    let (abs_mape, abs) = run("absolute");
+    let (rel_mape, rel) = run("relative");
+    assert_eq!(abs["training"]["physical"]["error"], "absolute");
+    assert_eq!(rel["training"]["physical"]["error"], "relative");
+    // The file follows the model's form, so both fits are near exact (the objectives' difference is
+    // guarded by the unit test `relative_fit_minimizes_relative_error_where_the_absolute_fit_does_not`).
+    assert!(abs_mape < 0.5 && rel_mape < 0.5, "{abs_mape} {rel_mape}");
+}
+
 /// MLR / MLR+ checked against an external reference: scikit-learn 1.9.1 `LinearRegression` on the same
 /// split (train guerreiro-titanx-micro, test guerreiro-titanx-real; MLR = 8 utilizations, MLR+ = + the two
 /// clocks), computed with the loader of `benches/sklearn_compare.py`:

@@ -101,16 +101,9 @@ pub struct PhysicalTerms {
     pub beta_core_w: f64,
     pub beta1_w: f64,
     pub beta_mem_w: f64,
-    /// Optional static term β0'·V_c³ (leakage rising faster than V), W; absent = 0.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub beta0_cubic_w: f64,
     /// Fitted voltage per clock level, ascending in MHz.
     pub core_levels: Vec<VoltageLevel>,
     pub mem_levels: Vec<VoltageLevel>,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
 }
 
 /// Linear interpolation of the relative voltage at `mhz` over ascending `levels` (linear extrapolation
@@ -170,11 +163,7 @@ impl PhysicalTerms {
         let core: f64 =
             self.beta_core_w + self.core_betas.iter().zip(core_u).map(|(b, u)| b * u).sum::<f64>();
         let mem: f64 = self.beta_mem_w + self.mem_betas.iter().zip(mem_u).map(|(b, u)| b * u).sum::<f64>();
-        self.beta0_w * vc
-            + self.beta0_cubic_w * vc.powi(3)
-            + vc * vc * fc * core
-            + self.beta1_w * vm
-            + vm * vm * fm * mem
+        self.beta0_w * vc + vc * vc * fc * core + self.beta1_w * vm + vm * vm * fm * mem
     }
 
     fn check(&self) -> Result<()> {
@@ -549,7 +538,6 @@ mod tests {
                 mem_inputs: vec!["D".into()],
                 mem_betas: vec![20.0],
                 beta0_w: 30.0,
-                beta0_cubic_w: 0.0,
                 beta_core_w: 10.0,
                 beta1_w: 5.0,
                 beta_mem_w: 4.0,

@@ -53,7 +53,8 @@ impl Weighting {
             Weighting::Relative => {
                 if let Some(bad) = y.iter().find(|v| !(**v > 0.0)) {
                     return Err(Error::Invalid(format!(
-                        "the relative fit of the physical model needs positive power; the data has {bad} W:                          repair the power column or use --physical-fit absolute"
+                        "the relative fit of the physical model needs positive power; the data has {bad} W: \
+                         repair the power column or use --physical-fit absolute"
                     )));
                 }
                 Ok(y.iter().map(|v| 1.0 / (v * v)).collect())
@@ -81,12 +82,6 @@ pub struct PhysicalParams {
     pub feature_set: String,
     /// The squared error both alternating steps minimize.
     pub weighting: Weighting,
-    /// Hold every memory-clock level at the reference voltage (V_m = 1): GDDR memory runs at one
-    /// voltage, so a fitted V_m curve is a free parameter that only the training kernels pin down.
-    pub fixed_mem_voltage: bool,
-    /// Add a static term that grows with the cube of the core voltage (β0'·V_c³, β0' ≥ 0): leakage
-    /// current rises with voltage, so static power grows faster than linearly in V.
-    pub cubic_static: bool,
 }
 
 impl Default for PhysicalParams {
@@ -102,8 +97,6 @@ impl Default for PhysicalParams {
             tolerance: 1e-9,
             feature_set: "custom".into(),
             weighting: Weighting::Absolute,
-            fixed_mem_voltage: false,
-            cubic_static: false,
         }
     }
 }
@@ -214,17 +207,8 @@ impl PhysicalParams {
         let um: Vec<Vec<f64>> = (kc..kc + km).map(|j| col(j).to_vec()).collect();
         let y: Vec<f64> = sub.targets.to_vec();
         let w = self.weighting.weights(&y)?;
-        let data = Data {
-            y: &y,
-            w: &w,
-            fc: &fc,
-            fm: &fm,
-            uc: &uc,
-            um: &um,
-            core_of: &core_of,
-            mem_of: &mem_of,
-            cubic: self.cubic_static,
-        };
+        let data =
+            Data { y: &y, w: &w, fc: &fc, fm: &fm, uc: &uc, um: &um, core_of: &core_of, mem_of: &mem_of };
 
         // Two starting voltage curves (V rising with f at half and at full slope); the one with the lower
         // training error is kept. A flat start (every V = 1) would pin every level between neighbours at 1.
@@ -249,7 +233,8 @@ impl PhysicalParams {
         }
         let (_, beta, vc, vm, iterations) = best.ok_or_else(|| Error::Invalid("no fit".into()))?;
         // The training RMSE in watts whatever the weighting.
-        let sse = Data { w: &vec![1.0; n], ..data }.sse(&beta, &vc, &vm);
+        let ones = vec![1.0; n];
+        let sse = Data { w: &ones, ..data }.sse(&beta, &vc, &vm);
         let terms = PhysicalTerms {
             core_clock: self.core_clock.clone(),
             mem_clock: self.mem_clock.clone(),
@@ -258,8 +243,7 @@ impl PhysicalParams {
             core_inputs: self.core_inputs.clone(),
             core_betas: beta[2..2 + kc].to_vec(),
             mem_inputs: self.mem_inputs.clone(),
-            mem_betas: beta[4 + kc..4 + kc + km].to_vec(),
-            beta0_cubic_w: if self.cubic_static { beta[4 + kc + km] } else { 0.0 },
+            mem_betas: beta[4 + kc..].to_vec(),
             beta0_w: beta[0],
             beta_core_w: beta[1],
             beta1_w: beta[2 + kc],
@@ -313,8 +297,6 @@ struct Data<'a> {
     um: &'a [Vec<f64>],
     core_of: &'a [usize],
     mem_of: &'a [usize],
-    /// Whether the design has the β0'·V_c³ column (last).
-    cubic: bool,
 }
 
 impl Data<'_> {
@@ -325,7 +307,7 @@ impl Data<'_> {
     /// Design row r for fixed voltages: [Vc, Vc²fc, Vc²fc·U…, Vm, Vm²fm, Vm²fm·D…].
     fn design(&self, vc: &[f64], vm: &[f64]) -> Vec<Vec<f64>> {
         let (kc, km) = (self.uc.len(), self.um.len());
-        let mut cols = vec![vec![0.0; self.n()]; 4 + kc + km + usize::from(self.cubic)];
+        let mut cols = vec![vec![0.0; self.n()]; 4 + kc + km];
         for r in 0..self.n() {
             let v = vc[self.core_of[r]];
             let dyn_c = v * v * self.fc[r];
@@ -340,9 +322,6 @@ impl Data<'_> {
             cols[3 + kc][r] = dyn_m;
             for j in 0..km {
                 cols[4 + kc + j][r] = dyn_m * self.um[j][r];
-            }
-            if self.cubic {
-                cols[4 + kc + km][r] = v * v * v;
             }
         }
         cols
@@ -360,20 +339,13 @@ impl Data<'_> {
         self.fm[r] * (beta[3 + kc] + (0..km).map(|j| beta[4 + kc + j] * self.um[j][r]).sum::<f64>())
     }
 
-    /// β0'·V³ (0 without the cubic static term).
-    fn cubic_w(&self, beta: &[f64]) -> f64 {
-        if self.cubic { beta[4 + self.uc.len() + self.um.len()] } else { 0.0 }
-    }
-
     fn sse(&self, beta: &[f64], vc: &[f64], vm: &[f64]) -> f64 {
         let kc = self.uc.len();
-        let a3 = self.cubic_w(beta);
         (0..self.n())
             .map(|r| {
                 let v = vc[self.core_of[r]];
                 let w = vm[self.mem_of[r]];
                 let p = beta[0] * v
-                    + a3 * v * v * v
                     + v * v * self.core_dyn(beta, r)
                     + beta[2 + kc] * w
                     + w * w * self.mem_dyn(beta, r);
@@ -408,19 +380,16 @@ fn alternate(
                 beta[2 + kc] * w + w * w * d.mem_dyn(&beta, r)
             })
             .collect();
-        let a3 = d.cubic_w(&beta);
-        update_levels(vc, ref_c, (a, a3), &core_b, &core_rest, d.y, d.w, d.core_of);
+        update_levels(vc, ref_c, a, &core_b, &core_rest, d.y, d.w, d.core_of);
         let a = beta[2 + kc];
         let mem_b: Vec<f64> = (0..d.n()).map(|r| d.mem_dyn(&beta, r)).collect();
         let mem_rest: Vec<f64> = (0..d.n())
             .map(|r| {
                 let v = vc[d.core_of[r]];
-                beta[0] * v + a3 * v * v * v + v * v * core_b[r]
+                beta[0] * v + v * v * core_b[r]
             })
             .collect();
-        if !p.fixed_mem_voltage {
-            update_levels(vm, ref_m, (a, 0.0), &mem_b, &mem_rest, d.y, d.w, d.mem_of);
-        }
+        update_levels(vm, ref_m, a, &mem_b, &mem_rest, d.y, d.w, d.mem_of);
         let sse = d.sse(&beta, vc, vm);
         if !sse.is_finite() {
             return Err(Error::Invalid("the physical model's fit diverged (non-finite error)".into()));
@@ -437,13 +406,12 @@ fn alternate(
 }
 
 /// Gauss–Seidel over the levels of one domain: each level (but the reference) takes the voltage in
-/// [lower neighbour's V, upper neighbour's V] that minimizes Σ w·(y − c − a·V − a3·V³ − b·V²)² over its
-/// rows (`(a, a3)`: the domain's static terms, linear and cubic in V).
+/// [lower neighbour's V, upper neighbour's V] that minimizes Σ w·(y − c − a·V − b·V²)² over its rows.
 #[allow(clippy::too_many_arguments)]
 fn update_levels(
     v: &mut [f64],
     fixed: usize,
-    (a, a3): (f64, f64),
+    a: f64,
     b: &[f64],
     c: &[f64],
     y: &[f64],
@@ -470,10 +438,11 @@ fn update_levels(
         let lo = if l == 0 { V_MIN } else { v[l - 1] };
         let hi = if l + 1 == nl { V_MAX } else { v[l + 1] };
         let [n, se, see, sb, seb, sbb] = s[l];
-        // Σw(e − q − b·x²)² with q = a·x + a3·x³ the same on every row of the level.
         let loss = |x: f64| {
-            let q = a * x + a3 * x.powi(3);
-            see - 2.0 * q * se - 2.0 * x * x * seb + q * q * n + 2.0 * q * x * x * sb + sbb * x.powi(4)
+            see - 2.0 * a * se * x
+                + (a * a * n - 2.0 * seb) * x * x
+                + 2.0 * a * sb * x.powi(3)
+                + sbb * x.powi(4)
         };
         v[l] = minimize_1d(loss, lo, hi, v[l]);
     }
@@ -672,16 +641,27 @@ mod tests {
         (ds, v_core.to_vec(), v_mem.to_vec())
     }
 
-    #[test]
-    fn recovers_known_betas_and_voltages() {
-        let (ds, v_core, v_mem) = synthetic();
-        let p = PhysicalParams {
+    fn params(weighting: Weighting) -> PhysicalParams {
+        PhysicalParams {
             ref_core_mhz: Some(1000.0),
             ref_mem_mhz: Some(3000.0),
+            weighting,
             ..PhysicalParams::from_activities(&["U1".into(), "U2".into(), "DRAM".into()], "t")
         }
         .check()
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn recovers_known_betas_and_voltages() {
+        for weighting in [Weighting::Absolute, Weighting::Relative] {
+            recovers_known_betas_and_voltages_with(weighting);
+        }
+    }
+
+    fn recovers_known_betas_and_voltages_with(weighting: Weighting) {
+        let (ds, v_core, v_mem) = synthetic();
+        let p = params(weighting);
         assert_eq!(p.mem_inputs, vec!["DRAM".to_string()]);
         let fit = p.fit_report(&ds).unwrap();
         assert!(
@@ -718,5 +698,56 @@ mod tests {
         let p = PhysicalParams::from_activities(&["U1".into(), "U2".into(), "DRAM".into()], "t");
         let msg = p.fit(&one).unwrap_err().to_string();
         assert!(msg.contains("at least two core clock levels") && msg.contains("900"), "{msg}");
+    }
+
+    /// Σ((y − P)/y)² and Σ(y − P)² of a fitted artifact on `ds`.
+    fn relative_and_absolute_sse(a: &ModelArtifact, ds: &Dataset) -> (f64, f64) {
+        let pred = a.predict(ds.records.view());
+        pred.iter()
+            .zip(ds.targets.iter())
+            .fold((0.0, 0.0), |(r, s), (p, y)| (r + ((y - p) / y).powi(2), s + (y - p).powi(2)))
+    }
+
+    #[test]
+    fn relative_fit_minimizes_relative_error_where_the_absolute_fit_does_not() {
+        // The model's own data, then a kernel-dependent multiplicative error that no β or voltage can
+        // represent, larger on the low-power kernels: the two fits must then differ, each better on its
+        // own objective.
+        let (mut ds, _, _) = synthetic();
+        for r in 0..ds.n_rows() {
+            let k = r / 10;
+            let low = ds.targets[r] < 60.0;
+            ds.targets[r] *= 1.0 + if low { 0.25 } else { 0.04 } * if k % 2 == 0 { 1.0 } else { -1.0 };
+        }
+        let abs = params(Weighting::Absolute).fit(&ds).unwrap();
+        let rel = params(Weighting::Relative).fit(&ds).unwrap();
+        let (rel_of_abs, sq_of_abs) = relative_and_absolute_sse(&abs, &ds);
+        let (rel_of_rel, sq_of_rel) = relative_and_absolute_sse(&rel, &ds);
+        assert!(
+            rel_of_rel < 0.99 * rel_of_abs,
+            "relative error: relative fit {rel_of_rel}, absolute {rel_of_abs}"
+        );
+        assert!(
+            sq_of_abs < 0.99 * sq_of_rel,
+            "squared watts: absolute fit {sq_of_abs}, relative {sq_of_rel}"
+        );
+        // The constraints hold under the weighting too: βs ≥ 0, voltage never falls as the clock rises.
+        let t = rel.physical.as_ref().unwrap();
+        assert!(t.core_betas.iter().chain(&t.mem_betas).all(|b| *b >= 0.0), "{t:?}");
+        assert!([t.beta0_w, t.beta_core_w, t.beta1_w, t.beta_mem_w].iter().all(|b| *b >= 0.0), "{t:?}");
+        for lv in [&t.core_levels, &t.mem_levels] {
+            assert!(lv.windows(2).all(|w| w[0].relative_v <= w[1].relative_v), "{lv:?}");
+        }
+    }
+
+    #[test]
+    fn relative_fit_of_non_positive_power_is_a_clear_error() {
+        let (mut ds, _, _) = synthetic();
+        ds.targets[3] = 0.0;
+        let msg = params(Weighting::Relative).fit(&ds).unwrap_err().to_string();
+        assert!(msg.contains("positive power") && msg.contains("--physical-fit absolute"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        // The absolute fit takes the same data.
+        params(Weighting::Absolute).fit(&ds).unwrap();
     }
 }
