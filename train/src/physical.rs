@@ -51,7 +51,7 @@ impl Weighting {
         match self {
             Weighting::Absolute => Ok(vec![1.0; y.len()]),
             Weighting::Relative => {
-                if let Some(bad) = y.iter().find(|v| !(**v > 0.0)) {
+                if let Some(bad) = y.iter().find(|v| v.is_nan() || **v <= 0.0) {
                     return Err(Error::Invalid(format!(
                         "the relative fit of the physical model needs positive power; the data has {bad} W: \
                          repair the power column or use --physical-fit absolute"
