@@ -22,7 +22,9 @@ use burn::nn::Linear;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
 use gpumodel_models::Dataset;
-use gpumodel_models::artifact::{Activation, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Scaling};
+use gpumodel_models::artifact::{
+    Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Scaling,
+};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -509,6 +511,7 @@ fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
         base_columns: Vec::new(),
         training: serde_json::Value::Null,
         physical: None,
+        arithmetic: None,
     };
     art.predict(z.view()).to_vec()
 }
@@ -638,6 +641,7 @@ impl BpannParams {
             base_columns: gpumodel_models::features::base_columns(&ds.feature_names)?,
             training: serde_json::Value::Null,
             physical: None,
+            arithmetic: Some(self.arithmetic(&sizes)),
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
     }
@@ -829,6 +833,19 @@ impl BpannParams {
         stop.outcome(epochs_run)
     }
 
+    /// The arithmetic a fit of the network `sizes` runs in on this CPU, for the artifact.
+    pub fn arithmetic(&self, sizes: &[usize]) -> Arithmetic {
+        if self.solver == Solver::Adam && self.backend == Backend::Burn {
+            return Arithmetic { instructions: "burn 0.22.1 Flex".into(), precision: "f64".into() };
+        }
+        let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
+        let precision = match layout.runs_in(self.precision) {
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        };
+        Arithmetic { instructions: crate::lbfgs::instruction_path().into(), precision: precision.into() }
+    }
+
     /// What computes the steps, for the artifact's training record.
     pub fn backend_description(&self) -> &'static str {
         match (self.solver, self.backend, self.precision) {
@@ -926,6 +943,14 @@ mod tests {
         let rmse = crate::metrics::rmse(pred.as_slice().unwrap(), ds.targets.as_slice().unwrap()).unwrap();
         assert!(rmse < 1.5, "rmse {rmse}");
         assert!(a.restarts.iter().all(|r| r.epochs_run <= 300));
+        // The artifact says which arithmetic fitted it: this CPU's path, f32 on the 4×4 network.
+        let arith = a.artifact.arithmetic.as_ref().expect("recorded");
+        assert_eq!(
+            (arith.instructions.as_str(), arith.precision.as_str()),
+            (crate::lbfgs::instruction_path(), "f32")
+        );
+        let f64_net = BpannParams { hidden: vec![3], ..p.clone() }.arithmetic(&[2, 3, 1]);
+        assert_eq!(f64_net.precision, "f64", "layouts without the fused kernel run in f64");
         let burn = burn_forward(&a.artifact, &ds.records);
         for (x, y) in burn.iter().zip(pred.iter()) {
             assert!((x - y).abs() < 1e-9);

@@ -168,6 +168,18 @@ impl Layout {
         self.sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum()
     }
 
+    /// Whether [`Workspace`] runs its fused kernel on this layout (two sigmoid hidden layers of 4×4 or
+    /// 8×8 units, one output): the only layouts it evaluates in f32 when asked to.
+    fn fused(&self) -> bool {
+        matches!(self.sizes[..], [_, h1 @ (4 | 8), h2, 1] if h2 == h1)
+    }
+
+    /// The arithmetic a [`Workspace`] on this layout asked for `precision` evaluates in: f32 only on
+    /// the fused layouts, f64 otherwise.
+    pub fn runs_in(&self, precision: Precision) -> Precision {
+        if self.fused() { precision } else { Precision::F64 }
+    }
+
     /// Flattens artifact layers into one parameter vector.
     pub fn flatten(&self, layers: &[Dense]) -> Vec<f64> {
         let mut v = Vec::with_capacity(self.n_params());
@@ -465,6 +477,27 @@ unsafe fn sigmoid_block<B: Arith>(z: B) -> B {
     }
 }
 
+/// The instruction path [`Workspace`]'s kernels take on this CPU: `avx2+fma` (x86-64 with both),
+/// `portable+fma` (aarch64: fused multiply-adds lane by lane), else `portable` (unfused).
+pub fn instruction_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
+            "avx2+fma"
+        } else {
+            "portable"
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        "portable+fma"
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        "portable"
+    }
+}
+
 /// Preallocated buffers for evaluating the BP-ANN's loss and gradient many times on the same rows.
 ///
 /// Why: an L-BFGS or Adam fit evaluates the loss thousands of times on ~5 000 rows and ~70 parameters,
@@ -520,8 +553,8 @@ impl Workspace {
     ) -> Workspace {
         let n = x.nrows();
         let sizes = &layout.sizes;
-        if let [inputs, h1 @ (4 | 8), h2, 1] = sizes[..]
-            && h2 == h1
+        if let [inputs, h1, h2, 1] = sizes[..]
+            && layout.fused()
         {
             let (fused, single) = match precision {
                 Precision::F64 => (Some(Fused::new(inputs, h1, x, y)), None),
