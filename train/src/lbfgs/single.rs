@@ -227,7 +227,7 @@ impl Single {
         theta: &[f64],
         g: Option<&mut [f64]>,
     ) -> f64 {
-        const { assert!(H1 % 4 == 0 && H2 % 4 == 0, "the sums run four units at a time") };
+        const { assert!(H1.is_multiple_of(4) && H2.is_multiple_of(4), "the sums run four units at a time") };
         // SAFETY (every block below): the caller's contract.
         unsafe {
             let ni = self.inputs;
