@@ -212,14 +212,16 @@ impl Single {
 
     /// As [`super::Fused`]'s `sums`: `Σ e²` over the rows and, with `g`, `Σ e·∂f/∂θ` into `g`.
     ///
-    /// In two phases per flush group of [`FLUSH`] blocks: each block forward and its δ backward, with
-    /// the values the sums need stored ([`Stored`]); then every sum over the group's blocks, a few
-    /// sums at a time with their accumulators in registers. Why: the ~70 per-lane gradient sums of
+    /// In two phases per flush group of [`FLUSH`] blocks: the group forward and its δ backward, one
+    /// layer step over all its blocks at a time, with the values the sums need stored ([`Stored`]);
+    /// then every sum over the group's blocks, a few sums at a time with their accumulators in
+    /// registers. Why: the ~70 per-lane gradient sums of
     /// 10-4-4-1 (two vectors each) do not fit in the 16 vector registers, so the one-phase kernel
     /// (every block's sums added as the block is done, session 7) spilled and reloaded them on every
     /// block and spent more of its time on those stores than on arithmetic. Every sum sees the same
     /// operations in the same order as in that kernel (an FMA or add per block, from zero at the start
-    /// of each group), so the two agree bit for bit (tested).
+    /// of each group), and every stored value is the one the block's own pass computed (the same
+    /// operations on the same lanes), so the two agree bit for bit (tested).
     /// Safety: as [`super::exp_block`].
     #[inline(always)]
     pub(super) unsafe fn sums<B: Block32, const H1: usize, const H2: usize>(
@@ -272,28 +274,61 @@ impl Single {
                 self.x.chunks(FLUSH * ni).zip(self.y.chunks(FLUSH)).enumerate().map(|(k, v)| (k * FLUSH, v))
             {
                 let nb = yg.len();
-                // Phase 1: each block forward, its error and δ, stored.
-                for ((b, (x, y)), vals) in
-                    xg.chunks_exact(ni).zip(yg).enumerate().zip(self.group.chunks_exact_mut(len))
-                {
-                    let (h1, h2, out) = net.forward(x.iter().map(|xi| B::load(xi)), &self.w1t);
+                // Phase 1: the group forward and its δ backward, one layer step at a time over all its
+                // blocks (short loops with few live values and independent blocks, instead of one
+                // block's whole pass, whose ~40 live vectors spilled), each value stored.
+                let (a1, a2) = (S::<H1, H2>::A1, S::<H1, H2>::A2);
+                let grp = &mut self.group[..nb * len];
+                for (x, v) in xg.chunks_exact(ni).zip(grp.chunks_exact_mut(len)) {
+                    let mut h: [B; H1] = std::array::from_fn(|o| B::splat(net.b1[o]));
+                    for (xi, w1i) in x.iter().zip(self.w1t.chunks_exact(H1)) {
+                        let xi = B::load(xi);
+                        for (h, w) in h.iter_mut().zip(w1i) {
+                            *h = B::splat(*w).mul_add(xi, *h);
+                        }
+                    }
+                    for (h, v) in h.iter().zip(&mut v[a1..a1 + H1]) {
+                        h.store(v);
+                    }
+                }
+                for v in grp.chunks_exact_mut(len) {
+                    for v in &mut v[a1..a1 + H1] {
+                        super::sigmoid_block(B::load(v)).store(v);
+                    }
+                }
+                for v in grp.chunks_exact_mut(len) {
+                    let h1: [B; H1] = std::array::from_fn(|o| B::load(&v[a1 + o]));
+                    for (j, w2j) in net.w2.iter().enumerate() {
+                        let mut h = B::splat(net.b2[j]);
+                        for (a, w) in h1.iter().zip(w2j) {
+                            h = B::splat(*w).mul_add(*a, h);
+                        }
+                        h.store(&mut v[a2 + j]);
+                    }
+                }
+                for v in grp.chunks_exact_mut(len) {
+                    for v in &mut v[a2..a2 + H2] {
+                        super::sigmoid_block(B::load(v)).store(v);
+                    }
+                }
+                for (b, (v, y)) in grp.chunks_exact_mut(len).zip(yg).enumerate() {
+                    let h1: [B; H1] = std::array::from_fn(|o| B::load(&v[a1 + o]));
+                    let h2: [B; H2] = std::array::from_fn(|j| B::load(&v[a2 + j]));
+                    let mut out = B::splat(net.b3);
+                    for (a, w) in h2.iter().zip(&net.w3) {
+                        out = B::splat(*w).mul_add(*a, out);
+                    }
                     let mut e = out.sub(B::load(y));
                     if first + b == last {
                         e = e.mul(B::load(&self.last_mask));
                     }
                     let (d2, d1) = net.deltas(e, (&h1, &h2), |w, e| w.mul(e));
-                    e.store(&mut vals[S::<H1, H2>::E]);
-                    for (k, v) in h1.iter().enumerate() {
-                        v.store(&mut vals[S::<H1, H2>::A1 + k]);
+                    e.store(&mut v[S::<H1, H2>::E]);
+                    for (k, d) in d2.iter().enumerate() {
+                        d.store(&mut v[S::<H1, H2>::D2 + k]);
                     }
-                    for (k, v) in h2.iter().enumerate() {
-                        v.store(&mut vals[S::<H1, H2>::A2 + k]);
-                    }
-                    for (k, v) in d2.iter().enumerate() {
-                        v.store(&mut vals[S::<H1, H2>::D2 + k]);
-                    }
-                    for (k, v) in d1.iter().enumerate() {
-                        v.store(&mut vals[S::<H1, H2>::D1 + k]);
+                    for (k, d) in d1.iter().enumerate() {
+                        d.store(&mut v[S::<H1, H2>::D1 + k]);
                     }
                 }
                 // Phase 2: the sums over the group, widened into the f64 sums.
