@@ -246,6 +246,24 @@ pub struct ModelArtifact {
     /// to (`physical+bpann`, the network then models the residual).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical: Option<PhysicalTerms>,
+    /// The arithmetic the network's training gradient ran in (instructions and precision): fits from
+    /// the same seed on CPUs with different paths can differ in the last bits, and L-BFGS turns that
+    /// into a different network. Absent in artifacts written before it was recorded (they load as
+    /// before) and in models without a network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arithmetic: Option<Arithmetic>,
+}
+
+/// How a network's training arithmetic ran ([`ModelArtifact::arithmetic`]). Plain strings, so that an
+/// artifact naming a path this version does not know still loads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arithmetic {
+    /// The instruction path of the training gradient: `avx2+fma`, `portable` (unfused multiply-adds),
+    /// `portable+fma`, or the library that computed it (`burn …`).
+    pub instructions: String,
+    /// Its precision: `f32` (activations and products in f32, sums over rows in f64) or `f64`. The
+    /// validation error that stops training and picks the restart is computed in f64 either way.
+    pub precision: String,
 }
 
 impl ModelArtifact {
@@ -528,6 +546,7 @@ mod tests {
             layers: Vec::new(),
             base_columns: Vec::new(),
             training: serde_json::Value::Null,
+            arithmetic: None,
             physical: Some(PhysicalTerms {
                 core_clock: "core_mhz".into(),
                 mem_clock: "mem_mhz".into(),
@@ -590,6 +609,7 @@ mod tests {
             ],
             base_columns: vec!["a".into(), "b".into()],
             training: serde_json::Value::Null,
+            arithmetic: None,
             physical: None,
         }
     }
@@ -613,6 +633,26 @@ mod tests {
         bad.layers[1].weights[0].push(1.0);
         let text = serde_json::to_string(&bad).unwrap();
         assert!(ModelArtifact::from_json_str(&text, "m.json").unwrap_err().to_string().contains("layer 1"));
+    }
+
+    /// The arithmetic record is optional both ways: an artifact written before it existed (no such key)
+    /// loads with none, one without it is written without the key (files of models without a network
+    /// are unchanged), and one with it round-trips.
+    #[test]
+    fn the_arithmetic_record_is_optional_and_round_trips() {
+        let a = tiny();
+        let text = serde_json::to_string(&a).unwrap();
+        assert!(!text.contains("arithmetic"), "{text}");
+        let mut old: serde_json::Value = serde_json::from_str(&text).unwrap();
+        old.as_object_mut().unwrap().remove("arithmetic");
+        assert_eq!(ModelArtifact::from_json_str(&old.to_string(), "old.json").unwrap().arithmetic, None);
+        let b = ModelArtifact {
+            arithmetic: Some(Arithmetic { instructions: "avx2+fma".into(), precision: "f32".into() }),
+            ..a
+        };
+        let text = serde_json::to_string(&b).unwrap();
+        assert!(text.contains(r#""arithmetic":{"instructions":"avx2+fma","precision":"f32"}"#), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), b);
     }
 
     #[test]

@@ -22,7 +22,9 @@ use burn::nn::Linear;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
 use gpumodel_models::Dataset;
-use gpumodel_models::artifact::{Activation, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Scaling};
+use gpumodel_models::artifact::{
+    Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Scaling,
+};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -211,6 +213,27 @@ impl EarlyStop {
     }
 }
 
+/// Test-only: the restart of this seed panics at its 60th iteration, a stand-in for a bug, so that the
+/// tests can check what a panicking restart does to the others.
+#[cfg(test)]
+const PANICKING_SEED: u64 = 0x5EED_DEAD;
+
+#[cfg(test)]
+fn forced_panic(seed: u64, iteration: usize) {
+    if seed == PANICKING_SEED && iteration == 60 {
+        panic!("forced panic in the restart of seed {seed} (test hook)");
+    }
+}
+
+/// What a restart that panicked said (its panic message), for the error the fit returns.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
 /// Iterations a worker runs of one restart before it takes the next restart in line.
 const SLICE: usize = 50;
 
@@ -224,6 +247,8 @@ const SLICE: usize = 50;
 /// here (the workspaces hold the rows and scratch only), so the outcome is the same however the slices
 /// are scheduled (tested against one thread).
 struct NativeRun {
+    /// The restart's seed (its initial weights).
+    seed: u64,
     theta: Vec<f64>,
     g: Vec<f64>,
     /// Adam's first and second moments (unused by L-BFGS).
@@ -241,11 +266,12 @@ struct NativeRun {
 }
 
 impl NativeRun {
-    fn new(p: &BpannParams, layout: &crate::lbfgs::Layout, init: Vec<Dense>) -> NativeRun {
+    fn new(p: &BpannParams, layout: &crate::lbfgs::Layout, seed: u64, init: Vec<Dense>) -> NativeRun {
         let theta = layout.flatten(&init);
         let np = theta.len();
         let moments = if p.solver == Solver::Adam { np } else { 0 };
         NativeRun {
+            seed,
             theta,
             g: vec![0.0; np],
             m1: vec![0.0; moments],
@@ -269,7 +295,9 @@ impl NativeRun {
         slice: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Option<Outcome> {
-        let NativeRun { theta, g, m1, m2, opt, f, stop, init, done, reported } = self;
+        let NativeRun { seed, theta, g, m1, m2, opt, f, stop, init, done, reported } = self;
+        #[cfg(not(test))]
+        let _ = seed;
         let max = p.max_epochs;
         let end = done.saturating_add(slice).min(max);
         let mut finished = *done >= max;
@@ -295,6 +323,8 @@ impl NativeRun {
                         *w -= *m * step / (v.sqrt() + floor) * p.learning_rate;
                     }
                     *done = epoch;
+                    #[cfg(test)]
+                    forced_panic(*seed, epoch);
                     if epoch % EVAL_EVERY == 0 || epoch == max {
                         progress(EVAL_EVERY.min(epoch) as u64);
                         if stop.should_stop(epoch, val.mse(theta), || layout.layers(theta)) {
@@ -319,6 +349,8 @@ impl NativeRun {
                     for it in *done + 1..=end {
                         let moved = opt.step(theta, f, g, &mut eval);
                         *done = it;
+                        #[cfg(test)]
+                        forced_panic(*seed, it);
                         if it % EVAL_EVERY == 0 || it == max || !moved {
                             progress((it - *reported) as u64);
                             *reported = it;
@@ -479,6 +511,7 @@ fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
         base_columns: Vec::new(),
         training: serde_json::Value::Null,
         physical: None,
+        arithmetic: None,
     };
     art.predict(z.view()).to_vec()
 }
@@ -557,6 +590,20 @@ impl BpannParams {
         sizes.push(1);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let outcomes = self.restarts_run(&sizes, (&zt, &yt), (&zv, &yv), threads, progress);
+        let n = outcomes.len();
+        let outcomes = outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(r, o)| {
+                o.map_err(|m| {
+                    Error::Invalid(format!(
+                        "BP-ANN restart {} of {n} (seed {}) failed: {m} (the other restarts finished; this is a bug, please report it)",
+                        r + 1,
+                        self.seed.wrapping_add(r as u64)
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
 
         let mut reports = Vec::new();
         let mut best: Option<(f64, Vec<Dense>)> = None;
@@ -594,15 +641,19 @@ impl BpannParams {
             base_columns: gpumodel_models::features::base_columns(&ds.feature_names)?,
             training: serde_json::Value::Null,
             physical: None,
+            arithmetic: Some(self.arithmetic(&sizes)),
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
     }
 
     /// Every restart's outcome, in restart order: (validation MSE, layers, epoch) of its best weights and
-    /// the epochs it ran. `train` and `val` are the standardized rows and targets.
+    /// the epochs it ran, or the message of the panic that ended it. `train` and `val` are the
+    /// standardized rows and targets.
     ///
     /// The native paths run up to `threads` restarts at once (each restart depends only on its seed,
-    /// so the outcomes are the same as one after the other; tested); burn's runs one at a time.
+    /// so the outcomes are the same as one after the other; tested); burn's runs one at a time. A
+    /// native restart that panics (a bug) ends alone: the others run to their end and the caller gets
+    /// the panic's message in its place (tested), instead of a panic across the restart threads.
     fn restarts_run(
         &self,
         sizes: &[usize],
@@ -610,7 +661,7 @@ impl BpannParams {
         val: (&Array2<f64>, &[f64]),
         threads: usize,
         progress: &mut dyn FnMut(u64),
-    ) -> Vec<Outcome> {
+    ) -> Vec<std::result::Result<Outcome, String>> {
         let init =
             |r: usize| init_layers(sizes, &mut ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(r as u64)));
         if self.solver == Solver::Adam && self.backend == Backend::Burn {
@@ -625,7 +676,7 @@ impl BpannParams {
                 p.iter().zip(yv).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / yv.len().max(1) as f64
             };
             return (0..self.restarts)
-                .map(|r| self.adam_burn(&device, &x, &y, init(r), &val_mse, progress))
+                .map(|r| Ok(self.adam_burn(&device, &x, &y, init(r), &val_mse, progress)))
                 .collect();
         }
         let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
@@ -636,10 +687,25 @@ impl BpannParams {
             )
         };
         let threads = threads.clamp(1, self.restarts.max(1));
+        let seed = |r: usize| self.seed.wrapping_add(r as u64);
         if threads == 1 {
             let (mut tr, mut va) = buffers();
             return (0..self.restarts)
-                .map(|r| self.native(&layout, &mut tr, &mut va, init(r), progress))
+                .map(|r| {
+                    let mut run = NativeRun::new(self, &layout, seed(r), init(r));
+                    // The buffers are scratch that every evaluation rewrites, so the next restart may
+                    // reuse them after a panic.
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        loop {
+                            if let Some(out) =
+                                run.advance(self, &layout, &mut tr, &mut va, self.max_epochs, progress)
+                            {
+                                return out;
+                            }
+                        }
+                    }))
+                    .map_err(|e| panic_message(e.as_ref()))
+                })
                 .collect();
         }
         // Workers take the restart first in line, run a slice of it and put it back at the end of the
@@ -648,11 +714,11 @@ impl BpannParams {
         // be Send) and files outcomes by restart.
         enum Msg {
             Progress(u64),
-            Done(usize, Outcome),
+            Done(usize, std::result::Result<Outcome, String>),
         }
         // The restarts waiting for a worker, and how many have not finished yet.
         let line: Line = Mutex::new((
-            (0..self.restarts).map(|r| (r, NativeRun::new(self, &layout, init(r)))).collect(),
+            (0..self.restarts).map(|r| (r, NativeRun::new(self, &layout, seed(r), init(r)))).collect(),
             self.restarts,
         ));
         let moved = Condvar::new();
@@ -668,16 +734,18 @@ impl BpannParams {
                 }
             }
         }
-        let mut outcomes: Vec<Option<Outcome>> = vec![None; self.restarts];
+        let mut outcomes: Vec<Option<std::result::Result<Outcome, String>>> = vec![None; self.restarts];
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
             for _ in 0..threads {
                 let tx = tx.clone();
                 let (line, moved, buffers, layout) = (&line, &moved, &buffers, &layout);
                 scope.spawn(move || {
-                    // A worker that panics takes its restart with it, which would never be counted as
-                    // finished: the guard then empties the line and wakes the others so that they stop,
-                    // and the scope re-raises the panic (instead of every thread waiting forever).
+                    // A panic inside a restart is caught below and ends that restart alone. One anywhere
+                    // else in a worker would take the worker with it, and with it the count of
+                    // unfinished restarts: the guard then empties the line and wakes the others so
+                    // that they stop, and the scope re-raises the panic (instead of every thread
+                    // waiting forever).
                     let _abandon = Abandon(line, moved);
                     let (mut tr, mut va) = buffers();
                     let lock = || line.lock().unwrap_or_else(|e| e.into_inner());
@@ -695,16 +763,24 @@ impl BpannParams {
                             }
                         };
                         let Some((r, mut run)) = next else { break };
-                        let out = run.advance(self, layout, &mut tr, &mut va, SLICE, &mut |u| {
-                            let _ = tx.send(Msg::Progress(u));
-                        });
+                        // The buffers are scratch that every evaluation rewrites, so this worker may go on
+                        // with the other restarts after a panic in this one.
+                        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            run.advance(self, layout, &mut tr, &mut va, SLICE, &mut |u| {
+                                let _ = tx.send(Msg::Progress(u));
+                            })
+                        }));
                         let mut l = lock();
                         match out {
-                            Some(out) => {
-                                let _ = tx.send(Msg::Done(r, out));
+                            Ok(Some(out)) => {
+                                let _ = tx.send(Msg::Done(r, Ok(out)));
                                 l.1 -= 1;
                             }
-                            None => l.0.push_back((r, run)),
+                            Ok(None) => l.0.push_back((r, run)),
+                            Err(e) => {
+                                let _ = tx.send(Msg::Done(r, Err(panic_message(e.as_ref()))));
+                                l.1 -= 1;
+                            }
                         }
                         moved.notify_all();
                     }
@@ -718,8 +794,8 @@ impl BpannParams {
                 }
             }
         });
-        // A worker that panicked has already re-raised its panic at the end of the scope, so every
-        // restart has an outcome here.
+        // A worker that panicked outside a restart has already re-raised its panic at the end of the
+        // scope, so every restart has an outcome here.
         outcomes.into_iter().flatten().collect()
     }
 
@@ -757,21 +833,17 @@ impl BpannParams {
         stop.outcome(epochs_run)
     }
 
-    /// One restart of full-batch Adam or L-BFGS on our own gradient, run to its end (see [`NativeRun`]).
-    fn native(
-        &self,
-        layout: &crate::lbfgs::Layout,
-        train: &mut Workspace,
-        val: &mut Workspace,
-        init: Vec<Dense>,
-        progress: &mut dyn FnMut(u64),
-    ) -> Outcome {
-        let mut run = NativeRun::new(self, layout, init);
-        loop {
-            if let Some(out) = run.advance(self, layout, train, val, self.max_epochs, progress) {
-                return out;
-            }
+    /// The arithmetic a fit of the network `sizes` runs in on this CPU, for the artifact.
+    pub fn arithmetic(&self, sizes: &[usize]) -> Arithmetic {
+        if self.solver == Solver::Adam && self.backend == Backend::Burn {
+            return Arithmetic { instructions: "burn 0.22.1 Flex".into(), precision: "f64".into() };
         }
+        let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
+        let precision = match layout.runs_in(self.precision) {
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        };
+        Arithmetic { instructions: crate::lbfgs::instruction_path().into(), precision: precision.into() }
     }
 
     /// What computes the steps, for the artifact's training record.
@@ -871,6 +943,14 @@ mod tests {
         let rmse = crate::metrics::rmse(pred.as_slice().unwrap(), ds.targets.as_slice().unwrap()).unwrap();
         assert!(rmse < 1.5, "rmse {rmse}");
         assert!(a.restarts.iter().all(|r| r.epochs_run <= 300));
+        // The artifact says which arithmetic fitted it: this CPU's path, f32 on the 4×4 network.
+        let arith = a.artifact.arithmetic.as_ref().expect("recorded");
+        assert_eq!(
+            (arith.instructions.as_str(), arith.precision.as_str()),
+            (crate::lbfgs::instruction_path(), "f32")
+        );
+        let f64_net = BpannParams { hidden: vec![3], ..p.clone() }.arithmetic(&[2, 3, 1]);
+        assert_eq!(f64_net.precision, "f64", "layouts without the fused kernel run in f64");
         let burn = burn_forward(&a.artifact, &ds.records);
         for (x, y) in burn.iter().zip(pred.iter()) {
             assert!((x - y).abs() < 1e-9);
@@ -945,6 +1025,66 @@ mod tests {
             assert_eq!(units_one, units_three, "{solver:?}: progress units");
             assert_eq!(one.len(), 3);
         }
+    }
+
+    /// A restart that panics (a bug; forced here by the test-only hook at its 60th iteration) ends
+    /// alone: the restart threads do not hang, the other restarts run to their end with the outcomes
+    /// they have when run by themselves, and the fit returns an error naming the failed restart — with
+    /// one thread and with the restarts sliced across two, for both native solvers.
+    #[test]
+    fn a_panicking_restart_fails_the_fit_alone_and_the_others_finish() {
+        let ds = smooth(150);
+        let z = standardize(&ds.records, &input_scaling(&ds.records));
+        let y: Vec<f64> = ds.targets.iter().map(|v| (v - 100.0) / 30.0).collect();
+        let (zt, zv) =
+            (z.slice(ndarray::s![..100, ..]).to_owned(), z.slice(ndarray::s![100.., ..]).to_owned());
+        for solver in [Solver::Lbfgs, Solver::Adam] {
+            // Restart 2 of 3 has the panicking seed.
+            let p = BpannParams {
+                restarts: 3,
+                max_epochs: 120,
+                seed: PANICKING_SEED - 1,
+                solver,
+                ..Default::default()
+            };
+            for threads in [1, 2] {
+                // The deadlock guard: the restarts run on their own thread and this one gives up
+                // waiting after a generous time (a hang, not a speed check: the fits take milliseconds).
+                let (tx, rx) = mpsc::channel();
+                let (p2, zt2, zv2, y2) = (p.clone(), zt.clone(), zv.clone(), y.clone());
+                std::thread::spawn(move || {
+                    let out = p2.restarts_run(
+                        &[2, 4, 4, 1],
+                        (&zt2, &y2[..100]),
+                        (&zv2, &y2[100..]),
+                        threads,
+                        &mut |_| {},
+                    );
+                    let _ = tx.send(out);
+                });
+                let out = rx.recv_timeout(std::time::Duration::from_secs(300)).unwrap_or_else(|_| {
+                    panic!("{solver:?}, {threads} threads: the restarts hung after a panic")
+                });
+                assert_eq!(out.len(), 3);
+                let failed = out[1].as_ref().expect_err("restart 2 panicked");
+                assert!(failed.contains("forced panic"), "{failed}");
+                for r in [0, 2] {
+                    let alone = BpannParams { restarts: 1, seed: p.seed + r as u64, ..p.clone() }
+                        .restarts_run(&[2, 4, 4, 1], (&zt, &y[..100]), (&zv, &y[100..]), 1, &mut |_| {});
+                    assert_eq!(
+                        out[r],
+                        alone[0],
+                        "{solver:?}, {threads} threads: restart {} finished as alone",
+                        r + 1
+                    );
+                    assert_eq!(out[r].as_ref().map(|o| o.1), Ok(120), "{solver:?}: ran to its end");
+                }
+            }
+        }
+        let p = BpannParams { restarts: 3, max_epochs: 120, seed: PANICKING_SEED - 1, ..Default::default() };
+        let err = p.fit_report(&ds, &mut |_| {}).expect_err("a restart panicked");
+        let msg = err.to_string();
+        assert!(msg.contains("restart 2 of 3") && msg.contains("forced panic"), "{msg}");
     }
 
     #[test]

@@ -1589,6 +1589,7 @@ mod tests {
             base_columns: vec!["x".into()],
             training: serde_json::Value::Null,
             physical: None,
+            arithmetic: None,
         };
         let half = scale_residual(&a, 0.5);
         for x in [-1.0, 0.0, 2.5] {

@@ -17,12 +17,12 @@ use ndarray::{Array1, Array2, ArrayView2, Axis};
 
 /// The [`Block`]-style methods every AVX2 block shares, for the f64 [`avx2::Avx2`] and the f32
 /// `single::avx2::Avx2x32`: `$name` holds two vectors (`$vec`) of `$half` lanes of `$t`, and the rest
-/// are the matching intrinsics, with the exponent bias and mantissa width for `pow2_of_shifted`. Expanded inside each `impl`, next to the methods that differ by type.
+/// are the matching intrinsics and vector type, with the exponent bias and mantissa width for `pow2_of_shifted`. Expanded inside each `impl`, next to the methods that differ by type.
 #[cfg(target_arch = "x86_64")]
 macro_rules! avx2_block_impl {
     (
         $name:ident, $t:ty, $half:literal;
-        $loadu:ident, $storeu:ident, $set1:ident, $fmadd:ident, $add:ident, $sub:ident, $mul:ident,
+        $set1:ident, $fmadd:ident, $add:ident, $sub:ident, $mul:ident,
         $div:ident, $min:ident, $max:ident;
         $vec:ty, $set1_int:ident($bias:literal), $add_int:ident, $shl:ident::<$mantissa:literal>, $to_int:ident,
         $from_int:ident
@@ -30,18 +30,30 @@ macro_rules! avx2_block_impl {
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn load(l: &[$t]) -> Self {
-            let l = &l[..2 * $half];
-            // SAFETY: `l` holds two vectors' worth of values (unaligned loads are allowed).
-            unsafe { $name($loadu(l.as_ptr()), $loadu(l.as_ptr().wrapping_add($half))) }
+            // Plain array loads reinterpreted as vectors, not `_mm256_loadu_*`: those copy through
+            // `copy_nonoverlapping`, whose precondition checks (overlap, alignment) stay compiled in
+            // builds with debug assertions (the dev profile the fits are run and benchmarked in) and
+            // sent every value through the stack.
+            let (lo, hi) = l[..2 * $half].split_at($half);
+            let half = |h: &[$t]| -> [$t; $half] { h.try_into().unwrap_or_else(|_| unreachable!()) };
+            // SAFETY: `[$t; $half]` and the vector have the same size, and every bit pattern is valid.
+            unsafe {
+                $name(
+                    std::mem::transmute::<[$t; $half], $vec>(half(lo)),
+                    std::mem::transmute::<[$t; $half], $vec>(half(hi)),
+                )
+            }
         }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn store(self, l: &mut [$t]) {
-            let l = &mut l[..2 * $half];
+            let (lo, hi) = l[..2 * $half].split_at_mut($half);
+            let lo: &mut [$t; $half] = lo.try_into().unwrap_or_else(|_| unreachable!());
+            let hi: &mut [$t; $half] = hi.try_into().unwrap_or_else(|_| unreachable!());
             // SAFETY: as in `load`.
             unsafe {
-                $storeu(l.as_mut_ptr(), self.0);
-                $storeu(l.as_mut_ptr().wrapping_add($half), self.1);
+                *lo = std::mem::transmute::<$vec, [$t; $half]>(self.0);
+                *hi = std::mem::transmute::<$vec, [$t; $half]>(self.1);
             }
         }
         #[inline]
@@ -154,6 +166,18 @@ pub struct Layout {
 impl Layout {
     pub fn n_params(&self) -> usize {
         self.sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum()
+    }
+
+    /// Whether [`Workspace`] runs its fused kernel on this layout (two sigmoid hidden layers of 4×4 or
+    /// 8×8 units, one output): the only layouts it evaluates in f32 when asked to.
+    fn fused(&self) -> bool {
+        matches!(self.sizes[..], [_, h1 @ (4 | 8), h2, 1] if h2 == h1)
+    }
+
+    /// The arithmetic a [`Workspace`] on this layout asked for `precision` evaluates in: f32 only on
+    /// the fused layouts, f64 otherwise.
+    pub fn runs_in(&self, precision: Precision) -> Precision {
+        if self.fused() { precision } else { Precision::F64 }
     }
 
     /// Flattens artifact layers into one parameter vector.
@@ -397,7 +421,7 @@ mod avx2 {
         type Elem = f64;
         avx2_block_impl! {
             Avx2, f64, 4;
-            _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_sub_pd,
+            _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_sub_pd,
             _mm256_mul_pd, _mm256_div_pd, _mm256_min_pd, _mm256_max_pd;
             __m256d, _mm256_set1_epi64x(1023), _mm256_add_epi64, _mm256_slli_epi64::<52>, _mm256_castpd_si256,
             _mm256_castsi256_pd
@@ -450,6 +474,27 @@ unsafe fn sigmoid_block<B: Arith>(z: B) -> B {
     unsafe {
         let one = B::splat(B::Elem::from(1.0));
         one.div(one.add(exp_block(B::splat(B::Elem::from(0.0)).sub(z))))
+    }
+}
+
+/// The instruction path [`Workspace`]'s kernels take on this CPU: `avx2+fma` (x86-64 with both),
+/// `portable+fma` (aarch64: fused multiply-adds lane by lane), else `portable` (unfused).
+pub fn instruction_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
+            "avx2+fma"
+        } else {
+            "portable"
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        "portable+fma"
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        "portable"
     }
 }
 
@@ -508,8 +553,8 @@ impl Workspace {
     ) -> Workspace {
         let n = x.nrows();
         let sizes = &layout.sizes;
-        if let [inputs, h1 @ (4 | 8), h2, 1] = sizes[..]
-            && h2 == h1
+        if let [inputs, h1, h2, 1] = sizes[..]
+            && layout.fused()
         {
             let (fused, single) = match precision {
                 Precision::F64 => (Some(Fused::new(inputs, h1, x, y)), None),
@@ -983,6 +1028,37 @@ impl<E: Real, const H1: usize, const H2: usize> Net<E, H1, H2> {
         }
     }
 
+    /// The δ of both hidden layers for a block of rows with error `e`, as [`Net::backward`] forms them
+    /// (same operations, same order), without the gradient sums.
+    /// Safety: as [`exp_block`].
+    #[inline(always)]
+    unsafe fn deltas<B: Arith<Elem = E>>(
+        &self,
+        e: B,
+        (h1, h2): (&[B; H1], &[B; H2]),
+        w3_times_e: impl Fn(B, B) -> B,
+    ) -> ([B; H2], [B; H1]) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let zero = B::splat(E::from(0.0));
+            let one = B::splat(E::from(1.0));
+            let mut d2 = [zero; H2];
+            for ((d, a), w) in d2.iter_mut().zip(h2).zip(&self.w3) {
+                *d = w3_times_e(B::splat(*w), e).mul(a.mul(one.sub(*a)));
+            }
+            let mut d1 = [zero; H1];
+            for (d, w2j) in d2.iter().zip(&self.w2) {
+                for (d1o, w) in d1.iter_mut().zip(w2j) {
+                    *d1o = B::splat(*w).mul_add(*d, *d1o);
+                }
+            }
+            for (d, a) in d1.iter_mut().zip(h1) {
+                *d = d.mul(a.mul(one.sub(*a)));
+            }
+            (d2, d1)
+        }
+    }
+
     /// A block of rows backward from its error `e`: adds the partial sums of the gradients after the
     /// first layer into `g` and returns the first hidden layer's δ. `w3_times_e` forms `w3_j·e` (the
     /// f64 kernel rounds it as a fused `w3_j·e + 0`, as its column passes do).
@@ -1389,6 +1465,61 @@ mod tests {
             let want = p.iter().zip(&y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / rows as f64;
             assert!((mse - want).abs() <= 1e-6 * want, "{:?}: mse {mse} vs {want}", layout.sizes);
             assert_avx2_matches_portable_bit_for_bit(&mut ws, &theta, alpha, &layout.sizes);
+        }
+    }
+
+    /// The two-phase f32 kernel (session 8) gives the one-phase kernel's loss and gradient bit for bit
+    /// (the same operations in the same order per sum, only scheduled differently), so fits on it are
+    /// the session-7 fits: in both portable forms and, this CPU permitting, AVX2; on the fused layouts,
+    /// with one partial group, several groups of [`single::ROWS`]-row blocks and a partial last block.
+    #[test]
+    fn two_phase_single_kernel_is_bit_identical_to_the_one_phase_one() {
+        fn both<B: single::Block32, const H: usize>(s: &mut single::Single, theta: &[f64], what: &str) {
+            let (mut g1, mut g2) = (vec![0.0; theta.len()], vec![0.0; theta.len()]);
+            // SAFETY: only called with `Portable32` (no CPU features) or, after the check, `Avx2x32`.
+            let (f1, f2, f3) = unsafe {
+                (
+                    s.sums::<B, H, H>(theta, Some(&mut g1)),
+                    single::one_phase_sums::<B, H, H>(s, theta, &mut g2),
+                    s.sums::<B, H, H>(theta, None),
+                )
+            };
+            assert_eq!(f1.to_bits(), f2.to_bits(), "{what}: loss");
+            assert_eq!(f3.to_bits(), f2.to_bits(), "{what}: loss without the gradient");
+            let bits = |g: &[f64]| g.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&g1), bits(&g2), "{what}: gradient");
+            assert!(g1.iter().any(|v| *v != 0.0), "{what}: a gradient at all");
+        }
+        for (sizes, rows) in [
+            (vec![10, 4, 4, 1], 701),
+            (vec![10, 4, 4, 1], 200),
+            (vec![12, 8, 8, 1], 597),
+            (vec![4, 4, 4, 1], 9),
+        ] {
+            let layout = Layout { sizes };
+            let cols = layout.sizes[0];
+            let x = Array2::from_shape_fn((rows, cols), |(i, j)| ((i * 7 + j * 13) % 17) as f64 * 0.21 - 1.6);
+            let y: Vec<f64> = (0..rows).map(|i| (i as f64 * 0.37).cos()).collect();
+            let mut ws = Workspace::with_precision(&layout, x.view(), &y, Precision::F32);
+            let s = ws.single.as_mut().expect("a fused layout");
+            let theta: Vec<f64> =
+                (0..layout.n_params()).map(|i| ((i * 37 % 11) as f64 - 5.0) * 0.13).collect();
+            let what = format!("{:?} on {rows} rows", layout.sizes);
+            if layout.sizes[1] == 4 {
+                both::<single::Portable32<false>, 4>(s, &theta, &what);
+                both::<single::Portable32<true>, 4>(s, &theta, &what);
+            } else {
+                both::<single::Portable32<false>, 8>(s, &theta, &what);
+                both::<single::Portable32<true>, 8>(s, &theta, &what);
+            }
+            #[cfg(target_arch = "x86_64")]
+            if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
+                if layout.sizes[1] == 4 {
+                    both::<single::avx2::Avx2x32, 4>(s, &theta, &what);
+                } else {
+                    both::<single::avx2::Avx2x32, 8>(s, &theta, &what);
+                }
+            }
         }
     }
 

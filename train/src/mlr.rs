@@ -80,6 +80,7 @@ pub fn fit_mlr(ds: &Dataset, feature_set: &str, kind: ModelKind) -> Result<Model
         base_columns: gpumodel_models::features::base_columns(&ds.feature_names)?,
         training: serde_json::Value::Null,
         physical: None,
+        arithmetic: None,
     })
 }
 

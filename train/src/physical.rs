@@ -272,6 +272,7 @@ impl PhysicalParams {
             base_columns: gpumodel_models::features::base_columns(&names)?,
             training: serde_json::Value::Null,
             physical: Some(terms),
+            arithmetic: None,
         };
         artifact.check()?;
         Ok(PhysicalFit { artifact, iterations, training_rmse_w: (sse / n as f64).sqrt() })
