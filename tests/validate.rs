@@ -14,20 +14,20 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
-    // Regression guard (BENCHMARKS.md, issue 14, session 6): over all 30 kernels the model as is reaches
-    // 14.3% (17.9% in session 4, 14.3% in session 5) and the calibration, kept only where it wins inside
-    // the fold by more than one standard error, 13.8% out-of-fold (5 folds keep the one-factor compute
-    // floor; none kept a calibration in session 5). The calibrated figure must never be worse than the
-    // model as is.
+    // Regression guard (BENCHMARKS.md, issue 14, session 8): over all 30 kernels the model as is reaches
+    // 13.6% (14.3% in sessions 5–7, before stores went to DRAM per L2 write) and the calibration, kept
+    // only where it wins inside the fold by more than one standard error, 11.7% out-of-fold (every fold
+    // keeps a replay-overlap form, the default candidates since session 8; 13.8% in session 7). The
+    // calibrated figure must never be worse than the model as is.
     let mape = v["mape_pct"].as_f64().unwrap();
     let model = v["model_mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 14.1, "{mape}");
-    assert!(model <= 14.5, "{model}");
-    // The E·D² regret (session 6: mean 4.1%, was 7.5% before the memory and SM sides overlapped by a
-    // soft maximum): the issue's target is a mean ≤ 5%.
+    assert!(mape > 0.0 && mape <= 11.8, "{mape}");
+    assert!(model <= 13.7, "{model}");
+    // The E·D² regret (session 8: mean 3.5%; 4.1% in session 7, 7.5% before the memory and SM sides
+    // overlapped by a soft maximum): the issue's target is a mean ≤ 5%.
     let ed2 = &v["objectives"][2];
     assert_eq!(ed2["objective"], "ED^2");
-    assert!(ed2["mean_regret_pct"].as_f64().unwrap() <= 5.0, "{ed2}");
+    assert!(ed2["mean_regret_pct"].as_f64().unwrap() <= 4.0, "{ed2}");
     assert!(mape <= model + 1e-9, "calibrated {mape} vs model {model}");
     // Every candidate exponent's plain leave-one-kernel-out figure is shown, and the best of them (chosen
     // on the figure it reports) is labelled apart from the headline.
@@ -39,7 +39,8 @@ fn gtx1080ti_json_report() {
     for k in v["per_kernel"].as_array().unwrap() {
         assert!(k["fold_exponent"].as_f64().unwrap() >= 1.0, "{k}");
         assert!(k["fold_calibrated"].is_boolean(), "{k}");
-        assert!(["full", "compute-floor"].contains(&k["fold_form"].as_str().unwrap()), "{k}");
+        let forms = ["full", "compute-floor", "replays-overlap", "replays-overlap+compute-floor"];
+        assert!(forms.contains(&k["fold_form"].as_str().unwrap()), "{k}");
         assert!(k["fold_power_inputs"].is_string(), "{k}");
         assert!(k["choices"][1]["regret_measured_time_pct"].as_f64().unwrap() >= 0.0, "{k}");
     }
@@ -110,8 +111,11 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with("# gpumodel time calibration"), "{text}");
     assert_eq!(common::toml_value(&text, "format_version"), "4");
-    // Without --replay-overlap the structure is the additive model's.
-    assert_eq!(common::toml_value(&text, "shared_overlap"), "\"additive\"");
+    // The file records the structure the report chose over all kernels (the replay-overlap model is a
+    // candidate by default since session 8).
+    let chosen = v["calibration_shared_overlap"].as_str().unwrap();
+    assert!(["additive", "replays-overlap-issue"].contains(&chosen), "{chosen}");
+    assert_eq!(common::toml_value(&text, "shared_overlap"), format!("\"{chosen}\""));
     assert_eq!(common::toml_value(&text, "arch"), "\"gtx1080ti\"");
     assert_eq!(common::toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
     // The registry's checksum of the file that was read.
@@ -151,14 +155,19 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let out = run(&["--force"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
-    // With --replay-overlap the file records the structure the report chose over all kernels.
-    let out = run(&["--force", "--replay-overlap"]);
+    // With --no-replay-overlap the structure is the additive model's; the old opt-in flag is still
+    // accepted (it is the default now) and gives the default's file.
+    let out = run(&["--force", "--no-replay-overlap"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let text = std::fs::read_to_string(&file).unwrap();
-    let chosen = v["calibration_shared_overlap"].as_str().unwrap();
-    assert!(["additive", "replays-overlap-issue"].contains(&chosen), "{chosen}");
-    assert_eq!(common::toml_value(&text, "shared_overlap"), format!("\"{chosen}\""));
+    assert_eq!(v["calibration_shared_overlap"], "additive");
+    assert_eq!(
+        common::toml_value(&std::fs::read_to_string(&file).unwrap(), "shared_overlap"),
+        "\"additive\""
+    );
+    let out = run(&["--force", "--replay-overlap"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
 
 /// `--rows` shows, per measured row, the model's bound and both times, so a user can see where the error

@@ -83,8 +83,8 @@ pub struct Options {
     /// Also offer the timing model with bank-conflict replays overlapping issue
     /// ([`SharedOverlap::ReplaysOverlapIssue`]), as is and with a compute floor that keeps the memory
     /// side, as candidates inside the folds, and choose the saved calibration's structure over all
-    /// kernels. Off by default: on the GTX 1080 Ti it lowers the calibrated time error but still raises
-    /// some mean E·D^n regrets (BENCHMARKS.md, issue 14, session 7, rounds 2 and 3).
+    /// kernels. On by default since session 8, when it met the rule written for a new default
+    /// (BENCHMARKS.md, issue 14, session 8); `false` is session 7's candidate set.
     pub structural: bool,
 }
 
@@ -96,7 +96,7 @@ impl Options {
             kernels: None,
             baselines: Vec::new(),
             apply: None,
-            structural: false,
+            structural: true,
         }
     }
 }
@@ -432,7 +432,7 @@ pub fn validate_with_progress(
         "model: the timing model with the architecture profile's constants, nothing fitted".into(),
         "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times and L, its DRAM traffic's time through L2 at a bandwidth scaled with the core clock; factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
         format!("nested selection: in each outer fold, p is chosen among {} by an inner leave-one-kernel-out over that fold's training kernels only; the headline MAPE is the outer out-of-fold error of that whole procedure", nested::EXPONENTS.map(|p| p.to_string()).join(", ")),
-        if opts.structural { format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT) } else { "structural candidates: none (the model with replays overlapping issue is offered inside the folds with --replay-overlap)".into() },
+        if opts.structural { format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT) } else { "structural candidates: none (--no-replay-overlap: only the additive model's calibration forms compete inside the folds)".into() },
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
