@@ -16,18 +16,20 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
     // Regression guard (BENCHMARKS.md, issue 14, session 8): over all 30 kernels the model as is reaches
     // 13.6% (14.3% in sessions 5–7, before stores went to DRAM per L2 write) and the calibration, kept
-    // only where it wins inside the fold by more than one standard error, 11.7% out-of-fold (every fold
-    // keeps a replay-overlap form, the default candidates since session 8; 13.8% in session 7). The
+    // only where it wins inside the fold by more than one standard error, 11.5% out-of-fold (every fold
+    // keeps the structural alternative, a default candidate since session 8; 13.8% in session 7). The
     // calibrated figure must never be worse than the model as is.
     let mape = v["mape_pct"].as_f64().unwrap();
     let model = v["model_mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 11.8, "{mape}");
+    assert!(mape > 0.0 && mape <= 11.6, "{mape}");
     assert!(model <= 13.7, "{model}");
-    // The E·D² regret (session 8: mean 3.5%; 4.1% in session 7, 7.5% before the memory and SM sides
-    // overlapped by a soft maximum): the issue's target is a mean ≤ 5%.
+    // The E·D² regret (session 8: median 0.38%, mean 2.6%; 2.29% / 4.1% in session 7, mean 7.5% before
+    // the memory and SM sides overlapped by a soft maximum): the issue's targets are a median ≤ 2% and a
+    // mean ≤ 5%.
     let ed2 = &v["objectives"][2];
     assert_eq!(ed2["objective"], "ED^2");
-    assert!(ed2["mean_regret_pct"].as_f64().unwrap() <= 4.0, "{ed2}");
+    assert!(ed2["median_regret_pct"].as_f64().unwrap() <= 1.0, "{ed2}");
+    assert!(ed2["mean_regret_pct"].as_f64().unwrap() <= 3.0, "{ed2}");
     assert!(mape <= model + 1e-9, "calibrated {mape} vs model {model}");
     // Every candidate exponent's plain leave-one-kernel-out figure is shown, and the best of them (chosen
     // on the figure it reports) is labelled apart from the headline.

@@ -95,19 +95,20 @@ fn gtx1080ti_time_and_optima() {
     // Regression guards at the figures this build reaches on Wang & Chu's 20 kernels (BENCHMARKS.md,
     // issue 14, session 8; development figures: the model's structure was chosen on these rows): the model
     // as is 12.51% (session 7: 12.77%, before stores went to DRAM per L2 write), calibrated out-of-fold
-    // 10.50% (every fold keeps a replay-overlap form; session 7's default 12.77%) — below the peer's
-    // general form from the same rows (11.03%); the published 8.6% is NOT reached (hotspot, 3.8% FP64,
-    // is 39% too fast). E·D^n median regrets 0.00% / 0.78% / 1.62%, means 0.65% / 1.74% / 2.88% (session
-    // 7's default 1.29% / 1.44% / 2.42%; round 2 of session 7, whose floor ignored the memory side, had an
-    // ED² mean of 6.74%): the guards catch either coming back.
+    // 10.26% (every fold keeps the structural alternative: replays overlapping issue, the fill at the
+    // default core clock; 10.50% with the fill in core cycles, session 7's default 12.77%) — below the
+    // peer's general form from the same rows (11.03%); the published 8.6% is NOT reached (hotspot, 3.8%
+    // FP64, is 39% too fast). E·D^n median regrets 0.00% / 0.00% / 0.37%, means 0.52% / 1.19% / 1.92%
+    // (session 7's default 1.29% / 1.44% / 2.42%; round 2 of session 7, whose floor ignored the memory
+    // side, had an ED² mean of 6.74%): the guards catch either coming back.
     assert!(r.model_mape_pct <= 12.6, "timing model MAPE {:.2}%", r.model_mape_pct);
-    assert!(r.mape_pct <= 10.6, "calibrated time MAPE {:.2}%", r.mape_pct);
+    assert!(r.mape_pct <= 10.4, "calibrated time MAPE {:.2}%", r.mape_pct);
     assert!(r.mape_pct < r.baselines[0].mape_pct, "{:.2}% vs {:?}", r.mape_pct, r.baselines);
     assert!(r.folds_replays_overlap >= 18, "{} folds", r.folds_replays_overlap);
     assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::ReplaysOverlapIssue);
     // The baseline, computed from the same rows: 11.0% (timing_baselines.md).
     assert!((r.baselines[0].mape_pct - 11.03).abs() < 0.01, "{:?}", r.baselines);
-    for (o, (median_max, mean_max)) in r.objectives.iter().zip([(1.0, 1.0), (1.0, 2.0), (2.0, 3.2)]) {
+    for (o, (median_max, mean_max)) in r.objectives.iter().zip([(1.0, 1.0), (1.0, 1.5), (1.0, 2.2)]) {
         assert!(
             o.median_regret_pct <= median_max,
             "{} median regret {:.2}%",
@@ -121,8 +122,8 @@ fn gtx1080ti_time_and_optima() {
 /// Without the structural candidates (`--no-replay-overlap`, session 7's default candidate set) on Wang &
 /// Chu's 20 kernels of the GTX 1080 Ti (BENCHMARKS.md, issue 14, session 8; development figures): no fold
 /// keeps a calibration, so the calibrated figure is the model's, 12.51%, above the peer's general form
-/// (11.03%); ED² mean regret 2.54%. What the replay-overlap candidates add is the gap to the default's
-/// 10.50% (the test above).
+/// (11.03%); ED² mean regret 2.54%. What the structural candidates add is the gap to the default's
+/// 10.26% (the test above).
 #[test]
 fn without_the_structural_candidates_the_gtx1080ti_keeps_the_additive_model() {
     let opts = Options { structural: false, ..wang_chu_20(&["ed2"]) };

@@ -127,9 +127,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             mem_mhz: m.unwrap_or(arch.mem_mhz.value),
         }),
     };
-    let timing = gpumodel_models::timing::TimingConfig {
-        shared_overlap: calibration.as_ref().map(|f| f.shared_overlap).unwrap_or_default(),
-    };
+    let timing = gpumodel_models::timing::TimingConfig::structural(
+        calibration.as_ref().map(|f| f.shared_overlap).unwrap_or_default(),
+    );
     let cfg = Config { clocks, warps: args.warps, calibration: cal, timing };
     let context = Provenance::new(&kernel, &arch, &model);
     let calibration =

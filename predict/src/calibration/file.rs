@@ -86,7 +86,9 @@ pub struct CalibrationFile {
     pub form: String,
     /// The architecture profile's name the coefficients were fitted for.
     pub arch: String,
-    /// The timing model's structure the coefficients were fitted to (absent from version 3: additive).
+    /// The timing model's structure the coefficients were fitted to (absent from version 3: additive);
+    /// `replays-overlap-issue` is `TimingConfig::structural`'s alternative (since session 8 with the
+    /// pipeline fill at the default core clock).
     #[serde(default)]
     pub shared_overlap: SharedOverlap,
     pub dataset: DatasetInfo,
@@ -139,7 +141,8 @@ impl CalibrationFile {
              # `gpumodel validate --save-calibration`, fitted on every kernel of the dataset below; apply it with\n\
              # `gpumodel predict --arch {} --calibration FILE`.\n\
              # p = {} was chosen among {} by leave-one-kernel-out error over those kernels; shared_overlap is\n\
-             # the timing model's structure (replays overlapping issue or not), chosen over those kernels.\n\
+             # the timing model's structure (additive, or replays overlapping issue with the pipeline fill at\n\
+             # the default core clock's latency time), chosen over those kernels.\n\
              # fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
              # the whole procedure, with p chosen inside each fold (nested).\n{body}",
             self.arch,

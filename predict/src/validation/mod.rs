@@ -221,9 +221,8 @@ pub fn validate_with_progress(
         for &r in rows {
             let clocks = Clocks { core_mhz: col("core_mhz", r), mem_mhz: col("mem_mhz", r) };
             let tm = predict_time(&x, arch, &occ, clocks);
-            let overlap = TimingConfig { shared_overlap: SharedOverlap::ReplaysOverlapIssue };
+            let overlap = TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue);
             let to = predict_time_with(&x, arch, &occ, clocks, overlap);
-            debug_assert_eq!(additive_s(&to), additive_s(&tm));
             let baselines = match &peer_constants {
                 Some(c) => {
                     let px = PeerInputs::from_row(t, r)?;
@@ -238,7 +237,7 @@ pub fn validate_with_progress(
                 parts: pipeline_parts(&tm),
                 sync: additive_s(&tm),
                 model: tm.time_s,
-                alt: (pipeline_parts(&to), to.time_s),
+                alt: (pipeline_parts(&to), additive_s(&to), to.time_s),
                 components: tm.components_s,
                 measured_t: col("time_s", r),
                 measured_p: col("power_w", r),
@@ -299,7 +298,7 @@ pub fn validate_with_progress(
     };
     let saved_rows: Vec<CalRow> = match shared_overlap {
         SharedOverlap::Additive => all.clone(),
-        SharedOverlap::ReplaysOverlapIssue => all.iter().zip(&alt).map(|(r, a)| (a.0, r.1, r.2)).collect(),
+        SharedOverlap::ReplaysOverlapIssue => all.iter().zip(&alt).map(|(r, a)| (a.0, a.1, r.2)).collect(),
     };
     let calibration = TimeCalibration::fit(&saved_rows, nest.selected_exponent);
     let in_sample = mape(saved_rows.iter().map(|&(parts, sync, y)| (calibration.time(parts, sync), y)));
@@ -321,7 +320,7 @@ pub fn validate_with_progress(
             baseline_time_s: labels.iter().map(|l| l.to_string()).zip(p.baselines.iter().copied()).collect(),
             applied_time_s: opts.apply.as_ref().map(|(_, c, s)| match s {
                 SharedOverlap::Additive => c.time(p.parts, p.sync),
-                SharedOverlap::ReplaysOverlapIssue => c.time(p.alt.0, p.sync),
+                SharedOverlap::ReplaysOverlapIssue => c.time(p.alt.0, p.alt.1),
             }),
         })
         .collect();
@@ -432,7 +431,7 @@ pub fn validate_with_progress(
         "model: the timing model with the architecture profile's constants, nothing fitted".into(),
         "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times and L, its DRAM traffic's time through L2 at a bandwidth scaled with the core clock; factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
         format!("nested selection: in each outer fold, p is chosen among {} by an inner leave-one-kernel-out over that fold's training kernels only; the headline MAPE is the outer out-of-fold error of that whole procedure", nested::EXPONENTS.map(|p| p.to_string()).join(", ")),
-        if opts.structural { format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT) } else { "structural candidates: none (--no-replay-overlap: only the additive model's calibration forms compete inside the folds)".into() },
+        if opts.structural { format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice) and each wave's pipeline fill at the DRAM latency's time at the default core clock (not shortened by a higher core clock; a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT) } else { "structural candidates: none (--no-replay-overlap: only the additive model's calibration forms compete inside the folds)".into() },
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),

@@ -16,7 +16,8 @@
 //! session 6). The lowest inner LOKO MAPE over all candidates is the fold's choice.
 //!
 //! **A structural candidate.** Where the caller gives each row's times under the model's structural
-//! alternative ([`SharedOverlap::ReplaysOverlapIssue`]: bank-conflict replays overlap issue), two more
+//! alternative ([`SharedOverlap::ReplaysOverlapIssue`]: bank-conflict replays overlap issue; since
+//! session 8 also the pipeline fill at the default core clock, `TimingConfig::structural`), two more
 //! candidates join: that model as it is (nothing fitted: its inner error is its error on the inner
 //! kernels) and a compute floor over it that keeps the memory side ([`ComputeFloor::time_keeping_memory`]:
 //! a floor of the SM side alone flattened some kernels' time over the memory clock and moved their E·D^n
@@ -47,9 +48,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use crate::calibration::EXPONENTS;
 
-/// A row under the model's structural alternative (replays overlap issue): its pipeline parts and the
-/// model's time (the additive time and the measured time are the row's own).
-pub type AltRow = ([f64; 4], f64);
+/// A row under the model's structural alternative (replays overlap issue, the pipeline fill at the
+/// default core clock): its pipeline parts, the time it adds unscaled (barriers and fill) and the
+/// model's time (the measured time is the row's own).
+pub type AltRow = ([f64; 4], f64, f64);
 
 /// A fold's fitted correction: the four-factor power mean, the compute floor (one factor), or the
 /// structural alternative alone or with the compute floor.
@@ -70,11 +72,11 @@ impl Fitted {
         match self {
             Fitted::Full(c) => c.time(parts, sync),
             Fitted::ComputeFloor(c) => c.time(parts, sync, model),
-            Fitted::ReplaysOverlap => alt.map_or(model, |(_, m)| m),
+            Fitted::ReplaysOverlap => alt.map_or(model, |(_, _, m)| m),
             // The floor joins the memory side: a floor of the SM side alone binds at every clock pair
             // of a kernel the model puts near compute-bound, and the E·D^n pick then goes to the
             // lowest memory clock (BENCHMARKS.md, issue 14, session 7, round 3).
-            Fitted::ReplaysOverlapFloor(c) => alt.map_or(model, |(p, m)| c.time_keeping_memory(p, sync, m)),
+            Fitted::ReplaysOverlapFloor(c) => alt.map_or(model, |(p, s, m)| c.time_keeping_memory(p, s, m)),
         }
     }
 
@@ -202,8 +204,8 @@ fn fit_candidate(
     } else {
         // The compute floor over the alternative model: its parts and times in place of the model's.
         let alt = alt.expect("structural candidates only with alternative rows");
-        let alt_rows: Vec<CalRow> = rows.iter().zip(alt).map(|(r, a)| (a.0, r.1, r.2)).collect();
-        let alt_model: Vec<f64> = alt.iter().map(|a| a.1).collect();
+        let alt_rows: Vec<CalRow> = rows.iter().zip(alt).map(|(r, a)| (a.0, a.1, r.2)).collect();
+        let alt_model: Vec<f64> = alt.iter().map(|a| a.2).collect();
         let (r, m) = training_with_model(&alt_rows, &alt_model, kernel, excluded);
         Fitted::ReplaysOverlapFloor(ComputeFloor::fit_shaped(FloorShape::KeepsMemory, &r, &m))
     }
@@ -271,7 +273,7 @@ pub fn structure_over_all(
     kernel: &[usize],
     n_kernels: usize,
 ) -> SharedOverlap {
-    let alt_model: Vec<f64> = alt.iter().map(|a| a.1).collect();
+    let alt_model: Vec<f64> = alt.iter().map(|a| a.2).collect();
     let additive = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
     let overlap = uncalibrated_kernel_mape_pct(rows, &alt_model, kernel, n_kernels);
     keep_if_better(&overlap, &additive, SharedOverlap::ReplaysOverlapIssue).unwrap_or_default()
@@ -618,7 +620,7 @@ mod tests {
                 let y = level * if overlapping { m_ov } else { m_add };
                 rows.push(([mem, issue, replays, 0.0], 0.0, y));
                 model.push(m_add);
-                alt.push(([mem, issue, ov_sm - issue, 0.0], m_ov));
+                alt.push(([mem, issue, ov_sm - issue, 0.0], 0.0, m_ov));
                 kernel.push(k);
             }
         }
