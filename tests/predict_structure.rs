@@ -57,6 +57,36 @@ fn a_saved_replay_overlap_structure_speeds_up_a_replay_heavy_kernel() {
     assert_eq!(time(&predict("reduction", &overlap)), time(&predict("reduction", &additive)));
 }
 
+/// The structural alternative a `replays-overlap-issue` file names also takes each wave's pipeline fill
+/// at the DRAM latency's time at the default core clock (BENCHMARKS.md, issue 14, session 8, round 2):
+/// with it, the fill does not shorten when the core clock rises; with the additive model it does.
+#[test]
+fn a_saved_structural_alternative_keeps_the_fill_time_over_the_core_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let additive = write("additive.toml", calibration(4, Some("additive")));
+    let overlap = write("overlap.toml", calibration(4, Some("replays-overlap-issue")));
+    let fill = |cal: &std::path::Path, core: &str| {
+        let out = gpumodel()
+            .args(["predict", "--arch", "gtx1080ti", "--kernel", "reduction", "--format", "json"])
+            .args(["--core-mhz", core, "--mem-mhz", "5500", "--calibration"])
+            .arg(cal)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["prediction"]["detail"]["timing"]["fill_s"].as_f64().unwrap()
+    };
+    let (o_low, o_high) = (fill(&overlap, "1600"), fill(&overlap, "2000"));
+    assert!(o_low > 0.0 && (o_high / o_low - 1.0).abs() < 1e-12, "{o_low} vs {o_high}");
+    let (a_low, a_high) = (fill(&additive, "1600"), fill(&additive, "2000"));
+    assert!(a_high < 0.9 * a_low, "{a_low} vs {a_high}");
+}
+
 /// The table says which structure "the timing model alone" was: with a replay-overlap calibration it is
 /// not the model a plain `predict` gives.
 #[test]
