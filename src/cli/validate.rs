@@ -36,8 +36,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub apply_calibration: Option<PathBuf>,
     /// Offer only the additive model's calibration forms inside the folds: without this, the timing
-    /// model with bank-conflict replays overlapping issue is a candidate too (and the saved
-    /// calibration's structure where it wins over all kernels).
+    /// model's structural alternative (bank-conflict replays overlapping issue, each wave's pipeline
+    /// fill at the default core clock) is a candidate too (and the saved calibration's structure where
+    /// it wins over all kernels).
     #[arg(long)]
     pub no_replay_overlap: bool,
     /// The default since session 8 (replay-overlap candidates inside the folds); accepted so that older
