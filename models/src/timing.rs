@@ -74,12 +74,48 @@ pub enum FillClock {
     DefaultCoreClock,
 }
 
+impl FillClock {
+    /// The name calibration files use.
+    pub fn label(self) -> &'static str {
+        match self {
+            FillClock::CoreClock => "core-clock",
+            FillClock::DefaultCoreClock => "default-core-clock",
+        }
+    }
+}
+
+/// How many store transactions go to DRAM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreTraffic {
+    /// One DRAM departure per L2 write transaction (or per counted DRAM write, if more): the L2 is
+    /// write-back, so a written sector still goes to DRAM when its line is evicted (BENCHMARKS.md, issue
+    /// 14, session 8). The model since session 8.
+    #[default]
+    PerL2Write,
+    /// Per counted DRAM write, the L2 write transactions beyond them one L2 delay apart: the model up to
+    /// session 7, kept so that a calibration fitted to it (format version 3 or 4) predicts as it was saved.
+    PerDramWrite,
+}
+
+impl StoreTraffic {
+    /// The name calibration files use.
+    pub fn label(self) -> &'static str {
+        match self {
+            StoreTraffic::PerL2Write => "per-l2-write",
+            StoreTraffic::PerDramWrite => "per-dram-write",
+        }
+    }
+}
+
 /// Structural options of the timing model; the default is the model `predict` uses on a new GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TimingConfig {
     pub shared_overlap: SharedOverlap,
     #[serde(default)]
     pub fill: FillClock,
+    #[serde(default)]
+    pub stores: StoreTraffic,
 }
 
 impl TimingConfig {
@@ -92,9 +128,15 @@ impl TimingConfig {
         match shared_overlap {
             SharedOverlap::Additive => TimingConfig::default(),
             SharedOverlap::ReplaysOverlapIssue => {
-                TimingConfig { shared_overlap, fill: FillClock::DefaultCoreClock }
+                TimingConfig { shared_overlap, fill: FillClock::DefaultCoreClock, ..TimingConfig::default() }
             }
         }
+    }
+
+    /// The model up to session 7 (format version 3 and 4 calibrations were fitted to it): stores per
+    /// counted DRAM write and the pipeline fill in core cycles, whatever the shared overlap.
+    pub fn session_7(shared_overlap: SharedOverlap) -> TimingConfig {
+        TimingConfig { shared_overlap, fill: FillClock::CoreClock, stores: StoreTraffic::PerDramWrite }
     }
 }
 
@@ -550,13 +592,16 @@ fn wave(
     // lower (GTX 1080 Ti quasirandomGenerator: 74% of its L2 writes, a kernel that writes each output
     // once), yet that kernel's memory-bound time follows all its L2 writes at the rate SobolQRNG's writes
     // run at (BENCHMARKS.md, issue 14, session 8), so a store "hit" is no cheaper than a miss here.
-    let st_dram =
-        (x.dram_write_bytes.map_or(x.store_tx, |b| b / tx) * per).max(x.l2_write_tx.unwrap_or(0.0) * per);
+    let counted_st_dram = x.dram_write_bytes.map_or(x.store_tx, |b| b / tx) * per;
+    let st_dram = match cfg.stores {
+        StoreTraffic::PerL2Write => counted_st_dram.max(x.l2_write_tx.unwrap_or(0.0) * per),
+        StoreTraffic::PerDramWrite => counted_st_dram,
+    };
     let ld_l2 = x.l2_read_tx.map_or(ld_dram, |v| v * per);
     let st_l2 = x.l2_write_tx.map_or(st_dram, |v| v * per);
-    let ld_hits = (ld_l2 - ld_dram).max(0.0);
+    let (ld_hits, st_hits) = ((ld_l2 - ld_dram).max(0.0), (st_l2 - st_dram).max(0.0));
     let mut t_load = if ld > 0.0 { (ld_dram * delay + ld_hits * l2_delay).max(ld * ldst_tx) } else { 0.0 };
-    let mut t_store = if st > 0.0 { (st_dram * delay).max(st * ldst_tx) } else { 0.0 };
+    let mut t_store = if st > 0.0 { (st_dram * delay + st_hits * l2_delay).max(st * ldst_tx) } else { 0.0 };
     // L2 runs on the core clock: all SMs' DRAM traffic together cannot pass it faster than its bytes per
     // core cycle (measured on the GTX 980: ~7 DRAM transactions per core cycle whatever the memory clock).
     if let Some(b) = &arch.l2_dram_bytes_per_core_cycle {
@@ -866,9 +911,31 @@ mod tests {
         };
         let t = predict_time(&x, &a, &o, c).time_s;
         assert!((t / want(2e7) - 1.0).abs() < 1e-12, "{t} vs {}", want(2e7));
+        // The model up to session 7 (what format-3 and -4 calibrations were fitted to): the DRAM count at
+        // the DRAM delay, the other L2 writes one L2 delay apart.
+        let old = TimingConfig::session_7(SharedOverlap::Additive);
+        let t_old = predict_time_with(&x, &a, &o, c, old).time_s;
+        let l2 = a.dvfs_memory.as_ref().unwrap().l2_delay.value;
+        let want_old = ((1.5e7 * d + 0.5e7 * l2).max(2e7 * 0.25) * per
+            + a.dram_latency_cycles(c.core_mhz, c.mem_mhz))
+            * o.rounds
+            / (c.core_mhz * 1e6);
+        assert!((t_old / want_old - 1.0).abs() < 1e-12, "{t_old} vs {want_old}");
+        assert!(t_old < t, "{t_old} vs {t}");
         x.dram_write_bytes = Some(2.2e7 * 32.0);
         let t = predict_time(&x, &a, &o, c).time_s;
         assert!((t / want(2.2e7) - 1.0).abs() < 1e-12, "{t} vs {}", want(2.2e7));
+    }
+
+    #[test]
+    fn structural_option_labels_are_their_file_names() {
+        // Calibration files write the options with serde and name them in messages with `label`.
+        for f in [FillClock::CoreClock, FillClock::DefaultCoreClock] {
+            assert_eq!(serde_json::to_value(f).unwrap(), f.label());
+        }
+        for st in [StoreTraffic::PerL2Write, StoreTraffic::PerDramWrite] {
+            assert_eq!(serde_json::to_value(st).unwrap(), st.label());
+        }
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => {
             let f = CalibrationFile::read(p)?;
             let label = format!("{} (fitted for {} on {})", p.display(), f.arch, f.dataset.name);
-            Some((label, f.calibration(), f.shared_overlap))
+            Some((label, f.calibration(), f.timing()))
         }
         None => None,
     };

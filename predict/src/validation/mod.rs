@@ -58,6 +58,8 @@ struct Prepared {
     /// The pipeline parts and time of the model with replays overlapping issue (the structural
     /// candidate of the nested procedure).
     alt: nested::AltRow,
+    /// The pipeline parts and additive time of the model an applied calibration was fitted to.
+    applied: Option<([f64; 4], f64)>,
     components: [f64; 7],
     measured_t: f64,
     measured_p: f64,
@@ -78,8 +80,9 @@ pub struct Options {
     /// Peer timing models to compute from the same rows.
     pub baselines: Vec<Baseline>,
     /// A calibration fitted elsewhere (another GPU, another dataset) to apply as is to every row, with a
-    /// label and the model structure it was fitted to: the cross-GPU check of whether a fitted correction transfers.
-    pub apply: Option<(String, TimeCalibration, SharedOverlap)>,
+    /// label and the model structure it was fitted to (applied with it): the cross-GPU check of whether a
+    /// fitted correction transfers.
+    pub apply: Option<(String, TimeCalibration, TimingConfig)>,
     /// Also offer the timing model with bank-conflict replays overlapping issue
     /// ([`SharedOverlap::ReplaysOverlapIssue`]), as is and with a compute floor that keeps the memory
     /// side, as candidates inside the folds, and choose the saved calibration's structure over all
@@ -223,6 +226,10 @@ pub fn validate_with_progress(
             let tm = predict_time(&x, arch, &occ, clocks);
             let overlap = TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue);
             let to = predict_time_with(&x, arch, &occ, clocks, overlap);
+            let applied = opts.apply.as_ref().map(|(_, _, cfg)| {
+                let t = predict_time_with(&x, arch, &occ, clocks, *cfg);
+                (pipeline_parts(&t), additive_s(&t))
+            });
             let baselines = match &peer_constants {
                 Some(c) => {
                     let px = PeerInputs::from_row(t, r)?;
@@ -238,6 +245,7 @@ pub fn validate_with_progress(
                 sync: additive_s(&tm),
                 model: tm.time_s,
                 alt: (pipeline_parts(&to), additive_s(&to), to.time_s),
+                applied,
                 components: tm.components_s,
                 measured_t: col("time_s", r),
                 measured_p: col("power_w", r),
@@ -318,10 +326,11 @@ pub fn validate_with_progress(
             measured_power_w: p.measured_p,
             predicted_power_w: pred_p[i],
             baseline_time_s: labels.iter().map(|l| l.to_string()).zip(p.baselines.iter().copied()).collect(),
-            applied_time_s: opts.apply.as_ref().map(|(_, c, s)| match s {
-                SharedOverlap::Additive => c.time(p.parts, p.sync),
-                SharedOverlap::ReplaysOverlapIssue => c.time(p.alt.0, p.alt.1),
-            }),
+            applied_time_s: opts
+                .apply
+                .as_ref()
+                .zip(p.applied)
+                .map(|((_, c, _), (parts, sync))| c.time(parts, sync)),
         })
         .collect();
     let mut per_kernel = Vec::new();
@@ -499,7 +508,7 @@ impl Report {
             &self.arch,
             dataset,
             self.calibration,
-            self.calibration_shared_overlap,
+            TimingConfig::structural(self.calibration_shared_overlap),
             crate::calibration::file::FitInfo {
                 out_of_fold_mape_pct: self.mape_pct,
                 in_sample_mape_pct: self.calibration_in_sample_mape_pct,
