@@ -112,12 +112,19 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with("# gpumodel time calibration"), "{text}");
-    assert_eq!(common::toml_value(&text, "format_version"), "4");
+    assert_eq!(common::toml_value(&text, "format_version"), "5");
     // The file records the structure the report chose over all kernels (the replay-overlap model is a
-    // candidate by default since session 8).
+    // candidate by default since session 8), with the fill and stores that structure has, so that
+    // predict applies the model the factors were fitted to.
     let chosen = v["calibration_shared_overlap"].as_str().unwrap();
-    assert!(["additive", "replays-overlap-issue"].contains(&chosen), "{chosen}");
+    let fill = match chosen {
+        "additive" => "core-clock",
+        "replays-overlap-issue" => "default-core-clock",
+        other => panic!("{other}"),
+    };
     assert_eq!(common::toml_value(&text, "shared_overlap"), format!("\"{chosen}\""));
+    assert_eq!(common::toml_value(&text, "fill"), format!("\"{fill}\""));
+    assert_eq!(common::toml_value(&text, "stores"), "\"per-l2-write\"");
     assert_eq!(common::toml_value(&text, "arch"), "\"gtx1080ti\"");
     assert_eq!(common::toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
     // The registry's checksum of the file that was read.
@@ -163,10 +170,9 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["calibration_shared_overlap"], "additive");
-    assert_eq!(
-        common::toml_value(&std::fs::read_to_string(&file).unwrap(), "shared_overlap"),
-        "\"additive\""
-    );
+    let additive = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(common::toml_value(&additive, "shared_overlap"), "\"additive\"");
+    assert_eq!(common::toml_value(&additive, "fill"), "\"core-clock\"");
     let out = run(&["--force", "--replay-overlap"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
