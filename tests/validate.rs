@@ -115,15 +115,11 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     assert_eq!(common::toml_value(&text, "format_version"), "5");
     // The file records the structure the report chose over all kernels (the replay-overlap model is a
     // candidate by default since session 8), with the fill and stores that structure has, so that
-    // predict applies the model the factors were fitted to.
-    let chosen = v["calibration_shared_overlap"].as_str().unwrap();
-    let fill = match chosen {
-        "additive" => "core-clock",
-        "replays-overlap-issue" => "default-core-clock",
-        other => panic!("{other}"),
-    };
-    assert_eq!(common::toml_value(&text, "shared_overlap"), format!("\"{chosen}\""));
-    assert_eq!(common::toml_value(&text, "fill"), format!("\"{fill}\""));
+    // predict applies the model the factors were fitted to. On these six kernels the structural
+    // alternative beats the additive model by the keep rule (histogram's replays).
+    assert_eq!(v["calibration_shared_overlap"], "replays-overlap-issue");
+    assert_eq!(common::toml_value(&text, "shared_overlap"), "\"replays-overlap-issue\"");
+    assert_eq!(common::toml_value(&text, "fill"), "\"default-core-clock\"");
     assert_eq!(common::toml_value(&text, "stores"), "\"per-l2-write\"");
     assert_eq!(common::toml_value(&text, "arch"), "\"gtx1080ti\"");
     assert_eq!(common::toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
@@ -153,6 +149,11 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     assert_eq!(p, best["p"].as_f64().unwrap(), "{text}");
     let in_sample: f64 = common::toml_value(&text, "in_sample_mape_pct").parse().unwrap();
     assert!(in_sample <= oof, "fitted on the rows it is scored on: {in_sample} vs {oof}");
+    // The file's uncalibrated error is its structure's (the alternative's here), not the additive
+    // model's the report's headline `model_mape_pct` gives.
+    let uncalibrated: f64 = common::toml_value(&text, "uncalibrated_mape_pct").parse().unwrap();
+    assert!(close(uncalibrated, v["calibration_model_mape_pct"].as_f64().unwrap()), "{uncalibrated}");
+    assert!((uncalibrated - v["model_mape_pct"].as_f64().unwrap()).abs() > 0.1, "{uncalibrated}");
 
     // A second run without --force refuses, with one line, and leaves the file as it was.
     std::fs::write(&file, "# mine\n").unwrap();
@@ -173,6 +174,17 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let additive = std::fs::read_to_string(&file).unwrap();
     assert_eq!(common::toml_value(&additive, "shared_overlap"), "\"additive\"");
     assert_eq!(common::toml_value(&additive, "fill"), "\"core-clock\"");
+    // Its exponent and uncalibrated error are the additive model's.
+    let p: f64 = common::toml_value(&additive, "p").parse().unwrap();
+    let best = v["exponents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .min_by(|a, b| a["loko_mape_pct"].as_f64().unwrap().total_cmp(&b["loko_mape_pct"].as_f64().unwrap()))
+        .unwrap();
+    assert_eq!(p, best["p"].as_f64().unwrap(), "{additive}");
+    let uncalibrated: f64 = common::toml_value(&additive, "uncalibrated_mape_pct").parse().unwrap();
+    assert!(close(uncalibrated, v["model_mape_pct"].as_f64().unwrap()), "{uncalibrated}");
     let out = run(&["--force", "--replay-overlap"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);

@@ -156,9 +156,10 @@ impl CalibrationFile {
              # and pipeline fill) are the timing model's times of the kernel. Written by\n\
              # `gpumodel validate --save-calibration`, fitted on every kernel of the dataset below; apply it with\n\
              # `gpumodel predict --arch {} --calibration FILE`.\n\
-             # p = {} was chosen among {} by leave-one-kernel-out error over those kernels; shared_overlap,\n\
-             # fill and stores are the timing model's structure the factors were fitted to (shared_overlap\n\
-             # and fill chosen together over those kernels); predict applies the same structure.\n\
+             # shared_overlap, fill and stores are the timing model's structure the factors were fitted to\n\
+             # (shared_overlap and fill chosen together over those kernels); predict applies the same\n\
+             # structure. p = {} was chosen among {} by leave-one-kernel-out error over those kernels with\n\
+             # that structure; fit.uncalibrated_mape_pct is that structure's error without the factors.\n\
              # fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
              # the whole procedure, with p chosen inside each fold (nested).\n{body}",
             self.arch,

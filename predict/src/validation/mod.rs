@@ -304,11 +304,20 @@ pub fn validate_with_progress(
         Some(alt) => nested::structure_over_all(&all, &model_t, alt, &kernel_of, groups.len()),
         None => SharedOverlap::Additive,
     };
-    let saved_rows: Vec<CalRow> = match shared_overlap {
-        SharedOverlap::Additive => all.clone(),
-        SharedOverlap::ReplaysOverlapIssue => all.iter().zip(&alt).map(|(r, a)| (a.0, a.1, r.2)).collect(),
+    // p by plain leave-one-kernel-out on the rows of the structure the factors are fitted to, and that
+    // structure's own uncalibrated error: what the saved file says about itself holds for its rows.
+    let (saved_rows, exponent_mape_pct, saved_model_mape_pct) = match shared_overlap {
+        SharedOverlap::Additive => {
+            (all.clone(), nest.loko_mape_pct.clone(), mape(prep.iter().map(|p| (p.model, p.measured_t))))
+        }
+        SharedOverlap::ReplaysOverlapIssue => {
+            let rows = nested::alternative_rows(&all, &alt);
+            let loko = nested::loko_exponent_mape_pct(&rows, &kernel_of, groups.len());
+            (rows, loko, mape(prep.iter().map(|p| (p.alt.2, p.measured_t))))
+        }
     };
-    let calibration = TimeCalibration::fit(&saved_rows, nest.selected_exponent);
+    let selected_exponent = nested::EXPONENTS[nested::argmin(&exponent_mape_pct)];
+    let calibration = TimeCalibration::fit(&saved_rows, selected_exponent);
     let in_sample = mape(saved_rows.iter().map(|&(parts, sync, y)| (calibration.time(parts, sync), y)));
     let labels: Vec<&'static str> = opts.baselines.iter().map(|b| b.label()).collect();
     let per_row: Vec<RowResult> = prep
@@ -444,7 +453,7 @@ pub fn validate_with_progress(
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
-        "calibration (the saved one): p chosen by leave-one-kernel-out over all kernels on the additive model, the model's structure (additive or replays overlapping issue) by the keep rule over all kernels, factors fitted on all kernels with both; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
+        "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
     ];
     if let Some(names) = &opts.kernels {
         method.push(format!(
@@ -475,10 +484,10 @@ pub fn validate_with_progress(
             .count(),
         exponents: nested::EXPONENTS
             .iter()
-            .zip(&nest.loko_mape_pct)
+            .zip(&exponent_mape_pct)
             .map(|(&p, &m)| ExponentScore { p, loko_mape_pct: m })
             .collect(),
-        selected_on_reported_mape_pct: nest.loko_mape_pct.iter().copied().fold(f64::INFINITY, f64::min),
+        selected_on_reported_mape_pct: exponent_mape_pct.iter().copied().fold(f64::INFINITY, f64::min),
         worst_kernel: worst.kernel.clone(),
         worst_kernel_mape_pct: worst.mape_pct,
         power_mape_pct: mape(per_row.iter().map(|r| (r.predicted_power_w, r.measured_power_w))),
@@ -495,6 +504,7 @@ pub fn validate_with_progress(
         calibration,
         calibration_shared_overlap: shared_overlap,
         calibration_in_sample_mape_pct: in_sample,
+        calibration_model_mape_pct: saved_model_mape_pct,
     })
 }
 
@@ -512,7 +522,7 @@ impl Report {
             crate::calibration::file::FitInfo {
                 out_of_fold_mape_pct: self.mape_pct,
                 in_sample_mape_pct: self.calibration_in_sample_mape_pct,
-                uncalibrated_mape_pct: self.model_mape_pct,
+                uncalibrated_mape_pct: self.calibration_model_mape_pct,
             },
         )
     }

@@ -137,7 +137,9 @@ pub struct Report {
     /// Of those, the folds whose kept form is the model with bank-conflict replays overlapping issue
     /// (a structural candidate).
     pub folds_replays_overlap: usize,
-    /// Plain leave-one-kernel-out MAPE of each candidate exponent (every fold with the same `p`).
+    /// Plain leave-one-kernel-out MAPE of each candidate exponent (every fold with the same `p`), on the
+    /// rows of the structure the saved calibration was fitted to (`calibration_shared_overlap`): the
+    /// saved calibration's `p` is the best of them.
     pub exponents: Vec<ExponentScore>,
     /// The smallest of `exponents`' MAPEs: the exponent is chosen on the figure it reports, so it is
     /// optimistic (for comparison with `mape_pct`).
@@ -161,6 +163,9 @@ pub struct Report {
     pub calibration_shared_overlap: gpumodel_models::timing::SharedOverlap,
     /// MAPE of `calibration` on the rows it was fitted on, percent (optimistic; for comparison only).
     pub calibration_in_sample_mape_pct: f64,
+    /// MAPE of the uncalibrated timing model with that structure, percent (`model_mape_pct` when it is
+    /// the additive model).
+    pub calibration_model_mape_pct: f64,
 }
 
 /// What `gpumodel validate` prints: the [`Report`] (its JSON, fields flattened) and how to lay out its
