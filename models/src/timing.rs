@@ -384,7 +384,9 @@ pub struct Timing {
     /// Which pipeline is the bound: one of [`PIPELINES`].
     pub bound_kind: &'static str,
     /// The time the kernel's DRAM traffic (read + write bytes; transactions × transaction bytes where the
-    /// profile has no byte counts, as for the load and store times) needs through the L2 cache at the
+    /// profile has no byte counts, as for the load and store times; the written bytes per L2 write
+    /// transaction where that count is higher, as the store time takes them under
+    /// [`StoreTraffic::PerL2Write`]) needs through the L2 cache at the
     /// architecture's `l2_bandwidth_gbs` scaled with the core clock, seconds. DRAM traffic also crosses
     /// L2, whose throughput scales with the core clock, so at a low core clock it can cap a memory-bound
     /// kernel whatever the memory clock (measured on the GTX 980: ~7 DRAM transactions per core cycle).
@@ -507,7 +509,15 @@ pub fn predict_time_with(
     // L2 runs on the core clock: its bandwidth scales with fc / the default core clock.
     let tx = arch.transaction_bytes.value;
     let tx_bytes = |bytes: Option<f64>, tx_count: f64| bytes.unwrap_or(tx_count * tx);
-    let l2_bytes = tx_bytes(x.dram_read_bytes, x.load_tx) + tx_bytes(x.dram_write_bytes, x.store_tx);
+    // The written bytes that leave for DRAM: per L2 write transaction where that count is higher, as the
+    // store side charges them ([`StoreTraffic::PerL2Write`]), so L and the store time count the same
+    // writes.
+    let counted_written = tx_bytes(x.dram_write_bytes, x.store_tx);
+    let written = match cfg.stores {
+        StoreTraffic::PerL2Write => counted_written.max(x.l2_write_tx.unwrap_or(0.0) * tx),
+        StoreTraffic::PerDramWrite => counted_written,
+    };
+    let l2_bytes = tx_bytes(x.dram_read_bytes, x.load_tx) + written;
     let l2_bw = arch.l2_bandwidth_gbs.value * 1e9 * fc / arch.core_mhz.value;
     let l2_s = if l2_bw > 0.0 { l2_bytes / l2_bw } else { 0.0 };
     Timing {
@@ -1058,6 +1068,27 @@ mod tests {
         assert_eq!(mem.l2_s, t.l2_s);
         // Not part of the uncalibrated time.
         assert!((t.time_s - (t.bound_s + t.sync_s)).abs() <= 1e-15 * t.time_s);
+    }
+
+    #[test]
+    fn l2_time_counts_the_writes_the_store_side_sends_to_dram() {
+        // 2e6 written bytes counted by DRAM, but 1e5 L2 write transactions (3.2e6 B): stores go to DRAM
+        // per L2 write, and L counts the same bytes; the session-7 model keeps the counted DRAM writes.
+        let a = ArchProfile::builtin("gtx980").unwrap();
+        let mut x = inputs();
+        x.load_tx = 1e7;
+        x.store_tx = 1e5;
+        x.dram_write_bytes = Some(2e6);
+        x.l2_write_tx = Some(1e5);
+        let o = occupancy(&launch(100_000, 256, 0, 0), &a, None).unwrap();
+        let c = Clocks::default_for(&a);
+        let bw = a.l2_bandwidth_gbs.value * 1e9;
+        let t = predict_time(&x, &a, &o, c);
+        let want = (1e7 * 32.0 + 1e5 * 32.0) / bw;
+        assert!((t.l2_s - want).abs() / want < 1e-12, "{} vs {want}", t.l2_s);
+        let old = predict_time_with(&x, &a, &o, c, TimingConfig::session_7(SharedOverlap::Additive));
+        let want = (1e7 * 32.0 + 2e6) / bw;
+        assert!((old.l2_s - want).abs() / want < 1e-12, "{} vs {want}", old.l2_s);
     }
 
     #[test]
