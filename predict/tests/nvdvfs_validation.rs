@@ -104,7 +104,7 @@ fn gtx1080ti_time_and_optima() {
     assert!(r.model_mape_pct <= 12.6, "timing model MAPE {:.2}%", r.model_mape_pct);
     assert!(r.mape_pct <= 10.4, "calibrated time MAPE {:.2}%", r.mape_pct);
     assert!(r.mape_pct < r.baselines[0].mape_pct, "{:.2}% vs {:?}", r.mape_pct, r.baselines);
-    assert!(r.folds_replays_overlap >= 18, "{} folds", r.folds_replays_overlap);
+    assert_eq!(r.folds_replays_overlap, 20, "{} folds", r.folds_replays_overlap);
     assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::ReplaysOverlapIssue);
     // The baseline, computed from the same rows: 11.0% (timing_baselines.md).
     assert!((r.baselines[0].mape_pct - 11.03).abs() < 0.01, "{:?}", r.baselines);

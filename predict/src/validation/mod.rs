@@ -226,6 +226,8 @@ pub fn validate_with_progress(
             let tm = predict_time(&x, arch, &occ, clocks);
             let overlap = TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue);
             let to = predict_time_with(&x, arch, &occ, clocks, overlap);
+            // The structures differ in the SM side and the fill, never in the barrier time.
+            debug_assert_eq!(to.sync_s, tm.sync_s);
             let applied = opts.apply.as_ref().map(|(_, _, cfg)| {
                 let t = predict_time_with(&x, arch, &occ, clocks, *cfg);
                 (pipeline_parts(&t), additive_s(&t))
