@@ -451,7 +451,8 @@ impl Timing {
 ///
 /// a wave takes the latency bound or, when that is shorter, the soft maximum of the memory and SM sides
 /// (they overlap across warps, not perfectly: [`OVERLAP_EXPONENT`]), plus one DRAM latency to fill the pipeline (when the kernel
-/// touches global memory) and the barrier time.
+/// touches global memory; in core cycles at the clocks, or its time at the default core clock under
+/// [`FillClock::DefaultCoreClock`]) and the barrier time.
 pub fn predict_time(x: &TimingInputs, arch: &ArchProfile, occ: &Occupancy, clocks: Clocks) -> Timing {
     predict_time_with(x, arch, occ, clocks, TimingConfig::default())
 }

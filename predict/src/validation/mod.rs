@@ -55,8 +55,9 @@ struct Prepared {
     parts: [f64; 4],
     sync: f64,
     model: f64,
-    /// The pipeline parts and time of the model with replays overlapping issue (the structural
-    /// candidate of the nested procedure).
+    /// The row under the model's structural alternative (the nested procedure's structural candidates):
+    /// its pipeline parts, its own unscaled time (barriers and its fill, at the default core clock) and
+    /// its time.
     alt: nested::AltRow,
     /// The pipeline parts and additive time of the model an applied calibration was fitted to.
     applied: Option<([f64; 4], f64)>,
@@ -83,8 +84,8 @@ pub struct Options {
     /// label and the model structure it was fitted to (applied with it): the cross-GPU check of whether a
     /// fitted correction transfers.
     pub apply: Option<(String, TimeCalibration, TimingConfig)>,
-    /// Also offer the timing model with bank-conflict replays overlapping issue
-    /// ([`SharedOverlap::ReplaysOverlapIssue`]), as is and with a compute floor that keeps the memory
+    /// Also offer the timing model's structural alternative ([`TimingConfig::structural`]: bank-conflict
+    /// replays overlapping issue and each wave's pipeline fill at the default core clock), as is and with a compute floor that keeps the memory
     /// side, as candidates inside the folds, and choose the saved calibration's structure over all
     /// kernels. On by default since session 8, when it met the rule written for a new default
     /// (BENCHMARKS.md, issue 14, session 8); `false` is session 7's candidate set.

@@ -59,7 +59,8 @@ pub type AltRow = ([f64; 4], f64, f64);
 pub enum Fitted {
     Full(TimeCalibration),
     ComputeFloor(ComputeFloor),
-    /// The model with bank-conflict replays overlapping issue, nothing fitted.
+    /// The structural alternative (bank-conflict replays overlapping issue, the fill at the default core
+    /// clock), nothing fitted.
     ReplaysOverlap,
     /// The compute floor over that model, keeping its memory side ([`FloorShape::KeepsMemory`]).
     ReplaysOverlapFloor(ComputeFloor),

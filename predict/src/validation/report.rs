@@ -134,8 +134,8 @@ pub struct Report {
     pub mape_pct: f64,
     /// Outer folds that kept their calibration (the others predict with the uncalibrated model).
     pub folds_calibrated: usize,
-    /// Of those, the folds whose kept form is the model with bank-conflict replays overlapping issue
-    /// (a structural candidate).
+    /// Of those, the folds whose kept form is the structural alternative (bank-conflict replays
+    /// overlapping issue, the fill at the default core clock), as is or with the compute floor.
     pub folds_replays_overlap: usize,
     /// Plain leave-one-kernel-out MAPE of each candidate exponent (every fold with the same `p`), on the
     /// rows of the structure the saved calibration was fitted to (`calibration_shared_overlap`): the
