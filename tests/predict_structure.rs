@@ -27,28 +27,44 @@ const ADDITIVE: &str = "shared_overlap = \"additive\"\nfill = \"core-clock\"\nst
 const OVERLAP: &str =
     "shared_overlap = \"replays-overlap-issue\"\nfill = \"default-core-clock\"\nstores = \"per-l2-write\"\n";
 
-fn predict(kernel: &str, cal: &std::path::Path) -> serde_json::Value {
-    let out = gpumodel()
-        .args(["predict", "--arch", "gtx1080ti", "--kernel", kernel, "--format", "json", "--calibration"])
-        .arg(cal)
-        .output()
-        .unwrap();
+/// `predict --format json` of an example kernel with a calibration, at the default clocks or at `core`
+/// MHz core and 5500 MHz memory.
+fn predict_at(kernel: &str, cal: &std::path::Path, core: Option<&str>) -> serde_json::Value {
+    let mut cmd = gpumodel();
+    cmd.args(["predict", "--arch", "gtx1080ti", "--kernel", kernel, "--format", "json"]);
+    if let Some(core) = core {
+        cmd.args(["--core-mhz", core, "--mem-mhz", "5500"]);
+    }
+    let out = cmd.arg("--calibration").arg(cal).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn predict(kernel: &str, cal: &std::path::Path) -> serde_json::Value {
+    predict_at(kernel, cal, None)
+}
+
+/// reduction (stores partly not counted as DRAM writes: 37 471 DRAM write sectors, 65 542 L2 write
+/// transactions) at `core` MHz core and 5500 MHz memory with this calibration.
+fn reduction_at(cal: &std::path::Path, core: &str) -> serde_json::Value {
+    predict_at("reduction", cal, Some(core))
+}
+
+/// Writes `text` to `dir/name` and gives its path.
+fn write(dir: &tempfile::TempDir, name: &str, text: String) -> std::path::PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
 }
 
 #[test]
 fn a_saved_replay_overlap_structure_speeds_up_a_replay_heavy_kernel() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: String| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    };
-    let additive = write("additive.toml", calibration(5, ADDITIVE));
-    let overlap = write("overlap.toml", calibration(5, OVERLAP));
-    let v3 = write("v3.toml", calibration(3, ""));
+    let additive = write(&dir, "additive.toml", calibration(5, ADDITIVE));
+    let overlap = write(&dir, "overlap.toml", calibration(5, OVERLAP));
+    let v3 = write(&dir, "v3.toml", calibration(3, ""));
     let v5_session_7 = write(
+        &dir,
         "v5_session_7.toml",
         calibration(5, "shared_overlap = \"additive\"\nfill = \"core-clock\"\nstores = \"per-dram-write\"\n"),
     );
@@ -75,23 +91,10 @@ fn a_saved_replay_overlap_structure_speeds_up_a_replay_heavy_kernel() {
 #[test]
 fn a_saved_structural_alternative_keeps_the_fill_time_over_the_core_clock() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: String| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    };
-    let additive = write("additive.toml", calibration(5, ADDITIVE));
-    let overlap = write("overlap.toml", calibration(5, OVERLAP));
+    let additive = write(&dir, "additive.toml", calibration(5, ADDITIVE));
+    let overlap = write(&dir, "overlap.toml", calibration(5, OVERLAP));
     let fill = |cal: &std::path::Path, core: &str| {
-        let out = gpumodel()
-            .args(["predict", "--arch", "gtx1080ti", "--kernel", "reduction", "--format", "json"])
-            .args(["--core-mhz", core, "--mem-mhz", "5500", "--calibration"])
-            .arg(cal)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["prediction"]["detail"]["timing"]["fill_s"].as_f64().unwrap()
+        reduction_at(cal, core)["prediction"]["detail"]["timing"]["fill_s"].as_f64().unwrap()
     };
     let (o_low, o_high) = (fill(&overlap, "1600"), fill(&overlap, "2000"));
     assert!(o_low > 0.0 && (o_high / o_low - 1.0).abs() < 1e-12, "{o_low} vs {o_high}");
@@ -125,19 +128,6 @@ fn the_table_names_a_calibration_s_replay_overlap_structure() {
     assert!(!a.contains(said), "{a}");
 }
 
-/// One `predict --format json` of reduction (stores partly not counted as DRAM writes: 37 471 DRAM write
-/// sectors, 65 542 L2 write transactions) at these clocks with this calibration.
-fn reduction_at(cal: &std::path::Path, core: &str) -> serde_json::Value {
-    let out = gpumodel()
-        .args(["predict", "--arch", "gtx1080ti", "--kernel", "reduction", "--format", "json"])
-        .args(["--core-mhz", core, "--mem-mhz", "5500", "--calibration"])
-        .arg(cal)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// A saved calibration predicts with the model it was saved with. A version-4 `replays-overlap-issue`
 /// file (what session 7's `validate --save-calibration` wrote) keeps session 7's pipeline fill, in core
 /// cycles, and its stores per counted DRAM write, not the fill and stores the structural alternative
@@ -146,20 +136,16 @@ fn reduction_at(cal: &std::path::Path, core: &str) -> serde_json::Value {
 #[test]
 fn a_saved_calibration_predicts_with_the_structure_it_was_saved_with() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: String| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    };
-    let v4 = write("v4.toml", calibration(4, "shared_overlap = \"replays-overlap-issue\"\n"));
+    let v4 = write(&dir, "v4.toml", calibration(4, "shared_overlap = \"replays-overlap-issue\"\n"));
     let v5_as_v4 = write(
+        &dir,
         "v5_as_v4.toml",
         calibration(
             5,
             "shared_overlap = \"replays-overlap-issue\"\nfill = \"core-clock\"\nstores = \"per-dram-write\"\n",
         ),
     );
-    let v5 = write("v5.toml", calibration(5, OVERLAP));
+    let v5 = write(&dir, "v5.toml", calibration(5, OVERLAP));
     let time = |v: &serde_json::Value| v["prediction"]["time_s"].as_f64().unwrap();
     let timing = |v: &serde_json::Value, k: &str| v["prediction"]["detail"]["timing"][k].clone();
     let fill = |v: &serde_json::Value| timing(v, "fill_s").as_f64().unwrap();
