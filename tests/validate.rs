@@ -453,6 +453,11 @@ fn validate_output_snapshots() {
     let rows = v["per_row"].as_array_mut().unwrap();
     assert_eq!(rows.len(), 75);
     rows.truncate(3);
+    // The calibration's factors to the table's 4 decimals: a factor the fit drives to zero (a_compute
+    // here) ends anywhere below 1e-8, in bits no machine-independent snapshot can pin.
+    for a in v["calibration"]["a"].as_array_mut().unwrap() {
+        *a = serde_json::json!((a.as_f64().unwrap() * 1e4).round() / 1e4);
+    }
     round_numbers(&mut v);
     insta::assert_json_snapshot!("validate_json", v);
 }

@@ -338,13 +338,16 @@ impl Export for ValidateOutput {
         let by_p: Vec<String> =
             r.exponents.iter().map(|e| format!("p {} {:.2}%", e.p, e.loko_mape_pct)).collect();
         out.push(format!(
-            "fixed-p leave-one-kernel-out MAPE: {}; best {:.1}% (p selected on the reported error: optimistic)",
+            "fixed-p leave-one-kernel-out MAPE ({} model): {}; best {:.1}% (p selected on the reported error: optimistic)",
+            r.calibration_shared_overlap.label(),
             by_p.join(", "),
             r.selected_on_reported_mape_pct
         ));
         let c = r.calibration;
         out.push(format!(
-            "calibration on all kernels: a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
+            "calibration on all kernels ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
+            r.calibration_shared_overlap.label(),
+            r.calibration_model_mape_pct,
             c.a[0], c.a[1], c.a[2], c.a[3], c.p, r.calibration_in_sample_mape_pct
         ));
         // How often each power input set was chosen across the folds, in first-seen order.
