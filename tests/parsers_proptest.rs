@@ -389,6 +389,8 @@ fn calibration_reader_never_panics() {
         form: FORM.into(),
         arch: "gtx1080ti".into(),
         shared_overlap: Default::default(),
+        fill: Default::default(),
+        stores: Default::default(),
         dataset: DatasetInfo {
             name: "nvdvfs-gtx1080ti".into(),
             path: "x.csv".into(),

@@ -1,14 +1,14 @@
 //! `gpumodel predict --calibration FILE` applies the timing model's structure a calibration file records
-//! (`shared_overlap`, format version 4): with bank-conflict replays overlapping issue, a replay-heavy
-//! kernel is predicted faster than with the additive model and the same factors.
+//! (`shared_overlap`, `fill` and `stores`, format version 5; version 4 and 3 files as the session-7 model
+//! they were fitted to): with bank-conflict replays overlapping issue, a replay-heavy kernel is predicted
+//! faster than with the additive model and the same factors.
 
 mod common;
 use common::gpumodel;
 
-/// A calibration file written by hand (factors 1, so only the structure differs), version 4 with the
-/// given structure, or version 3 (no structure: additive).
-fn calibration(version: u32, shared_overlap: Option<&str>) -> String {
-    let structure = shared_overlap.map(|s| format!("shared_overlap = \"{s}\"\n")).unwrap_or_default();
+/// A calibration file written by hand (factors 1, so only the structure differs) of this version with
+/// these structure lines.
+fn calibration(version: u32, structure: &str) -> String {
     format!(
         "format_version = {version}\nkind = \"gpumodel-time-calibration\"\n\
          form = \"T = ((a_memory*M)^p + (a_compute*C + a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync\"\n\
@@ -19,27 +19,55 @@ fn calibration(version: u32, shared_overlap: Option<&str>) -> String {
     )
 }
 
-fn predict(kernel: &str, cal: &std::path::Path) -> serde_json::Value {
-    let out = gpumodel()
-        .args(["predict", "--arch", "gtx1080ti", "--kernel", kernel, "--format", "json", "--calibration"])
-        .arg(cal)
-        .output()
-        .unwrap();
+/// The fill and stores of the model since session 8 (the default's, with the additive overlap).
+const DEFAULT_FILL_STORES: &str = "fill = \"core-clock\"\nstores = \"per-l2-write\"\n";
+/// The default model's structure as a version-5 file records it.
+const ADDITIVE: &str = "shared_overlap = \"additive\"\nfill = \"core-clock\"\nstores = \"per-l2-write\"\n";
+/// `validate`'s structural alternative (`TimingConfig::structural`) as a version-5 file records it.
+const OVERLAP: &str =
+    "shared_overlap = \"replays-overlap-issue\"\nfill = \"default-core-clock\"\nstores = \"per-l2-write\"\n";
+
+/// `predict --format json` of an example kernel with a calibration, at the default clocks or at `core`
+/// MHz core and 5500 MHz memory.
+fn predict_at(kernel: &str, cal: &std::path::Path, core: Option<&str>) -> serde_json::Value {
+    let mut cmd = gpumodel();
+    cmd.args(["predict", "--arch", "gtx1080ti", "--kernel", kernel, "--format", "json"]);
+    if let Some(core) = core {
+        cmd.args(["--core-mhz", core, "--mem-mhz", "5500"]);
+    }
+    let out = cmd.arg("--calibration").arg(cal).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn predict(kernel: &str, cal: &std::path::Path) -> serde_json::Value {
+    predict_at(kernel, cal, None)
+}
+
+/// reduction (stores partly not counted as DRAM writes: 37 471 DRAM write sectors, 65 542 L2 write
+/// transactions) at `core` MHz core and 5500 MHz memory with this calibration.
+fn reduction_at(cal: &std::path::Path, core: &str) -> serde_json::Value {
+    predict_at("reduction", cal, Some(core))
+}
+
+/// Writes `text` to `dir/name` and gives its path.
+fn write(dir: &tempfile::TempDir, name: &str, text: String) -> std::path::PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
 }
 
 #[test]
 fn a_saved_replay_overlap_structure_speeds_up_a_replay_heavy_kernel() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: String| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    };
-    let additive = write("additive.toml", calibration(4, Some("additive")));
-    let overlap = write("overlap.toml", calibration(4, Some("replays-overlap-issue")));
-    let v3 = write("v3.toml", calibration(3, None));
+    let additive = write(&dir, "additive.toml", calibration(5, ADDITIVE));
+    let overlap = write(&dir, "overlap.toml", calibration(5, OVERLAP));
+    let v3 = write(&dir, "v3.toml", calibration(3, ""));
+    let v5_session_7 = write(
+        &dir,
+        "v5_session_7.toml",
+        calibration(5, "shared_overlap = \"additive\"\nfill = \"core-clock\"\nstores = \"per-dram-write\"\n"),
+    );
     // matrixmul: 1 048 576 bank-conflict replays (datasets/examples/kernels/matrixmul.toml).
     let (a, o) = (predict("matrixmul", &additive), predict("matrixmul", &overlap));
     let time = |v: &serde_json::Value| v["prediction"]["time_s"].as_f64().unwrap();
@@ -51,10 +79,27 @@ fn a_saved_replay_overlap_structure_speeds_up_a_replay_heavy_kernel() {
         o["prediction"]["detail"]["timing"]["components_s"],
         a["prediction"]["detail"]["timing"]["components_s"]
     );
-    // A version-3 file is the additive model it was fitted to.
-    assert_eq!(time(&predict("matrixmul", &v3)), time(&a));
+    // A version-3 file is the additive model up to session 7 it was fitted to.
+    assert_eq!(time(&predict("matrixmul", &v3)), time(&predict("matrixmul", &v5_session_7)));
     // reduction has no replays: the structure changes nothing.
     assert_eq!(time(&predict("reduction", &overlap)), time(&predict("reduction", &additive)));
+}
+
+/// The structural alternative a `replays-overlap-issue` file names also takes each wave's pipeline fill
+/// at the DRAM latency's time at the default core clock (BENCHMARKS.md, issue 14, session 8, round 2):
+/// with it, the fill does not shorten when the core clock rises; with the additive model it does.
+#[test]
+fn a_saved_structural_alternative_keeps_the_fill_time_over_the_core_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let additive = write(&dir, "additive.toml", calibration(5, ADDITIVE));
+    let overlap = write(&dir, "overlap.toml", calibration(5, OVERLAP));
+    let fill = |cal: &std::path::Path, core: &str| {
+        reduction_at(cal, core)["prediction"]["detail"]["timing"]["fill_s"].as_f64().unwrap()
+    };
+    let (o_low, o_high) = (fill(&overlap, "1600"), fill(&overlap, "2000"));
+    assert!(o_low > 0.0 && (o_high / o_low - 1.0).abs() < 1e-12, "{o_low} vs {o_high}");
+    let (a_low, a_high) = (fill(&additive, "1600"), fill(&additive, "2000"));
+    assert!(a_high < 0.9 * a_low, "{a_low} vs {a_high}");
 }
 
 /// The table says which structure "the timing model alone" was: with a replay-overlap calibration it is
@@ -64,7 +109,11 @@ fn the_table_names_a_calibration_s_replay_overlap_structure() {
     let dir = tempfile::tempdir().unwrap();
     let table = |structure: &str| {
         let p = dir.path().join(format!("{structure}.toml"));
-        std::fs::write(&p, calibration(4, Some(structure))).unwrap();
+        std::fs::write(
+            &p,
+            calibration(5, &format!("shared_overlap = \"{structure}\"\n{DEFAULT_FILL_STORES}")),
+        )
+        .unwrap();
         let out = gpumodel()
             .args(["predict", "--arch", "gtx1080ti", "--kernel", "matrixmul", "--calibration"])
             .arg(&p)
@@ -77,4 +126,64 @@ fn the_table_names_a_calibration_s_replay_overlap_structure() {
     let (o, a) = (table("replays-overlap-issue"), table("additive"));
     assert!(o.lines().any(|l| l.starts_with("time") && l.contains(said)), "{o}");
     assert!(!a.contains(said), "{a}");
+}
+
+/// A saved calibration predicts with the model it was saved with. A version-4 `replays-overlap-issue`
+/// file (what session 7's `validate --save-calibration` wrote) keeps session 7's pipeline fill, in core
+/// cycles, and its stores per counted DRAM write, not the fill and stores the structural alternative
+/// has since session 8; a version-5 file with the same factors predicts with the fill and stores it
+/// records.
+#[test]
+fn a_saved_calibration_predicts_with_the_structure_it_was_saved_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let v4 = write(&dir, "v4.toml", calibration(4, "shared_overlap = \"replays-overlap-issue\"\n"));
+    let v5_as_v4 = write(
+        &dir,
+        "v5_as_v4.toml",
+        calibration(
+            5,
+            "shared_overlap = \"replays-overlap-issue\"\nfill = \"core-clock\"\nstores = \"per-dram-write\"\n",
+        ),
+    );
+    let v5 = write(&dir, "v5.toml", calibration(5, OVERLAP));
+    let time = |v: &serde_json::Value| v["prediction"]["time_s"].as_f64().unwrap();
+    let timing = |v: &serde_json::Value, k: &str| v["prediction"]["detail"]["timing"][k].clone();
+    let fill = |v: &serde_json::Value| timing(v, "fill_s").as_f64().unwrap();
+    for core in ["1600", "2000"] {
+        let (old, same, new) =
+            (reduction_at(&v4, core), reduction_at(&v5_as_v4, core), reduction_at(&v5, core));
+        assert_eq!(time(&old), time(&same), "{core} MHz");
+        assert_eq!(timing(&old, "components_s"), timing(&same, "components_s"), "{core} MHz");
+        // Stores per counted DRAM write (components_s[1]: the store time) are fewer DRAM departures than
+        // per L2 write.
+        let store = |v: &serde_json::Value| timing(v, "components_s")[1].as_f64().unwrap();
+        assert!(store(&old) < store(&new), "{core} MHz: {} vs {}", store(&old), store(&new));
+    }
+    // Session 7's fill shortens as the core clock rises; the version-5 alternative's does not.
+    let (lo, hi) = (fill(&reduction_at(&v4, "1600")), fill(&reduction_at(&v4, "2000")));
+    assert!(hi < 0.9 * lo, "{lo} vs {hi}");
+    let (lo, hi) = (fill(&reduction_at(&v5, "1600")), fill(&reduction_at(&v5, "2000")));
+    assert!((hi / lo - 1.0).abs() < 1e-12, "{lo} vs {hi}");
+}
+
+/// A version-5 file without one of its structure fields is refused in one line that says what to do,
+/// never read as some default structure.
+#[test]
+fn a_version_5_file_without_its_fill_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("nofill.toml");
+    std::fs::write(
+        &p,
+        calibration(5, "shared_overlap = \"replays-overlap-issue\"\nstores = \"per-l2-write\"\n"),
+    )
+    .unwrap();
+    let out = gpumodel()
+        .args(["predict", "--arch", "gtx1080ti", "--kernel", "reduction", "--calibration"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("fill is missing") && err.contains("--save-calibration"), "{err}");
 }

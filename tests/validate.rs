@@ -14,20 +14,22 @@ fn gtx1080ti_json_report() {
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);
     assert_eq!(v["per_kernel"].as_array().unwrap().len(), 30);
-    // Regression guard (BENCHMARKS.md, issue 14, session 6): over all 30 kernels the model as is reaches
-    // 14.3% (17.9% in session 4, 14.3% in session 5) and the calibration, kept only where it wins inside
-    // the fold by more than one standard error, 13.8% out-of-fold (5 folds keep the one-factor compute
-    // floor; none kept a calibration in session 5). The calibrated figure must never be worse than the
-    // model as is.
+    // Regression guard (BENCHMARKS.md, issue 14, session 8): over all 30 kernels the model as is reaches
+    // 13.6% (14.3% in sessions 5–7, before stores went to DRAM per L2 write) and the calibration, kept
+    // only where it wins inside the fold by more than one standard error, 11.5% out-of-fold (every fold
+    // keeps the structural alternative, a default candidate since session 8; 13.8% in session 7). The
+    // calibrated figure must never be worse than the model as is.
     let mape = v["mape_pct"].as_f64().unwrap();
     let model = v["model_mape_pct"].as_f64().unwrap();
-    assert!(mape > 0.0 && mape <= 14.1, "{mape}");
-    assert!(model <= 14.5, "{model}");
-    // The E·D² regret (session 6: mean 4.1%, was 7.5% before the memory and SM sides overlapped by a
-    // soft maximum): the issue's target is a mean ≤ 5%.
+    assert!(mape > 0.0 && mape <= 11.6, "{mape}");
+    assert!(model <= 13.7, "{model}");
+    // The E·D² regret (session 8: median 0.38%, mean 2.6%; 2.29% / 4.1% in session 7, mean 7.5% before
+    // the memory and SM sides overlapped by a soft maximum): the issue's targets are a median ≤ 2% and a
+    // mean ≤ 5%.
     let ed2 = &v["objectives"][2];
     assert_eq!(ed2["objective"], "ED^2");
-    assert!(ed2["mean_regret_pct"].as_f64().unwrap() <= 5.0, "{ed2}");
+    assert!(ed2["median_regret_pct"].as_f64().unwrap() <= 1.0, "{ed2}");
+    assert!(ed2["mean_regret_pct"].as_f64().unwrap() <= 3.0, "{ed2}");
     assert!(mape <= model + 1e-9, "calibrated {mape} vs model {model}");
     // Every candidate exponent's plain leave-one-kernel-out figure is shown, and the best of them (chosen
     // on the figure it reports) is labelled apart from the headline.
@@ -39,7 +41,8 @@ fn gtx1080ti_json_report() {
     for k in v["per_kernel"].as_array().unwrap() {
         assert!(k["fold_exponent"].as_f64().unwrap() >= 1.0, "{k}");
         assert!(k["fold_calibrated"].is_boolean(), "{k}");
-        assert!(["full", "compute-floor"].contains(&k["fold_form"].as_str().unwrap()), "{k}");
+        let forms = ["full", "compute-floor", "replays-overlap", "replays-overlap+compute-floor"];
+        assert!(forms.contains(&k["fold_form"].as_str().unwrap()), "{k}");
         assert!(k["fold_power_inputs"].is_string(), "{k}");
         assert!(k["choices"][1]["regret_measured_time_pct"].as_f64().unwrap() >= 0.0, "{k}");
     }
@@ -109,9 +112,15 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with("# gpumodel time calibration"), "{text}");
-    assert_eq!(common::toml_value(&text, "format_version"), "4");
-    // Without --replay-overlap the structure is the additive model's.
-    assert_eq!(common::toml_value(&text, "shared_overlap"), "\"additive\"");
+    assert_eq!(common::toml_value(&text, "format_version"), "5");
+    // The file records the structure the report chose over all kernels (the replay-overlap model is a
+    // candidate by default since session 8), with the fill and stores that structure has, so that
+    // predict applies the model the factors were fitted to. On these six kernels the structural
+    // alternative beats the additive model by the keep rule (histogram's replays).
+    assert_eq!(v["calibration_shared_overlap"], "replays-overlap-issue");
+    assert_eq!(common::toml_value(&text, "shared_overlap"), "\"replays-overlap-issue\"");
+    assert_eq!(common::toml_value(&text, "fill"), "\"default-core-clock\"");
+    assert_eq!(common::toml_value(&text, "stores"), "\"per-l2-write\"");
     assert_eq!(common::toml_value(&text, "arch"), "\"gtx1080ti\"");
     assert_eq!(common::toml_value(&text, "name"), "\"nvdvfs-gtx1080ti\"");
     // The registry's checksum of the file that was read.
@@ -140,6 +149,11 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     assert_eq!(p, best["p"].as_f64().unwrap(), "{text}");
     let in_sample: f64 = common::toml_value(&text, "in_sample_mape_pct").parse().unwrap();
     assert!(in_sample <= oof, "fitted on the rows it is scored on: {in_sample} vs {oof}");
+    // The file's uncalibrated error is its structure's (the alternative's here), not the additive
+    // model's the report's headline `model_mape_pct` gives.
+    let uncalibrated: f64 = common::toml_value(&text, "uncalibrated_mape_pct").parse().unwrap();
+    assert!(close(uncalibrated, v["calibration_model_mape_pct"].as_f64().unwrap()), "{uncalibrated}");
+    assert!((uncalibrated - v["model_mape_pct"].as_f64().unwrap()).abs() > 0.1, "{uncalibrated}");
 
     // A second run without --force refuses, with one line, and leaves the file as it was.
     std::fs::write(&file, "# mine\n").unwrap();
@@ -151,14 +165,29 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     let out = run(&["--force"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
-    // With --replay-overlap the file records the structure the report chose over all kernels.
-    let out = run(&["--force", "--replay-overlap"]);
+    // With --no-replay-overlap the structure is the additive model's; the old opt-in flag is still
+    // accepted (it is the default now) and gives the default's file.
+    let out = run(&["--force", "--no-replay-overlap"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let text = std::fs::read_to_string(&file).unwrap();
-    let chosen = v["calibration_shared_overlap"].as_str().unwrap();
-    assert!(["additive", "replays-overlap-issue"].contains(&chosen), "{chosen}");
-    assert_eq!(common::toml_value(&text, "shared_overlap"), format!("\"{chosen}\""));
+    assert_eq!(v["calibration_shared_overlap"], "additive");
+    let additive = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(common::toml_value(&additive, "shared_overlap"), "\"additive\"");
+    assert_eq!(common::toml_value(&additive, "fill"), "\"core-clock\"");
+    // Its exponent and uncalibrated error are the additive model's.
+    let p: f64 = common::toml_value(&additive, "p").parse().unwrap();
+    let best = v["exponents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .min_by(|a, b| a["loko_mape_pct"].as_f64().unwrap().total_cmp(&b["loko_mape_pct"].as_f64().unwrap()))
+        .unwrap();
+    assert_eq!(p, best["p"].as_f64().unwrap(), "{additive}");
+    let uncalibrated: f64 = common::toml_value(&additive, "uncalibrated_mape_pct").parse().unwrap();
+    assert!(close(uncalibrated, v["model_mape_pct"].as_f64().unwrap()), "{uncalibrated}");
+    let out = run(&["--force", "--replay-overlap"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
 
 /// `--rows` shows, per measured row, the model's bound and both times, so a user can see where the error
@@ -424,6 +453,11 @@ fn validate_output_snapshots() {
     let rows = v["per_row"].as_array_mut().unwrap();
     assert_eq!(rows.len(), 75);
     rows.truncate(3);
+    // The calibration's factors to the table's 4 decimals: a factor the fit drives to zero (a_compute
+    // here) ends anywhere below 1e-8, in bits no machine-independent snapshot can pin.
+    for a in v["calibration"]["a"].as_array_mut().unwrap() {
+        *a = serde_json::json!((a.as_f64().unwrap() * 1e4).round() / 1e4);
+    }
     round_numbers(&mut v);
     insta::assert_json_snapshot!("validate_json", v);
 }

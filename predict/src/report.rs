@@ -94,6 +94,27 @@ fn cal_line(c: &CalibrationUse) -> Option<(&str, &CalibrationFile)> {
 }
 
 /// A power model describes the GPU it was trained on: a note when the architecture differs.
+/// What of a calibration's structure differs from the model a plain `predict` uses ("" if nothing): the
+/// "timing model alone" figure beside a calibrated time is that structure's.
+fn structure_note(t: gpumodel_models::timing::TimingConfig) -> String {
+    use gpumodel_models::timing::{FillClock, SharedOverlap, StoreTraffic};
+    let mut parts = Vec::new();
+    if t.shared_overlap == SharedOverlap::ReplaysOverlapIssue {
+        parts.push("bank-conflict replays overlapping issue");
+    }
+    if t.fill == FillClock::DefaultCoreClock {
+        parts.push("the pipeline fill at the default core clock's latency");
+    }
+    if t.stores == StoreTraffic::PerDramWrite {
+        parts.push("stores per counted DRAM write");
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" with the calibration's structure: {}", parts.join(", "))
+    }
+}
+
 fn model_note(ctx: &Provenance, arch: &str) -> Option<String> {
     let ds = ctx.model_trained_on.as_deref()?;
     (!ds.replace('-', "").contains(arch)).then(|| {
@@ -133,12 +154,7 @@ impl Export for KernelReport {
                  {:.1}% out-of-fold MAPE there)",
                 p.time_s * 1e3,
                 d.timing.time_s * 1e3,
-                match c.shared_overlap {
-                    gpumodel_models::timing::SharedOverlap::Additive => "",
-                    gpumodel_models::timing::SharedOverlap::ReplaysOverlapIssue => {
-                        " with the calibration's structure: bank-conflict replays overlapping issue"
-                    }
-                },
+                structure_note(c.timing()),
                 c.dataset.name,
                 c.fit.out_of_fold_mape_pct
             ),

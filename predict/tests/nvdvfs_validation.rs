@@ -56,7 +56,7 @@ fn wang_chu_20(objectives: &[&str]) -> Options {
         kernels: Some(WANG_CHU_20.iter().map(|k| k.to_string()).collect()),
         baselines: vec![Baseline::WangChu2018],
         apply: None,
-        structural: false,
+        structural: true,
     }
 }
 
@@ -93,20 +93,22 @@ fn gtx1080ti_time_and_optima() {
     }
     assert_eq!((r.rows, r.kernels), (400, 20));
     // Regression guards at the figures this build reaches on Wang & Chu's 20 kernels (BENCHMARKS.md,
-    // issue 14, session 6; development figures: the model's structure was chosen on these rows): the model
-    // as is 12.77%, calibrated out-of-fold 12.77% (every fold kept the model as is) — above the peer's
-    // general form (11.0%); the published 8.6% is NOT reached (hotspot, 3.8% FP64, is 43% too fast).
-    // E·D^n median regrets 0.00% / 0.00% / 0.49%, means 1.29% / 1.44% / 2.42% (session 5: ED² mean 5.51%,
-    // before the soft-maximum overlap); the guards would catch a fall back to session 5's ED².
-    assert!(r.model_mape_pct <= 13.0, "timing model MAPE {:.2}%", r.model_mape_pct);
-    assert!(r.mape_pct <= 13.0, "calibrated time MAPE {:.2}%", r.mape_pct);
-    // Choosing p on the reported figure can only look better than choosing it inside each fold — among
-    // the same candidates, which inside the folds include the model as is.
-    let reported_best = r.selected_on_reported_mape_pct.min(r.model_mape_pct);
-    assert!(reported_best <= r.mape_pct + 1e-9, "{reported_best} vs {}", r.mape_pct);
+    // issue 14, session 8; development figures: the model's structure was chosen on these rows): the model
+    // as is 12.51% (session 7: 12.77%, before stores went to DRAM per L2 write), calibrated out-of-fold
+    // 10.26% (every fold keeps the structural alternative: replays overlapping issue, the fill at the
+    // default core clock; 10.50% with the fill in core cycles, session 7's default 12.77%) — below the
+    // peer's general form from the same rows (11.03%); the published 8.6% is NOT reached (hotspot, 3.8%
+    // FP64, is 39% too fast). E·D^n median regrets 0.00% / 0.00% / 0.37%, means 0.52% / 1.19% / 1.92%
+    // (session 7's default 1.29% / 1.44% / 2.42%; round 2 of session 7, whose floor ignored the memory
+    // side, had an ED² mean of 6.74%): the guards catch either coming back.
+    assert!(r.model_mape_pct <= 12.6, "timing model MAPE {:.2}%", r.model_mape_pct);
+    assert!(r.mape_pct <= 10.4, "calibrated time MAPE {:.2}%", r.mape_pct);
+    assert!(r.mape_pct < r.baselines[0].mape_pct, "{:.2}% vs {:?}", r.mape_pct, r.baselines);
+    assert_eq!(r.folds_replays_overlap, 20, "{} folds", r.folds_replays_overlap);
+    assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::ReplaysOverlapIssue);
     // The baseline, computed from the same rows: 11.0% (timing_baselines.md).
     assert!((r.baselines[0].mape_pct - 11.03).abs() < 0.01, "{:?}", r.baselines);
-    for (o, (median_max, mean_max)) in r.objectives.iter().zip([(1.0, 2.5), (1.0, 2.5), (1.0, 3.5)]) {
+    for (o, (median_max, mean_max)) in r.objectives.iter().zip([(1.0, 1.0), (1.0, 1.5), (1.0, 2.2)]) {
         assert!(
             o.median_regret_pct <= median_max,
             "{} median regret {:.2}%",
@@ -117,32 +119,30 @@ fn gtx1080ti_time_and_optima() {
     }
 }
 
-/// `--replay-overlap` on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 7, rounds 2 and 3;
-/// development figures, the form, its exponent and the floor's exponent were picked on these rows): on
-/// the GTX 1080 Ti every fold chooses and keeps a replay-overlap form and the calibrated error falls from
-/// 12.77% to 10.53%, below the peer's general form (11.03%); on the GTX 980 no fold chooses it and the
-/// figure stays 9.15%. The price, on the 1080 Ti: the ED² mean regret rises from 2.42% to 4.05% (6.74%
-/// in round 2, whose compute floor ignored the memory side: the guard fails if that comes back).
+/// Without the structural candidates (`--no-replay-overlap`, session 7's default candidate set) on Wang &
+/// Chu's 20 kernels of the GTX 1080 Ti (BENCHMARKS.md, issue 14, session 8; development figures): no fold
+/// keeps a calibration, so the calibrated figure is the model's, 12.51%, above the peer's general form
+/// (11.03%); ED² mean regret 2.54%. What the structural candidates add is the gap to the default's
+/// 10.26% (the test above).
 #[test]
-fn the_replay_overlap_structure_is_chosen_inside_the_folds_on_one_gpu_only() {
-    let opts = Options { structural: true, ..wang_chu_20(&["ed2"]) };
+fn without_the_structural_candidates_the_gtx1080ti_keeps_the_additive_model() {
+    let opts = Options { structural: false, ..wang_chu_20(&["ed2"]) };
     let t = nvdvfs("gtx1080ti-dvfs-real-Performance-Power.csv");
     let r = validate(&t, &ArchProfile::builtin("gtx1080ti").unwrap(), &opts).unwrap();
-    assert!(r.mape_pct <= 10.6, "calibrated time MAPE {:.2}%", r.mape_pct);
-    assert!(r.mape_pct < r.baselines[0].mape_pct, "{:.2}% vs {:?}", r.mape_pct, r.baselines);
-    assert!(r.folds_replays_overlap >= 18, "{} folds", r.folds_replays_overlap);
-    assert!(r.per_kernel.iter().all(|k| k.fold_form.starts_with("replays-overlap")));
+    assert!(r.mape_pct <= 12.6, "calibrated time MAPE {:.2}%", r.mape_pct);
+    assert_eq!(r.folds_replays_overlap, 0);
+    // Choosing p on the reported figure can only look better than choosing it inside each fold — among
+    // the same candidates, which inside the folds include the model as is. (With the structural
+    // candidates the folds choose among more forms than the fixed-p table lists, so there it need not.)
+    let reported_best = r.selected_on_reported_mape_pct.min(r.model_mape_pct);
+    assert!(reported_best <= r.mape_pct + 1e-9, "{reported_best} vs {}", r.mape_pct);
+    assert!(r.per_kernel.iter().all(|k| !k.fold_form.starts_with("replays-overlap")));
+    assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::Additive);
     assert!(
-        r.objectives[0].mean_regret_pct <= 4.5,
+        r.objectives[0].mean_regret_pct <= 3.0,
         "ED² mean regret {:.2}%",
         r.objectives[0].mean_regret_pct
     );
-    assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::ReplaysOverlapIssue);
-    let t = nvdvfs("gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
-    let r = validate(&t, &ArchProfile::builtin("gtx980").unwrap(), &opts).unwrap();
-    assert!(r.mape_pct <= 9.2, "calibrated time MAPE {:.2}%", r.mape_pct);
-    assert_eq!(r.folds_replays_overlap, 0);
-    assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::Additive);
 }
 
 /// The shipped example kernels were written from the GTX 980 NV-DVFS rows their comments name: they must
@@ -184,18 +184,22 @@ fn gtx980_validates_too() {
         r.model_mape_pct, r.mape_pct, r.objectives[0].median_regret_pct
     );
     assert_eq!((r.rows, r.kernels), (500, 20));
-    // Reached by this build on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 6): the model as
-    // is 12.9%, calibrated out-of-fold 9.15% (below the peer's general form computed from the same rows,
-    // 13.5%, and its published 10.8%); ED median regret 0.00%, mean 0.66%.
-    assert!(r.model_mape_pct <= 13.5, "timing model MAPE {:.2}%", r.model_mape_pct);
-    assert!(r.mape_pct <= 9.5, "calibrated time MAPE {:.2}%", r.mape_pct);
+    // Reached by this build on Wang & Chu's 20 kernels (BENCHMARKS.md, issue 14, session 8): the model as
+    // is 12.89%, calibrated out-of-fold 9.13% (below the peer's general form computed from the same rows,
+    // 13.5%, and its published 10.8%); ED median regret 0.00%, mean 0.68%. The replay-overlap structure is
+    // a candidate in every fold (the default) and no fold chooses it: the GTX 980's shared-heavy kernels
+    // do not follow it (session 7).
+    assert!(r.model_mape_pct <= 13.0, "timing model MAPE {:.2}%", r.model_mape_pct);
+    assert!(r.mape_pct <= 9.2, "calibrated time MAPE {:.2}%", r.mape_pct);
+    assert_eq!(r.folds_replays_overlap, 0);
+    assert_eq!(r.calibration_shared_overlap, gpumodel_models::timing::SharedOverlap::Additive);
     assert!(r.mape_pct < r.baselines[0].mape_pct, "{:.2}% vs {:?}", r.mape_pct, r.baselines);
     assert!(
         r.objectives[0].median_regret_pct <= 2.0,
         "ED median regret {:.2}%",
         r.objectives[0].median_regret_pct
     );
-    assert!(r.objectives[0].mean_regret_pct <= 5.0, "ED mean regret {:.2}%", r.objectives[0].mean_regret_pct);
+    assert!(r.objectives[0].mean_regret_pct <= 1.0, "ED mean regret {:.2}%", r.objectives[0].mean_regret_pct);
 }
 
 /// The guard of the nested procedure, end to end on real data: a kernel's predicted time and power are

@@ -127,9 +127,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             mem_mhz: m.unwrap_or(arch.mem_mhz.value),
         }),
     };
-    let timing = gpumodel_models::timing::TimingConfig {
-        shared_overlap: calibration.as_ref().map(|f| f.shared_overlap).unwrap_or_default(),
-    };
+    // A calibration predicts with the structure it was fitted to (and recorded); without one, the model.
+    let timing = calibration.as_ref().map(CalibrationFile::timing).unwrap_or_default();
     let cfg = Config { clocks, warps: args.warps, calibration: cal, timing };
     let context = Provenance::new(&kernel, &arch, &model);
     let calibration =

@@ -10,18 +10,24 @@
 use super::{EXPONENTS, TimeCalibration};
 use crate::error::{Error, Result};
 use gpumodel_models::arch::ArchProfile;
-use gpumodel_models::timing::SharedOverlap;
+use gpumodel_models::timing::{FillClock, SharedOverlap, StoreTraffic, TimingConfig};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
-/// The format version this build writes. Version 4 adds `shared_overlap`, the timing model's structure
-/// the factors were fitted to (`additive`, or `replays-overlap-issue`: bank-conflict replays overlap
-/// issue); version 3 files are read as `additive`, which they were fitted to. Versions 1 and 2 were
+/// The format version this build writes. Version 5 records every structural option of the timing model
+/// the factors were fitted to: `shared_overlap`, `fill` (how the pipeline fill follows the core clock)
+/// and `stores` (how many stores go to DRAM), so that a file predicts as it was saved whatever the
+/// defaults become. Version 4 has only `shared_overlap` (`additive`, or `replays-overlap-issue`:
+/// bank-conflict replays overlap issue) and version 3 none (`additive`); both were fitted to the model up
+/// to session 7 and are read with its fill and stores ([`TimingConfig::session_7`]). Versions 1 and 2 were
 /// fitted to the timing model before its DVFS memory side (clock-dependent DRAM latency and delay, L2
 /// hits and cap) and to a form whose compute and shared terms overlapped: their factors mean something
 /// else now, so they are refused with the command that writes a new one.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
+
+/// The versions this build reads.
+const READS: [u32; 3] = [3, 4, FORMAT_VERSION];
 
 /// The calibration form, written into every file; a file with another form is refused.
 pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C + a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync";
@@ -86,9 +92,14 @@ pub struct CalibrationFile {
     pub form: String,
     /// The architecture profile's name the coefficients were fitted for.
     pub arch: String,
-    /// The timing model's structure the coefficients were fitted to (absent from version 3: additive).
-    #[serde(default)]
+    /// How bank-conflict replays share the SM with issue in the model the coefficients were fitted to
+    /// (absent from version 3: additive).
     pub shared_overlap: SharedOverlap,
+    /// How that model's pipeline fill follows the core clock (absent from versions 3 and 4: core-clock,
+    /// the model they were fitted to).
+    pub fill: FillClock,
+    /// How many stores go to DRAM in that model (absent from versions 3 and 4: per-dram-write).
+    pub stores: StoreTraffic,
     pub dataset: DatasetInfo,
     pub coefficients: Coefficients,
     pub fit: FitInfo,
@@ -100,7 +111,7 @@ impl CalibrationFile {
         arch: &str,
         dataset: DatasetInfo,
         c: TimeCalibration,
-        shared_overlap: SharedOverlap,
+        timing: TimingConfig,
         fit: FitInfo,
     ) -> CalibrationFile {
         CalibrationFile {
@@ -108,7 +119,9 @@ impl CalibrationFile {
             kind: KIND.into(),
             form: FORM.into(),
             arch: arch.to_string(),
-            shared_overlap,
+            shared_overlap: timing.shared_overlap,
+            fill: timing.fill,
+            stores: timing.stores,
             dataset,
             coefficients: Coefficients {
                 a_memory: c.a[0],
@@ -127,6 +140,11 @@ impl CalibrationFile {
         TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared, c.a_l2], p: c.p }
     }
 
+    /// The timing model's structure the coefficients were fitted to, to predict with.
+    pub fn timing(&self) -> TimingConfig {
+        TimingConfig { shared_overlap: self.shared_overlap, fill: self.fill, stores: self.stores }
+    }
+
     /// The file's text: comment lines saying what it is, then the TOML.
     pub fn to_toml(&self) -> Result<String> {
         let body = toml::to_string(self)
@@ -138,8 +156,10 @@ impl CalibrationFile {
              # and pipeline fill) are the timing model's times of the kernel. Written by\n\
              # `gpumodel validate --save-calibration`, fitted on every kernel of the dataset below; apply it with\n\
              # `gpumodel predict --arch {} --calibration FILE`.\n\
-             # p = {} was chosen among {} by leave-one-kernel-out error over those kernels; shared_overlap is\n\
-             # the timing model's structure (replays overlapping issue or not), chosen over those kernels.\n\
+             # shared_overlap, fill and stores are the timing model's structure the factors were fitted to\n\
+             # (shared_overlap and fill chosen together over those kernels); predict applies the same\n\
+             # structure. p = {} was chosen among {} by leave-one-kernel-out error over those kernels with\n\
+             # that structure; fit.uncalibrated_mape_pct is that structure's error without the factors.\n\
              # fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
              # the whole procedure, with p chosen inside each fold (nested).\n{body}",
             self.arch,
@@ -179,7 +199,7 @@ impl CalibrationFile {
         };
         let value: toml::Table = toml::from_str(text).map_err(|e| bad(one_line(e.message())))?;
         let (version, form) = match value.get("format_version") {
-            Some(toml::Value::Integer(v)) if *v == i64::from(FORMAT_VERSION) || *v == 3 => (*v as u32, FORM),
+            Some(toml::Value::Integer(v)) if READS.iter().any(|r| i64::from(*r) == *v) => (*v as u32, FORM),
             Some(toml::Value::Integer(v @ (1 | 2))) => {
                 return Err(Error::Invalid(format!(
                     "{source}: calibration format version {v} was fitted to an earlier timing model (before \
@@ -189,20 +209,36 @@ impl CalibrationFile {
             Some(toml::Value::Integer(v)) => {
                 return Err(Error::Invalid(format!(
                     "{source}: calibration format version {v} is not one this gpumodel reads \
-                     (3 and {FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
+                     (3 to {FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
                 )));
             }
             _ => return Err(bad("no integer format_version".into())),
         };
-        // Version 4 names the structure it was fitted to; version 3 predates it (additive).
-        match (version, value.contains_key("shared_overlap")) {
-            (3, true) => {
-                return Err(bad("shared_overlap is not part of format version 3 (write version 4)".into()));
+        // Each version names the structure it has fields for; what an earlier one lacks is the model up
+        // to session 7 it was fitted to. A field missing from the version that has it, or present in one
+        // that does not, is refused: read either way, the file would predict with a structure it was not
+        // fitted to.
+        let mut value = value;
+        let session_7 = TimingConfig::session_7(SharedOverlap::Additive);
+        for (key, since, old) in [
+            ("shared_overlap", 4, SharedOverlap::Additive.label()),
+            ("fill", 5, session_7.fill.label()),
+            ("stores", 5, session_7.stores.label()),
+        ] {
+            match (version >= since, value.contains_key(key)) {
+                (true, false) => {
+                    return Err(bad(format!("{key} is missing (format version {version} records it)")));
+                }
+                (false, true) => {
+                    return Err(bad(format!(
+                        "{key} is not part of format version {version} (write version {since})"
+                    )));
+                }
+                (false, false) => {
+                    value.insert(key.into(), toml::Value::String(old.into()));
+                }
+                (true, true) => {}
             }
-            (v, false) if v != 3 => {
-                return Err(bad(format!("shared_overlap is missing (format version {v} has it)")));
-            }
-            _ => {}
         }
         if !value.get("coefficients").and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2")) {
             return Err(bad(format!("coefficients.a_l2 is missing (format version {version} has it)")));
@@ -273,6 +309,8 @@ mod tests {
             form: FORM.into(),
             arch: "gtx1080ti".into(),
             shared_overlap: SharedOverlap::ReplaysOverlapIssue,
+            fill: FillClock::DefaultCoreClock,
+            stores: StoreTraffic::PerL2Write,
             dataset: DatasetInfo {
                 name: "nvdvfs-gtx1080ti".into(),
                 path: "x.csv".into(),
@@ -298,38 +336,69 @@ mod tests {
         assert_eq!(f.calibration(), TimeCalibration { a: [1.1, 1.7, 0.9, 0.4], p: 6.0 });
     }
 
-    /// Files of earlier format versions (fitted to the timing model before its DVFS memory side) are
-    /// refused with the command that writes a new one.
-    /// A version-3 file (no `shared_overlap`) still reads, as the additive model it was fitted to.
+    /// The structure lines of a version-5 file, as [`sample`] writes them.
+    const STRUCTURE_5: &str = "shared_overlap = \"replays-overlap-issue\"\nfill = \"default-core-clock\"\nstores = \"per-l2-write\"\n";
+
+    /// A version-5 file records the whole structure it was fitted to and reads back as it.
     #[test]
-    fn version_3_files_read_as_the_additive_model() {
-        let v4 = sample().to_toml().unwrap();
-        assert!(v4.contains("shared_overlap = \"replays-overlap-issue\""), "{v4}");
+    fn version_5_files_record_the_structure_they_were_fitted_to() {
+        let v5 = sample().to_toml().unwrap();
+        assert!(v5.contains("format_version = 5\n") && v5.contains(STRUCTURE_5), "{v5}");
+        let f = CalibrationFile::parse(&v5, "v5.toml").unwrap();
+        assert_eq!(f.timing(), TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue));
+        // Each field is part of version 5: a file without one is refused in one line that says what to do.
+        for key in ["shared_overlap", "fill", "stores"] {
+            let without: String =
+                v5.lines().filter(|l| !l.starts_with(key)).map(|l| format!("{l}\n")).collect();
+            let e = CalibrationFile::parse(&without, "f.toml").unwrap_err().to_string();
+            assert!(e.contains(&format!("{key} is missing")) && e.contains("--save-calibration"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let e = CalibrationFile::parse(&v5.replace("default-core-clock", "sometimes"), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sometimes") && !e.contains('\n'), "{e}");
+    }
+
+    /// Versions 3 and 4 were fitted to the model up to session 7: they read as it (the fill in core
+    /// cycles, stores per counted DRAM write), whatever structure this build's default or alternative
+    /// has; version 3 also predates `shared_overlap` (additive).
+    #[test]
+    fn version_3_and_4_files_read_as_the_session_7_model_they_were_fitted_to() {
+        let v5 = sample().to_toml().unwrap();
+        let v4 = v5
+            .replace("format_version = 5", "format_version = 4")
+            .replace(STRUCTURE_5, "shared_overlap = \"replays-overlap-issue\"\n");
+        let f = CalibrationFile::parse(&v4, "v4.toml").unwrap();
+        assert_eq!(f.format_version, 4);
+        assert_eq!(f.timing(), TimingConfig::session_7(SharedOverlap::ReplaysOverlapIssue));
+        assert_eq!(f.timing().fill, FillClock::CoreClock);
+        assert_eq!(f.timing().stores, StoreTraffic::PerDramWrite);
+        assert_eq!(f.calibration(), sample().calibration());
         let v3 = v4
             .replace("format_version = 4", "format_version = 3")
             .replace("shared_overlap = \"replays-overlap-issue\"\n", "");
         let f = CalibrationFile::parse(&v3, "v3.toml").unwrap();
-        assert_eq!((f.format_version, f.shared_overlap), (3, SharedOverlap::Additive));
-        assert_eq!(f.calibration(), sample().calibration());
-        let e = CalibrationFile::parse(&v4.replace("replays-overlap-issue", "sometimes"), "f")
+        assert_eq!((f.format_version, f.timing()), (3, TimingConfig::session_7(SharedOverlap::Additive)));
+        // A field the version does not have is refused (it would be read as something it was not fitted to).
+        let e = CalibrationFile::parse(&v4.replace("format_version = 4", "format_version = 3"), "f")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("sometimes") && !e.contains('\n'), "{e}");
-        // The structure is part of version 4 and not of version 3: a file that says otherwise is refused
-        // (read silently, it would predict with a structure it was not fitted to).
+        assert!(e.contains("shared_overlap is not part of format version 3"), "{e}");
+        let e = CalibrationFile::parse(&v5.replace("format_version = 5", "format_version = 4"), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fill is not part of format version 4") && !e.contains('\n'), "{e}");
         let v4_without = v4.replace("shared_overlap = \"replays-overlap-issue\"\n", "");
         let e = CalibrationFile::parse(&v4_without, "f").unwrap_err().to_string();
         assert!(e.contains("shared_overlap is missing") && !e.contains('\n'), "{e}");
-        let v3_with = v4.replace("format_version = 4", "format_version = 3");
-        let e = CalibrationFile::parse(&v3_with, "f").unwrap_err().to_string();
-        assert!(e.contains("not part of format version 3"), "{e}");
     }
 
     #[test]
     fn earlier_versions_are_refused_with_the_fix() {
         let v3 = sample().to_toml().unwrap();
         for v in [1, 2] {
-            let old = v3.replace("format_version = 4", &format!("format_version = {v}"));
+            let old = v3.replace("format_version = 5", &format!("format_version = {v}"));
             let e = CalibrationFile::parse(&old, "old.toml").unwrap_err().to_string();
             assert!(e.contains(&format!("version {v}")) && e.contains("--save-calibration"), "{e}");
         }
@@ -342,8 +411,8 @@ mod tests {
         let text = sample().to_toml().unwrap();
         let err = |t: &str| CalibrationFile::parse(t, "f.toml").unwrap_err().to_string();
         for (t, needle) in [
-            (text.replace("format_version = 4", "format_version = 7"), "version 7"),
-            (text.replace("format_version = 4\n", ""), "no integer format_version"),
+            (text.replace("format_version = 5", "format_version = 7"), "version 7"),
+            (text.replace("format_version = 5\n", ""), "no integer format_version"),
             (text.replace("a_l2 = 0.4", "a_l2 = -0.4"), "coefficients.a_l2 = -0.4"),
             (text.replace("a_compute = 1.7", "a_compute = -1.7"), "coefficients.a_compute = -1.7"),
             (text.replace("a_shared = 0.9", "a_shared = nan"), "a_shared = NaN"),

@@ -55,9 +55,12 @@ struct Prepared {
     parts: [f64; 4],
     sync: f64,
     model: f64,
-    /// The pipeline parts and time of the model with replays overlapping issue (the structural
-    /// candidate of the nested procedure).
+    /// The row under the model's structural alternative (the nested procedure's structural candidates):
+    /// its pipeline parts, its own unscaled time (barriers and its fill, at the default core clock) and
+    /// its time.
     alt: nested::AltRow,
+    /// The pipeline parts and additive time of the model an applied calibration was fitted to.
+    applied: Option<([f64; 4], f64)>,
     components: [f64; 7],
     measured_t: f64,
     measured_p: f64,
@@ -78,13 +81,14 @@ pub struct Options {
     /// Peer timing models to compute from the same rows.
     pub baselines: Vec<Baseline>,
     /// A calibration fitted elsewhere (another GPU, another dataset) to apply as is to every row, with a
-    /// label and the model structure it was fitted to: the cross-GPU check of whether a fitted correction transfers.
-    pub apply: Option<(String, TimeCalibration, SharedOverlap)>,
-    /// Also offer the timing model with bank-conflict replays overlapping issue
-    /// ([`SharedOverlap::ReplaysOverlapIssue`]), as is and with a compute floor that keeps the memory
+    /// label and the model structure it was fitted to (applied with it): the cross-GPU check of whether a
+    /// fitted correction transfers.
+    pub apply: Option<(String, TimeCalibration, TimingConfig)>,
+    /// Also offer the timing model's structural alternative ([`TimingConfig::structural`]: bank-conflict
+    /// replays overlapping issue and each wave's pipeline fill at the default core clock), as is and with a compute floor that keeps the memory
     /// side, as candidates inside the folds, and choose the saved calibration's structure over all
-    /// kernels. Off by default: on the GTX 1080 Ti it lowers the calibrated time error but still raises
-    /// some mean E·D^n regrets (BENCHMARKS.md, issue 14, session 7, rounds 2 and 3).
+    /// kernels. On by default since session 8, when it met the rule written for a new default
+    /// (BENCHMARKS.md, issue 14, session 8); `false` is session 7's candidate set.
     pub structural: bool,
 }
 
@@ -96,7 +100,7 @@ impl Options {
             kernels: None,
             baselines: Vec::new(),
             apply: None,
-            structural: false,
+            structural: true,
         }
     }
 }
@@ -221,9 +225,14 @@ pub fn validate_with_progress(
         for &r in rows {
             let clocks = Clocks { core_mhz: col("core_mhz", r), mem_mhz: col("mem_mhz", r) };
             let tm = predict_time(&x, arch, &occ, clocks);
-            let overlap = TimingConfig { shared_overlap: SharedOverlap::ReplaysOverlapIssue };
+            let overlap = TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue);
             let to = predict_time_with(&x, arch, &occ, clocks, overlap);
-            debug_assert_eq!(additive_s(&to), additive_s(&tm));
+            // The structures differ in the SM side and the fill, never in the barrier time.
+            debug_assert_eq!(to.sync_s, tm.sync_s);
+            let applied = opts.apply.as_ref().map(|(_, _, cfg)| {
+                let t = predict_time_with(&x, arch, &occ, clocks, *cfg);
+                (pipeline_parts(&t), additive_s(&t))
+            });
             let baselines = match &peer_constants {
                 Some(c) => {
                     let px = PeerInputs::from_row(t, r)?;
@@ -238,7 +247,8 @@ pub fn validate_with_progress(
                 parts: pipeline_parts(&tm),
                 sync: additive_s(&tm),
                 model: tm.time_s,
-                alt: (pipeline_parts(&to), to.time_s),
+                alt: (pipeline_parts(&to), additive_s(&to), to.time_s),
+                applied,
                 components: tm.components_s,
                 measured_t: col("time_s", r),
                 measured_p: col("power_w", r),
@@ -297,11 +307,20 @@ pub fn validate_with_progress(
         Some(alt) => nested::structure_over_all(&all, &model_t, alt, &kernel_of, groups.len()),
         None => SharedOverlap::Additive,
     };
-    let saved_rows: Vec<CalRow> = match shared_overlap {
-        SharedOverlap::Additive => all.clone(),
-        SharedOverlap::ReplaysOverlapIssue => all.iter().zip(&alt).map(|(r, a)| (a.0, r.1, r.2)).collect(),
+    // p by plain leave-one-kernel-out on the rows of the structure the factors are fitted to, and that
+    // structure's own uncalibrated error: what the saved file says about itself holds for its rows.
+    let (saved_rows, exponent_mape_pct, saved_model_mape_pct) = match shared_overlap {
+        SharedOverlap::Additive => {
+            (all.clone(), nest.loko_mape_pct.clone(), mape(prep.iter().map(|p| (p.model, p.measured_t))))
+        }
+        SharedOverlap::ReplaysOverlapIssue => {
+            let rows = nested::alternative_rows(&all, &alt);
+            let loko = nested::loko_exponent_mape_pct(&rows, &kernel_of, groups.len());
+            (rows, loko, mape(prep.iter().map(|p| (p.alt.2, p.measured_t))))
+        }
     };
-    let calibration = TimeCalibration::fit(&saved_rows, nest.selected_exponent);
+    let selected_exponent = nested::EXPONENTS[nested::argmin(&exponent_mape_pct)];
+    let calibration = TimeCalibration::fit(&saved_rows, selected_exponent);
     let in_sample = mape(saved_rows.iter().map(|&(parts, sync, y)| (calibration.time(parts, sync), y)));
     let labels: Vec<&'static str> = opts.baselines.iter().map(|b| b.label()).collect();
     let per_row: Vec<RowResult> = prep
@@ -319,10 +338,11 @@ pub fn validate_with_progress(
             measured_power_w: p.measured_p,
             predicted_power_w: pred_p[i],
             baseline_time_s: labels.iter().map(|l| l.to_string()).zip(p.baselines.iter().copied()).collect(),
-            applied_time_s: opts.apply.as_ref().map(|(_, c, s)| match s {
-                SharedOverlap::Additive => c.time(p.parts, p.sync),
-                SharedOverlap::ReplaysOverlapIssue => c.time(p.alt.0, p.sync),
-            }),
+            applied_time_s: opts
+                .apply
+                .as_ref()
+                .zip(p.applied)
+                .map(|((_, c, _), (parts, sync))| c.time(parts, sync)),
         })
         .collect();
     let mut per_kernel = Vec::new();
@@ -432,11 +452,11 @@ pub fn validate_with_progress(
         "model: the timing model with the architecture profile's constants, nothing fitted".into(),
         "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times and L, its DRAM traffic's time through L2 at a bandwidth scaled with the core clock; factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
         format!("nested selection: in each outer fold, p is chosen among {} by an inner leave-one-kernel-out over that fold's training kernels only; the headline MAPE is the outer out-of-fold error of that whole procedure", nested::EXPONENTS.map(|p| p.to_string()).join(", ")),
-        if opts.structural { format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT) } else { "structural candidates: none (the model with replays overlapping issue is offered inside the folds with --replay-overlap)".into() },
+        if opts.structural { format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice) and each wave's pipeline fill at the DRAM latency's time at the default core clock (not shortened by a higher core clock; a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT) } else { "structural candidates: none (--no-replay-overlap: only the additive model's calibration forms compete inside the folds)".into() },
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
-        "calibration (the saved one): p chosen by leave-one-kernel-out over all kernels on the additive model, the model's structure (additive or replays overlapping issue) by the keep rule over all kernels, factors fitted on all kernels with both; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
+        "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
     ];
     if let Some(names) = &opts.kernels {
         method.push(format!(
@@ -467,10 +487,10 @@ pub fn validate_with_progress(
             .count(),
         exponents: nested::EXPONENTS
             .iter()
-            .zip(&nest.loko_mape_pct)
+            .zip(&exponent_mape_pct)
             .map(|(&p, &m)| ExponentScore { p, loko_mape_pct: m })
             .collect(),
-        selected_on_reported_mape_pct: nest.loko_mape_pct.iter().copied().fold(f64::INFINITY, f64::min),
+        selected_on_reported_mape_pct: exponent_mape_pct.iter().copied().fold(f64::INFINITY, f64::min),
         worst_kernel: worst.kernel.clone(),
         worst_kernel_mape_pct: worst.mape_pct,
         power_mape_pct: mape(per_row.iter().map(|r| (r.predicted_power_w, r.measured_power_w))),
@@ -487,6 +507,7 @@ pub fn validate_with_progress(
         calibration,
         calibration_shared_overlap: shared_overlap,
         calibration_in_sample_mape_pct: in_sample,
+        calibration_model_mape_pct: saved_model_mape_pct,
     })
 }
 
@@ -500,11 +521,11 @@ impl Report {
             &self.arch,
             dataset,
             self.calibration,
-            self.calibration_shared_overlap,
+            TimingConfig::structural(self.calibration_shared_overlap),
             crate::calibration::file::FitInfo {
                 out_of_fold_mape_pct: self.mape_pct,
                 in_sample_mape_pct: self.calibration_in_sample_mape_pct,
-                uncalibrated_mape_pct: self.model_mape_pct,
+                uncalibrated_mape_pct: self.calibration_model_mape_pct,
             },
         )
     }

@@ -16,7 +16,8 @@
 //! session 6). The lowest inner LOKO MAPE over all candidates is the fold's choice.
 //!
 //! **A structural candidate.** Where the caller gives each row's times under the model's structural
-//! alternative ([`SharedOverlap::ReplaysOverlapIssue`]: bank-conflict replays overlap issue), two more
+//! alternative ([`SharedOverlap::ReplaysOverlapIssue`]: bank-conflict replays overlap issue; since
+//! session 8 also the pipeline fill at the default core clock, `TimingConfig::structural`), two more
 //! candidates join: that model as it is (nothing fitted: its inner error is its error on the inner
 //! kernels) and a compute floor over it that keeps the memory side ([`ComputeFloor::time_keeping_memory`]:
 //! a floor of the SM side alone flattened some kernels' time over the memory clock and moved their E·D^n
@@ -47,9 +48,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use crate::calibration::EXPONENTS;
 
-/// A row under the model's structural alternative (replays overlap issue): its pipeline parts and the
-/// model's time (the additive time and the measured time are the row's own).
-pub type AltRow = ([f64; 4], f64);
+/// A row under the model's structural alternative (replays overlap issue, the pipeline fill at the
+/// default core clock): its pipeline parts, the time it adds unscaled (barriers and fill) and the
+/// model's time (the measured time is the row's own).
+pub type AltRow = ([f64; 4], f64, f64);
 
 /// A fold's fitted correction: the four-factor power mean, the compute floor (one factor), or the
 /// structural alternative alone or with the compute floor.
@@ -57,7 +59,8 @@ pub type AltRow = ([f64; 4], f64);
 pub enum Fitted {
     Full(TimeCalibration),
     ComputeFloor(ComputeFloor),
-    /// The model with bank-conflict replays overlapping issue, nothing fitted.
+    /// The structural alternative (bank-conflict replays overlapping issue, the fill at the default core
+    /// clock), nothing fitted.
     ReplaysOverlap,
     /// The compute floor over that model, keeping its memory side ([`FloorShape::KeepsMemory`]).
     ReplaysOverlapFloor(ComputeFloor),
@@ -70,11 +73,11 @@ impl Fitted {
         match self {
             Fitted::Full(c) => c.time(parts, sync),
             Fitted::ComputeFloor(c) => c.time(parts, sync, model),
-            Fitted::ReplaysOverlap => alt.map_or(model, |(_, m)| m),
+            Fitted::ReplaysOverlap => alt.map_or(model, |(_, _, m)| m),
             // The floor joins the memory side: a floor of the SM side alone binds at every clock pair
             // of a kernel the model puts near compute-bound, and the E·D^n pick then goes to the
             // lowest memory clock (BENCHMARKS.md, issue 14, session 7, round 3).
-            Fitted::ReplaysOverlapFloor(c) => alt.map_or(model, |(p, m)| c.time_keeping_memory(p, sync, m)),
+            Fitted::ReplaysOverlapFloor(c) => alt.map_or(model, |(p, s, m)| c.time_keeping_memory(p, s, m)),
         }
     }
 
@@ -202,8 +205,8 @@ fn fit_candidate(
     } else {
         // The compute floor over the alternative model: its parts and times in place of the model's.
         let alt = alt.expect("structural candidates only with alternative rows");
-        let alt_rows: Vec<CalRow> = rows.iter().zip(alt).map(|(r, a)| (a.0, r.1, r.2)).collect();
-        let alt_model: Vec<f64> = alt.iter().map(|a| a.1).collect();
+        let alt_rows = alternative_rows(rows, alt);
+        let alt_model: Vec<f64> = alt.iter().map(|a| a.2).collect();
         let (r, m) = training_with_model(&alt_rows, &alt_model, kernel, excluded);
         Fitted::ReplaysOverlapFloor(ComputeFloor::fit_shaped(FloorShape::KeepsMemory, &r, &m))
     }
@@ -271,10 +274,35 @@ pub fn structure_over_all(
     kernel: &[usize],
     n_kernels: usize,
 ) -> SharedOverlap {
-    let alt_model: Vec<f64> = alt.iter().map(|a| a.1).collect();
+    let alt_model: Vec<f64> = alt.iter().map(|a| a.2).collect();
     let additive = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
     let overlap = uncalibrated_kernel_mape_pct(rows, &alt_model, kernel, n_kernels);
     keep_if_better(&overlap, &additive, SharedOverlap::ReplaysOverlapIssue).unwrap_or_default()
+}
+
+/// Plain leave-one-kernel-out MAPE (percent, pooled over all rows) of the four-factor form with each of
+/// [`EXPONENTS`] (every fold with the same `p`) on `rows`: the table a calibration fitted on every kernel
+/// takes its exponent from, on the rows of the structure it is fitted to.
+pub fn loko_exponent_mape_pct(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<f64> {
+    let fits = par_map(EXPONENTS.len() * n_kernels, |j| {
+        let (c, k) = (j / n_kernels, j % n_kernels);
+        TimeCalibration::fit_to(&training(rows, kernel, &[k]), EXPONENTS[c], Precision::Full)
+    });
+    (0..EXPONENTS.len())
+        .map(|c| {
+            mape(
+                rows.iter()
+                    .zip(kernel)
+                    .map(|(&(parts, sync, y), &k)| (fits[c * n_kernels + k].time(parts, sync), y)),
+            )
+        })
+        .collect()
+}
+
+/// The structural alternative's rows: each row's parts and unscaled time under the alternative, with its
+/// own measured time.
+pub fn alternative_rows(rows: &[CalRow], alt: &[AltRow]) -> Vec<CalRow> {
+    rows.iter().zip(alt).map(|(r, a)| (a.0, a.1, r.2)).collect()
 }
 
 /// Per inner kernel, the (predicted, measured) time of each of its rows.
@@ -613,12 +641,15 @@ mod tests {
                 let add_sm = issue + replays;
                 let ov_sm = (issue * issue + replays * replays).sqrt();
                 let m_add = mem.max(add_sm) + extra;
-                let m_ov = mem.max(ov_sm) + extra;
+                // The alternative's own fill (sync), which the additive rows do not have: the floor over
+                // the alternative and the saved rows must take it from the alternative, not the row.
+                let fill = 0.05;
+                let m_ov = mem.max(ov_sm) + extra + fill;
                 let level = [1.0, 1.02, 0.99, 1.01, 0.98, 1.0][k];
                 let y = level * if overlapping { m_ov } else { m_add };
                 rows.push(([mem, issue, replays, 0.0], 0.0, y));
                 model.push(m_add);
-                alt.push(([mem, issue, ov_sm - issue, 0.0], m_ov));
+                alt.push(([mem, issue, ov_sm - issue, 0.0], fill, m_ov));
                 kernel.push(k);
             }
         }
@@ -647,6 +678,53 @@ mod tests {
         }
         assert_eq!(structure_over_all(&rows, &model, &alt, &kernel, 6), SharedOverlap::Additive);
         assert_eq!(nested(&rows, &model, &kernel, 6).folds[0].inner_mape_pct.len(), CANDIDATES);
+    }
+
+    /// The alternative's rows take its parts and sync (its own fill), and the row's measured time.
+    #[test]
+    fn alternative_rows_take_the_alternatives_parts_and_fill() {
+        let rows = vec![([1.0, 2.0, 3.0, 4.0], 0.5, 9.0)];
+        let alt = vec![([1.5, 2.5, 0.25, 4.0], 0.75, 8.0)];
+        assert_eq!(alternative_rows(&rows, &alt), vec![([1.5, 2.5, 0.25, 4.0], 0.75, 9.0)]);
+    }
+
+    /// The compute floor over the alternative is fitted on the alternative's rows (its fill, not the
+    /// additive row's sync): refitted here from those rows, it is the same floor.
+    #[test]
+    fn the_floor_over_the_alternative_is_fitted_with_the_alternatives_fill() {
+        let (rows, model, alt, kernel) = structural_set(true);
+        let fitted = fit_candidate(CANDIDATES + 1, &rows, &model, Some(&alt), &kernel, &[0], Precision::Full);
+        let alt_rows: Vec<CalRow> =
+            (0..rows.len()).filter(|&i| kernel[i] != 0).map(|i| (alt[i].0, alt[i].1, rows[i].2)).collect();
+        let alt_model: Vec<f64> = (0..rows.len()).filter(|&i| kernel[i] != 0).map(|i| alt[i].2).collect();
+        let want = ComputeFloor::fit_shaped(FloorShape::KeepsMemory, &alt_rows, &alt_model);
+        assert_eq!(fitted, Fitted::ReplaysOverlapFloor(want));
+        // The additive rows' sync (0) would give another floor: the test can tell them apart.
+        let wrong_rows: Vec<CalRow> = alt_rows.iter().map(|&(p, _, y)| (p, 0.0, y)).collect();
+        assert_ne!(
+            fitted,
+            Fitted::ReplaysOverlapFloor(ComputeFloor::fit_shaped(
+                FloorShape::KeepsMemory,
+                &wrong_rows,
+                &alt_model
+            ))
+        );
+    }
+
+    /// The fixed-p table a saved calibration takes its exponent from is the nested procedure's own on
+    /// the same rows, and on another structure's rows it is that structure's.
+    #[test]
+    fn the_fixed_p_table_is_the_plain_loko_of_the_rows_given() {
+        let (rows, model, kernel) = synthetic();
+        assert_eq!(
+            loko_exponent_mape_pct(&rows, &kernel, 5),
+            nested(&rows, &model, &kernel, 5).loko_mape_pct
+        );
+        let (rows, model, alt, kernel) = structural_set(true);
+        let alt_rows = alternative_rows(&rows, &alt);
+        let on_alt = loko_exponent_mape_pct(&alt_rows, &kernel, 6);
+        assert_eq!(on_alt, nested(&alt_rows, &model, &kernel, 6).loko_mape_pct);
+        assert_ne!(on_alt, loko_exponent_mape_pct(&rows, &kernel, 6));
     }
 
     #[test]

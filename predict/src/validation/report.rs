@@ -134,10 +134,12 @@ pub struct Report {
     pub mape_pct: f64,
     /// Outer folds that kept their calibration (the others predict with the uncalibrated model).
     pub folds_calibrated: usize,
-    /// Of those, the folds whose kept form is the model with bank-conflict replays overlapping issue
-    /// (a structural candidate).
+    /// Of those, the folds whose kept form is the structural alternative (bank-conflict replays
+    /// overlapping issue, the fill at the default core clock), as is or with the compute floor.
     pub folds_replays_overlap: usize,
-    /// Plain leave-one-kernel-out MAPE of each candidate exponent (every fold with the same `p`).
+    /// Plain leave-one-kernel-out MAPE of each candidate exponent (every fold with the same `p`), on the
+    /// rows of the structure the saved calibration was fitted to (`calibration_shared_overlap`): the
+    /// saved calibration's `p` is the best of them.
     pub exponents: Vec<ExponentScore>,
     /// The smallest of `exponents`' MAPEs: the exponent is chosen on the figure it reports, so it is
     /// optimistic (for comparison with `mape_pct`).
@@ -161,6 +163,9 @@ pub struct Report {
     pub calibration_shared_overlap: gpumodel_models::timing::SharedOverlap,
     /// MAPE of `calibration` on the rows it was fitted on, percent (optimistic; for comparison only).
     pub calibration_in_sample_mape_pct: f64,
+    /// MAPE of the uncalibrated timing model with that structure, percent (`model_mape_pct` when it is
+    /// the additive model).
+    pub calibration_model_mape_pct: f64,
 }
 
 /// What `gpumodel validate` prints: the [`Report`] (its JSON, fields flattened) and how to lay out its
@@ -333,13 +338,16 @@ impl Export for ValidateOutput {
         let by_p: Vec<String> =
             r.exponents.iter().map(|e| format!("p {} {:.2}%", e.p, e.loko_mape_pct)).collect();
         out.push(format!(
-            "fixed-p leave-one-kernel-out MAPE: {}; best {:.1}% (p selected on the reported error: optimistic)",
+            "fixed-p leave-one-kernel-out MAPE ({} model): {}; best {:.1}% (p selected on the reported error: optimistic)",
+            r.calibration_shared_overlap.label(),
             by_p.join(", "),
             r.selected_on_reported_mape_pct
         ));
         let c = r.calibration;
         out.push(format!(
-            "calibration on all kernels: a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
+            "calibration on all kernels ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
+            r.calibration_shared_overlap.label(),
+            r.calibration_model_mape_pct,
             c.a[0], c.a[1], c.a[2], c.a[3], c.p, r.calibration_in_sample_mape_pct
         ));
         // How often each power input set was chosen across the folds, in first-seen order.
