@@ -507,6 +507,30 @@ fn physical_fit_weighting_is_applied_and_recorded() {
     assert!(abs_mape < 0.5 && rel_mape < 0.5, "{abs_mape} {rel_mape}");
 }
 
+/// `--physical-fit relative` without a physical candidate would change nothing, so it is refused rather
+/// than silently ignored.
+#[test]
+fn physical_fit_without_a_physical_candidate_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
+    let out = dir.path().join("out");
+    fails_with(
+        &[
+            "train",
+            "--data",
+            good.to_str().unwrap(),
+            "--models",
+            "mlr",
+            "--physical-fit",
+            "relative",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ],
+        "--physical-fit applies only to the physical model",
+    );
+    assert!(!out.exists(), "nothing is written on error");
+}
+
 /// MLR / MLR+ checked against an external reference: scikit-learn 1.9.1 `LinearRegression` on the same
 /// split (train guerreiro-titanx-micro, test guerreiro-titanx-real; MLR = 8 utilizations, MLR+ = + the two
 /// clocks), computed with the loader of `benches/sklearn_compare.py`:

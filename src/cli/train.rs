@@ -496,6 +496,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         gpumodel_train::PhysicalParams::default()
     };
+    if args.physical_fit != PhysicalFitArg::Absolute && !names.iter().any(is_physical) {
+        // A fit option that would change nothing must not look as if it had been applied.
+        bail!(
+            "--physical-fit applies only to the physical model, and no candidate is `physical` or `physical+…`{}: add one to --models or drop --physical-fit",
+            physical_not_applicable.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
+        );
+    }
     phys.weighting = args.physical_fit.into();
     if let Some(m) = &fixed
         && !names.contains(m)
