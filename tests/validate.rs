@@ -140,13 +140,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     // The exponent is recorded, and it is the candidate with the lowest leave-one-kernel-out error over
     // all kernels.
     let p: f64 = common::toml_value(&text, "p").parse().unwrap();
-    let best = v["exponents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .min_by(|a, b| a["loko_mape_pct"].as_f64().unwrap().total_cmp(&b["loko_mape_pct"].as_f64().unwrap()))
-        .unwrap();
-    assert_eq!(p, best["p"].as_f64().unwrap(), "{text}");
+    assert_eq!(p, lowest_loko_exponent(&v), "{text}");
     let in_sample: f64 = common::toml_value(&text, "in_sample_mape_pct").parse().unwrap();
     assert!(in_sample <= oof, "fitted on the rows it is scored on: {in_sample} vs {oof}");
     // The file's uncalibrated error is its structure's (the alternative's here), not the additive
@@ -176,13 +170,7 @@ fn save_calibration_writes_what_predict_needs_and_never_overwrites_silently() {
     assert_eq!(common::toml_value(&additive, "fill"), "\"core-clock\"");
     // Its exponent and uncalibrated error are the additive model's.
     let p: f64 = common::toml_value(&additive, "p").parse().unwrap();
-    let best = v["exponents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .min_by(|a, b| a["loko_mape_pct"].as_f64().unwrap().total_cmp(&b["loko_mape_pct"].as_f64().unwrap()))
-        .unwrap();
-    assert_eq!(p, best["p"].as_f64().unwrap(), "{additive}");
+    assert_eq!(p, lowest_loko_exponent(&v), "{additive}");
     let uncalibrated: f64 = common::toml_value(&additive, "uncalibrated_mape_pct").parse().unwrap();
     assert!(close(uncalibrated, v["model_mape_pct"].as_f64().unwrap()), "{uncalibrated}");
     let out = run(&["--force", "--replay-overlap"]);
@@ -549,4 +537,12 @@ fn csv_keeps_a_kernel_name_with_a_comma() {
             assert!((c - v).abs() <= 1e-15 * v.abs(), "{key}: {c} vs {v}");
         }
     }
+}
+
+/// The exponent p with the lowest leave-one-kernel-out error in a validate report's `exponents`.
+fn lowest_loko_exponent(v: &serde_json::Value) -> f64 {
+    let loko = |e: &serde_json::Value| e["loko_mape_pct"].as_f64().unwrap();
+    let exponents = v["exponents"].as_array().unwrap();
+    let best = exponents.iter().min_by(|a, b| loko(a).total_cmp(&loko(b))).unwrap();
+    best["p"].as_f64().unwrap()
 }

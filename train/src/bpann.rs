@@ -181,6 +181,15 @@ fn row_split(n: usize, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
 /// How often (epochs) the validation error is checked.
 const EVAL_EVERY: usize = 10;
 
+/// The burn backend the Adam fits of `Backend::Burn` run on, named once for the artifact's two records
+/// (keep in step with the burn version in Cargo.toml).
+macro_rules! burn_backend {
+    () => {
+        "burn 0.22.1 Flex"
+    };
+}
+const BURN_BACKEND: &str = burn_backend!();
+
 /// One restart's result: (validation MSE, layers, epoch) of its best weights, and the epochs it ran.
 type Outcome = ((f64, Vec<Dense>, usize), usize);
 
@@ -836,7 +845,7 @@ impl BpannParams {
     /// The arithmetic a fit of the network `sizes` runs in on this CPU, for the artifact.
     pub fn arithmetic(&self, sizes: &[usize]) -> Arithmetic {
         if self.solver == Solver::Adam && self.backend == Backend::Burn {
-            return Arithmetic { instructions: "burn 0.22.1 Flex".into(), precision: "f64".into() };
+            return Arithmetic { instructions: BURN_BACKEND.into(), precision: "f64".into() };
         }
         let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
         let precision = match layout.runs_in(self.precision) {
@@ -849,7 +858,7 @@ impl BpannParams {
     /// What computes the steps, for the artifact's training record.
     pub fn backend_description(&self) -> &'static str {
         match (self.solver, self.backend, self.precision) {
-            (Solver::Adam, Backend::Burn, _) => "burn 0.22.1 Flex (f64), full-batch Adam",
+            (Solver::Adam, Backend::Burn, _) => concat!(burn_backend!(), " (f64), full-batch Adam"),
             (Solver::Adam, Backend::Native, Precision::F64) => {
                 "gpumodel-train native gradient (f64, vectorized blocks of rows), full-batch Adam (burn's step), restarts in parallel"
             }
@@ -995,16 +1004,21 @@ mod tests {
         assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
     }
 
+    /// The restart tests' data: 150 smooth rows standardized, the first 100 to train on and the last
+    /// 50 to validate on, and the rescaled targets of all 150.
+    fn restart_fixture() -> (Array2<f64>, Array2<f64>, Vec<f64>) {
+        let ds = smooth(150);
+        let z = standardize(&ds.records, &input_scaling(&ds.records));
+        let y: Vec<f64> = ds.targets.iter().map(|v| (v - 100.0) / 30.0).collect();
+        (z.slice(ndarray::s![..100, ..]).to_owned(), z.slice(ndarray::s![100.., ..]).to_owned(), y)
+    }
+
     /// Restarts on several threads give exactly the outcomes of one thread (each restart depends only
     /// on its seed, however its slices are scheduled), for both native solvers; 120 iterations are
     /// several slices.
     #[test]
     fn parallel_restarts_equal_sequential_ones() {
-        let ds = smooth(150);
-        let z = standardize(&ds.records, &input_scaling(&ds.records));
-        let y: Vec<f64> = ds.targets.iter().map(|v| (v - 100.0) / 30.0).collect();
-        let (zt, zv) =
-            (z.slice(ndarray::s![..100, ..]).to_owned(), z.slice(ndarray::s![100.., ..]).to_owned());
+        let (zt, zv, y) = restart_fixture();
         for solver in [Solver::Lbfgs, Solver::Adam] {
             let p = BpannParams { restarts: 3, max_epochs: 120, solver, ..Default::default() };
             let run = |threads| {
@@ -1033,11 +1047,7 @@ mod tests {
     /// one thread and with the restarts sliced across two, for both native solvers.
     #[test]
     fn a_panicking_restart_fails_the_fit_alone_and_the_others_finish() {
-        let ds = smooth(150);
-        let z = standardize(&ds.records, &input_scaling(&ds.records));
-        let y: Vec<f64> = ds.targets.iter().map(|v| (v - 100.0) / 30.0).collect();
-        let (zt, zv) =
-            (z.slice(ndarray::s![..100, ..]).to_owned(), z.slice(ndarray::s![100.., ..]).to_owned());
+        let (zt, zv, y) = restart_fixture();
         for solver in [Solver::Lbfgs, Solver::Adam] {
             // Restart 2 of 3 has the panicking seed.
             let p = BpannParams {
@@ -1062,8 +1072,13 @@ mod tests {
                     );
                     let _ = tx.send(out);
                 });
-                let out = rx.recv_timeout(std::time::Duration::from_secs(300)).unwrap_or_else(|_| {
-                    panic!("{solver:?}, {threads} threads: the restarts hung after a panic")
+                let out = rx.recv_timeout(std::time::Duration::from_secs(300)).unwrap_or_else(|e| match e {
+                    std::sync::mpsc::RecvTimeoutError::Timeout => {
+                        panic!("{solver:?}, {threads} threads: the restarts hung after a panic")
+                    }
+                    std::sync::mpsc::RecvTimeoutError::Disconnected => {
+                        panic!("{solver:?}, {threads} threads: the panic crossed the restart threads")
+                    }
                 });
                 assert_eq!(out.len(), 3);
                 let failed = out[1].as_ref().expect_err("restart 2 panicked");
@@ -1082,7 +1097,7 @@ mod tests {
             }
         }
         let p = BpannParams { restarts: 3, max_epochs: 120, seed: PANICKING_SEED - 1, ..Default::default() };
-        let err = p.fit_report(&ds, &mut |_| {}).expect_err("a restart panicked");
+        let err = p.fit_report(&smooth(150), &mut |_| {}).expect_err("a restart panicked");
         let msg = err.to_string();
         assert!(msg.contains("restart 2 of 3") && msg.contains("forced panic"), "{msg}");
     }
