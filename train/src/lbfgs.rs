@@ -482,11 +482,7 @@ unsafe fn sigmoid_block<B: Arith>(z: B) -> B {
 pub fn instruction_path() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
-            "avx2+fma"
-        } else {
-            "portable"
-        }
+        if has_avx2_fma() { "avx2+fma" } else { "portable" }
     }
     #[cfg(target_arch = "aarch64")]
     {
@@ -496,6 +492,13 @@ pub fn instruction_path() -> &'static str {
     {
         "portable"
     }
+}
+
+/// Whether this CPU runs the AVX2 + FMA kernels: the one check both the kernels' dispatch and the
+/// artifact's record of the path ([`instruction_path`]) use, so the record cannot drift from the run.
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_fma() -> bool {
+    is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2")
 }
 
 /// Preallocated buffers for evaluating the BP-ANN's loss and gradient many times on the same rows.
@@ -607,7 +610,7 @@ impl Workspace {
     fn dispatch(&mut self, theta: &[f64], alpha: f64, g: Option<&mut [f64]>) -> f64 {
         #[cfg(target_arch = "x86_64")]
         {
-            if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
+            if has_avx2_fma() {
                 // SAFETY: the CPU has the features `eval_avx2` is compiled for (checked just above).
                 return unsafe { self.eval_avx2(theta, alpha, g) };
             }
@@ -1421,7 +1424,7 @@ mod tests {
         sizes: &[usize],
     ) {
         #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
+        if has_avx2_fma() {
             let mut ga = vec![0.0; theta.len()];
             let mut gp = vec![0.0; theta.len()];
             // SAFETY: the CPU has AVX2 and FMA (checked above).
@@ -1513,7 +1516,7 @@ mod tests {
                 both::<single::Portable32<true>, 8>(s, &theta, &what);
             }
             #[cfg(target_arch = "x86_64")]
-            if is_x86_feature_detected!("fma") && is_x86_feature_detected!("avx2") {
+            if has_avx2_fma() {
                 if layout.sizes[1] == 4 {
                     both::<single::avx2::Avx2x32, 4>(s, &theta, &what);
                 } else {
