@@ -15,6 +15,7 @@ Usage: GPUMODEL_DATA_DIR=../shared/datasets python3 benches/seed_medians.py [--d
        [--extra "more gpumodel train flags"]
 """
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -25,17 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sklearn_compare as sc  # noqa: E402
 
 PROTOCOLS = ["group-kfold", "random-kfold"]
-
-
-def load(data, name):
-    if name == "titanx":
-        d = os.path.join(data, "guerreiro-titanx")
-        x, y, g = sc.load_guerreiro(os.path.join(d, "titanx_micro_names_peak_idle_HPCAandCF.csv"))
-        return "guerreiro-titanx-micro", x, y, g
-    f = {"gtx1080ti": "gtx1080ti-dvfs-real-Performance-Power.csv",
-         "gtx980": "gtx980-high-dvfs-real-small-workload-Performance-Power.csv"}[name]
-    x, y, g = sc.load_nvdvfs(os.path.join(data, "nvdvfs", f))
-    return f"nvdvfs-{name}", x, y, g
 
 
 def run_ours(exe, reg, models, folds, seed, folds_out, extra):
@@ -65,10 +55,7 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--extra", default="", help="more `gpumodel train` flags, e.g. \"--l2 1\" (a recipe to compare)")
     a = ap.parse_args()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    data = os.environ.get("GPUMODEL_DATA_DIR", os.path.join(root, "..", "shared", "datasets"))
-    os.environ["GPUMODEL_DATA_DIR"] = data
-    exe = a.gpumodel or os.path.join(root, "target", "debug", "gpumodel")
+    data, exe = sc.setup(a.gpumodel)
     lo, hi = (int(v) for v in a.seeds.split("-"))
     seeds = list(range(lo, hi + 1))
     models = a.models.split(",")
@@ -78,7 +65,7 @@ def main():
             cache = json.load(f)
     result = {}
     for name in a.datasets.split(","):
-        reg, x, y, g = load(data, name)
+        reg, x, y, g, _ = sc.load_dataset(data, name)
         rows = {}
         for seed in seeds:
             with tempfile.TemporaryDirectory() as tmp:
@@ -90,7 +77,10 @@ def main():
                     rows.setdefault(f"{model} {proto}", []).append(m[model][proto]["mape_pct"])
             if a.sklearn:
                 for proto in PROTOCOLS:
-                    key = f"{name} {proto} {seed} {a.folds}"
+                    # Keyed by the fold assignment itself and scikit-learn's version, so a cached figure
+                    # is never one of other folds (if our fold code changes) or of another scikit-learn.
+                    folds_hash = hashlib.sha256(fold_of[proto].astype("int64").tobytes()).hexdigest()[:16]
+                    key = f"{name} {proto} {seed} {folds_hash} sklearn-{sc.sklearn.__version__}"
                     if key not in cache:
                         cache[key] = sc.cv("mlp", x, y, fold_of[proto], seed)
                     rows.setdefault(f"sklearn-mlp {proto}", []).append(cache[key])

@@ -40,9 +40,10 @@ import time
 import warnings
 
 try:
-    import sklearn  # noqa: F401
+    import sklearn
 except ImportError:
     subprocess.run([sys.executable, "-m", "pip", "install", "scikit-learn"], check=True)
+    import sklearn
 
 import numpy as np
 from sklearn.compose import TransformedTargetRegressor
@@ -86,6 +87,33 @@ def load_nvdvfs(path):
 
 def mape(p, y):
     return 100.0 * float(np.mean(np.abs((p - y) / y)))
+
+
+def load_dataset(data, name):
+    """A benchmark dataset by its short name: (registry name, x, y, kernel groups, held-out (x, y) or None).
+    The one place that maps the short names to the registry and the files under GPUMODEL_DATA_DIR."""
+    if name == "titanx":
+        d = os.path.join(data, "guerreiro-titanx")
+        x, y, g = load_guerreiro(os.path.join(d, "titanx_micro_names_peak_idle_HPCAandCF.csv"))
+        xv, yv, _ = load_guerreiro(os.path.join(d, "titanx_real_allFsPower_HPCAandCF.csv"))
+        return "guerreiro-titanx-micro", x, y, g, (xv, yv)
+    f = {"gtx1080ti": "gtx1080ti-dvfs-real-Performance-Power.csv",
+         "gtx980": "gtx980-high-dvfs-real-small-workload-Performance-Power.csv"}[name]
+    x, y, g = load_nvdvfs(os.path.join(data, "nvdvfs", f))
+    return f"nvdvfs-{name}", x, y, g, None
+
+
+def setup(gpumodel):
+    """The data directory (exported as GPUMODEL_DATA_DIR for the runs of `gpumodel`) and our binary:
+    `gpumodel` if given, else target/release or target/debug of this repository."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    data = os.environ.get("GPUMODEL_DATA_DIR", os.path.join(root, "..", "shared", "datasets"))
+    os.environ["GPUMODEL_DATA_DIR"] = data
+    exe = gpumodel or next((p for p in (os.path.join(root, "target", d, "gpumodel") for d in ("release", "debug"))
+                            if os.path.exists(p)), None)
+    if exe is None:
+        sys.exit("no gpumodel binary: build it (cargo build --bin gpumodel) or pass --gpumodel BIN")
+    return data, exe
 
 
 def fit_predict(kind, xt, yt, xv, seed):
@@ -171,11 +199,7 @@ def main():
     a = ap.parse_args()
     if a.fit_repeats < 1:
         ap.error("--fit-repeats must be at least 1")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    data = os.environ.get("GPUMODEL_DATA_DIR", os.path.join(root, "..", "shared", "datasets"))
-    os.environ["GPUMODEL_DATA_DIR"] = data
-    exe = a.gpumodel or next((p for p in (os.path.join(root, "target", d, "gpumodel") for d in ("release", "debug"))
-                              if os.path.exists(p)), None)
+    data, exe = setup(a.gpumodel)
     print(f"scikit-learn {sklearn.__version__}, numpy {np.__version__}, {platform.machine()} "
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print("| dataset | protocol | sklearn MLP(4,4) MAPE % | sklearn MLR+ | ours bpann | ours bpann-lbfgs "
@@ -183,16 +207,9 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     fit_rows = []
     for name in a.datasets.split(","):
-        if name == "titanx":
-            d = os.path.join(data, "guerreiro-titanx")
-            x, y, g = load_guerreiro(os.path.join(d, "titanx_micro_names_peak_idle_HPCAandCF.csv"))
-            xv, yv, _ = load_guerreiro(os.path.join(d, "titanx_real_allFsPower_HPCAandCF.csv"))
-            reg, held = "guerreiro-titanx-micro", True
-        else:
-            f = {"gtx1080ti": "gtx1080ti-dvfs-real-Performance-Power.csv",
-                 "gtx980": "gtx980-high-dvfs-real-small-workload-Performance-Power.csv"}[name]
-            x, y, g = load_nvdvfs(os.path.join(data, "nvdvfs", f))
-            reg, held = f"nvdvfs-{name}", False
+        reg, x, y, g, test = load_dataset(data, name)
+        held = test is not None
+        xv, yv = test if held else (None, None)
         with tempfile.TemporaryDirectory() as tmp:
             fpath = os.path.join(tmp, f"{name}-folds.csv")
             o, wall, cmd = ours(exe, reg, a.folds, a.seeds if held else 1, held, a.models, a.protocols.split(","),
