@@ -109,12 +109,12 @@ impl StoreTraffic {
 }
 
 /// Structural options of the timing model; the default is the model `predict` uses on a new GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// (Not deserialized: a calibration file spells out each field, and a missing one is an error there,
+/// never a default.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct TimingConfig {
     pub shared_overlap: SharedOverlap,
-    #[serde(default)]
     pub fill: FillClock,
-    #[serde(default)]
     pub stores: StoreTraffic,
 }
 

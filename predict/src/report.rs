@@ -93,7 +93,6 @@ fn cal_line(c: &CalibrationUse) -> Option<(&str, &CalibrationFile)> {
     Some((c.file.as_deref()?, c.content.as_ref()?))
 }
 
-/// A power model describes the GPU it was trained on: a note when the architecture differs.
 /// What of a calibration's structure differs from the model a plain `predict` uses ("" if nothing): the
 /// "timing model alone" figure beside a calibrated time is that structure's.
 fn structure_note(t: gpumodel_models::timing::TimingConfig) -> String {
@@ -115,6 +114,7 @@ fn structure_note(t: gpumodel_models::timing::TimingConfig) -> String {
     }
 }
 
+/// A power model describes the GPU it was trained on: a note when the architecture differs.
 fn model_note(ctx: &Provenance, arch: &str) -> Option<String> {
     let ds = ctx.model_trained_on.as_deref()?;
     (!ds.replace('-', "").contains(arch)).then(|| {

@@ -150,11 +150,6 @@ pub struct Nested {
     /// Plain LOKO MAPE over all rows for each fixed candidate exponent (percent, order of
     /// [`EXPONENTS`]). Taking the minimum of these is a choice made on the reported figure.
     pub loko_mape_pct: Vec<f64>,
-    /// Per candidate exponent, each row's plain LOKO prediction.
-    pub loko_predicted: Vec<Vec<f64>>,
-    /// The exponent with the lowest plain LOKO MAPE over all kernels: the one a calibration fitted on
-    /// every kernel uses.
-    pub selected_exponent: f64,
 }
 
 /// `cal`'s (predicted, measured) time of each row (with its model time), for [`mape`].
@@ -483,11 +478,10 @@ pub fn nested_with_progress(
     let predicted: Vec<f64> = (0..rows.len())
         .map(|i| folds[kernel[i]].time(rows[i].0, rows[i].1, model[i], alt_of(alt, i)))
         .collect();
-    let loko_predicted: Vec<Vec<f64>> = (0..np).map(|pi| predict(&|k| single[pi * n_kernels + k])).collect();
-    let loko_mape_pct: Vec<f64> =
-        loko_predicted.iter().map(|pred| mape(pred.iter().zip(rows).map(|(t, r)| (*t, r.2)))).collect();
-    let selected_exponent = EXPONENTS[argmin(&loko_mape_pct)];
-    Nested { folds, predicted, loko_mape_pct, loko_predicted, selected_exponent }
+    let loko_mape_pct = (0..np)
+        .map(|pi| mape(predict(&|k| single[pi * n_kernels + k]).iter().zip(rows).map(|(t, r)| (*t, r.2))))
+        .collect();
+    Nested { folds, predicted, loko_mape_pct }
 }
 
 #[cfg(test)]
@@ -532,7 +526,6 @@ mod tests {
             assert_eq!(*t, all.folds[*k].time(r.0, r.1, *m, None));
         }
         assert_eq!(all.loko_mape_pct.len(), EXPONENTS.len());
-        assert!(EXPONENTS.contains(&all.selected_exponent));
     }
 
     /// The guard of the nested procedure: a fold's choice of exponent, its factors and so its
