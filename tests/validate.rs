@@ -581,3 +581,62 @@ fn a_saved_calibration_that_loses_to_its_structure_in_sample_says_so() {
         assert_eq!(err.contains(&note), loses, "{gpu}:\n{err}");
     }
 }
+
+/// `--combine` reports the combined model (ours and Wang & Chu's general form joined inside the folds)
+/// beside ours, which it leaves as it is: each row's combined time is ours where its fold dropped the
+/// combination, else that fold's combination of ours and the peer's; it needs the peer's baseline.
+#[test]
+fn the_combined_model_is_reported_beside_ours_and_needs_the_peer() {
+    let base = ["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980", "--format", "json"];
+    let out = gpumodel().args(base).arg("--combine").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("add --baseline wang-chu-2018"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let set =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/examples/kernel-sets/wangchu20.txt");
+    let run = |combine: bool| {
+        let mut c = gpumodel();
+        c.args(base).args(["--baseline", "wang-chu-2018", "--kernels"]).arg(&set);
+        if combine {
+            c.arg("--combine");
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (alone, v) = (run(false), run(true));
+    assert!(alone.get("combined").is_none());
+    // Ours alone does not move.
+    assert_eq!(alone["mape_pct"], v["mape_pct"]);
+    assert_eq!(alone["objectives"], v["objectives"]);
+    let form: std::collections::HashMap<&str, &str> = v["per_kernel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["kernel"].as_str().unwrap(), k["combined_form"].as_str().unwrap()))
+        .collect();
+    let rows = v["per_row"].as_array().unwrap();
+    let mut sum = 0.0;
+    for r in rows {
+        let f = |k: &str| r[k].as_f64().unwrap();
+        let (ours, peer, got) = (
+            f("predicted_time_s"),
+            r["baseline_time_s"]["wang-chu-2018"].as_f64().unwrap(),
+            f("combined_time_s"),
+        );
+        let want = match form[r["kernel"].as_str().unwrap()] {
+            "ours alone" => ours,
+            "max" => ours.max(peer),
+            blend => {
+                let w: f64 = blend.strip_prefix("blend w=").unwrap().parse().unwrap();
+                (w * ours.ln() + (1.0 - w) * peer.ln()).exp()
+            }
+        };
+        assert!((got / want - 1.0).abs() < 1e-6, "{r}");
+        sum += (got / f("measured_time_s") - 1.0).abs();
+    }
+    let c = &v["combined"];
+    assert!((100.0 * sum / rows.len() as f64 - c["mape_pct"].as_f64().unwrap()).abs() < 1e-9);
+    let kept = form.values().filter(|f| **f != "ours alone").count();
+    assert_eq!(c["folds_kept"].as_u64(), Some(kept as u64));
+}

@@ -45,6 +45,11 @@ pub struct Args {
     /// scripts keep working.
     #[arg(long, hide = true, conflicts_with = "no_replay_overlap")]
     pub replay_overlap: bool,
+    /// Also report the combined model: ours and Wang & Chu's general form (needs --baseline
+    /// wang-chu-2018) joined by a weighted geometric mean or the maximum, chosen inside the same
+    /// leave-one-kernel-out folds and kept only where it beats ours alone there.
+    #[arg(long)]
+    pub combine: bool,
     /// Show every measured row too, first (CSV then carries the rows; without it, the per-kernel table).
     #[arg(long)]
     pub rows: bool,
@@ -120,7 +125,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let opts = Options { objectives, kernels, baselines, apply, structural: !args.no_replay_overlap };
+    let opts = Options {
+        objectives,
+        kernels,
+        baselines,
+        apply,
+        structural: !args.no_replay_overlap,
+        combine: args.combine,
+    };
     let bar = Bar(progress_bar(0, "validate"));
     let report = validate_with_progress(&opened.imported.table, &arch, &opts, &bar);
     bar.0.finish_and_clear();

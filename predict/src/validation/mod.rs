@@ -41,6 +41,7 @@ use gpumodel_models::timing::{
     Clocks, SharedOverlap, TimingConfig, TimingInputs, occupancy, predict_time, predict_time_with,
 };
 
+pub mod combine;
 pub mod nested;
 pub mod power_fit;
 pub mod report;
@@ -90,6 +91,11 @@ pub struct Options {
     /// kernels. On by default since session 8, when it met the rule written for a new default
     /// (BENCHMARKS.md, issue 14, session 8); `false` is session 7's candidate set.
     pub structural: bool,
+    /// Also report the combined model ([`combine`]): our out-of-fold time and Wang & Chu's general form
+    /// joined by a second stage (a weighted geometric mean or the maximum) chosen inside the same folds
+    /// and kept only where it beats ours alone there. Needs the `wang-chu-2018` baseline. Reported beside
+    /// ours and the peer's; the headline, the saved calibration and the E·D^n optima stay ours alone.
+    pub combine: bool,
 }
 
 impl Options {
@@ -101,6 +107,7 @@ impl Options {
             baselines: Vec::new(),
             apply: None,
             structural: true,
+            combine: false,
         }
     }
 }
@@ -184,6 +191,16 @@ pub fn validate_with_progress(
             }
         }
     }
+    let combine_peer = if opts.combine {
+        let i = opts.baselines.iter().position(|b| *b == Baseline::WangChu2018).ok_or_else(|| {
+            Error::Invalid(
+                "the combined model joins ours with wang-chu-2018: add --baseline wang-chu-2018".into(),
+            )
+        })?;
+        Some(i)
+    } else {
+        None
+    };
     let peer_constants = if opts.baselines.is_empty() {
         None
     } else {
@@ -300,6 +317,11 @@ pub fn validate_with_progress(
             pred_p[i] = fit.predict(&p.power, pred_t[i]);
         }
     }
+    let combined = combine_peer.map(|b| {
+        let peer: Vec<f64> = prep.iter().map(|p| p.baselines[b]).collect();
+        let measured: Vec<f64> = prep.iter().map(|p| p.measured_t).collect();
+        combine::combine(&pred_t, &peer, &measured, &kernel_of, &nest.folds)
+    });
     // The saved calibration's structure: the replay-overlap model where it beats the additive one over
     // all kernels by more than one standard error of the per-kernel differences (neither is fitted, so
     // their errors are out-of-sample already); the factors are then fitted on that structure's parts.
@@ -343,6 +365,7 @@ pub fn validate_with_progress(
                 .as_ref()
                 .zip(p.applied)
                 .map(|((_, c, _), (parts, sync))| c.time(parts, sync)),
+            combined_time_s: combined.as_ref().map(|c| c.predicted[i]),
         })
         .collect();
     let mut per_kernel = Vec::new();
@@ -413,6 +436,13 @@ pub fn validate_with_progress(
             applied_mape_pct: opts.apply.as_ref().map(|_| {
                 mape(rows.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s)))
             }),
+            combined_mape_pct: combined.as_ref().map(|_| {
+                mape(rows.iter().map(|r| (r.combined_time_s.unwrap_or(f64::NAN), r.measured_time_s)))
+            }),
+            combined_form: combined.as_ref().map(|c| {
+                let f = &c.folds[ki];
+                if f.kept { f.chosen.label() } else { "ours alone".into() }
+            }),
             choices,
         });
     }
@@ -467,6 +497,9 @@ pub fn validate_with_progress(
     if let Some((label, _, _)) = &opts.apply {
         method.push(format!("applied calibration: {label}, fitted elsewhere, applied as is to every row (nothing fitted here): does the correction transfer?"));
     }
+    if combined.is_some() {
+        method.push(format!("combined model: in each fold, ours (the fold's inner out-of-fold times of its training kernels) and wang-chu-2018's general form (published constants fitted by its authors on microbenchmarks, not on these kernels; no name-based cases) joined by log t = w·log t_ours + (1 − w)·log t_peer (w on a grid of {} values, chosen on the training kernels) or max(t_ours, t_peer), the better by an inner leave-one-kernel-out and kept only where it beats ours alone there by more than one standard error; no kernel's measurements enter its own prediction; reported beside ours and the peer's, the E·D^n optima use ours alone", combine::WEIGHTS.len()));
+    }
     if !labels.is_empty() {
         method.push("baselines: computed from each row's own nvprof metrics with the authors' published per-GPU constants, without name-based special cases (see gpumodel_predict::baseline); nothing fitted on these rows".into());
     }
@@ -500,6 +533,23 @@ pub fn validate_with_progress(
             source: label.clone(),
             calibration: *c,
             mape_pct: mape(per_row.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s))),
+        }),
+        combined: combined.as_ref().map(|c| {
+            let worst = per_kernel
+                .iter()
+                .max_by(|a, b| {
+                    a.combined_mape_pct.unwrap_or(0.0).total_cmp(&b.combined_mape_pct.unwrap_or(0.0))
+                })
+                .expect("at least 3 kernels");
+            CombinedSummary {
+                peer: Baseline::WangChu2018.label().to_string(),
+                mape_pct: mape(
+                    per_row.iter().map(|r| (r.combined_time_s.unwrap_or(f64::NAN), r.measured_time_s)),
+                ),
+                folds_kept: c.folds.iter().filter(|f| f.kept).count(),
+                worst_kernel: worst.kernel.clone(),
+                worst_kernel_mape_pct: worst.combined_mape_pct.unwrap_or(f64::NAN),
+            }
         }),
         per_kernel,
         per_row,

@@ -131,6 +131,12 @@ pub struct FoldFit {
     /// was not beaten inside the fold by more than one standard error (the fold then predicts with the
     /// model as is).
     pub calibration: Option<Fitted>,
+    /// Per row (in the order of the rows given), the fold's procedure's prediction of that row when the
+    /// row's kernel was left out too: the chosen candidate fitted without both kernels, or the model's
+    /// time when the fold drops its calibration; `None` for the held-out kernel's own rows. What a
+    /// second stage (the combined model, [`super::combine`]) is chosen on without seeing the held-out
+    /// kernel.
+    pub inner_predicted: Vec<Option<f64>>,
 }
 
 impl FoldFit {
@@ -250,7 +256,7 @@ fn uncalibrated_kernel_mape_pct(
 /// Keeps the calibration only when it beat the uncalibrated model inside the fold by more than one
 /// standard error: `calibrated[i]` and `uncalibrated[i]` are the same training kernel's MAPE (the
 /// calibrated one from the inner fold that left that kernel out).
-fn keep_if_better<T>(calibrated: &[f64], uncalibrated: &[f64], cal: T) -> Option<T> {
+pub(crate) fn keep_if_better<T>(calibrated: &[f64], uncalibrated: &[f64], cal: T) -> Option<T> {
     let d: Vec<f64> = calibrated.iter().zip(uncalibrated).map(|(c, u)| c - u).collect();
     if d.len() < 2 {
         return None;
@@ -311,6 +317,25 @@ fn pooled_mape_pct(v: &[Vec<(f64, f64)>]) -> f64 {
 /// Each kernel's own MAPE (percent).
 fn kernel_mape_pct(v: &[Vec<(f64, f64)>]) -> Vec<f64> {
     v.iter().map(|rows| mape(rows.iter().copied())).collect()
+}
+
+/// The fold's inner prediction of every row (see [`FoldFit::inner_predicted`]): `chosen` holds, per
+/// inner kernel (order of `inner`), the kept candidate's (predicted, measured) rows in row order; `None`
+/// when the fold drops its calibration (the model's time).
+fn inner_predictions(
+    chosen: Option<&KernelRows>,
+    inner: &[usize],
+    kernel: &[usize],
+    model: &[f64],
+) -> Vec<Option<f64>> {
+    let mut out = vec![None; kernel.len()];
+    for (j, &k) in inner.iter().enumerate() {
+        let rows = (0..kernel.len()).filter(|&i| kernel[i] == k);
+        for (n, i) in rows.enumerate() {
+            out[i] = Some(chosen.map_or(model[i], |c| c[j][n].0));
+        }
+    }
+    out
 }
 
 /// Index of the smallest value (the first one on a tie, so the smaller exponent wins).
@@ -391,6 +416,7 @@ pub fn fold_fit(
         exponent: EXPONENTS[argmin(&inner_mape_pct[..EXPONENTS.len()])],
         form: calibration.form(),
         calibration: keep.then_some(calibration),
+        inner_predicted: inner_predictions(keep.then_some(&per_kernel[best]), &inner, kernel, model),
         inner_mape_pct,
         uncalibrated_inner_mape_pct,
     }
@@ -466,6 +492,7 @@ pub fn nested_with_progress(
             exponent: EXPONENTS[argmin(&inner_mape_pct[..np])],
             form: calibration.form(),
             calibration: keep.then_some(calibration),
+            inner_predicted: inner_predictions(keep.then_some(&per_kernel[best]), &inner, kernel, model),
             inner_mape_pct,
             uncalibrated_inner_mape_pct,
         });

@@ -29,6 +29,9 @@ pub struct RowResult {
     pub baseline_time_s: BTreeMap<String, f64>,
     /// The applied (foreign) calibration's time, seconds, when one was given.
     pub applied_time_s: Option<f64>,
+    /// The combined model's out-of-fold time (ours and the peer's, `--combine`), seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combined_time_s: Option<f64>,
 }
 
 /// The optimum of one objective for one kernel.
@@ -74,6 +77,13 @@ pub struct KernelResult {
     pub baseline_mape_pct: BTreeMap<String, f64>,
     /// The applied calibration's MAPE on this kernel, percent, when one was given.
     pub applied_mape_pct: Option<f64>,
+    /// The combined model's MAPE on this kernel, percent (`--combine`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combined_mape_pct: Option<f64>,
+    /// What the fold predicting this kernel combined (`blend w=…`, `max`, or `ours alone` where it
+    /// dropped the combination).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combined_form: Option<String>,
     pub choices: Vec<Choice>,
 }
 
@@ -109,6 +119,19 @@ pub struct BaselineSummary {
     /// Time MAPE over all rows, percent.
     pub mape_pct: f64,
     pub median_kernel_mape_pct: f64,
+    pub worst_kernel: String,
+    pub worst_kernel_mape_pct: f64,
+}
+
+/// The combined model's figures (ours and a peer's general form, joined inside the folds).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CombinedSummary {
+    /// The peer model joined with ours.
+    pub peer: String,
+    /// Time MAPE over all rows, out-of-fold, percent.
+    pub mape_pct: f64,
+    /// Outer folds that kept the combination (the others predict with ours alone).
+    pub folds_kept: usize,
     pub worst_kernel: String,
     pub worst_kernel_mape_pct: f64,
 }
@@ -153,6 +176,9 @@ pub struct Report {
     pub baselines: Vec<BaselineSummary>,
     /// A calibration fitted elsewhere, applied as is (the cross-GPU check), when one was given.
     pub applied: Option<AppliedCalibration>,
+    /// The combined model (ours and the peer's general form, `--combine`), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combined: Option<CombinedSummary>,
     pub per_kernel: Vec<KernelResult>,
     pub per_row: Vec<RowResult>,
     pub method: Vec<String>,
@@ -201,6 +227,10 @@ impl ValidateOutput {
         if r.applied.is_some() {
             cols.push(Column::new("applied_mape_pct", "applied cal. MAPE %"));
         }
+        if r.combined.is_some() {
+            cols.push(Column::new("combined_mape_pct", "combined MAPE %"));
+            cols.push(Column::new("combined_form", "combined"));
+        }
         cols.push(Column::new("fold_p", "fold p"));
         cols.push(Column::new("power_mape_pct", "power MAPE %"));
         for o in &r.objectives {
@@ -224,6 +254,10 @@ impl ValidateOutput {
             row.extend(r.baselines.iter().map(|b| Cell::opt(k.baseline_mape_pct.get(&b.name).copied(), 1)));
             if r.applied.is_some() {
                 row.push(Cell::opt(k.applied_mape_pct, 1));
+            }
+            if r.combined.is_some() {
+                row.push(Cell::opt(k.combined_mape_pct, 1));
+                row.push(k.combined_form.as_deref().map_or(Cell::Empty, Cell::text));
             }
             row.push(match (k.fold_calibrated, k.fold_form) {
                 (false, _) => Cell::text("none"),
@@ -259,6 +293,9 @@ impl ValidateOutput {
         if r.applied.is_some() {
             cols.push(Column::new("applied_time_s", "applied cal. s"));
         }
+        if r.combined.is_some() {
+            cols.push(Column::new("combined_time_s", "combined s"));
+        }
         cols.push(Column::new("measured_power_w", "measured W"));
         cols.push(Column::new("predicted_power_w", "predicted W"));
         let mut s = Section::titled("per measured row (time in seconds)", cols);
@@ -279,6 +316,9 @@ impl ValidateOutput {
             );
             if r.applied.is_some() {
                 row.push(p.applied_time_s.map_or(Cell::Empty, |v| Cell::sci(v, 4)));
+            }
+            if r.combined.is_some() {
+                row.push(p.combined_time_s.map_or(Cell::Empty, |v| Cell::sci(v, 4)));
             }
             row.push(Cell::num(p.measured_power_w, 1));
             row.push(Cell::num(p.predicted_power_w, 1));
@@ -327,6 +367,12 @@ impl Export for ValidateOutput {
             out.push(format!(
                 "applied calibration {}: kernel time MAPE {:.1}% (fitted elsewhere, applied as is)",
                 a.source, a.mape_pct
+            ));
+        }
+        if let Some(c) = &r.combined {
+            out.push(format!(
+                "combined model (ours + {} general form, joined inside the folds): kernel time MAPE {:.1}% ({} of {} folds kept the combination, the others predict with ours alone); worst kernel {} at {:.1}%",
+                c.peer, c.mape_pct, c.folds_kept, r.kernels, c.worst_kernel, c.worst_kernel_mape_pct
             ));
         }
         for b in &r.baselines {
