@@ -60,8 +60,8 @@ struct Prepared {
     /// its pipeline parts, its own unscaled time (barriers and its fill, at the default core clock) and
     /// its time.
     alt: nested::AltRow,
-    /// The pipeline parts and additive time of the model an applied calibration was fitted to.
-    applied: Option<([f64; 4], f64)>,
+    /// The applied calibration's time (with the structure it was fitted to).
+    applied: Option<f64>,
     components: [f64; 7],
     measured_t: f64,
     measured_p: f64,
@@ -84,7 +84,8 @@ pub struct Options {
     /// A calibration fitted elsewhere (another GPU, another dataset) to apply as is to every row, with a
     /// label and the model structure it was fitted to (applied with it): the cross-GPU check of whether a
     /// fitted correction transfers.
-    pub apply: Option<(String, TimeCalibration, TimingConfig)>,
+    /// (`None` factors: a file that records the structure alone.)
+    pub apply: Option<(String, Option<TimeCalibration>, TimingConfig)>,
     /// Also offer the timing model's structural alternative ([`TimingConfig::structural`]: bank-conflict
     /// replays overlapping issue and each wave's pipeline fill at the default core clock), as is and with a compute floor that keeps the memory
     /// side, as candidates inside the folds, and choose the saved calibration's structure over all
@@ -246,9 +247,9 @@ pub fn validate_with_progress(
             let to = predict_time_with(&x, arch, &occ, clocks, overlap);
             // The structures differ in the SM side and the fill, never in the barrier time.
             debug_assert_eq!(to.sync_s, tm.sync_s);
-            let applied = opts.apply.as_ref().map(|(_, _, cfg)| {
+            let applied = opts.apply.as_ref().map(|(_, c, cfg)| {
                 let t = predict_time_with(&x, arch, &occ, clocks, *cfg);
-                (pipeline_parts(&t), additive_s(&t))
+                c.map_or(t.time_s, |c| c.time(pipeline_parts(&t), additive_s(&t)))
             });
             let baselines = match &peer_constants {
                 Some(c) => {
@@ -331,19 +332,25 @@ pub fn validate_with_progress(
     };
     // p by plain leave-one-kernel-out on the rows of the structure the factors are fitted to, and that
     // structure's own uncalibrated error: what the saved file says about itself holds for its rows.
-    let (saved_rows, exponent_mape_pct, saved_model_mape_pct) = match shared_overlap {
-        SharedOverlap::Additive => {
-            (all.clone(), nest.loko_mape_pct.clone(), mape(prep.iter().map(|p| (p.model, p.measured_t))))
-        }
+    let (saved_rows, saved_model): (Vec<CalRow>, Vec<f64>) = match shared_overlap {
+        SharedOverlap::Additive => (all.clone(), model_t.clone()),
         SharedOverlap::ReplaysOverlapIssue => {
-            let rows = nested::alternative_rows(&all, &alt);
-            let loko = nested::loko_exponent_mape_pct(&rows, &kernel_of, groups.len());
-            (rows, loko, mape(prep.iter().map(|p| (p.alt.2, p.measured_t))))
+            (nested::alternative_rows(&all, &alt), alt.iter().map(|a| a.2).collect())
         }
     };
-    let selected_exponent = nested::EXPONENTS[nested::argmin(&exponent_mape_pct)];
-    let calibration = TimeCalibration::fit(&saved_rows, selected_exponent);
-    let in_sample = mape(saved_rows.iter().map(|&(parts, sync, y)| (calibration.time(parts, sync), y)));
+    let saved_model_mape_pct = mape(saved_model.iter().zip(&saved_rows).map(|(m, r)| (*m, r.2)));
+    let loko = nested::loko_exponent_predictions(&saved_rows, &kernel_of, groups.len());
+    let exponent_mape_pct: Vec<f64> =
+        loko.iter().map(|pred| mape(pred.iter().zip(&saved_rows).map(|(t, r)| (*t, r.2)))).collect();
+    let selected = nested::argmin(&exponent_mape_pct);
+    // The folds' keep rule, for the file too: the factors only where their leave-one-kernel-out errors
+    // beat the structure alone by more than one standard error; otherwise the file is the structure.
+    let calibration =
+        nested::factors_beat_structure(&loko[selected], &saved_rows, &saved_model, &kernel_of, groups.len())
+            .then(|| TimeCalibration::fit(&saved_rows, nested::EXPONENTS[selected]));
+    let in_sample = calibration.map_or(saved_model_mape_pct, |c| {
+        mape(saved_rows.iter().map(|&(parts, sync, y)| (c.time(parts, sync), y)))
+    });
     let labels: Vec<&'static str> = opts.baselines.iter().map(|b| b.label()).collect();
     let per_row: Vec<RowResult> = prep
         .iter()
@@ -360,11 +367,7 @@ pub fn validate_with_progress(
             measured_power_w: p.measured_p,
             predicted_power_w: pred_p[i],
             baseline_time_s: labels.iter().map(|l| l.to_string()).zip(p.baselines.iter().copied()).collect(),
-            applied_time_s: opts
-                .apply
-                .as_ref()
-                .zip(p.applied)
-                .map(|((_, c, _), (parts, sync))| c.time(parts, sync)),
+            applied_time_s: p.applied,
             combined_time_s: combined.as_ref().map(|c| c.predicted[i]),
         })
         .collect();
@@ -486,7 +489,7 @@ pub fn validate_with_progress(
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
-        "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
+        "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both — kept only where their leave-one-kernel-out errors beat the structure alone by more than one standard error of the per-kernel differences (the folds' keep rule), else the file records the structure alone; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
     ];
     if let Some(names) = &opts.kernels {
         method.push(format!(

@@ -281,23 +281,50 @@ pub fn structure_over_all(
     keep_if_better(&overlap, &additive, SharedOverlap::ReplaysOverlapIssue).unwrap_or_default()
 }
 
-/// Plain leave-one-kernel-out MAPE (percent, pooled over all rows) of the four-factor form with each of
-/// [`EXPONENTS`] (every fold with the same `p`) on `rows`: the table a calibration fitted on every kernel
-/// takes its exponent from, on the rows of the structure it is fitted to.
-pub fn loko_exponent_mape_pct(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<f64> {
+/// Plain leave-one-kernel-out predictions of the four-factor form with each of [`EXPONENTS`] (every
+/// fold with the same `p`) on `rows`: per exponent, each row's time from factors fitted without its
+/// kernel.
+pub fn loko_exponent_predictions(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<Vec<f64>> {
     let fits = par_map(EXPONENTS.len() * n_kernels, |j| {
         let (c, k) = (j / n_kernels, j % n_kernels);
         TimeCalibration::fit_to(&training(rows, kernel, &[k]), EXPONENTS[c], Precision::Full)
     });
     (0..EXPONENTS.len())
         .map(|c| {
-            mape(
-                rows.iter()
-                    .zip(kernel)
-                    .map(|(&(parts, sync, y), &k)| (fits[c * n_kernels + k].time(parts, sync), y)),
-            )
+            rows.iter()
+                .zip(kernel)
+                .map(|(&(parts, sync, _), &k)| fits[c * n_kernels + k].time(parts, sync))
+                .collect()
         })
         .collect()
+}
+
+/// Plain leave-one-kernel-out MAPE (percent, pooled over all rows) of the four-factor form with each of
+/// [`EXPONENTS`] on `rows` ([`loko_exponent_predictions`]): the table a calibration fitted on every
+/// kernel takes its exponent from, on the rows of the structure it is fitted to.
+pub fn loko_exponent_mape_pct(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<f64> {
+    loko_exponent_predictions(rows, kernel, n_kernels)
+        .iter()
+        .map(|pred| mape(pred.iter().zip(rows).map(|(t, r)| (*t, r.2))))
+        .collect()
+}
+
+/// The folds' keep rule for a calibration fitted on every kernel: `loko[i]` is row `i`'s time from its
+/// form fitted without row `i`'s kernel, `model[i]` the time of the structure it calibrates. The factors
+/// are kept only when their per-kernel leave-one-kernel-out MAPEs beat the structure's own by more than
+/// one standard error of the paired differences; otherwise the structure alone is the better file.
+pub fn factors_beat_structure(
+    loko: &[f64],
+    rows: &[CalRow],
+    model: &[f64],
+    kernel: &[usize],
+    n_kernels: usize,
+) -> bool {
+    let calibrated: Vec<f64> = (0..n_kernels)
+        .map(|k| mape((0..rows.len()).filter(|&i| kernel[i] == k).map(|i| (loko[i], rows[i].2))))
+        .collect();
+    let structure = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
+    keep_if_better(&calibrated, &structure, ()).is_some()
 }
 
 /// The structural alternative's rows: each row's parts and unscaled time under the alternative, with its
@@ -745,6 +772,18 @@ mod tests {
         let on_alt = loko_exponent_mape_pct(&alt_rows, &kernel, 6);
         assert_eq!(on_alt, nested(&alt_rows, &model, &kernel, 6).loko_mape_pct);
         assert_ne!(on_alt, loko_exponent_mape_pct(&rows, &kernel, 6));
+    }
+
+    /// The saved file's keep rule: factors that generate the measured times beat the model out of fold
+    /// and are kept; against a model that is already exact they cannot, and are dropped.
+    #[test]
+    fn a_saved_calibration_keeps_its_factors_only_where_they_win_out_of_fold() {
+        let (rows, model, kernel) = synthetic();
+        let loko =
+            &loko_exponent_predictions(&rows, &kernel, 5)[EXPONENTS.iter().position(|&p| p == 4.0).unwrap()];
+        assert!(factors_beat_structure(loko, &rows, &model, &kernel, 5));
+        let exact: Vec<f64> = rows.iter().map(|r| r.2).collect();
+        assert!(!factors_beat_structure(loko, &rows, &exact, &kernel, 5));
     }
 
     #[test]

@@ -107,7 +107,8 @@ pub struct ObjectiveSummary {
 pub struct AppliedCalibration {
     /// Where it came from (the file, its architecture and dataset).
     pub source: String,
-    pub calibration: TimeCalibration,
+    /// Its factors (`None`: a file that records a structure alone).
+    pub calibration: Option<TimeCalibration>,
     /// Time MAPE over all rows, percent.
     pub mape_pct: f64,
 }
@@ -182,12 +183,15 @@ pub struct Report {
     pub per_kernel: Vec<KernelResult>,
     pub per_row: Vec<RowResult>,
     pub method: Vec<String>,
-    /// The calibration fitted on *all* kernels (what `--save-calibration` writes); `mape_pct` is the
-    /// out-of-fold figure of the same form.
-    pub calibration: TimeCalibration,
+    /// The calibration fitted on *all* kernels (what `--save-calibration` writes); `None` where the
+    /// folds' keep rule dropped its factors (their leave-one-kernel-out errors did not beat the structure
+    /// alone by more than one standard error): the file then records the structure alone. `mape_pct` is
+    /// the out-of-fold figure of the whole procedure.
+    pub calibration: Option<TimeCalibration>,
     /// The timing model's structure `calibration` was fitted to (and `--save-calibration` records).
     pub calibration_shared_overlap: gpumodel_models::timing::SharedOverlap,
-    /// MAPE of `calibration` on the rows it was fitted on, percent (optimistic; for comparison only).
+    /// MAPE of `calibration` on the rows it was fitted on, percent (optimistic; for comparison only); the
+    /// structure's own error when the factors were dropped.
     pub calibration_in_sample_mape_pct: f64,
     /// MAPE of the uncalibrated timing model with that structure, percent (`model_mape_pct` when it is
     /// the additive model).
@@ -389,13 +393,19 @@ impl Export for ValidateOutput {
             by_p.join(", "),
             r.selected_on_reported_mape_pct
         ));
-        let c = r.calibration;
-        out.push(format!(
-            "calibration on all kernels ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
-            r.calibration_shared_overlap.label(),
-            r.calibration_model_mape_pct,
-            c.a[0], c.a[1], c.a[2], c.a[3], c.p, r.calibration_in_sample_mape_pct
-        ));
+        out.push(match r.calibration {
+            Some(c) => format!(
+                "calibration on all kernels ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; kept: its leave-one-kernel-out errors beat the structure alone by more than one standard error; --save-calibration FILE writes it)",
+                r.calibration_shared_overlap.label(),
+                r.calibration_model_mape_pct,
+                c.a[0], c.a[1], c.a[2], c.a[3], c.p, r.calibration_in_sample_mape_pct
+            ),
+            None => format!(
+                "calibration on all kernels: the {} model alone (MAPE {:.1}%), its factors dropped: their leave-one-kernel-out errors did not beat it by more than one standard error (--save-calibration FILE writes the structure alone)",
+                r.calibration_shared_overlap.label(),
+                r.calibration_model_mape_pct
+            ),
+        });
         // How often each power input set was chosen across the folds, in first-seen order.
         let mut chosen: Vec<(&str, usize)> = Vec::new();
         for k in &r.per_kernel {
