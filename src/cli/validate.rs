@@ -150,9 +150,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         report.calibration_file(dataset).write(p, args.force)?;
         // The note goes to stderr so that JSON/CSV on stdout stay machine-readable.
         eprintln!(
-            "wrote {} (time calibration for {}, fitted on all {} kernels; out-of-fold MAPE {:.1}%)",
+            "wrote {} (time calibration for {}, {} on all {} kernels; out-of-fold MAPE {:.1}%)",
             p.display(),
             arch.name,
+            if report.calibration.is_some() { "fitted" } else { "its structure chosen" },
             report.kernels,
             report.mape_pct
         );
