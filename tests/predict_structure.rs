@@ -187,3 +187,46 @@ fn a_version_5_file_without_its_fill_is_refused_with_the_fix() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("fill is missing") && err.contains("--save-calibration"), "{err}");
 }
+
+/// A version-6 file whose factors the keep rule dropped (`validate --save-calibration` where they do not
+/// beat the structure out of fold) predicts with its structure alone: the time is that structure's
+/// uncalibrated model time, not the plain model's, and nothing is called calibrated.
+#[test]
+fn a_structure_alone_file_predicts_with_its_structure_uncalibrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_factors = calibration(5, OVERLAP);
+    let alone = with_factors
+        .replace("format_version = 5", "format_version = 6")
+        .replace(
+            "T = ((a_memory*M)^p + (a_compute*C + a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync",
+            "T = the timing model with the structure below, no factors",
+        )
+        .replace(
+            "[coefficients]\na_memory = 1.0\na_compute = 1.0\na_shared = 1.0\na_l2 = 1.0\np = 8.0\n\n",
+            "",
+        );
+    assert!(!alone.contains("coefficients"), "{alone}");
+    let alone = write(&dir, "alone.toml", alone);
+    let factors = write(&dir, "factors.toml", with_factors);
+    let v = predict("matrixmul", &alone);
+    let p = &v["prediction"];
+    let time = p["time_s"].as_f64().unwrap();
+    assert_eq!(time, p["detail"]["timing"]["time_s"].as_f64().unwrap());
+    assert_eq!(p["detail"]["calibrated"], false);
+    // The structure is the file's: the replays overlap (the plain model adds them), and the factors of a
+    // version-5 file with the same structure give another time.
+    let plain = gpumodel()
+        .args(["predict", "--arch", "gtx1080ti", "--kernel", "matrixmul", "--format", "json"])
+        .output()
+        .unwrap();
+    let plain: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(time < plain["prediction"]["time_s"].as_f64().unwrap(), "{time} vs {plain}");
+    assert_ne!(time, predict("matrixmul", &factors)["prediction"]["time_s"].as_f64().unwrap());
+    let out = gpumodel()
+        .args(["predict", "--arch", "gtx1080ti", "--kernel", "matrixmul", "--calibration"])
+        .arg(&alone)
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("the structure alone") && !s.contains("calibrated by") && !s.contains("a_l2"), "{s}");
+}

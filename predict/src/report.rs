@@ -149,6 +149,14 @@ impl Export for KernelReport {
             o.active_sms
         ));
         out.push(match cal_line(&self.calibration) {
+            Some((file, c)) if c.calibration().is_none() => format!(
+                "time        {:.4} ms, the timing model{} from {file} (the structure alone: its factors were \
+                 dropped by the keep rule; chosen on {}, {:.1}% out-of-fold MAPE there)",
+                p.time_s * 1e3,
+                structure_note(c.timing()),
+                c.dataset.name,
+                c.fit.out_of_fold_mape_pct
+            ),
             Some((file, c)) => format!(
                 "time        {:.4} ms, calibrated by {file} ({:.4} ms from the timing model alone{}; fitted on {}, \
                  {:.1}% out-of-fold MAPE there)",
@@ -189,7 +197,7 @@ impl Export for KernelReport {
                 Cell::opt(c.access_ratio, 4),
             ]);
         }
-        if let Some((_, c)) = cal_line(&self.calibration) {
+        if let Some((_, c)) = cal_line(&self.calibration).filter(|(_, c)| c.calibration().is_some()) {
             s.then(format!(
                 "L2 time {:.4} ms (the DRAM traffic through L2 at this core clock; not a component: the \
                  calibration weighs it by a_l2 = {:.4})",

@@ -57,6 +57,7 @@ fn wang_chu_20(objectives: &[&str]) -> Options {
         baselines: vec![Baseline::WangChu2018],
         apply: None,
         structural: true,
+        combine: false,
     }
 }
 

@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let cal = calibration.as_ref().map(CalibrationFile::calibration);
+    let cal = calibration.as_ref().and_then(CalibrationFile::calibration);
     let kernel = load_kernel(&args.kernel)?;
     let model = load_model(&args.model)?;
     let clocks = match (args.core_mhz, args.mem_mhz) {

@@ -15,7 +15,10 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
-/// The format version this build writes. Version 5 records every structural option of the timing model
+/// The format version this build writes. Version 6 is version 5 plus a second form,
+/// [`FORM_STRUCTURE_ALONE`]: the structure without factors, written when the factors fitted on all
+/// kernels do not beat that structure out of fold (the folds' keep rule); such a file has no
+/// `[coefficients]`. Version 5 records every structural option of the timing model
 /// the factors were fitted to: `shared_overlap`, `fill` (how the pipeline fill follows the core clock)
 /// and `stores` (how many stores go to DRAM), so that a file predicts as it was saved whatever the
 /// defaults become. Version 4 has only `shared_overlap` (`additive`, or `replays-overlap-issue`:
@@ -24,13 +27,17 @@ use std::path::Path;
 /// fitted to the timing model before its DVFS memory side (clock-dependent DRAM latency and delay, L2
 /// hits and cap) and to a form whose compute and shared terms overlapped: their factors mean something
 /// else now, so they are refused with the command that writes a new one.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// The versions this build reads.
-const READS: [u32; 3] = [3, 4, FORMAT_VERSION];
+const READS: [u32; 4] = [3, 4, 5, FORMAT_VERSION];
 
 /// The calibration form, written into every file; a file with another form is refused.
 pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C + a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync";
+
+/// The form of a file that records the timing model's structure alone (version 6): its factors were
+/// dropped by the keep rule, and `predict` uses the structure as is.
+pub const FORM_STRUCTURE_ALONE: &str = "T = the timing model with the structure below, no factors";
 
 /// What `kind` says, so a calibration is never mistaken for another TOML document.
 const KIND: &str = "gpumodel-time-calibration";
@@ -101,43 +108,68 @@ pub struct CalibrationFile {
     /// How many stores go to DRAM in that model (absent from versions 3 and 4: per-dram-write).
     pub stores: StoreTraffic,
     pub dataset: DatasetInfo,
+    /// The factors; absent from a [`FORM_STRUCTURE_ALONE`] file ([`Coefficients::NONE`] in memory).
+    #[serde(default = "Coefficients::none", skip_serializing_if = "Coefficients::is_none")]
     pub coefficients: Coefficients,
     pub fit: FitInfo,
 }
 
+impl Coefficients {
+    /// No factors (a [`FORM_STRUCTURE_ALONE`] file, which has no `[coefficients]`): every value NaN, so
+    /// that no arithmetic can mistake them for factors.
+    pub const NONE: Coefficients = Coefficients {
+        a_memory: f64::NAN,
+        a_compute: f64::NAN,
+        a_shared: f64::NAN,
+        a_l2: f64::NAN,
+        p: f64::NAN,
+    };
+
+    fn none() -> Coefficients {
+        Coefficients::NONE
+    }
+
+    /// Whether these are [`Coefficients::NONE`].
+    pub fn is_none(&self) -> bool {
+        [self.a_memory, self.a_compute, self.a_shared, self.a_l2, self.p].iter().all(|v| v.is_nan())
+    }
+}
+
 impl CalibrationFile {
-    /// A file for `calibration`, fitted for architecture `arch` on `dataset`, with how it did there.
+    /// A file for `calibration` (`None`: the structure alone, its factors dropped by the keep rule),
+    /// fitted for architecture `arch` on `dataset`, with how it did there.
     pub fn new(
         arch: &str,
         dataset: DatasetInfo,
-        c: TimeCalibration,
+        c: Option<TimeCalibration>,
         timing: TimingConfig,
         fit: FitInfo,
     ) -> CalibrationFile {
         CalibrationFile {
             format_version: FORMAT_VERSION,
             kind: KIND.into(),
-            form: FORM.into(),
+            form: if c.is_some() { FORM } else { FORM_STRUCTURE_ALONE }.into(),
             arch: arch.to_string(),
             shared_overlap: timing.shared_overlap,
             fill: timing.fill,
             stores: timing.stores,
             dataset,
-            coefficients: Coefficients {
+            coefficients: c.map_or(Coefficients::NONE, |c| Coefficients {
                 a_memory: c.a[0],
                 a_compute: c.a[1],
                 a_shared: c.a[2],
                 a_l2: c.a[3],
                 p: c.p,
-            },
+            }),
             fit,
         }
     }
 
-    /// The calibration to apply.
-    pub fn calibration(&self) -> TimeCalibration {
+    /// The calibration to apply; `None` for a file that records the structure alone.
+    pub fn calibration(&self) -> Option<TimeCalibration> {
         let c = &self.coefficients;
-        TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared, c.a_l2], p: c.p }
+        (self.form != FORM_STRUCTURE_ALONE)
+            .then_some(TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared, c.a_l2], p: c.p })
     }
 
     /// The timing model's structure the coefficients were fitted to, to predict with.
@@ -149,6 +181,19 @@ impl CalibrationFile {
     pub fn to_toml(&self) -> Result<String> {
         let body = toml::to_string(self)
             .map_err(|e| Error::Invalid(format!("cannot write the calibration as TOML: {e}")))?;
+        let common = "# fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
+             # the whole procedure, with p chosen inside each fold (nested).\n";
+        if self.calibration().is_none() {
+            return Ok(format!(
+                "# gpumodel time calibration: the timing model's structure alone (shared_overlap, fill and stores\n\
+                 # below, shared_overlap and fill chosen together over the dataset's kernels), no factors: the\n\
+                 # factors fitted on those kernels did not beat it out of fold by more than one standard error\n\
+                 # (the keep rule validate's folds apply), so they were dropped. Written by\n\
+                 # `gpumodel validate --save-calibration`; apply it with `gpumodel predict --arch {} --calibration FILE`.\n\
+                 # fit.in_sample_mape_pct and fit.uncalibrated_mape_pct are that structure's error.\n{common}{body}",
+                self.arch
+            ));
+        }
         Ok(format!(
             "# gpumodel time calibration: predicted kernel time T = ((a_memory*M)^p + (a_compute*C +\n\
              # a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync, where M (global load + store + texture), C (compute),\n\
@@ -159,9 +204,8 @@ impl CalibrationFile {
              # shared_overlap, fill and stores are the timing model's structure the factors were fitted to\n\
              # (shared_overlap and fill chosen together over those kernels); predict applies the same\n\
              # structure. p = {} was chosen among {} by leave-one-kernel-out error over those kernels with\n\
-             # that structure; fit.uncalibrated_mape_pct is that structure's error without the factors.\n\
-             # fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
-             # the whole procedure, with p chosen inside each fold (nested).\n{body}",
+             # that structure; fit.uncalibrated_mape_pct is that structure's error without the factors; the\n\
+             # factors beat it out of fold by more than one standard error (the folds' keep rule).\n{common}{body}",
             self.arch,
             self.coefficients.p,
             EXPONENTS.map(|p| p.to_string()).join(", ")
@@ -198,8 +242,8 @@ impl CalibrationFile {
             ))
         };
         let value: toml::Table = toml::from_str(text).map_err(|e| bad(one_line(e.message())))?;
-        let (version, form) = match value.get("format_version") {
-            Some(toml::Value::Integer(v)) if READS.iter().any(|r| i64::from(*r) == *v) => (*v as u32, FORM),
+        let version = match value.get("format_version") {
+            Some(toml::Value::Integer(v)) if READS.iter().any(|r| i64::from(*r) == *v) => *v as u32,
             Some(toml::Value::Integer(v @ (1 | 2))) => {
                 return Err(Error::Invalid(format!(
                     "{source}: calibration format version {v} was fitted to an earlier timing model (before \
@@ -240,9 +284,22 @@ impl CalibrationFile {
                 (true, true) => {}
             }
         }
-        if !value.get("coefficients").and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2")) {
-            return Err(bad(format!("coefficients.a_l2 is missing (format version {version} has it)")));
+        // The structure alone (version 6 on) has no factors; every other file has all four.
+        let alone = version >= 6 && value.get("form").and_then(|f| f.as_str()) == Some(FORM_STRUCTURE_ALONE);
+        match (alone, value.get("coefficients")) {
+            (true, Some(_)) => {
+                return Err(bad(format!("[coefficients] given, but the form is '{FORM_STRUCTURE_ALONE}'")));
+            }
+            (true, None) => {}
+            (false, c) => {
+                if !c.and_then(|c| c.as_table()).is_some_and(|c| c.contains_key("a_l2")) {
+                    return Err(bad(format!(
+                        "coefficients.a_l2 is missing (format version {version} has it)"
+                    )));
+                }
+            }
         }
+        let form = if alone { FORM_STRUCTURE_ALONE } else { FORM };
         let file: CalibrationFile =
             toml::Value::Table(value).try_into().map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
         if file.kind != KIND {
@@ -252,6 +309,9 @@ impl CalibrationFile {
             return Err(bad(format!("form '{}' is not format version {version}'s '{form}'", file.form)));
         }
         let c = file.coefficients;
+        if alone {
+            return Ok(file);
+        }
         for (name, v) in
             [("a_memory", c.a_memory), ("a_compute", c.a_compute), ("a_shared", c.a_shared), ("a_l2", c.a_l2)]
         {
@@ -333,7 +393,7 @@ mod tests {
         let text = f.to_toml().unwrap();
         assert!(text.starts_with("# gpumodel time calibration"), "{text}");
         assert_eq!(CalibrationFile::parse(&text, "f").unwrap(), f);
-        assert_eq!(f.calibration(), TimeCalibration { a: [1.1, 1.7, 0.9, 0.4], p: 6.0 });
+        assert_eq!(f.calibration(), Some(TimeCalibration { a: [1.1, 1.7, 0.9, 0.4], p: 6.0 }));
     }
 
     /// The structure lines of a version-5 file, as [`sample`] writes them.
@@ -343,7 +403,7 @@ mod tests {
     #[test]
     fn version_5_files_record_the_structure_they_were_fitted_to() {
         let v5 = sample().to_toml().unwrap();
-        assert!(v5.contains("format_version = 5\n") && v5.contains(STRUCTURE_5), "{v5}");
+        assert!(v5.contains("format_version = 6\n") && v5.contains(STRUCTURE_5), "{v5}");
         let f = CalibrationFile::parse(&v5, "v5.toml").unwrap();
         assert_eq!(f.timing(), TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue));
         // Each field is part of version 5: a file without one is refused in one line that says what to do.
@@ -367,7 +427,7 @@ mod tests {
     fn version_3_and_4_files_read_as_the_session_7_model_they_were_fitted_to() {
         let v5 = sample().to_toml().unwrap();
         let v4 = v5
-            .replace("format_version = 5", "format_version = 4")
+            .replace("format_version = 6", "format_version = 4")
             .replace(STRUCTURE_5, "shared_overlap = \"replays-overlap-issue\"\n");
         let f = CalibrationFile::parse(&v4, "v4.toml").unwrap();
         assert_eq!(f.format_version, 4);
@@ -385,7 +445,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("shared_overlap is not part of format version 3"), "{e}");
-        let e = CalibrationFile::parse(&v5.replace("format_version = 5", "format_version = 4"), "f")
+        let e = CalibrationFile::parse(&v5.replace("format_version = 6", "format_version = 4"), "f")
             .unwrap_err()
             .to_string();
         assert!(e.contains("fill is not part of format version 4") && !e.contains('\n'), "{e}");
@@ -394,11 +454,50 @@ mod tests {
         assert!(e.contains("shared_overlap is missing") && !e.contains('\n'), "{e}");
     }
 
+    /// A version-5 file (factors always) still reads as it was written.
+    #[test]
+    fn version_5_files_still_read() {
+        let v5 = sample().to_toml().unwrap().replace("format_version = 6", "format_version = 5");
+        let f = CalibrationFile::parse(&v5, "v5.toml").unwrap();
+        assert_eq!(
+            (f.format_version, f.calibration(), f.timing()),
+            (5, sample().calibration(), sample().timing())
+        );
+    }
+
+    /// A file whose factors the keep rule dropped records the structure alone: no `[coefficients]`, no
+    /// calibration to apply, the structure to predict with; it reads back as written. Factors beside that
+    /// form, or that form in a version before 6, are refused.
+    #[test]
+    fn the_structure_alone_has_no_factors() {
+        let mut f = sample();
+        f.form = FORM_STRUCTURE_ALONE.into();
+        f.coefficients = Coefficients::NONE;
+        let alone = CalibrationFile::new(&f.arch, f.dataset.clone(), None, f.timing(), f.fit.clone());
+        let text = alone.to_toml().unwrap();
+        assert!(!text.contains("[coefficients]") && !text.contains("a_memory"), "{text}");
+        assert!(text.contains("no factors") && text.contains(FORM_STRUCTURE_ALONE), "{text}");
+        let back = CalibrationFile::parse(&text, "alone.toml").unwrap();
+        assert_eq!(back.calibration(), None);
+        assert_eq!(back.timing(), TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue));
+        assert!(back.coefficients.is_none());
+        assert_eq!(back.to_toml().unwrap(), text);
+        let with = sample().to_toml().unwrap();
+        let coefficients = &with[with.find("[coefficients]").unwrap()..with.find("[fit]").unwrap()];
+        let both = text.replace("[fit]", &format!("{coefficients}[fit]"));
+        let e = CalibrationFile::parse(&both, "f").unwrap_err().to_string();
+        assert!(e.contains("[coefficients] given") && !e.contains('\n'), "{e}");
+        let e = CalibrationFile::parse(&text.replace("format_version = 6", "format_version = 5"), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("coefficients.a_l2 is missing"), "{e}");
+    }
+
     #[test]
     fn earlier_versions_are_refused_with_the_fix() {
         let v3 = sample().to_toml().unwrap();
         for v in [1, 2] {
-            let old = v3.replace("format_version = 5", &format!("format_version = {v}"));
+            let old = v3.replace("format_version = 6", &format!("format_version = {v}"));
             let e = CalibrationFile::parse(&old, "old.toml").unwrap_err().to_string();
             assert!(e.contains(&format!("version {v}")) && e.contains("--save-calibration"), "{e}");
         }
@@ -411,8 +510,8 @@ mod tests {
         let text = sample().to_toml().unwrap();
         let err = |t: &str| CalibrationFile::parse(t, "f.toml").unwrap_err().to_string();
         for (t, needle) in [
-            (text.replace("format_version = 5", "format_version = 7"), "version 7"),
-            (text.replace("format_version = 5\n", ""), "no integer format_version"),
+            (text.replace("format_version = 6", "format_version = 7"), "version 7"),
+            (text.replace("format_version = 6\n", ""), "no integer format_version"),
             (text.replace("a_l2 = 0.4", "a_l2 = -0.4"), "coefficients.a_l2 = -0.4"),
             (text.replace("a_compute = 1.7", "a_compute = -1.7"), "coefficients.a_compute = -1.7"),
             (text.replace("a_shared = 0.9", "a_shared = nan"), "a_shared = NaN"),

@@ -41,6 +41,7 @@ use gpumodel_models::timing::{
     Clocks, SharedOverlap, TimingConfig, TimingInputs, occupancy, predict_time, predict_time_with,
 };
 
+pub mod combine;
 pub mod nested;
 pub mod power_fit;
 pub mod report;
@@ -59,8 +60,8 @@ struct Prepared {
     /// its pipeline parts, its own unscaled time (barriers and its fill, at the default core clock) and
     /// its time.
     alt: nested::AltRow,
-    /// The pipeline parts and additive time of the model an applied calibration was fitted to.
-    applied: Option<([f64; 4], f64)>,
+    /// The applied calibration's time (with the structure it was fitted to).
+    applied: Option<f64>,
     components: [f64; 7],
     measured_t: f64,
     measured_p: f64,
@@ -83,13 +84,19 @@ pub struct Options {
     /// A calibration fitted elsewhere (another GPU, another dataset) to apply as is to every row, with a
     /// label and the model structure it was fitted to (applied with it): the cross-GPU check of whether a
     /// fitted correction transfers.
-    pub apply: Option<(String, TimeCalibration, TimingConfig)>,
+    /// (`None` factors: a file that records the structure alone.)
+    pub apply: Option<(String, Option<TimeCalibration>, TimingConfig)>,
     /// Also offer the timing model's structural alternative ([`TimingConfig::structural`]: bank-conflict
     /// replays overlapping issue and each wave's pipeline fill at the default core clock), as is and with a compute floor that keeps the memory
     /// side, as candidates inside the folds, and choose the saved calibration's structure over all
     /// kernels. On by default since session 8, when it met the rule written for a new default
     /// (BENCHMARKS.md, issue 14, session 8); `false` is session 7's candidate set.
     pub structural: bool,
+    /// Also report the combined model ([`combine`]): our out-of-fold time and Wang & Chu's general form
+    /// joined by a second stage (a weighted geometric mean or the maximum) chosen inside the same folds
+    /// and kept only where it beats ours alone there. Needs the `wang-chu-2018` baseline. Reported beside
+    /// ours and the peer's; the headline, the saved calibration and the E·D^n optima stay ours alone.
+    pub combine: bool,
 }
 
 impl Options {
@@ -101,6 +108,7 @@ impl Options {
             baselines: Vec::new(),
             apply: None,
             structural: true,
+            combine: false,
         }
     }
 }
@@ -184,6 +192,16 @@ pub fn validate_with_progress(
             }
         }
     }
+    let combine_peer = if opts.combine {
+        let i = opts.baselines.iter().position(|b| *b == Baseline::WangChu2018).ok_or_else(|| {
+            Error::Invalid(
+                "the combined model joins ours with wang-chu-2018: add --baseline wang-chu-2018".into(),
+            )
+        })?;
+        Some(i)
+    } else {
+        None
+    };
     let peer_constants = if opts.baselines.is_empty() {
         None
     } else {
@@ -229,9 +247,9 @@ pub fn validate_with_progress(
             let to = predict_time_with(&x, arch, &occ, clocks, overlap);
             // The structures differ in the SM side and the fill, never in the barrier time.
             debug_assert_eq!(to.sync_s, tm.sync_s);
-            let applied = opts.apply.as_ref().map(|(_, _, cfg)| {
+            let applied = opts.apply.as_ref().map(|(_, c, cfg)| {
                 let t = predict_time_with(&x, arch, &occ, clocks, *cfg);
-                (pipeline_parts(&t), additive_s(&t))
+                c.map_or(t.time_s, |c| c.time(pipeline_parts(&t), additive_s(&t)))
             });
             let baselines = match &peer_constants {
                 Some(c) => {
@@ -300,6 +318,11 @@ pub fn validate_with_progress(
             pred_p[i] = fit.predict(&p.power, pred_t[i]);
         }
     }
+    let combined = combine_peer.map(|b| {
+        let peer: Vec<f64> = prep.iter().map(|p| p.baselines[b]).collect();
+        let measured: Vec<f64> = prep.iter().map(|p| p.measured_t).collect();
+        combine::combine(&pred_t, &peer, &measured, &kernel_of, &nest.folds)
+    });
     // The saved calibration's structure: the replay-overlap model where it beats the additive one over
     // all kernels by more than one standard error of the per-kernel differences (neither is fitted, so
     // their errors are out-of-sample already); the factors are then fitted on that structure's parts.
@@ -309,19 +332,25 @@ pub fn validate_with_progress(
     };
     // p by plain leave-one-kernel-out on the rows of the structure the factors are fitted to, and that
     // structure's own uncalibrated error: what the saved file says about itself holds for its rows.
-    let (saved_rows, exponent_mape_pct, saved_model_mape_pct) = match shared_overlap {
-        SharedOverlap::Additive => {
-            (all.clone(), nest.loko_mape_pct.clone(), mape(prep.iter().map(|p| (p.model, p.measured_t))))
-        }
+    let (saved_rows, saved_model): (Vec<CalRow>, Vec<f64>) = match shared_overlap {
+        SharedOverlap::Additive => (all.clone(), model_t.clone()),
         SharedOverlap::ReplaysOverlapIssue => {
-            let rows = nested::alternative_rows(&all, &alt);
-            let loko = nested::loko_exponent_mape_pct(&rows, &kernel_of, groups.len());
-            (rows, loko, mape(prep.iter().map(|p| (p.alt.2, p.measured_t))))
+            (nested::alternative_rows(&all, &alt), alt.iter().map(|a| a.2).collect())
         }
     };
-    let selected_exponent = nested::EXPONENTS[nested::argmin(&exponent_mape_pct)];
-    let calibration = TimeCalibration::fit(&saved_rows, selected_exponent);
-    let in_sample = mape(saved_rows.iter().map(|&(parts, sync, y)| (calibration.time(parts, sync), y)));
+    let saved_model_mape_pct = mape(saved_model.iter().zip(&saved_rows).map(|(m, r)| (*m, r.2)));
+    let loko = nested::loko_exponent_predictions(&saved_rows, &kernel_of, groups.len());
+    let exponent_mape_pct: Vec<f64> =
+        loko.iter().map(|pred| mape(pred.iter().zip(&saved_rows).map(|(t, r)| (*t, r.2)))).collect();
+    let selected = nested::argmin(&exponent_mape_pct);
+    // The folds' keep rule, for the file too: the factors only where their leave-one-kernel-out errors
+    // beat the structure alone by more than one standard error; otherwise the file is the structure.
+    let calibration =
+        nested::factors_beat_structure(&loko[selected], &saved_rows, &saved_model, &kernel_of, groups.len())
+            .then(|| TimeCalibration::fit(&saved_rows, nested::EXPONENTS[selected]));
+    let in_sample = calibration.map_or(saved_model_mape_pct, |c| {
+        mape(saved_rows.iter().map(|&(parts, sync, y)| (c.time(parts, sync), y)))
+    });
     let labels: Vec<&'static str> = opts.baselines.iter().map(|b| b.label()).collect();
     let per_row: Vec<RowResult> = prep
         .iter()
@@ -338,11 +367,8 @@ pub fn validate_with_progress(
             measured_power_w: p.measured_p,
             predicted_power_w: pred_p[i],
             baseline_time_s: labels.iter().map(|l| l.to_string()).zip(p.baselines.iter().copied()).collect(),
-            applied_time_s: opts
-                .apply
-                .as_ref()
-                .zip(p.applied)
-                .map(|((_, c, _), (parts, sync))| c.time(parts, sync)),
+            applied_time_s: p.applied,
+            combined_time_s: combined.as_ref().map(|c| c.predicted[i]),
         })
         .collect();
     let mut per_kernel = Vec::new();
@@ -413,6 +439,13 @@ pub fn validate_with_progress(
             applied_mape_pct: opts.apply.as_ref().map(|_| {
                 mape(rows.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s)))
             }),
+            combined_mape_pct: combined.as_ref().map(|_| {
+                mape(rows.iter().map(|r| (r.combined_time_s.unwrap_or(f64::NAN), r.measured_time_s)))
+            }),
+            combined_form: combined.as_ref().map(|c| {
+                let f = &c.folds[ki];
+                if f.kept { f.chosen.label() } else { "ours alone".into() }
+            }),
             choices,
         });
     }
@@ -456,7 +489,7 @@ pub fn validate_with_progress(
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
-        "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
+        "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both — kept only where their leave-one-kernel-out errors beat the structure alone by more than one standard error of the per-kernel differences (the folds' keep rule), else the file records the structure alone; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
     ];
     if let Some(names) = &opts.kernels {
         method.push(format!(
@@ -466,6 +499,9 @@ pub fn validate_with_progress(
     }
     if let Some((label, _, _)) = &opts.apply {
         method.push(format!("applied calibration: {label}, fitted elsewhere, applied as is to every row (nothing fitted here): does the correction transfer?"));
+    }
+    if combined.is_some() {
+        method.push(format!("combined model: in each fold, ours (the fold's inner out-of-fold times of its training kernels) and wang-chu-2018's general form (published constants fitted by its authors on microbenchmarks, not on these kernels; no name-based cases) joined by log t = w·log t_ours + (1 − w)·log t_peer (w on a grid of {} values, chosen on the training kernels) or max(t_ours, t_peer), the better by an inner leave-one-kernel-out and kept only where it beats ours alone there by more than one standard error; no kernel's measurements enter its own prediction; reported beside ours and the peer's, the E·D^n optima use ours alone", combine::WEIGHTS.len()));
     }
     if !labels.is_empty() {
         method.push("baselines: computed from each row's own nvprof metrics with the authors' published per-GPU constants, without name-based special cases (see gpumodel_predict::baseline); nothing fitted on these rows".into());
@@ -500,6 +536,23 @@ pub fn validate_with_progress(
             source: label.clone(),
             calibration: *c,
             mape_pct: mape(per_row.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s))),
+        }),
+        combined: combined.as_ref().map(|c| {
+            let worst = per_kernel
+                .iter()
+                .max_by(|a, b| {
+                    a.combined_mape_pct.unwrap_or(0.0).total_cmp(&b.combined_mape_pct.unwrap_or(0.0))
+                })
+                .expect("at least 3 kernels");
+            CombinedSummary {
+                peer: Baseline::WangChu2018.label().to_string(),
+                mape_pct: mape(
+                    per_row.iter().map(|r| (r.combined_time_s.unwrap_or(f64::NAN), r.measured_time_s)),
+                ),
+                folds_kept: c.folds.iter().filter(|f| f.kept).count(),
+                worst_kernel: worst.kernel.clone(),
+                worst_kernel_mape_pct: worst.combined_mape_pct.unwrap_or(f64::NAN),
+            }
         }),
         per_kernel,
         per_row,

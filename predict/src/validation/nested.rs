@@ -131,6 +131,12 @@ pub struct FoldFit {
     /// was not beaten inside the fold by more than one standard error (the fold then predicts with the
     /// model as is).
     pub calibration: Option<Fitted>,
+    /// Per row (in the order of the rows given), the fold's procedure's prediction of that row when the
+    /// row's kernel was left out too: the chosen candidate fitted without both kernels, or the model's
+    /// time when the fold drops its calibration; `None` for the held-out kernel's own rows. What a
+    /// second stage (the combined model, [`super::combine`]) is chosen on without seeing the held-out
+    /// kernel.
+    pub inner_predicted: Vec<Option<f64>>,
 }
 
 impl FoldFit {
@@ -250,7 +256,7 @@ fn uncalibrated_kernel_mape_pct(
 /// Keeps the calibration only when it beat the uncalibrated model inside the fold by more than one
 /// standard error: `calibrated[i]` and `uncalibrated[i]` are the same training kernel's MAPE (the
 /// calibrated one from the inner fold that left that kernel out).
-fn keep_if_better<T>(calibrated: &[f64], uncalibrated: &[f64], cal: T) -> Option<T> {
+pub(crate) fn keep_if_better<T>(calibrated: &[f64], uncalibrated: &[f64], cal: T) -> Option<T> {
     let d: Vec<f64> = calibrated.iter().zip(uncalibrated).map(|(c, u)| c - u).collect();
     if d.len() < 2 {
         return None;
@@ -275,23 +281,50 @@ pub fn structure_over_all(
     keep_if_better(&overlap, &additive, SharedOverlap::ReplaysOverlapIssue).unwrap_or_default()
 }
 
-/// Plain leave-one-kernel-out MAPE (percent, pooled over all rows) of the four-factor form with each of
-/// [`EXPONENTS`] (every fold with the same `p`) on `rows`: the table a calibration fitted on every kernel
-/// takes its exponent from, on the rows of the structure it is fitted to.
-pub fn loko_exponent_mape_pct(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<f64> {
+/// Plain leave-one-kernel-out predictions of the four-factor form with each of [`EXPONENTS`] (every
+/// fold with the same `p`) on `rows`: per exponent, each row's time from factors fitted without its
+/// kernel.
+pub fn loko_exponent_predictions(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<Vec<f64>> {
     let fits = par_map(EXPONENTS.len() * n_kernels, |j| {
         let (c, k) = (j / n_kernels, j % n_kernels);
         TimeCalibration::fit_to(&training(rows, kernel, &[k]), EXPONENTS[c], Precision::Full)
     });
     (0..EXPONENTS.len())
         .map(|c| {
-            mape(
-                rows.iter()
-                    .zip(kernel)
-                    .map(|(&(parts, sync, y), &k)| (fits[c * n_kernels + k].time(parts, sync), y)),
-            )
+            rows.iter()
+                .zip(kernel)
+                .map(|(&(parts, sync, _), &k)| fits[c * n_kernels + k].time(parts, sync))
+                .collect()
         })
         .collect()
+}
+
+/// Plain leave-one-kernel-out MAPE (percent, pooled over all rows) of the four-factor form with each of
+/// [`EXPONENTS`] on `rows` ([`loko_exponent_predictions`]): the table a calibration fitted on every
+/// kernel takes its exponent from, on the rows of the structure it is fitted to.
+pub fn loko_exponent_mape_pct(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<f64> {
+    loko_exponent_predictions(rows, kernel, n_kernels)
+        .iter()
+        .map(|pred| mape(pred.iter().zip(rows).map(|(t, r)| (*t, r.2))))
+        .collect()
+}
+
+/// The folds' keep rule for a calibration fitted on every kernel: `loko[i]` is row `i`'s time from its
+/// form fitted without row `i`'s kernel, `model[i]` the time of the structure it calibrates. The factors
+/// are kept only when their per-kernel leave-one-kernel-out MAPEs beat the structure's own by more than
+/// one standard error of the paired differences; otherwise the structure alone is the better file.
+pub fn factors_beat_structure(
+    loko: &[f64],
+    rows: &[CalRow],
+    model: &[f64],
+    kernel: &[usize],
+    n_kernels: usize,
+) -> bool {
+    let calibrated: Vec<f64> = (0..n_kernels)
+        .map(|k| mape((0..rows.len()).filter(|&i| kernel[i] == k).map(|i| (loko[i], rows[i].2))))
+        .collect();
+    let structure = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
+    keep_if_better(&calibrated, &structure, ()).is_some()
 }
 
 /// The structural alternative's rows: each row's parts and unscaled time under the alternative, with its
@@ -311,6 +344,25 @@ fn pooled_mape_pct(v: &[Vec<(f64, f64)>]) -> f64 {
 /// Each kernel's own MAPE (percent).
 fn kernel_mape_pct(v: &[Vec<(f64, f64)>]) -> Vec<f64> {
     v.iter().map(|rows| mape(rows.iter().copied())).collect()
+}
+
+/// The fold's inner prediction of every row (see [`FoldFit::inner_predicted`]): `chosen` holds, per
+/// inner kernel (order of `inner`), the kept candidate's (predicted, measured) rows in row order; `None`
+/// when the fold drops its calibration (the model's time).
+fn inner_predictions(
+    chosen: Option<&KernelRows>,
+    inner: &[usize],
+    kernel: &[usize],
+    model: &[f64],
+) -> Vec<Option<f64>> {
+    let mut out = vec![None; kernel.len()];
+    for (j, &k) in inner.iter().enumerate() {
+        let rows = (0..kernel.len()).filter(|&i| kernel[i] == k);
+        for (n, i) in rows.enumerate() {
+            out[i] = Some(chosen.map_or(model[i], |c| c[j][n].0));
+        }
+    }
+    out
 }
 
 /// Index of the smallest value (the first one on a tie, so the smaller exponent wins).
@@ -391,6 +443,7 @@ pub fn fold_fit(
         exponent: EXPONENTS[argmin(&inner_mape_pct[..EXPONENTS.len()])],
         form: calibration.form(),
         calibration: keep.then_some(calibration),
+        inner_predicted: inner_predictions(keep.then_some(&per_kernel[best]), &inner, kernel, model),
         inner_mape_pct,
         uncalibrated_inner_mape_pct,
     }
@@ -466,6 +519,7 @@ pub fn nested_with_progress(
             exponent: EXPONENTS[argmin(&inner_mape_pct[..np])],
             form: calibration.form(),
             calibration: keep.then_some(calibration),
+            inner_predicted: inner_predictions(keep.then_some(&per_kernel[best]), &inner, kernel, model),
             inner_mape_pct,
             uncalibrated_inner_mape_pct,
         });
@@ -718,6 +772,18 @@ mod tests {
         let on_alt = loko_exponent_mape_pct(&alt_rows, &kernel, 6);
         assert_eq!(on_alt, nested(&alt_rows, &model, &kernel, 6).loko_mape_pct);
         assert_ne!(on_alt, loko_exponent_mape_pct(&rows, &kernel, 6));
+    }
+
+    /// The saved file's keep rule: factors that generate the measured times beat the model out of fold
+    /// and are kept; against a model that is already exact they cannot, and are dropped.
+    #[test]
+    fn a_saved_calibration_keeps_its_factors_only_where_they_win_out_of_fold() {
+        let (rows, model, kernel) = synthetic();
+        let loko =
+            &loko_exponent_predictions(&rows, &kernel, 5)[EXPONENTS.iter().position(|&p| p == 4.0).unwrap()];
+        assert!(factors_beat_structure(loko, &rows, &model, &kernel, 5));
+        let exact: Vec<f64> = rows.iter().map(|r| r.2).collect();
+        assert!(!factors_beat_structure(loko, &rows, &exact, &kernel, 5));
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct RowResult {
     pub baseline_time_s: BTreeMap<String, f64>,
     /// The applied (foreign) calibration's time, seconds, when one was given.
     pub applied_time_s: Option<f64>,
+    /// The combined model's out-of-fold time (ours and the peer's, `--combine`), seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combined_time_s: Option<f64>,
 }
 
 /// The optimum of one objective for one kernel.
@@ -74,6 +77,13 @@ pub struct KernelResult {
     pub baseline_mape_pct: BTreeMap<String, f64>,
     /// The applied calibration's MAPE on this kernel, percent, when one was given.
     pub applied_mape_pct: Option<f64>,
+    /// The combined model's MAPE on this kernel, percent (`--combine`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combined_mape_pct: Option<f64>,
+    /// What the fold predicting this kernel combined (`blend w=…`, `max`, or `ours alone` where it
+    /// dropped the combination).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combined_form: Option<String>,
     pub choices: Vec<Choice>,
 }
 
@@ -97,7 +107,8 @@ pub struct ObjectiveSummary {
 pub struct AppliedCalibration {
     /// Where it came from (the file, its architecture and dataset).
     pub source: String,
-    pub calibration: TimeCalibration,
+    /// Its factors (`None`: a file that records a structure alone).
+    pub calibration: Option<TimeCalibration>,
     /// Time MAPE over all rows, percent.
     pub mape_pct: f64,
 }
@@ -109,6 +120,19 @@ pub struct BaselineSummary {
     /// Time MAPE over all rows, percent.
     pub mape_pct: f64,
     pub median_kernel_mape_pct: f64,
+    pub worst_kernel: String,
+    pub worst_kernel_mape_pct: f64,
+}
+
+/// The combined model's figures (ours and a peer's general form, joined inside the folds).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CombinedSummary {
+    /// The peer model joined with ours.
+    pub peer: String,
+    /// Time MAPE over all rows, out-of-fold, percent.
+    pub mape_pct: f64,
+    /// Outer folds that kept the combination (the others predict with ours alone).
+    pub folds_kept: usize,
     pub worst_kernel: String,
     pub worst_kernel_mape_pct: f64,
 }
@@ -153,15 +177,21 @@ pub struct Report {
     pub baselines: Vec<BaselineSummary>,
     /// A calibration fitted elsewhere, applied as is (the cross-GPU check), when one was given.
     pub applied: Option<AppliedCalibration>,
+    /// The combined model (ours and the peer's general form, `--combine`), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combined: Option<CombinedSummary>,
     pub per_kernel: Vec<KernelResult>,
     pub per_row: Vec<RowResult>,
     pub method: Vec<String>,
-    /// The calibration fitted on *all* kernels (what `--save-calibration` writes); `mape_pct` is the
-    /// out-of-fold figure of the same form.
-    pub calibration: TimeCalibration,
+    /// The calibration fitted on *all* kernels (what `--save-calibration` writes); `None` where the
+    /// folds' keep rule dropped its factors (their leave-one-kernel-out errors did not beat the structure
+    /// alone by more than one standard error): the file then records the structure alone. `mape_pct` is
+    /// the out-of-fold figure of the whole procedure.
+    pub calibration: Option<TimeCalibration>,
     /// The timing model's structure `calibration` was fitted to (and `--save-calibration` records).
     pub calibration_shared_overlap: gpumodel_models::timing::SharedOverlap,
-    /// MAPE of `calibration` on the rows it was fitted on, percent (optimistic; for comparison only).
+    /// MAPE of `calibration` on the rows it was fitted on, percent (optimistic; for comparison only); the
+    /// structure's own error when the factors were dropped.
     pub calibration_in_sample_mape_pct: f64,
     /// MAPE of the uncalibrated timing model with that structure, percent (`model_mape_pct` when it is
     /// the additive model).
@@ -201,6 +231,10 @@ impl ValidateOutput {
         if r.applied.is_some() {
             cols.push(Column::new("applied_mape_pct", "applied cal. MAPE %"));
         }
+        if r.combined.is_some() {
+            cols.push(Column::new("combined_mape_pct", "combined MAPE %"));
+            cols.push(Column::new("combined_form", "combined"));
+        }
         cols.push(Column::new("fold_p", "fold p"));
         cols.push(Column::new("power_mape_pct", "power MAPE %"));
         for o in &r.objectives {
@@ -224,6 +258,10 @@ impl ValidateOutput {
             row.extend(r.baselines.iter().map(|b| Cell::opt(k.baseline_mape_pct.get(&b.name).copied(), 1)));
             if r.applied.is_some() {
                 row.push(Cell::opt(k.applied_mape_pct, 1));
+            }
+            if r.combined.is_some() {
+                row.push(Cell::opt(k.combined_mape_pct, 1));
+                row.push(k.combined_form.as_deref().map_or(Cell::Empty, Cell::text));
             }
             row.push(match (k.fold_calibrated, k.fold_form) {
                 (false, _) => Cell::text("none"),
@@ -259,6 +297,9 @@ impl ValidateOutput {
         if r.applied.is_some() {
             cols.push(Column::new("applied_time_s", "applied cal. s"));
         }
+        if r.combined.is_some() {
+            cols.push(Column::new("combined_time_s", "combined s"));
+        }
         cols.push(Column::new("measured_power_w", "measured W"));
         cols.push(Column::new("predicted_power_w", "predicted W"));
         let mut s = Section::titled("per measured row (time in seconds)", cols);
@@ -279,6 +320,9 @@ impl ValidateOutput {
             );
             if r.applied.is_some() {
                 row.push(p.applied_time_s.map_or(Cell::Empty, |v| Cell::sci(v, 4)));
+            }
+            if r.combined.is_some() {
+                row.push(p.combined_time_s.map_or(Cell::Empty, |v| Cell::sci(v, 4)));
             }
             row.push(Cell::num(p.measured_power_w, 1));
             row.push(Cell::num(p.predicted_power_w, 1));
@@ -329,6 +373,12 @@ impl Export for ValidateOutput {
                 a.source, a.mape_pct
             ));
         }
+        if let Some(c) = &r.combined {
+            out.push(format!(
+                "combined model (ours + {} general form, joined inside the folds): kernel time MAPE {:.1}% ({} of {} folds kept the combination, the others predict with ours alone); worst kernel {} at {:.1}%",
+                c.peer, c.mape_pct, c.folds_kept, r.kernels, c.worst_kernel, c.worst_kernel_mape_pct
+            ));
+        }
         for b in &r.baselines {
             out.push(format!(
                 "baseline {}: kernel time MAPE {:.1}% (median kernel {:.1}%, worst kernel {} at {:.1}%), from the same rows",
@@ -343,13 +393,19 @@ impl Export for ValidateOutput {
             by_p.join(", "),
             r.selected_on_reported_mape_pct
         ));
-        let c = r.calibration;
-        out.push(format!(
-            "calibration on all kernels ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; --save-calibration FILE writes it)",
-            r.calibration_shared_overlap.label(),
-            r.calibration_model_mape_pct,
-            c.a[0], c.a[1], c.a[2], c.a[3], c.p, r.calibration_in_sample_mape_pct
-        ));
+        out.push(match r.calibration {
+            Some(c) => format!(
+                "calibration on all kernels ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; kept: its leave-one-kernel-out errors beat the structure alone by more than one standard error; --save-calibration FILE writes it)",
+                r.calibration_shared_overlap.label(),
+                r.calibration_model_mape_pct,
+                c.a[0], c.a[1], c.a[2], c.a[3], c.p, r.calibration_in_sample_mape_pct
+            ),
+            None => format!(
+                "calibration on all kernels: the {} model alone (MAPE {:.1}%), its factors dropped: their leave-one-kernel-out errors did not beat it by more than one standard error (--save-calibration FILE writes the structure alone)",
+                r.calibration_shared_overlap.label(),
+                r.calibration_model_mape_pct
+            ),
+        });
         // How often each power input set was chosen across the folds, in first-seen order.
         let mut chosen: Vec<(&str, usize)> = Vec::new();
         for k in &r.per_kernel {
