@@ -669,3 +669,96 @@ fn the_combined_model_is_reported_beside_ours_and_needs_the_peer() {
     let kept = form.values().filter(|f| **f != "ours alone").count();
     assert_eq!(c["folds_kept"].as_u64(), Some(kept as u64));
 }
+
+/// `--score-kernels`: the folds train on every validated kernel (here a pool of five, by `--kernels`)
+/// and the figures are over the named ones only. Each scored kernel's figures are those the pool's own
+/// run gives it (its fold is the same), the headline is the MAPE of the scored rows, and a pool of the
+/// scored kernels alone (`--kernels` with the three) trains other folds. Unknown names, names outside
+/// the pool and `--save-calibration` are one-line errors, with nothing written.
+#[test]
+fn score_kernels_train_on_the_pool_and_score_the_named() {
+    const POOL: &str = "vectorAdd,scalarProd,matrixMulShared,histogram,BlackScholes";
+    const SCORED: &str = "histogram,vectorAdd,BlackScholes";
+    let run = |extra: &[&str]| {
+        let out = gpumodel()
+            .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980", "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let by_kernel = |v: &serde_json::Value| -> std::collections::BTreeMap<String, (f64, f64)> {
+        v["per_kernel"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| {
+                let name = k["kernel"].as_str().unwrap().to_string();
+                (name, (k["mape_pct"].as_f64().unwrap(), k["power_mape_pct"].as_f64().unwrap()))
+            })
+            .collect()
+    };
+    let pool = run(&["--kernels", POOL]);
+    let scored = run(&["--kernels", POOL, "--score-kernels", SCORED]);
+    let alone = run(&["--kernels", SCORED]);
+    assert_eq!((scored["kernels"].as_u64(), scored["rows"].as_u64()), (Some(3), Some(75)));
+    assert_eq!(scored["training_kernels"].as_u64(), Some(5));
+    assert!(pool.get("training_kernels").is_none(), "only with --score-kernels");
+    let (p, s, a) = (by_kernel(&pool), by_kernel(&scored), by_kernel(&alone));
+    assert_eq!(s.keys().map(String::as_str).collect::<Vec<_>>(), ["BlackScholes", "histogram", "vectorAdd"]);
+    for (k, (t, w)) in &s {
+        let (pt, pw) = p[k];
+        assert!((t - pt).abs() < 1e-9 && (w - pw).abs() < 1e-9, "{k}: {t} {w} vs the pool's {pt} {pw}");
+    }
+    assert!(
+        s.iter().any(|(k, (t, _))| (t - a[k].0).abs() > 1e-6),
+        "a pool of five trains other folds: {s:?} {a:?}"
+    );
+    // The headline is the MAPE of the scored rows, and only they are reported.
+    let rows = scored["per_row"].as_array().unwrap();
+    assert_eq!(rows.len(), 75);
+    let mape = 100.0
+        * rows
+            .iter()
+            .map(|r| {
+                (r["predicted_time_s"].as_f64().unwrap() / r["measured_time_s"].as_f64().unwrap() - 1.0).abs()
+            })
+            .sum::<f64>()
+        / 75.0;
+    assert!((mape - scored["mape_pct"].as_f64().unwrap()).abs() < 1e-9);
+    // The table says what was scored and what trained.
+    let out = gpumodel()
+        .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980", "--kernels", POOL])
+        .args(["--score-kernels", SCORED])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        t.contains(
+            "75 rows, 3 kernels scored (each by its fold trained on the other 4 of 5 validated kernels)"
+        ),
+        "{t}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let cal = dir.path().join("cal.toml");
+    for (args, says) in [
+        (vec!["--score-kernels", "vectorAdd,nosuchKernel"], "not among the validated ones: nosuchKernel"),
+        (vec!["--kernels", POOL, "--score-kernels", "nn,vectorAdd"], "not among the validated ones: nn"),
+        (vec!["--score-kernels", "vectorAdd", "--save-calibration"], "cannot be used with"),
+    ] {
+        let out = gpumodel()
+            .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980"])
+            .args(&args)
+            .args(args.last().filter(|a| **a == "--save-calibration").map(|_| cal.as_os_str()))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{args:?}: {err}");
+        assert!(out.stdout.is_empty() && !cal.exists(), "{args:?}: nothing is written on error");
+        if !args.contains(&"--save-calibration") {
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+        }
+    }
+}

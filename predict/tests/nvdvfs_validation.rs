@@ -54,6 +54,7 @@ fn wang_chu_20(objectives: &[&str]) -> Options {
     Options {
         objectives: objectives.iter().map(|o| Objective::parse(o).unwrap()).collect(),
         kernels: Some(WANG_CHU_20.iter().map(|k| k.to_string()).collect()),
+        score_kernels: None,
         baselines: vec![Baseline::WangChu2018],
         apply: None,
         structural: true,

@@ -31,6 +31,11 @@ pub struct Args {
     /// `#` starts a comment), or a comma-separated list (e.g. Wang & Chu's 20 kernels).
     #[arg(long, value_name = "FILE|LIST")]
     pub kernels: Option<String>,
+    /// Score only these kernels (a file or a comma-separated list, as --kernels) while every fold trains
+    /// on all the other kernels validated (the data's, or --kernels'): e.g. Wang & Chu's 20 kernels, each
+    /// predicted by a calibration fitted on the dataset's 29 others.
+    #[arg(long, value_name = "FILE|LIST", conflicts_with = "save_calibration")]
+    pub score_kernels: Option<String>,
     /// Apply a time calibration fitted elsewhere (`--save-calibration` on another GPU or dataset) as is,
     /// and report its error beside ours: does it transfer? Any architecture's file is accepted here.
     #[arg(long, value_name = "FILE")]
@@ -80,12 +85,12 @@ impl Progress for Bar {
     }
 }
 
-/// The kernel names of `--kernels`: a file's names (one per line or comma-separated, `#` comments), or the
-/// comma-separated list itself.
-fn kernel_set(spec: &str) -> anyhow::Result<Vec<String>> {
+/// The kernel names of `--kernels` (or another `flag`): a file's names (one per line or comma-separated,
+/// `#` comments), or the comma-separated list itself.
+fn kernel_set(flag: &str, spec: &str) -> anyhow::Result<Vec<String>> {
     let path = std::path::Path::new(spec);
     let text = if path.is_file() {
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read --kernels {spec}: {e}"))?
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {flag} {spec}: {e}"))?
     } else {
         spec.to_string()
     };
@@ -98,7 +103,7 @@ fn kernel_set(spec: &str) -> anyhow::Result<Vec<String>> {
         .collect();
     if names.is_empty() {
         anyhow::bail!(
-            "--kernels {spec}: no kernel names (give a comma-separated list or a file with one name per line)"
+            "{flag} {spec}: no kernel names (give a comma-separated list or a file with one name per line)"
         );
     }
     Ok(names)
@@ -107,7 +112,9 @@ fn kernel_set(spec: &str) -> anyhow::Result<Vec<String>> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let objectives = args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?;
     let baselines = args.baselines.iter().map(|b| Baseline::parse(b)).collect::<Result<Vec<_>, _>>()?;
-    let kernels = args.kernels.as_deref().map(kernel_set).transpose()?;
+    let kernels = args.kernels.as_deref().map(|s| kernel_set("--kernels", s)).transpose()?;
+    let score_kernels =
+        args.score_kernels.as_deref().map(|s| kernel_set("--score-kernels", s)).transpose()?;
     let arch = ArchProfile::resolve(&args.arch)?;
     // Refuse an existing calibration file before the work, not after.
     if let Some(p) = &args.save_calibration
@@ -128,6 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = Options {
         objectives,
         kernels,
+        score_kernels,
         baselines,
         apply,
         structural: !args.no_replay_overlap,

@@ -79,6 +79,11 @@ pub struct Options {
     /// Restrict the validation to these kernels (the data's group names); `None` for all. Unknown names
     /// are an error that lists them.
     pub kernels: Option<Vec<String>>,
+    /// Score only these kernels (names among the validated ones), each predicted by its fold as usual:
+    /// every fold — calibration, exponent, structure, power inputs, combination — is fitted on all the
+    /// other validated kernels, scored or not. `None` scores every validated kernel. Unknown names are an
+    /// error that lists them.
+    pub score_kernels: Option<Vec<String>>,
     /// Peer timing models to compute from the same rows.
     pub baselines: Vec<Baseline>,
     /// A calibration fitted elsewhere (another GPU, another dataset) to apply as is to every row, with a
@@ -105,6 +110,7 @@ impl Options {
         Options {
             objectives: objectives.to_vec(),
             kernels: None,
+            score_kernels: None,
             baselines: Vec::new(),
             apply: None,
             structural: true,
@@ -117,17 +123,37 @@ impl Options {
 fn selected_kernels(t: &Table, names: Option<&[String]>) -> Result<Vec<(String, Vec<usize>)>> {
     let groups = kernels(t);
     let Some(names) = names else { return Ok(groups) };
+    known_names(names, &groups, &format!("{}: unknown kernel(s)", t.source), "the data has")?;
+    Ok(groups.into_iter().filter(|(g, _)| names.contains(g)).collect())
+}
+
+/// Fails with `what` and the names not among `groups` (and the names there are), if any.
+fn known_names(names: &[String], groups: &[(String, Vec<usize>)], what: &str, there: &str) -> Result<()> {
     let unknown: Vec<&str> =
         names.iter().map(String::as_str).filter(|n| !groups.iter().any(|(g, _)| g == n)).collect();
-    if !unknown.is_empty() {
-        return Err(Error::Invalid(format!(
-            "{}: unknown kernel(s) {} (the data has {})",
-            t.source,
-            unknown.join(", "),
-            groups.iter().map(|(g, _)| g.as_str()).collect::<Vec<_>>().join(", ")
-        )));
+    if unknown.is_empty() {
+        return Ok(());
     }
-    Ok(groups.into_iter().filter(|(g, _)| names.contains(g)).collect())
+    Err(Error::Invalid(format!(
+        "{what} {} ({there} {})",
+        unknown.join(", "),
+        groups.iter().map(|(g, _)| g.as_str()).collect::<Vec<_>>().join(", ")
+    )))
+}
+
+/// Which of the validated kernels (`groups`) are scored: all, or the named ones.
+fn scored_kernels(t: &Table, groups: &[(String, Vec<usize>)], names: Option<&[String]>) -> Result<Vec<bool>> {
+    let Some(names) = names else { return Ok(vec![true; groups.len()]) };
+    if names.is_empty() {
+        return Err(Error::Invalid("no kernels to score: name at least one".into()));
+    }
+    known_names(
+        names,
+        groups,
+        &format!("{}: kernel(s) to score not among the validated ones:", t.source),
+        "the validated kernels are",
+    )?;
+    Ok(groups.iter().map(|(g, _)| names.contains(g)).collect())
 }
 
 /// Where a long validation reports how far it is (a progress bar in the CLI; `()` reports nothing).
@@ -173,6 +199,8 @@ pub fn validate_with_progress(
             groups.len()
         )));
     }
+    let scored = scored_kernels(t, &groups, opts.score_kernels.as_deref())?;
+    let n_scored = scored.iter().filter(|&&s| s).count();
     let col = |name: &str, r: usize| t.data[[r, t.column_index(name).expect("checked")]];
     // Measurements and clocks must be positive: name the first bad row before any work.
     for &r in groups.iter().flat_map(|(_, rows)| rows) {
@@ -376,7 +404,7 @@ pub fn validate_with_progress(
     let mut regrets_mt: Vec<Vec<f64>> = vec![Vec::new(); objectives.len()];
     let mut regrets_mp: Vec<Vec<f64>> = vec![Vec::new(); objectives.len()];
     let mut hits = vec![0usize; objectives.len()];
-    for (ki, (name, _)) in groups.iter().enumerate() {
+    for (ki, (name, _)) in groups.iter().enumerate().filter(|(ki, _)| scored[*ki]) {
         let rows: Vec<&RowResult> =
             per_row.iter().zip(&prep).filter(|(_, p)| p.kernel == ki).map(|(r, _)| r).collect();
         let measured: Vec<(f64, f64)> =
@@ -449,8 +477,12 @@ pub fn validate_with_progress(
             choices,
         });
     }
+    // The figures are over the scored kernels' rows only (every fold above trained on the others).
+    let per_row: Vec<RowResult> =
+        per_row.into_iter().zip(&prep).filter(|(_, p)| scored[p.kernel]).map(|(r, _)| r).collect();
+    let scored_folds = || nest.folds.iter().zip(&scored).filter(|(_, s)| **s).map(|(f, _)| f);
     let worst =
-        per_kernel.iter().max_by(|a, b| a.mape_pct.total_cmp(&b.mape_pct)).expect("at least 3 kernels");
+        per_kernel.iter().max_by(|a, b| a.mape_pct.total_cmp(&b.mape_pct)).expect("at least 1 kernel");
     let objectives_summary = objectives
         .iter()
         .enumerate()
@@ -459,7 +491,7 @@ pub fn validate_with_progress(
             median_regret_pct: median(regrets[oi].clone()),
             mean_regret_pct: regrets[oi].iter().sum::<f64>() / regrets[oi].len().max(1) as f64,
             max_regret_pct: regrets[oi].iter().copied().fold(0.0, f64::max),
-            hit_rate: hits[oi] as f64 / groups.len() as f64,
+            hit_rate: hits[oi] as f64 / n_scored as f64,
             median_regret_measured_time_pct: median(regrets_mt[oi].clone()),
             median_regret_measured_power_pct: median(regrets_mp[oi].clone()),
         })
@@ -470,7 +502,7 @@ pub fn validate_with_progress(
             let worst = per_kernel
                 .iter()
                 .max_by(|a, b| a.baseline_mape_pct[*l].total_cmp(&b.baseline_mape_pct[*l]))
-                .expect("at least 3 kernels");
+                .expect("at least 1 kernel");
             BaselineSummary {
                 name: l.to_string(),
                 mape_pct: mape(per_row.iter().map(|r| (r.baseline_time_s[*l], r.measured_time_s))),
@@ -497,6 +529,12 @@ pub fn validate_with_progress(
             names.len()
         ));
     }
+    if opts.score_kernels.is_some() {
+        method.push(format!(
+            "scored kernels: the figures are over {n_scored} named kernel(s) of the {} validated; every fold (calibration, exponent, structure, power inputs, combination) was fitted on all the other validated kernels, scored or not, never on the kernel it predicts",
+            groups.len()
+        ));
+    }
     if let Some((label, _, _)) = &opts.apply {
         method.push(format!("applied calibration: {label}, fitted elsewhere, applied as is to every row (nothing fitted here): does the correction transfer?"));
     }
@@ -509,14 +547,13 @@ pub fn validate_with_progress(
     Ok(Report {
         data: t.source.clone(),
         arch: arch.name.clone(),
-        rows: n,
-        kernels: groups.len(),
+        rows: per_row.len(),
+        kernels: n_scored,
+        training_kernels: opts.score_kernels.as_ref().map(|_| groups.len()),
         model_mape_pct: mape(per_row.iter().map(|r| (r.model_time_s, r.measured_time_s))),
         mape_pct: mape(per_row.iter().map(|r| (r.predicted_time_s, r.measured_time_s))),
-        folds_calibrated: nest.folds.iter().filter(|f| f.calibration.is_some()).count(),
-        folds_replays_overlap: nest
-            .folds
-            .iter()
+        folds_calibrated: scored_folds().filter(|f| f.calibration.is_some()).count(),
+        folds_replays_overlap: scored_folds()
             .filter(|f| {
                 f.calibration.is_some_and(|c| c.shared_overlap() == SharedOverlap::ReplaysOverlapIssue)
             })
@@ -543,13 +580,13 @@ pub fn validate_with_progress(
                 .max_by(|a, b| {
                     a.combined_mape_pct.unwrap_or(0.0).total_cmp(&b.combined_mape_pct.unwrap_or(0.0))
                 })
-                .expect("at least 3 kernels");
+                .expect("at least 1 kernel");
             CombinedSummary {
                 peer: Baseline::WangChu2018.label().to_string(),
                 mape_pct: mape(
                     per_row.iter().map(|r| (r.combined_time_s.unwrap_or(f64::NAN), r.measured_time_s)),
                 ),
-                folds_kept: c.folds.iter().filter(|f| f.kept).count(),
+                folds_kept: c.folds.iter().zip(&scored).filter(|(f, s)| **s && f.kept).count(),
                 worst_kernel: worst.kernel.clone(),
                 worst_kernel_mape_pct: worst.combined_mape_pct.unwrap_or(f64::NAN),
             }

@@ -149,8 +149,13 @@ pub struct ExponentScore {
 pub struct Report {
     pub data: String,
     pub arch: String,
+    /// Rows and kernels the figures are over (the scored ones).
     pub rows: usize,
     pub kernels: usize,
+    /// With [`Options::score_kernels`](super::Options::score_kernels): how many kernels were validated,
+    /// i.e. the pool the folds trained on (each fold on all of them but its own kernel).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_kernels: Option<usize>,
     /// MAPE over all rows of the uncalibrated timing model, percent.
     pub model_mape_pct: f64,
     /// MAPE over all rows, calibrated out-of-fold with nested selection, percent: each kernel is
@@ -348,7 +353,13 @@ impl Export for ValidateOutput {
 
     fn preamble(&self) -> Vec<String> {
         let r = &self.report;
-        vec![format!("{} rows, {} kernels on {} ({})", r.rows, r.kernels, self.arch_display_name, r.data)]
+        let scored = r.training_kernels.map_or(String::new(), |m| {
+            format!(" scored (each by its fold trained on the other {} of {m} validated kernels)", m - 1)
+        });
+        vec![format!(
+            "{} rows, {} kernels{scored} on {} ({})",
+            r.rows, r.kernels, self.arch_display_name, r.data
+        )]
     }
 
     fn notes(&self) -> Vec<String> {
