@@ -46,9 +46,18 @@ pub struct Args {
     /// candidates (bpann, bpann-lbfgs, physical, physical+bpann, physical+bpann/2, physical+bpann-lbfgs,
     /// physical+bpann-lbfgs/2, mlr, mlr+) and the seed ensembles physical+bpann-lbfgs*5 and
     /// physical+bpann-lbfgs*5/2, with --variants also width, input-set, seed-averaging and
-    /// quarter-residual variants.
+    /// quarter-residual variants. `physical.roofline…` (e.g. `physical.roofline+bpann-lbfgs*5`) is a
+    /// physical model that rescales utilizations measured at one clock pair to each row's clocks (see
+    /// --roofline).
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
+    /// Add the roofline twins of the physical candidates (physical.roofline,
+    /// physical.roofline+bpann-lbfgs*5, physical.roofline+bpann-lbfgs*5/2) to the candidate list. They
+    /// rescale utilizations measured once, at the default clocks (Guerreiro files), to each clock pair by
+    /// a roofline estimate of the run time, with no fitted parameter; data whose activities are measured
+    /// at every clock pair (NV-DVFS) has nothing to rescale, and the flag is then an error.
+    #[arg(long)]
+    pub roofline: bool,
     /// Add the width, input-set, seed-averaging and quarter-residual variants to the default candidate
     /// list (22 candidates on Titan X and NV-DVFS data; see BENCHMARKS.md, issue 15, session 6).
     #[arg(long, overrides_with = "no_variants")]
@@ -89,8 +98,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = BackendArg::Native)]
     pub backend: BackendArg,
     /// Also score the selection procedures (chooses by group folds — and cluster folds with --cluster-cv —
-    /// × rule min/1se × one seed and --selection-seeds; with candidates beyond the base nine, also the
-    /// base nine alone) by nested CV, with outer folds of this kind (`cluster` or `group`); the inner
+    /// × rule min/1se × one seed and --selection-seeds; with candidates beyond the default list or the
+    /// base nine, also those lists alone) by nested CV, with outer folds of this kind (`cluster` or `group`); the inner
     /// folds are drawn on each outer training side. Costs about --group-folds × --selection-seeds times
     /// the CV (twice that with --cluster-cv).
     #[arg(long, value_enum, value_name = "OUTER")]
@@ -379,6 +388,15 @@ fn install_dir() -> anyhow::Result<PathBuf> {
         })
 }
 
+/// `--roofline`: the roofline twins of the physical candidates, after the list (each once).
+fn add_roofline_twins(names: &mut Vec<String>) {
+    for t in gpumodel_train::experiment::ROOFLINE_TWINS {
+        if !names.iter().any(|n| n == t) {
+            names.push(t.to_string());
+        }
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Stage 1: flags only.
     let models_given = !args.models.is_empty();
@@ -393,6 +411,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for n in names.iter_mut() {
         *n = CandidateName::parse(n)?.canonical();
+    }
+    if models_given && args.roofline {
+        add_roofline_twins(&mut names);
     }
     let fixed = match args.select.as_str() {
         "cv" => None,
@@ -458,6 +479,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             gpumodel_train::experiment::VARIANTS_BY_DEFAULT
         };
         names = default_candidates(&fs.name, variants);
+        if args.roofline {
+            add_roofline_twins(&mut names);
+        }
         if let Some(m) = &fixed
             && !names.contains(m)
         {
@@ -508,6 +532,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         && !names.contains(m)
     {
         bail!("--select {m}: {}", physical_not_applicable.as_deref().unwrap_or("not fitted"));
+    }
+    if args.roofline && phys.utilization_clocks.is_none() {
+        bail!(
+            "--roofline rescales utilizations measured once, at one clock pair (a Guerreiro file's default clocks); {}: drop --roofline",
+            physical_not_applicable.as_deref().unwrap_or("this data's activities are measured at every clock pair already")
+        );
     }
     let candidates =
         names.iter().map(|n| CandidateSpec::new(n, &fs, &bp, &phys)).collect::<Result<Vec<_>, _>>()?;
