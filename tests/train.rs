@@ -918,3 +918,30 @@ fn roofline_twins_are_fitted_recorded_and_refused_where_nothing_is_rescaled() {
     fails_with(&args, "drop .roofline");
     assert!(!o.exists(), "a failed run wrote {}", o.display());
 }
+
+/// `--residual relative` makes every residual network fit y/P − 1 of its physical model: the artifacts say
+/// so (and predict P·(1 + network), guarded by the artifact's unit test), the plain physical model is
+/// untouched, and without a residual network the flag is one clear line that writes nothing.
+#[test]
+fn relative_residual_is_applied_recorded_and_refused_without_a_residual_network() {
+    let (v, _dir, out, good) =
+        train_on_four_levels("50", &["--models", "physical,physical+bpann-lbfgs/2", "--residual", "relative"]);
+    let prefix = good.file_stem().unwrap().to_str().unwrap();
+    let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
+    assert_eq!(net["residual"], "relative");
+    assert!(net["training"]["residual"].as_str().unwrap().starts_with("relative"));
+    let phys = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
+    assert!(phys.get("residual").is_none() && phys["training"].get("residual").is_none());
+    // The file follows the physical form: the relative residual network keeps that fit near exact.
+    let fit = v["models"]["physical+bpann-lbfgs/2"]["training_fit"]["mape_pct"].as_f64().unwrap();
+    assert!(fit < 1.0, "{fit}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("out");
+    let args =
+        ["train", "--data", good.to_str().unwrap(), "--models", "physical,mlr", "--residual", "relative"];
+    let mut all = args.to_vec();
+    all.extend(["--out-dir", o.to_str().unwrap()]);
+    fails_with(&all, "--residual applies to the network of `physical+bpann…` candidates");
+    assert!(!o.exists(), "a failed run wrote {}", o.display());
+}

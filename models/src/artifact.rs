@@ -313,6 +313,44 @@ pub struct ModelArtifact {
     /// before) and in models without a network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arithmetic: Option<Arithmetic>,
+    /// How a `physical+bpann` network's output combines with the physical model: added in watts
+    /// (`absolute`, the default, and every artifact written before the field existed) or as a relative
+    /// correction, `P·(1 + network)` (`relative`: the network was fitted to `y/P − 1`). Written only when
+    /// relative.
+    #[serde(default, skip_serializing_if = "Residual::is_absolute")]
+    pub residual: Residual,
+}
+
+/// How a residual network's output combines with its physical model ([`ModelArtifact::residual`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Residual {
+    /// `P + network` (W).
+    #[default]
+    Absolute,
+    /// `P·(1 + network)`.
+    Relative,
+}
+
+impl Residual {
+    pub fn name(self) -> &'static str {
+        match self {
+            Residual::Absolute => "absolute",
+            Residual::Relative => "relative",
+        }
+    }
+
+    pub fn is_absolute(&self) -> bool {
+        *self == Residual::Absolute
+    }
+
+    /// The physical model's power `base` with the network's output `net` applied.
+    pub fn apply(self, base: f64, net: f64) -> f64 {
+        match self {
+            Residual::Absolute => base + net,
+            Residual::Relative => base * (1.0 + net),
+        }
+    }
 }
 
 /// How a network's training arithmetic ran ([`ModelArtifact::arithmetic`]). Plain strings, so that an
@@ -384,6 +422,12 @@ impl ModelArtifact {
             }
             _ => {}
         }
+        if self.residual == Residual::Relative && self.kind != ModelKind::PhysicalBpann {
+            return Err(Error::Mismatch(format!(
+                "a {} artifact has no residual network to apply relatively",
+                self.kind.name()
+            )));
+        }
         if self.kind == ModelKind::Physical {
             if !self.layers.is_empty() {
                 return Err(Error::Mismatch("a physical artifact has no network layers".into()));
@@ -432,7 +476,7 @@ impl ModelArtifact {
             Some(p) => {
                 let row = ndarray::ArrayView2::from_shape((1, x.len()), x);
                 let base = row.map_or(f64::NAN, |r| p.predict(&self.inputs, r).map_or(f64::NAN, |v| v[0]));
-                if self.layers.is_empty() { base } else { base + self.network_one(x) }
+                if self.layers.is_empty() { base } else { self.residual.apply(base, self.network_one(x)) }
             }
         }
     }
@@ -495,7 +539,13 @@ impl ModelArtifact {
                 let base = p
                     .predict(&self.inputs, records)
                     .unwrap_or_else(|_| Array1::from_elem(records.nrows(), f64::NAN));
-                if self.layers.is_empty() { base } else { base + self.network(records) }
+                if self.layers.is_empty() {
+                    base
+                } else {
+                    let mut out = self.network(records);
+                    out.zip_mut_with(&base, |n, b| *n = self.residual.apply(*b, *n));
+                    out
+                }
             }
         }
     }
@@ -608,6 +658,7 @@ mod tests {
             base_columns: Vec::new(),
             training: serde_json::Value::Null,
             arithmetic: None,
+            residual: Residual::Absolute,
             physical: Some(PhysicalTerms {
                 core_clock: "core_mhz".into(),
                 mem_clock: "mem_mhz".into(),
@@ -709,6 +760,37 @@ mod tests {
     }
 
     #[test]
+    fn a_relative_residual_multiplies_and_an_absolute_one_adds() {
+        // The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings).
+        let abs = ModelArtifact {
+            kind: ModelKind::PhysicalBpann,
+            layers: vec![Dense {
+                weights: vec![vec![0.01, 0.0, 0.0, 0.0]],
+                bias: vec![0.0],
+                activation: Activation::Identity,
+            }],
+            ..physical()
+        };
+        let rel = ModelArtifact { residual: Residual::Relative, ..abs.clone() };
+        let x = [0.5, 0.25, 1000.0, 3000.0];
+        // Physical 79 W (physical_model_by_hand), network 0.005.
+        assert!((abs.predict_one(&x) - 79.005).abs() < 1e-9);
+        assert!((rel.predict_one(&x) - 79.0 * 1.005).abs() < 1e-9);
+        let batch = rel.predict(ndarray::array![[0.5, 0.25, 1000.0, 3000.0]].view());
+        assert!((batch[0] - 79.0 * 1.005).abs() < 1e-9);
+        // Written only when relative; an artifact without the key (every older one) is absolute.
+        let text = serde_json::to_string(&abs).unwrap();
+        assert!(!text.contains("residual"), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "old.json").unwrap().residual, Residual::Absolute);
+        let text = serde_json::to_string(&rel).unwrap();
+        assert!(text.contains(r#""residual":"relative""#), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), rel);
+        // A model without a residual network cannot carry one.
+        let bad = ModelArtifact { residual: Residual::Relative, ..physical() };
+        assert!(bad.check().unwrap_err().to_string().contains("no residual network"));
+    }
+
+    #[test]
     fn physical_artifact_naming_a_missing_input_is_rejected() {
         let mut a = physical();
         a.physical.as_mut().unwrap().core_inputs[0] = "nope".into();
@@ -734,6 +816,7 @@ mod tests {
             base_columns: vec!["a".into(), "b".into()],
             training: serde_json::Value::Null,
             arithmetic: None,
+            residual: Residual::Absolute,
             physical: None,
         }
     }

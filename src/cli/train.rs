@@ -4,6 +4,7 @@
 
 use super::output::{ExportFormat, plot, print, progress_bar};
 use anyhow::{Context, bail};
+use gpumodel_models::artifact::ModelKind;
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::Opened;
 use gpumodel_models::{Dataset, FeatureSet, Table, features};
@@ -109,6 +110,12 @@ pub struct Args {
     /// weighs 1/P²). Applies to `physical` and every `physical+…` candidate.
     #[arg(long, value_enum, default_value_t = PhysicalFitArg::Absolute)]
     pub physical_fit: PhysicalFitArg,
+    /// What the network of every `physical+bpann…` candidate fits: `absolute` (the residual in watts,
+    /// y − P; the artifact predicts P + network) or `relative` (the residual relative to the physical
+    /// model, y/P − 1, whose squared error is the squared relative error MAPE scores; the artifact
+    /// predicts P·(1 + network)).
+    #[arg(long, value_enum, default_value_t = PhysicalFitArg::Absolute)]
+    pub residual: PhysicalFitArg,
     /// Hidden layer widths of the BP-ANN.
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     pub hidden: Vec<usize>,
@@ -197,11 +204,20 @@ impl From<ValidationArg> for Validation {
     }
 }
 
-/// `--physical-fit` values.
+/// `--physical-fit` and `--residual` values: which error a fit minimizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PhysicalFitArg {
     Absolute,
     Relative,
+}
+
+impl From<PhysicalFitArg> for gpumodel_models::artifact::Residual {
+    fn from(a: PhysicalFitArg) -> Self {
+        match a {
+            PhysicalFitArg::Absolute => gpumodel_models::artifact::Residual::Absolute,
+            PhysicalFitArg::Relative => gpumodel_models::artifact::Residual::Relative,
+        }
+    }
 }
 
 impl From<PhysicalFitArg> for gpumodel_train::physical::Weighting {
@@ -539,8 +555,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             physical_not_applicable.as_deref().unwrap_or("this data's activities are measured at every clock pair already")
         );
     }
-    let candidates =
+    let mut candidates =
         names.iter().map(|n| CandidateSpec::new(n, &fs, &bp, &phys)).collect::<Result<Vec<_>, _>>()?;
+    if args.residual != PhysicalFitArg::Absolute {
+        let residual_nets: Vec<&mut CandidateSpec> =
+            candidates.iter_mut().filter(|c| c.spec.kind == ModelKind::PhysicalBpann).collect();
+        if residual_nets.is_empty() {
+            bail!(
+                "--residual applies to the network of `physical+bpann…` candidates, and there is none{}: add one to --models or drop --residual",
+                physical_not_applicable.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
+            );
+        }
+        for c in residual_nets {
+            c.spec.residual = args.residual.into();
+        }
+    }
     // The dataset holds the feature set's inputs and every candidate's (a physical model's activity
     // inputs, a variant's own input set).
     let mut data_fs = fs.clone();

@@ -521,6 +521,7 @@ fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
         training: serde_json::Value::Null,
         physical: None,
         arithmetic: None,
+        residual: Default::default(),
     };
     art.predict(z.view()).to_vec()
 }
@@ -651,6 +652,7 @@ impl BpannParams {
             training: serde_json::Value::Null,
             physical: None,
             arithmetic: Some(self.arithmetic(&sizes)),
+            residual: Default::default(),
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
     }

@@ -1142,6 +1142,11 @@ impl RunParams {
                     "cv_restarts": self.cv_restarts,
                 },
             });
+            if k == ModelKind::PhysicalBpann && !c.spec.residual.is_absolute() {
+                artifact.training["residual"] = serde_json::json!(
+                    "relative: the network fits y/P - 1 of the physical model P; the model predicts P*(1 + network)"
+                );
+            }
             out.push(Fitted { name: c.name.clone(), artifact });
             models.insert(c.name.clone(), r);
         }
@@ -1631,7 +1636,8 @@ mod tests {
         // 10 inputs → 4 → 4 → 1: 44 + 20 + 5 weights.
         assert_eq!(base.complexity().params, 69);
         // A roofline twin needs the clocks the utilizations were measured at; with them it is its plain
-        // twin's recipe (same inputs and complexity: ties go to the plain one, listed first) on its own fit.
+        // twin's recipe (same inputs and complexity: within the 1se band the lower CV figure of the two
+        // wins) on its own fit.
         let msg = CandidateSpec::new("physical.roofline", &fs, &bp, &phys).unwrap_err().to_string();
         assert!(msg.contains("drop .roofline"), "{msg}");
         let clocks = Some(gpumodel_models::artifact::Roofline { core_mhz: 975.0, mem_mhz: 3505.0 });
@@ -1664,6 +1670,7 @@ mod tests {
             training: serde_json::Value::Null,
             physical: None,
             arithmetic: None,
+            residual: Default::default(),
         };
         let half = scale_residual(&a, 0.5);
         for x in [-1.0, 0.0, 2.5] {

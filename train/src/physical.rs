@@ -308,6 +308,7 @@ impl PhysicalParams {
             training: serde_json::Value::Null,
             physical: Some(terms),
             arithmetic: None,
+            residual: Default::default(),
         };
         artifact.check()?;
         Ok(PhysicalFit { artifact, iterations, training_rmse_w: (sse / n as f64).sqrt() })
