@@ -110,12 +110,13 @@ pub struct Args {
     /// weighs 1/P²). Applies to `physical` and every `physical+…` candidate.
     #[arg(long, value_enum, default_value_t = PhysicalFitArg::Absolute)]
     pub physical_fit: PhysicalFitArg,
-    /// What the network of every `physical+bpann…` candidate fits: `absolute` (the residual in watts,
-    /// y − P; the artifact predicts P + network) or `relative` (the residual relative to the physical
-    /// model, y/P − 1, whose squared error is the squared relative error MAPE scores; the artifact
-    /// predicts P·(1 + network)).
-    #[arg(long, value_enum, default_value_t = PhysicalFitArg::Absolute)]
-    pub residual: PhysicalFitArg,
+    /// What the network of every `physical+bpann…` candidate fits: `relative` (default; the residual
+    /// relative to the physical model, y/P − 1, whose squared error is the squared relative error MAPE
+    /// scores; the artifact predicts P·(1 + network)) or `absolute` (the residual in watts, y − P; the
+    /// artifact predicts P + network — the default until session 10). Chosen by nested CV on the
+    /// training data (BENCHMARKS.md, issue 15, session 10).
+    #[arg(long, value_enum)]
+    pub residual: Option<PhysicalFitArg>,
     /// Hidden layer widths of the BP-ANN.
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     pub hidden: Vec<usize>,
@@ -557,18 +558,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut candidates =
         names.iter().map(|n| CandidateSpec::new(n, &fs, &bp, &phys)).collect::<Result<Vec<_>, _>>()?;
-    if args.residual != PhysicalFitArg::Absolute {
-        let residual_nets: Vec<&mut CandidateSpec> =
-            candidates.iter_mut().filter(|c| c.spec.kind == ModelKind::PhysicalBpann).collect();
-        if residual_nets.is_empty() {
-            bail!(
-                "--residual applies to the network of `physical+bpann…` candidates, and there is none{}: add one to --models or drop --residual",
-                physical_not_applicable.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
-            );
-        }
-        for c in residual_nets {
-            c.spec.residual = args.residual.into();
-        }
+    let residual_nets: Vec<&mut CandidateSpec> =
+        candidates.iter_mut().filter(|c| c.spec.kind == ModelKind::PhysicalBpann).collect();
+    if args.residual.is_some() && residual_nets.is_empty() {
+        // A fit option that would change nothing must not look as if it had been applied.
+        bail!(
+            "--residual applies to the network of `physical+bpann…` candidates, and there is none{}: add one to --models or drop --residual",
+            physical_not_applicable.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
+        );
+    }
+    let residual = args.residual.map_or(gpumodel_train::experiment::DEFAULT_RESIDUAL, Into::into);
+    for c in residual_nets {
+        c.spec.residual = residual;
     }
     // The dataset holds the feature set's inputs and every candidate's (a physical model's activity
     // inputs, a variant's own input set).

@@ -130,6 +130,12 @@ pub const SEED_ENSEMBLES: &[&str] = &["physical+bpann-lbfgs*5", "physical+bpann-
 pub const ROOFLINE_TWINS: &[&str] =
     &["physical.roofline", "physical.roofline+bpann-lbfgs*5", "physical.roofline+bpann-lbfgs*5/2"];
 
+/// What the default's residual networks fit (`--residual`): the residual relative to the physical model,
+/// `y/P − 1`, applied as `P·(1 + network)`. Adopted by nested CV on the training data (BENCHMARKS.md,
+/// issue 15, session 10: mean group/1se outer MAPE over six nested runs 12.22%, against 12.28% for the
+/// absolute residual on the same folds).
+pub const DEFAULT_RESIDUAL: gpumodel_models::artifact::Residual = gpumodel_models::artifact::Residual::Relative;
+
 /// Network seeds the default selection averages each candidate's CV figures over (`--selection-seeds`);
 /// decided with [`SEED_ENSEMBLES`] (BENCHMARKS.md, issue 15, session 7).
 pub const DEFAULT_SELECTION_SEEDS: usize = 3;
