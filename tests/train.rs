@@ -891,18 +891,26 @@ fn selection_seeds_bad_input_is_one_line_and_writes_nothing() {
 fn roofline_twins_are_fitted_recorded_and_refused_where_nothing_is_rescaled() {
     let (v, _dir, out, good) = train_on_four_levels("20", &["--models", "physical", "--roofline"]);
     let names: Vec<&str> = v["models"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
-    for t in ["physical", "physical.roofline", "physical.roofline+bpann-lbfgs*5", "physical.roofline+bpann-lbfgs*5/2"]
-    {
+    for t in [
+        "physical",
+        "physical.roofline",
+        "physical.roofline+bpann-lbfgs*5",
+        "physical.roofline+bpann-lbfgs*5/2",
+    ] {
         assert!(names.contains(&t), "{t} missing from {names:?}");
     }
     let prefix = good.file_stem().unwrap().to_str().unwrap();
     let twin = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-roofline.json")));
     assert_eq!(twin["physical"]["roofline"], serde_json::json!({"core_mhz": 1000.0, "mem_mhz": 3000.0}));
     assert!(twin["training"]["physical"]["utilizations"].as_str().unwrap().contains("roofline"));
-    let ens = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-roofline-bpann-lbfgs-avg5-half.json")));
+    let ens =
+        gpumodel_models_artifact(&out.join(format!("{prefix}-physical-roofline-bpann-lbfgs-avg5-half.json")));
     assert_eq!(ens["physical"]["roofline"], twin["physical"]["roofline"]);
     let plain = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
-    assert!(plain["physical"].get("roofline").is_none() && plain["training"]["physical"].get("utilizations").is_none());
+    assert!(
+        plain["physical"].get("roofline").is_none()
+            && plain["training"]["physical"].get("utilizations").is_none()
+    );
     // The file's power follows the plain form, which the rescaling does not: the twin fits it worse.
     let fit = |m: &str| v["models"][m]["training_fit"]["mape_pct"].as_f64().unwrap();
     assert!(fit("physical") < fit("physical.roofline"), "{} {}", fit("physical"), fit("physical.roofline"));
@@ -924,8 +932,10 @@ fn roofline_twins_are_fitted_recorded_and_refused_where_nothing_is_rescaled() {
 /// untouched, and without a residual network the flag is one clear line that writes nothing.
 #[test]
 fn relative_residual_is_applied_recorded_and_refused_without_a_residual_network() {
-    let (v, _dir, out, good) =
-        train_on_four_levels("50", &["--models", "physical,physical+bpann-lbfgs/2", "--residual", "relative"]);
+    let (v, _dir, out, good) = train_on_four_levels(
+        "50",
+        &["--models", "physical,physical+bpann-lbfgs/2", "--residual", "relative"],
+    );
     let prefix = good.file_stem().unwrap().to_str().unwrap();
     let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
     assert_eq!(net["residual"], "relative");

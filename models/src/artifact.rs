@@ -218,7 +218,8 @@ impl PhysicalTerms {
         let fm = mem_mhz / self.ref_mem_mhz;
         let core: f64 =
             self.beta_core_w + self.core_betas.iter().zip(core_u.iter()).map(|(b, u)| b * u).sum::<f64>();
-        let mem: f64 = self.beta_mem_w + self.mem_betas.iter().zip(mem_u.iter()).map(|(b, u)| b * u).sum::<f64>();
+        let mem: f64 =
+            self.beta_mem_w + self.mem_betas.iter().zip(mem_u.iter()).map(|(b, u)| b * u).sum::<f64>();
         self.beta0_w * vc + vc * vc * fc * core + self.beta1_w * vm + vm * vm * fm * mem
     }
 

@@ -553,7 +553,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.roofline && phys.utilization_clocks.is_none() {
         bail!(
             "--roofline rescales utilizations measured once, at one clock pair (a Guerreiro file's default clocks); {}: drop --roofline",
-            physical_not_applicable.as_deref().unwrap_or("this data's activities are measured at every clock pair already")
+            physical_not_applicable
+                .as_deref()
+                .unwrap_or("this data's activities are measured at every clock pair already")
         );
     }
     let mut candidates =

@@ -74,7 +74,14 @@ impl ModelSpec {
         bpann.feature_set = fs.name.clone();
         let mut physical = physical.clone();
         physical.feature_set = fs.name.clone();
-        ModelSpec { kind, bpann, inputs, feature_set: fs.name.clone(), physical, residual: Residual::Absolute }
+        ModelSpec {
+            kind,
+            bpann,
+            inputs,
+            feature_set: fs.name.clone(),
+            physical,
+            residual: Residual::Absolute,
+        }
     }
 
     /// Fits this model on `ds` (which must hold at least `self.inputs`).

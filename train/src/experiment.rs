@@ -134,7 +134,8 @@ pub const ROOFLINE_TWINS: &[&str] =
 /// `y/P − 1`, applied as `P·(1 + network)`. Adopted by nested CV on the training data (BENCHMARKS.md,
 /// issue 15, session 10: mean group/1se outer MAPE over six nested runs 12.22%, against 12.28% for the
 /// absolute residual on the same folds).
-pub const DEFAULT_RESIDUAL: gpumodel_models::artifact::Residual = gpumodel_models::artifact::Residual::Relative;
+pub const DEFAULT_RESIDUAL: gpumodel_models::artifact::Residual =
+    gpumodel_models::artifact::Residual::Relative;
 
 /// Network seeds the default selection averages each candidate's CV figures over (`--selection-seeds`);
 /// decided with [`SEED_ENSEMBLES`] (BENCHMARKS.md, issue 15, session 7).
@@ -1588,7 +1589,10 @@ mod tests {
         let r = CandidateName::parse("physical.roofline+bpann-lbfgs*5/2").unwrap();
         assert!(r.roofline && r.kind == ModelKind::PhysicalBpann && r.members == Some(5) && r.scale == 0.5);
         assert_eq!(r.canonical(), "physical.roofline+bpann-lbfgs*5/2");
-        assert_eq!(CandidateName::parse("physical.roofline-bpann").unwrap().canonical(), "physical.roofline+bpann");
+        assert_eq!(
+            CandidateName::parse("physical.roofline-bpann").unwrap().canonical(),
+            "physical.roofline+bpann"
+        );
         assert_eq!(file_stem("physical.roofline+bpann-lbfgs*5/2"), "physical-roofline-bpann-lbfgs-avg5-half");
         for t in ROOFLINE_TWINS {
             assert_eq!(CandidateName::parse(t).unwrap().canonical(), *t);
@@ -1651,7 +1655,10 @@ mod tests {
         let twin = CandidateSpec::new("physical.roofline+bpann-lbfgs*5/2", &fs, &bp, &phys).unwrap();
         let plain = CandidateSpec::new("physical+bpann-lbfgs*5/2", &fs, &bp, &phys).unwrap();
         assert!(twin.spec.physical.roofline && !plain.spec.physical.roofline);
-        assert_eq!((twin.spec.inputs.clone(), twin.complexity()), (plain.spec.inputs.clone(), plain.complexity()));
+        assert_eq!(
+            (twin.spec.inputs.clone(), twin.complexity()),
+            (plain.spec.inputs.clone(), plain.complexity())
+        );
         assert_eq!(twin.fit_key(), "physical.roofline+bpann-lbfgs*5");
     }
 

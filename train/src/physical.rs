@@ -817,7 +817,11 @@ mod tests {
         let rmse = crate::metrics::rmse(pred.as_slice().unwrap(), ds.targets.as_slice().unwrap()).unwrap();
         assert!((rmse - fit.training_rmse_w).abs() < 1e-9);
         let plain = p(false).fit_report(&ds).unwrap();
-        assert!(plain.training_rmse_w > 10.0 * fit.training_rmse_w.max(0.01), "plain {}", plain.training_rmse_w);
+        assert!(
+            plain.training_rmse_w > 10.0 * fit.training_rmse_w.max(0.01),
+            "plain {}",
+            plain.training_rmse_w
+        );
         assert_eq!(plain.artifact.physical.unwrap().roofline, None);
     }
 
