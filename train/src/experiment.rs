@@ -189,7 +189,8 @@ pub fn default_candidates(feature_set: &str, variants: bool) -> Vec<String> {
 }
 
 /// The names `--models` accepts, for error messages.
-pub const CANDIDATE_HELP: &str = "bpann, bpann-lbfgs, physical, physical+bpann, mlr, mlr+, with a network's \
+pub const CANDIDATE_HELP: &str = "bpann, bpann-lbfgs, physical, physical+bpann, mlr, mlr+ (physical.roofline… \
+rescales measured-once utilizations to each clock pair), with a network's \
 options after its name in this order: -lbfgs (solver), @8x8 (hidden widths), ~FEATURESET (input set), *K \
 (mean of K networks), /2 or /4 (physical+bpann: share of the residual kept)";
 
