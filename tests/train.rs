@@ -882,3 +882,76 @@ fn selection_seeds_bad_input_is_one_line_and_writes_nothing() {
     fails_with(&["train", "--selection-seeds", "3", "--select", "physical", "--out-dir", o], "--select cv");
     assert!(!out.exists(), "nothing may be written on bad input");
 }
+
+/// `--roofline` adds the roofline twins of the physical candidates; their artifacts carry the clocks the
+/// utilizations were measured at (the file's default clocks) and say so in the training record, while
+/// the plain physical artifact stays as before. Data whose activities are measured at every clock pair
+/// (NV-DVFS) has nothing to rescale: asking for it there is one clear line and writes nothing.
+#[test]
+fn roofline_twins_are_fitted_recorded_and_refused_where_nothing_is_rescaled() {
+    let (v, _dir, out, good) = train_on_four_levels("20", &["--models", "physical", "--roofline"]);
+    let names: Vec<&str> = v["models"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    for t in [
+        "physical",
+        "physical.roofline",
+        "physical.roofline+bpann-lbfgs*5",
+        "physical.roofline+bpann-lbfgs*5/2",
+    ] {
+        assert!(names.contains(&t), "{t} missing from {names:?}");
+    }
+    let prefix = good.file_stem().unwrap().to_str().unwrap();
+    let twin = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-roofline.json")));
+    assert_eq!(twin["physical"]["roofline"], serde_json::json!({"core_mhz": 1000.0, "mem_mhz": 3000.0}));
+    assert!(twin["training"]["physical"]["utilizations"].as_str().unwrap().contains("roofline"));
+    let ens =
+        gpumodel_models_artifact(&out.join(format!("{prefix}-physical-roofline-bpann-lbfgs-avg5-half.json")));
+    assert_eq!(ens["physical"]["roofline"], twin["physical"]["roofline"]);
+    let plain = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
+    assert!(
+        plain["physical"].get("roofline").is_none()
+            && plain["training"]["physical"].get("utilizations").is_none()
+    );
+    // The file's power follows the plain form, which the rescaling does not: the twin fits it worse.
+    let fit = |m: &str| v["models"][m]["training_fit"]["mape_pct"].as_f64().unwrap();
+    assert!(fit("physical") < fit("physical.roofline"), "{} {}", fit("physical"), fit("physical.roofline"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("out");
+    let quick = ["--folds", "0", "--group-folds", "3", "--epochs", "20", "--out-dir", o.to_str().unwrap()];
+    let mut args = vec!["train", "--data", "nvdvfs-gtx980", "--roofline"];
+    args.extend(quick);
+    fails_with(&args, "drop --roofline");
+    let mut args = vec!["train", "--data", "nvdvfs-gtx980", "--models", "physical.roofline"];
+    args.extend(quick);
+    fails_with(&args, "drop .roofline");
+    assert!(!o.exists(), "a failed run wrote {}", o.display());
+}
+
+/// `--residual relative` makes every residual network fit y/P − 1 of its physical model: the artifacts say
+/// so (and predict P·(1 + network), guarded by the artifact's unit test), the plain physical model is
+/// untouched, and without a residual network the flag is one clear line that writes nothing.
+#[test]
+fn relative_residual_is_applied_recorded_and_refused_without_a_residual_network() {
+    let (v, _dir, out, good) = train_on_four_levels(
+        "50",
+        &["--models", "physical,physical+bpann-lbfgs/2", "--residual", "relative"],
+    );
+    let prefix = good.file_stem().unwrap().to_str().unwrap();
+    let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
+    assert_eq!(net["residual"], "relative");
+    assert!(net["training"]["residual"].as_str().unwrap().starts_with("relative"));
+    let phys = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
+    assert!(phys.get("residual").is_none() && phys["training"].get("residual").is_none());
+    // The file follows the physical form: the relative residual network keeps that fit near exact.
+    let fit = v["models"]["physical+bpann-lbfgs/2"]["training_fit"]["mape_pct"].as_f64().unwrap();
+    assert!(fit < 1.0, "{fit}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("out");
+    let args =
+        ["train", "--data", good.to_str().unwrap(), "--models", "physical,mlr", "--residual", "relative"];
+    let mut all = args.to_vec();
+    all.extend(["--out-dir", o.to_str().unwrap()]);
+    fails_with(&all, "--residual applies to the network of `physical+bpann…` candidates");
+    assert!(!o.exists(), "a failed run wrote {}", o.display());
+}

@@ -104,6 +104,58 @@ pub struct PhysicalTerms {
     /// Fitted voltage per clock level, ascending in MHz.
     pub core_levels: Vec<VoltageLevel>,
     pub mem_levels: Vec<VoltageLevel>,
+    /// When set, the activity inputs are utilizations measured once, at these clocks, and the model
+    /// rescales them to each clock pair it predicts at ([`Roofline`]). Absent in artifacts written
+    /// before it existed and in models that read their activities as given (they load and predict as
+    /// before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<Roofline>,
+}
+
+/// Roofline rescaling of utilizations measured at one clock pair (Guerreiro et al.'s files: every
+/// utilization taken at the default clocks, power at every clock pair) to the clock pair of a row.
+///
+/// A utilization is events per cycle of its domain's clock over the kernel's run time. Moving the
+/// clocks changes both the cycles per second and the run time: a compute-bound kernel's run time
+/// scales with the core clock (its core utilizations stay; its DRAM utilization falls), a memory-bound
+/// kernel's with the memory clock (its core utilizations rise as the core clock falls, since the same
+/// events now meet fewer core cycles). The run time relative to the measurement is estimated a priori
+/// by a roofline over the two domains, with no fitted parameter:
+///
+/// `t/t0 = max(a·f_c0/f_c, b·f_m0/f_m) / max(a, b)`
+///
+/// with `a` the largest core-domain utilization (the busiest core-side unit bounds the core side's
+/// time) and `b` the largest memory-domain one, both at the measurement clocks `f_c0`, `f_m0`. Every
+/// core-domain utilization is then scaled by `(f_c0/f_c)·(t0/t)` and every memory-domain one by
+/// `(f_m0/f_m)·(t0/t)` — the same events over the new run time, per cycle of the new clock. No
+/// utilization then exceeds the largest measured one, `max(a, b)` (the bottleneck domain keeps its
+/// load), so no cap is needed. At the measurement clocks it is the identity; a kernel with no activity
+/// at all is left as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Roofline {
+    /// Core and memory clocks (MHz) the utilizations were measured at.
+    pub core_mhz: f64,
+    pub mem_mhz: f64,
+}
+
+impl Roofline {
+    /// Rescales one row's utilizations in place to the clocks `core_mhz`, `mem_mhz`.
+    pub fn rescale(&self, core_u: &mut [f64], mem_u: &mut [f64], core_mhz: f64, mem_mhz: f64) {
+        let peak = |u: &[f64]| u.iter().fold(0.0f64, |m, &x| m.max(x));
+        let (a, b) = (peak(core_u), peak(mem_u));
+        // The peaks start at 0, so the load is ≥ 0 (NaN utilizations do not raise it).
+        let load = a.max(b);
+        if load <= 0.0 {
+            return;
+        }
+        let (core_slow, mem_slow) = (self.core_mhz / core_mhz, self.mem_mhz / mem_mhz);
+        let time = (a * core_slow).max(b * mem_slow) / load;
+        for (u, s) in [(core_u, core_slow / time), (mem_u, mem_slow / time)] {
+            for x in u.iter_mut() {
+                *x *= s;
+            }
+        }
+    }
 }
 
 /// Linear interpolation of the relative voltage at `mhz` over ascending `levels` (linear extrapolation
@@ -154,15 +206,20 @@ impl PhysicalTerms {
         physical_input_names(&self.core_inputs, &self.mem_inputs, &self.core_clock, &self.mem_clock)
     }
 
-    /// Power (W) of one row, reading inputs through `get(index into input_names())`.
-    pub fn power_w(&self, core_u: &[f64], mem_u: &[f64], core_mhz: f64, mem_mhz: f64) -> f64 {
+    /// Power (W) of one row from its activities as the data gives them (rescaled here to the row's
+    /// clocks when the terms carry a [`Roofline`]; the slices are then overwritten).
+    pub fn power_w(&self, core_u: &mut [f64], mem_u: &mut [f64], core_mhz: f64, mem_mhz: f64) -> f64 {
+        if let Some(r) = &self.roofline {
+            r.rescale(core_u, mem_u, core_mhz, mem_mhz);
+        }
         let vc = voltage_at(&self.core_levels, core_mhz);
         let vm = voltage_at(&self.mem_levels, mem_mhz);
         let fc = core_mhz / self.ref_core_mhz;
         let fm = mem_mhz / self.ref_mem_mhz;
         let core: f64 =
-            self.beta_core_w + self.core_betas.iter().zip(core_u).map(|(b, u)| b * u).sum::<f64>();
-        let mem: f64 = self.beta_mem_w + self.mem_betas.iter().zip(mem_u).map(|(b, u)| b * u).sum::<f64>();
+            self.beta_core_w + self.core_betas.iter().zip(core_u.iter()).map(|(b, u)| b * u).sum::<f64>();
+        let mem: f64 =
+            self.beta_mem_w + self.mem_betas.iter().zip(mem_u.iter()).map(|(b, u)| b * u).sum::<f64>();
         self.beta0_w * vc + vc * vc * fc * core + self.beta1_w * vm + vm * vm * fm * mem
     }
 
@@ -180,6 +237,11 @@ impl PhysicalTerms {
         }
         if !(self.ref_core_mhz > 0.0 && self.ref_mem_mhz > 0.0) {
             return bad("reference clocks must be positive");
+        }
+        if let Some(r) = &self.roofline
+            && !(r.core_mhz > 0.0 && r.mem_mhz > 0.0 && r.core_mhz.is_finite() && r.mem_mhz.is_finite())
+        {
+            return bad("the roofline's measurement clocks must be positive");
         }
         Ok(())
     }
@@ -214,7 +276,7 @@ impl PhysicalTerms {
                 for (u, &j) in mu.iter_mut().zip(&mi) {
                     *u = r[j];
                 }
-                self.power_w(&cu, &mu, r[fc], r[fm])
+                self.power_w(&mut cu, &mut mu, r[fc], r[fm])
             })
             .collect())
     }
@@ -252,6 +314,44 @@ pub struct ModelArtifact {
     /// before) and in models without a network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arithmetic: Option<Arithmetic>,
+    /// How a `physical+bpann` network's output combines with the physical model: added in watts
+    /// (`absolute`, the default, and every artifact written before the field existed) or as a relative
+    /// correction, `P·(1 + network)` (`relative`: the network was fitted to `y/P − 1`). Written only when
+    /// relative.
+    #[serde(default, skip_serializing_if = "Residual::is_absolute")]
+    pub residual: Residual,
+}
+
+/// How a residual network's output combines with its physical model ([`ModelArtifact::residual`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Residual {
+    /// `P + network` (W).
+    #[default]
+    Absolute,
+    /// `P·(1 + network)`.
+    Relative,
+}
+
+impl Residual {
+    pub fn name(self) -> &'static str {
+        match self {
+            Residual::Absolute => "absolute",
+            Residual::Relative => "relative",
+        }
+    }
+
+    pub fn is_absolute(&self) -> bool {
+        *self == Residual::Absolute
+    }
+
+    /// The physical model's power `base` with the network's output `net` applied.
+    pub fn apply(self, base: f64, net: f64) -> f64 {
+        match self {
+            Residual::Absolute => base + net,
+            Residual::Relative => base * (1.0 + net),
+        }
+    }
 }
 
 /// How a network's training arithmetic ran ([`ModelArtifact::arithmetic`]). Plain strings, so that an
@@ -323,6 +423,12 @@ impl ModelArtifact {
             }
             _ => {}
         }
+        if self.residual == Residual::Relative && self.kind != ModelKind::PhysicalBpann {
+            return Err(Error::Mismatch(format!(
+                "a {} artifact has no residual network to apply relatively",
+                self.kind.name()
+            )));
+        }
         if self.kind == ModelKind::Physical {
             if !self.layers.is_empty() {
                 return Err(Error::Mismatch("a physical artifact has no network layers".into()));
@@ -371,7 +477,7 @@ impl ModelArtifact {
             Some(p) => {
                 let row = ndarray::ArrayView2::from_shape((1, x.len()), x);
                 let base = row.map_or(f64::NAN, |r| p.predict(&self.inputs, r).map_or(f64::NAN, |v| v[0]));
-                if self.layers.is_empty() { base } else { base + self.network_one(x) }
+                if self.layers.is_empty() { base } else { self.residual.apply(base, self.network_one(x)) }
             }
         }
     }
@@ -434,7 +540,13 @@ impl ModelArtifact {
                 let base = p
                     .predict(&self.inputs, records)
                     .unwrap_or_else(|_| Array1::from_elem(records.nrows(), f64::NAN));
-                if self.layers.is_empty() { base } else { base + self.network(records) }
+                if self.layers.is_empty() {
+                    base
+                } else {
+                    let mut out = self.network(records);
+                    out.zip_mut_with(&base, |n, b| *n = self.residual.apply(*b, *n));
+                    out
+                }
             }
         }
     }
@@ -547,6 +659,7 @@ mod tests {
             base_columns: Vec::new(),
             training: serde_json::Value::Null,
             arithmetic: None,
+            residual: Residual::Absolute,
             physical: Some(PhysicalTerms {
                 core_clock: "core_mhz".into(),
                 mem_clock: "mem_mhz".into(),
@@ -562,8 +675,71 @@ mod tests {
                 beta_mem_w: 4.0,
                 core_levels: vec![lv(500.0, 0.8), lv(1000.0, 1.0), lv(1500.0, 1.2)],
                 mem_levels: vec![lv(3000.0, 1.0)],
+                roofline: None,
             }),
         }
+    }
+
+    #[test]
+    fn roofline_rescaling_by_hand() {
+        let r = Roofline { core_mhz: 1000.0, mem_mhz: 3000.0 };
+        let at = |cu: [f64; 2], mu: f64, fc: f64, fm: f64| {
+            let (mut c, mut m) = (cu, [mu]);
+            r.rescale(&mut c, &mut m, fc, fm);
+            (c, m[0])
+        };
+        // At the measurement clocks: the identity.
+        assert_eq!(at([0.6, 0.2], 0.3, 1000.0, 3000.0), ([0.6, 0.2], 0.3));
+        // Compute-bound (a = 0.6 > b = 0.3) at half the core clock: t/t0 = max(0.6·2, 0.3)/0.6 = 2, so
+        // the core utilizations stay and DRAM halves (the same bytes over twice the time).
+        assert_eq!(at([0.6, 0.2], 0.3, 500.0, 3000.0), ([0.6, 0.2], 0.15));
+        // Memory-bound (b = 0.8 > a = 0.3) at half the core clock: t/t0 = max(0.6, 0.8)/0.8 = 1, so the
+        // run time stays and every core utilization doubles; DRAM stays.
+        let (c, m) = at([0.3, 0.1], 0.8, 500.0, 3000.0);
+        assert!((c[0] - 0.6).abs() < 1e-12 && (c[1] - 0.2).abs() < 1e-12 && (m - 0.8).abs() < 1e-12);
+        // The same kernel at a quarter of the memory clock: t/t0 = max(0.3, 3.2)/0.8 = 4, core
+        // utilizations fall to a quarter, DRAM stays (events per memory cycle unchanged).
+        let (c, m) = at([0.3, 0.1], 0.8, 1000.0, 750.0);
+        assert!((c[0] - 0.075).abs() < 1e-12 && (c[1] - 0.025).abs() < 1e-12 && (m - 0.8).abs() < 1e-12);
+        // Memory-bound at a third of the core clock: t/t0 = max(0.75, 0.9)/0.9 = 1, core ×3.
+        let (c, m) = at([0.25, 0.1], 0.9, 1000.0 / 3.0, 3000.0);
+        assert!((c[0] - 0.75).abs() < 1e-12 && (c[1] - 0.3).abs() < 1e-12 && (m - 0.9).abs() < 1e-12);
+        // At a fifth the core side becomes the bound: t/t0 = 1.25/0.9, core × 5·0.9/1.25 = 3.6, DRAM
+        // × 0.72: the busiest unit reaches the measured peak 0.9 and no further.
+        let (c, m) = at([0.25, 0.1], 0.9, 200.0, 3000.0);
+        assert!((c[0] - 0.9).abs() < 1e-12 && (c[1] - 0.36).abs() < 1e-12, "{c:?}");
+        assert!((m - 0.648).abs() < 1e-12, "{m}");
+        // No activity at all: nothing to rescale.
+        assert_eq!(at([0.0, 0.0], 0.0, 500.0, 750.0), ([0.0, 0.0], 0.0));
+    }
+
+    #[test]
+    fn roofline_terms_predict_with_rescaled_utilizations_and_round_trip() {
+        let plain = physical();
+        let mut a = plain.clone();
+        a.physical.as_mut().unwrap().roofline = Some(Roofline { core_mhz: 1000.0, mem_mhz: 3000.0 });
+        a.check().unwrap();
+        // At the measurement clocks both predict the same.
+        let x = [0.5, 0.25, 1000.0, 3000.0];
+        assert_eq!(a.predict_one(&x), plain.predict_one(&x));
+        // Memory-bound (U = 0.2 < D = 0.8) at 500 MHz core: U becomes 0.4, D stays (run time unchanged).
+        // V = 0.8 at 500 MHz, f = 0.5: 30·0.8 + 0.64·0.5·(10 + 50·0.4) + 5 + (4 + 20·0.8) = 58.6.
+        let x = [0.2, 0.8, 500.0, 3000.0];
+        assert!((a.predict_one(&x) - 58.6).abs() < 1e-9, "{}", a.predict_one(&x));
+        assert!((plain.predict_one(&x) - 55.4).abs() < 1e-9, "{}", plain.predict_one(&x));
+        let batch = a.predict(ndarray::array![[0.2, 0.8, 500.0, 3000.0]].view());
+        assert!((batch[0] - 58.6).abs() < 1e-9);
+        let text = serde_json::to_string(&a).unwrap();
+        assert!(text.contains(r#""roofline":{"core_mhz":1000.0,"mem_mhz":3000.0}"#), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), a);
+        // An artifact written before the field existed has no such key and loads without it.
+        let old = serde_json::to_string(&plain).unwrap();
+        assert!(!old.contains("roofline"), "{old}");
+        assert_eq!(ModelArtifact::from_json_str(&old, "old.json").unwrap().physical.unwrap().roofline, None);
+        // Measurement clocks must be positive.
+        let bad = text.replace(r#""core_mhz":1000.0"#, r#""core_mhz":0.0"#);
+        let msg = ModelArtifact::from_json_str(&bad, "bad.json").unwrap_err().to_string();
+        assert!(msg.contains("measurement clocks"), "{msg}");
     }
 
     #[test]
@@ -582,6 +758,37 @@ mod tests {
         assert!((batch[0] - 79.0).abs() < 1e-12 && (batch[1] - 72.45).abs() < 1e-9);
         let text = serde_json::to_string(&a).unwrap();
         assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), a);
+    }
+
+    #[test]
+    fn a_relative_residual_multiplies_and_an_absolute_one_adds() {
+        // The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings).
+        let abs = ModelArtifact {
+            kind: ModelKind::PhysicalBpann,
+            layers: vec![Dense {
+                weights: vec![vec![0.01, 0.0, 0.0, 0.0]],
+                bias: vec![0.0],
+                activation: Activation::Identity,
+            }],
+            ..physical()
+        };
+        let rel = ModelArtifact { residual: Residual::Relative, ..abs.clone() };
+        let x = [0.5, 0.25, 1000.0, 3000.0];
+        // Physical 79 W (physical_model_by_hand), network 0.005.
+        assert!((abs.predict_one(&x) - 79.005).abs() < 1e-9);
+        assert!((rel.predict_one(&x) - 79.0 * 1.005).abs() < 1e-9);
+        let batch = rel.predict(ndarray::array![[0.5, 0.25, 1000.0, 3000.0]].view());
+        assert!((batch[0] - 79.0 * 1.005).abs() < 1e-9);
+        // Written only when relative; an artifact without the key (every older one) is absolute.
+        let text = serde_json::to_string(&abs).unwrap();
+        assert!(!text.contains("residual"), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "old.json").unwrap().residual, Residual::Absolute);
+        let text = serde_json::to_string(&rel).unwrap();
+        assert!(text.contains(r#""residual":"relative""#), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), rel);
+        // A model without a residual network cannot carry one.
+        let bad = ModelArtifact { residual: Residual::Relative, ..physical() };
+        assert!(bad.check().unwrap_err().to_string().contains("no residual network"));
     }
 
     #[test]
@@ -610,6 +817,7 @@ mod tests {
             base_columns: vec!["a".into(), "b".into()],
             training: serde_json::Value::Null,
             arithmetic: None,
+            residual: Residual::Absolute,
             physical: None,
         }
     }

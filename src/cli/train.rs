@@ -4,6 +4,7 @@
 
 use super::output::{ExportFormat, plot, print, progress_bar};
 use anyhow::{Context, bail};
+use gpumodel_models::artifact::ModelKind;
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::Opened;
 use gpumodel_models::{Dataset, FeatureSet, Table, features};
@@ -46,9 +47,18 @@ pub struct Args {
     /// candidates (bpann, bpann-lbfgs, physical, physical+bpann, physical+bpann/2, physical+bpann-lbfgs,
     /// physical+bpann-lbfgs/2, mlr, mlr+) and the seed ensembles physical+bpann-lbfgs*5 and
     /// physical+bpann-lbfgs*5/2, with --variants also width, input-set, seed-averaging and
-    /// quarter-residual variants.
+    /// quarter-residual variants. `physical.roofline…` (e.g. `physical.roofline+bpann-lbfgs*5`) is a
+    /// physical model that rescales utilizations measured at one clock pair to each row's clocks (see
+    /// --roofline).
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
+    /// Add the roofline twins of the physical candidates (physical.roofline,
+    /// physical.roofline+bpann-lbfgs*5, physical.roofline+bpann-lbfgs*5/2) to the candidate list. They
+    /// rescale utilizations measured once, at the default clocks (Guerreiro files), to each clock pair by
+    /// a roofline estimate of the run time, with no fitted parameter; data whose activities are measured
+    /// at every clock pair (NV-DVFS) has nothing to rescale, and the flag is then an error.
+    #[arg(long)]
+    pub roofline: bool,
     /// Add the width, input-set, seed-averaging and quarter-residual variants to the default candidate
     /// list (22 candidates on Titan X and NV-DVFS data; see BENCHMARKS.md, issue 15, session 6).
     #[arg(long, overrides_with = "no_variants")]
@@ -89,8 +99,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = BackendArg::Native)]
     pub backend: BackendArg,
     /// Also score the selection procedures (chooses by group folds — and cluster folds with --cluster-cv —
-    /// × rule min/1se × one seed and --selection-seeds; with candidates beyond the base nine, also the
-    /// base nine alone) by nested CV, with outer folds of this kind (`cluster` or `group`); the inner
+    /// × rule min/1se × one seed and --selection-seeds; with candidates beyond the default list or the
+    /// base nine, also those lists alone) by nested CV, with outer folds of this kind (`cluster` or `group`); the inner
     /// folds are drawn on each outer training side. Costs about --group-folds × --selection-seeds times
     /// the CV (twice that with --cluster-cv).
     #[arg(long, value_enum, value_name = "OUTER")]
@@ -100,6 +110,13 @@ pub struct Args {
     /// weighs 1/P²). Applies to `physical` and every `physical+…` candidate.
     #[arg(long, value_enum, default_value_t = PhysicalFitArg::Absolute)]
     pub physical_fit: PhysicalFitArg,
+    /// What the network of every `physical+bpann…` candidate fits: `relative` (default; the residual
+    /// relative to the physical model, y/P − 1, whose squared error is the squared relative error MAPE
+    /// scores; the artifact predicts P·(1 + network)) or `absolute` (the residual in watts, y − P; the
+    /// artifact predicts P + network — the default until session 10). Chosen by nested CV on the
+    /// training data (BENCHMARKS.md, issue 15, session 10).
+    #[arg(long, value_enum)]
+    pub residual: Option<PhysicalFitArg>,
     /// Hidden layer widths of the BP-ANN.
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     pub hidden: Vec<usize>,
@@ -188,11 +205,20 @@ impl From<ValidationArg> for Validation {
     }
 }
 
-/// `--physical-fit` values.
+/// `--physical-fit` and `--residual` values: which error a fit minimizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PhysicalFitArg {
     Absolute,
     Relative,
+}
+
+impl From<PhysicalFitArg> for gpumodel_models::artifact::Residual {
+    fn from(a: PhysicalFitArg) -> Self {
+        match a {
+            PhysicalFitArg::Absolute => gpumodel_models::artifact::Residual::Absolute,
+            PhysicalFitArg::Relative => gpumodel_models::artifact::Residual::Relative,
+        }
+    }
 }
 
 impl From<PhysicalFitArg> for gpumodel_train::physical::Weighting {
@@ -379,6 +405,15 @@ fn install_dir() -> anyhow::Result<PathBuf> {
         })
 }
 
+/// `--roofline`: the roofline twins of the physical candidates, after the list (each once).
+fn add_roofline_twins(names: &mut Vec<String>) {
+    for t in gpumodel_train::experiment::ROOFLINE_TWINS {
+        if !names.iter().any(|n| n == t) {
+            names.push(t.to_string());
+        }
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Stage 1: flags only.
     let models_given = !args.models.is_empty();
@@ -393,6 +428,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for n in names.iter_mut() {
         *n = CandidateName::parse(n)?.canonical();
+    }
+    if models_given && args.roofline {
+        add_roofline_twins(&mut names);
     }
     let fixed = match args.select.as_str() {
         "cv" => None,
@@ -458,6 +496,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             gpumodel_train::experiment::VARIANTS_BY_DEFAULT
         };
         names = default_candidates(&fs.name, variants);
+        if args.roofline {
+            add_roofline_twins(&mut names);
+        }
         if let Some(m) = &fixed
             && !names.contains(m)
         {
@@ -509,8 +550,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         bail!("--select {m}: {}", physical_not_applicable.as_deref().unwrap_or("not fitted"));
     }
-    let candidates =
+    if args.roofline && phys.utilization_clocks.is_none() {
+        bail!(
+            "--roofline rescales utilizations measured once, at one clock pair (a Guerreiro file's default clocks); {}: drop --roofline",
+            physical_not_applicable
+                .as_deref()
+                .unwrap_or("this data's activities are measured at every clock pair already")
+        );
+    }
+    let mut candidates =
         names.iter().map(|n| CandidateSpec::new(n, &fs, &bp, &phys)).collect::<Result<Vec<_>, _>>()?;
+    let residual_nets: Vec<&mut CandidateSpec> =
+        candidates.iter_mut().filter(|c| c.spec.kind == ModelKind::PhysicalBpann).collect();
+    if args.residual.is_some() && residual_nets.is_empty() {
+        // A fit option that would change nothing must not look as if it had been applied.
+        bail!(
+            "--residual applies to the network of `physical+bpann…` candidates, and there is none{}: add one to --models or drop --residual",
+            physical_not_applicable.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
+        );
+    }
+    let residual = args.residual.map_or(gpumodel_train::experiment::DEFAULT_RESIDUAL, Into::into);
+    for c in residual_nets {
+        c.spec.residual = residual;
+    }
     // The dataset holds the feature set's inputs and every candidate's (a physical model's activity
     // inputs, a variant's own input set).
     let mut data_fs = fs.clone();

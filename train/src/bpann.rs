@@ -521,6 +521,7 @@ fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
         training: serde_json::Value::Null,
         physical: None,
         arithmetic: None,
+        residual: Default::default(),
     };
     art.predict(z.view()).to_vec()
 }
@@ -651,6 +652,7 @@ impl BpannParams {
             training: serde_json::Value::Null,
             physical: None,
             arithmetic: Some(self.arithmetic(&sizes)),
+            residual: Default::default(),
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
     }
@@ -889,9 +891,16 @@ pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64>
     let out = net.forward(tensor2(&z, &device));
     let v: Vec<f64> = out.into_data().convert::<f64>().try_to_vec::<f64>().unwrap_or_default();
     let (m, s) = (artifact.target_scaling.mean[0], artifact.target_scaling.std[0]);
-    // A physical+bpann network models the residual of the physical terms, which are added as they are.
+    // A physical+bpann network models the residual of the physical terms (in watts, or relative to
+    // them), which are applied as the artifact says.
     let base = artifact.physical.as_ref().and_then(|p| p.predict(&artifact.inputs, records.view()).ok());
-    v.into_iter().enumerate().map(|(i, y)| y * s + m + base.as_ref().map_or(0.0, |b| b[i])).collect()
+    v.into_iter()
+        .enumerate()
+        .map(|(i, y)| match &base {
+            Some(b) => artifact.residual.apply(b[i], y * s + m),
+            None => y * s + m,
+        })
+        .collect()
 }
 
 #[cfg(test)]

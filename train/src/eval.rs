@@ -7,7 +7,7 @@ use crate::metrics::Metrics;
 use crate::mlr::fit_mlr;
 use crate::physical::PhysicalParams;
 use crate::{Error, Result};
-use gpumodel_models::artifact::{ModelArtifact, ModelKind};
+use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual};
 use gpumodel_models::{Dataset, FeatureSet, Fold};
 use serde::Serialize;
 
@@ -45,6 +45,10 @@ pub struct ModelSpec {
     pub feature_set: String,
     /// Physical DVFS model roles (used by `physical` and `physical+bpann`).
     pub physical: PhysicalParams,
+    /// What `physical+bpann`'s network fits: the residual in watts, `y − P` (absolute), or relative to
+    /// the physical model, `y/P − 1` (the network's squared error is then the squared relative error
+    /// MAPE scores); the artifact applies it as `P + net` or `P·(1 + net)`.
+    pub residual: Residual,
 }
 
 impl ModelSpec {
@@ -70,7 +74,14 @@ impl ModelSpec {
         bpann.feature_set = fs.name.clone();
         let mut physical = physical.clone();
         physical.feature_set = fs.name.clone();
-        ModelSpec { kind, bpann, inputs, feature_set: fs.name.clone(), physical }
+        ModelSpec {
+            kind,
+            bpann,
+            inputs,
+            feature_set: fs.name.clone(),
+            physical,
+            residual: Residual::Absolute,
+        }
     }
 
     /// Fits this model on `ds` (which must hold at least `self.inputs`).
@@ -86,11 +97,20 @@ impl ModelSpec {
                 let base = predict(&phys, &sub)?;
                 let mut resid = sub.clone();
                 for (t, b) in resid.targets.iter_mut().zip(&base) {
-                    *t -= b;
+                    *t = match self.residual {
+                        Residual::Absolute => *t - b,
+                        Residual::Relative if *b > 0.0 => *t / b - 1.0,
+                        Residual::Relative => {
+                            return Err(Error::Invalid(format!(
+                                "the relative residual needs a positive physical-model power; the fit gives {b} W on a training row: use --residual absolute"
+                            )));
+                        }
+                    };
                 }
                 let mut net = self.bpann.fit_report(&resid, progress)?.artifact;
                 net.kind = ModelKind::PhysicalBpann;
                 net.physical = phys.physical;
+                net.residual = self.residual;
                 net.check()?;
                 Ok(net)
             }

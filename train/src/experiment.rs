@@ -92,6 +92,11 @@ pub fn physical_roles(
     let first = |c: &str| table.column(c).and_then(|v| v.first().copied());
     p.ref_core_mhz = first("default_core_mhz");
     p.ref_mem_mhz = first("default_mem_mhz");
+    // … and the clocks a roofline candidate rescales those utilizations from.
+    p.utilization_clocks = p
+        .ref_core_mhz
+        .zip(p.ref_mem_mhz)
+        .map(|(core_mhz, mem_mhz)| gpumodel_models::artifact::Roofline { core_mhz, mem_mhz });
     Ok(p)
 }
 
@@ -118,6 +123,19 @@ pub const BASE_CANDIDATES: &[&str] = &[
 /// by nested CV on the training data (BENCHMARKS.md, issue 15, session 7: mean group/1se outer MAPE over
 /// six nested runs 12.33%, against 14.01% for the nine with one seed on the same fits).
 pub const SEED_ENSEMBLES: &[&str] = &["physical+bpann-lbfgs*5", "physical+bpann-lbfgs*5/2"];
+
+/// The roofline twins of the physical candidates `--roofline` adds to the list: the physical model and
+/// the default's seed ensembles (whole and halved) on utilizations rescaled to each clock pair
+/// ([`gpumodel_models::artifact::Roofline`]). Opt-in (BENCHMARKS.md, issue 15, session 10).
+pub const ROOFLINE_TWINS: &[&str] =
+    &["physical.roofline", "physical.roofline+bpann-lbfgs*5", "physical.roofline+bpann-lbfgs*5/2"];
+
+/// What the default's residual networks fit (`--residual`): the residual relative to the physical model,
+/// `y/P − 1`, applied as `P·(1 + network)`. Adopted by nested CV on the training data (BENCHMARKS.md,
+/// issue 15, session 10: mean group/1se outer MAPE over six nested runs 12.22%, against 12.28% for the
+/// absolute residual on the same folds).
+pub const DEFAULT_RESIDUAL: gpumodel_models::artifact::Residual =
+    gpumodel_models::artifact::Residual::Relative;
 
 /// Network seeds the default selection averages each candidate's CV figures over (`--selection-seeds`);
 /// decided with [`SEED_ENSEMBLES`] (BENCHMARKS.md, issue 15, session 7).
@@ -171,7 +189,8 @@ pub fn default_candidates(feature_set: &str, variants: bool) -> Vec<String> {
 }
 
 /// The names `--models` accepts, for error messages.
-pub const CANDIDATE_HELP: &str = "bpann, bpann-lbfgs, physical, physical+bpann, mlr, mlr+, with a network's \
+pub const CANDIDATE_HELP: &str = "bpann, bpann-lbfgs, physical, physical+bpann, mlr, mlr+ (physical.roofline… \
+rescales measured-once utilizations to each clock pair), with a network's \
 options after its name in this order: -lbfgs (solver), @8x8 (hidden widths), ~FEATURESET (input set), *K \
 (mean of K networks), /2 or /4 (physical+bpann: share of the residual kept)";
 
@@ -186,10 +205,14 @@ pub struct CandidateSpec {
     pub members: usize,
 }
 
-/// A candidate as its name spells it: `KIND[-lbfgs][@H1xH2][~FEATURESET][*K][/N]`.
+/// A candidate as its name spells it: `KIND[-lbfgs][@H1xH2][~FEATURESET][*K][/N]`, where a physical
+/// KIND may read `physical.roofline` (`physical.roofline`, `physical.roofline+bpann…`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateName {
     pub kind: ModelKind,
+    /// `.roofline`: the physical model rescales the utilizations to each clock pair
+    /// ([`gpumodel_models::artifact::Roofline`]).
+    pub roofline: bool,
     pub solver: Solver,
     /// Hidden widths (`@8x8`, `@8`); `None`: the run's `--hidden`.
     pub hidden: Option<Vec<usize>>,
@@ -249,6 +272,14 @@ impl CandidateName {
             Some(rest) => (rest, Solver::Lbfgs),
             None => (n, Solver::Adam),
         };
+        let unmarked;
+        let (n, roofline) = match n.strip_prefix("physical.roofline") {
+            Some(rest) => {
+                unmarked = format!("physical{rest}");
+                (unmarked.as_str(), true)
+            }
+            None => (n, false),
+        };
         let kind = match n {
             "bpann" => ModelKind::Bpann,
             "mlr" => ModelKind::Mlr,
@@ -267,12 +298,15 @@ impl CandidateName {
         if kind == ModelKind::Physical && features.is_some() {
             return Err(bad(" (the physical model reads its own activity inputs, not a feature set)"));
         }
-        Ok(CandidateName { kind, solver, hidden, features, members, scale })
+        Ok(CandidateName { kind, roofline, solver, hidden, features, members, scale })
     }
 
     /// The canonical spelling (`mlrplus` → `mlr+`, …).
     pub fn canonical(&self) -> String {
         let mut s = self.kind.name().to_string();
+        if self.roofline {
+            s.insert_str("physical".len(), ".roofline");
+        }
         if self.solver == Solver::Lbfgs {
             s += "-lbfgs";
         }
@@ -304,7 +338,8 @@ pub fn parse_candidate(name: &str) -> Result<(ModelKind, Solver, f64)> {
 
 /// The canonical name of a candidate without width, input-set or averaging options.
 pub fn canonical_name(kind: ModelKind, solver: Solver, scale: f64) -> String {
-    CandidateName { kind, solver, hidden: None, features: None, members: None, scale }.canonical()
+    CandidateName { kind, roofline: false, solver, hidden: None, features: None, members: None, scale }
+        .canonical()
 }
 
 /// The artifact file stem of a candidate: `physical+bpann-lbfgs/2` → `physical-bpann-lbfgs-half`,
@@ -317,6 +352,7 @@ pub fn file_stem(name: &str) -> String {
         .replace('@', "-h")
         .replace('~', "-")
         .replace('*', "-avg")
+        .replace('.', "-")
 }
 
 impl CandidateSpec {
@@ -342,7 +378,8 @@ impl CandidateSpec {
             bp.restarts = members;
             bp.ensemble = true;
         }
-        let spec = ModelSpec::for_feature_set(c.kind, &fs, &bp, phys);
+        let phys = PhysicalParams { roofline: c.roofline, ..phys.clone() }.check()?;
+        let spec = ModelSpec::for_feature_set(c.kind, &fs, &bp, &phys);
         Ok(CandidateSpec { name: c.canonical(), spec, residual_scale: c.scale, members })
     }
 
@@ -350,6 +387,7 @@ impl CandidateSpec {
     fn fit_key(&self) -> String {
         let mut c = CandidateName::parse(&self.name).unwrap_or(CandidateName {
             kind: self.spec.kind,
+            roofline: self.spec.physical.roofline,
             solver: self.spec.bpann.solver,
             hidden: None,
             features: None,
@@ -602,6 +640,23 @@ fn bpann_record(b: &BpannParams) -> serde_json::Value {
         "ensemble_of_restarts": b.ensemble,
         "backend": b.backend_description(),
     })
+}
+
+/// How a physical model was fitted, for the artifact's `training` record (the roofline key only when
+/// the utilizations were rescaled, so the records of the other physical models are as before).
+fn physical_record(p: &PhysicalParams) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "form": "Guerreiro et al. TPDS'19: P = b0*Vc + Vc^2*fc*(bc + sum bi*Ui) + b1*Vm + Vm^2*fm*(bm + sum bj*Uj)",
+        "fit": "alternating non-negative least squares (betas) and neighbour-bounded 1-D least squares (one voltage per clock level), until the error stops falling",
+        "core_inputs": p.core_inputs, "mem_inputs": p.mem_inputs,
+        "error": p.weighting.name(),
+    });
+    if p.roofline {
+        v["utilizations"] = serde_json::json!(
+            "rescaled from the clocks they were measured at to each row's clocks by a roofline: t/t0 = max(a*fc0/fc, b*fm0/fm)/max(a,b), core x (fc0/fc)(t0/t), memory x (fm0/fm)(t0/t); a, b = largest core / memory utilization"
+        );
+    }
+    v
 }
 
 /// The network of a `physical+bpann` artifact scaled by `s` (exact: its output layer is linear).
@@ -979,10 +1034,16 @@ impl RunParams {
                 // it (one run then compares both lists on the same fits); one selection seed, and the
                 // run's K when K > 1.
                 let all: Vec<usize> = (0..n).collect();
-                let base: Vec<usize> =
-                    (0..n).filter(|&i| BASE_CANDIDATES.contains(&self.candidates[i].name.as_str())).collect();
+                let among = |names: &[String]| -> Vec<usize> {
+                    (0..n).filter(|&i| names.contains(&self.candidates[i].name)).collect()
+                };
+                let base = among(&BASE_CANDIDATES.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+                let default = among(&default_candidates(&self.feature_set.name, VARIANTS_BY_DEFAULT));
                 let mut lists = vec![("all", all)];
-                if base.len() >= 2 && base.len() < n {
+                if default.len() >= 2 && default.len() < n {
+                    lists.push(("default", default.clone()));
+                }
+                if base.len() >= 2 && base.len() < n && base != default {
                     lists.push(("base", base));
                 }
                 let mut seed_counts = vec![1];
@@ -1076,12 +1137,7 @@ impl RunParams {
                 "test_dataset": self.test_info,
                 "feature_set": self.feature_set.name,
                 "seed": self.seed,
-                "physical": matches!(k, ModelKind::Physical | ModelKind::PhysicalBpann).then(|| serde_json::json!({
-                    "form": "Guerreiro et al. TPDS'19: P = b0*Vc + Vc^2*fc*(bc + sum bi*Ui) + b1*Vm + Vm^2*fm*(bm + sum bj*Uj)",
-                    "fit": "alternating non-negative least squares (betas) and neighbour-bounded 1-D least squares (one voltage per clock level), until the error stops falling",
-                    "core_inputs": c.spec.physical.core_inputs, "mem_inputs": c.spec.physical.mem_inputs,
-                    "error": c.spec.physical.weighting.name(),
-                })),
+                "physical": matches!(k, ModelKind::Physical | ModelKind::PhysicalBpann).then(|| physical_record(&c.spec.physical)),
                 "bpann": matches!(k, ModelKind::Bpann | ModelKind::PhysicalBpann).then(|| bpann_record(&c.spec.bpann)),
                 "residual_scale": (k == ModelKind::PhysicalBpann).then_some(c.residual_scale),
                 "metrics": {
@@ -1094,6 +1150,11 @@ impl RunParams {
                     "cv_restarts": self.cv_restarts,
                 },
             });
+            if k == ModelKind::PhysicalBpann && !c.spec.residual.is_absolute() {
+                artifact.training["residual"] = serde_json::json!(
+                    "relative: the network fits y/P - 1 of the physical model P; the model predicts P*(1 + network)"
+                );
+            }
             out.push(Fitted { name: c.name.clone(), artifact });
             models.insert(c.name.clone(), r);
         }
@@ -1382,8 +1443,9 @@ pub struct Procedure {
     pub rule: &'static str,
     /// Network seeds the inner CV figures are averaged over (`--selection-seeds`).
     pub selection_seeds: usize,
-    /// `all`: the run's candidate list; `base`: only its members of the base list
-    /// ([`BASE_CANDIDATES`]), scored from the same fits when the run adds candidates to it.
+    /// `all`: the run's candidate list; `default`: only its members of the default list
+    /// ([`default_candidates`]), `base`: only its members of the base list ([`BASE_CANDIDATES`]) —
+    /// each scored from the same fits when the run adds candidates to it.
     pub candidate_list: &'static str,
     /// This run's own procedure.
     pub in_use: bool,
@@ -1510,6 +1572,9 @@ mod tests {
             "bpann*1",
             "physical~titanx-clock-physics",
             "bpann~",
+            "bpann.roofline",
+            "physical.rooflines",
+            "mlr.roofline",
         ] {
             let msg = parse_candidate(bad).unwrap_err().to_string();
             assert!(msg.contains("unknown model") && msg.contains("physical+bpann"), "{msg}");
@@ -1520,6 +1585,20 @@ mod tests {
         assert_eq!((c.members, c.scale), (Some(5), 0.25));
         assert_eq!(c.canonical(), "physical+bpann-lbfgs@8x8~titanx-clock-physics*5/4");
         assert_eq!(file_stem(&c.canonical()), "physical-bpann-lbfgs-h8x8-titanx-clock-physics-avg5-quarter");
+        assert!(!c.roofline);
+        // The roofline twins: the marker rides on the physical part and survives canonicalization.
+        let r = CandidateName::parse("physical.roofline+bpann-lbfgs*5/2").unwrap();
+        assert!(r.roofline && r.kind == ModelKind::PhysicalBpann && r.members == Some(5) && r.scale == 0.5);
+        assert_eq!(r.canonical(), "physical.roofline+bpann-lbfgs*5/2");
+        assert_eq!(
+            CandidateName::parse("physical.roofline-bpann").unwrap().canonical(),
+            "physical.roofline+bpann"
+        );
+        assert_eq!(file_stem("physical.roofline+bpann-lbfgs*5/2"), "physical-roofline-bpann-lbfgs-avg5-half");
+        for t in ROOFLINE_TWINS {
+            assert_eq!(CandidateName::parse(t).unwrap().canonical(), *t);
+            assert!(CandidateName::parse(t).unwrap().roofline);
+        }
         let default = default_candidates("titanx-utilizations", false);
         assert_eq!(default[..9], *BASE_CANDIDATES);
         assert_eq!(default[9..], *SEED_ENSEMBLES);
@@ -1567,6 +1646,21 @@ mod tests {
         assert_eq!(spec("physical+bpann-lbfgs*5").complexity().params, 5 * base.complexity().params);
         // 10 inputs → 4 → 4 → 1: 44 + 20 + 5 weights.
         assert_eq!(base.complexity().params, 69);
+        // A roofline twin needs the clocks the utilizations were measured at; with them it is its plain
+        // twin's recipe (same inputs and complexity: within the 1se band the lower CV figure of the two
+        // wins) on its own fit.
+        let msg = CandidateSpec::new("physical.roofline", &fs, &bp, &phys).unwrap_err().to_string();
+        assert!(msg.contains("drop .roofline"), "{msg}");
+        let clocks = Some(gpumodel_models::artifact::Roofline { core_mhz: 975.0, mem_mhz: 3505.0 });
+        let phys = PhysicalParams { utilization_clocks: clocks, ..phys };
+        let twin = CandidateSpec::new("physical.roofline+bpann-lbfgs*5/2", &fs, &bp, &phys).unwrap();
+        let plain = CandidateSpec::new("physical+bpann-lbfgs*5/2", &fs, &bp, &phys).unwrap();
+        assert!(twin.spec.physical.roofline && !plain.spec.physical.roofline);
+        assert_eq!(
+            (twin.spec.inputs.clone(), twin.complexity()),
+            (plain.spec.inputs.clone(), plain.complexity())
+        );
+        assert_eq!(twin.fit_key(), "physical.roofline+bpann-lbfgs*5");
     }
 
     #[test]
@@ -1590,6 +1684,7 @@ mod tests {
             training: serde_json::Value::Null,
             physical: None,
             arithmetic: None,
+            residual: Default::default(),
         };
         let half = scale_residual(&a, 0.5);
         for x in [-1.0, 0.0, 2.5] {

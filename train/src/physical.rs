@@ -18,7 +18,7 @@
 use crate::{Error, Result};
 use gpumodel_models::Dataset;
 use gpumodel_models::artifact::{
-    FORMAT_VERSION, ModelArtifact, ModelKind, PhysicalTerms, Scaling, VoltageLevel,
+    FORMAT_VERSION, ModelArtifact, ModelKind, PhysicalTerms, Roofline, Scaling, VoltageLevel,
 };
 use serde::Serialize;
 
@@ -63,6 +63,10 @@ impl Weighting {
     }
 }
 
+const ROOFLINE_NEEDS_CLOCKS: &str = "the roofline rescaling (`physical.roofline…`) applies to utilizations \
+measured once, at one clock pair (a Guerreiro file's default clocks); this data's activities are measured \
+at every clock pair already: drop .roofline from --models";
+
 /// Unfitted physical-model parameters: which inputs play which role.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhysicalParams {
@@ -82,6 +86,12 @@ pub struct PhysicalParams {
     pub feature_set: String,
     /// The squared error both alternating steps minimize.
     pub weighting: Weighting,
+    /// The clocks the activity inputs were measured at, when the data took them once for every clock
+    /// pair (Guerreiro et al.'s files: the default clocks); `None` when they are per clock pair already.
+    pub utilization_clocks: Option<Roofline>,
+    /// Rescale the activities to each row's clocks by the roofline of [`Roofline`] (needs
+    /// `utilization_clocks`), in the fit and in the artifact's predictions alike.
+    pub roofline: bool,
 }
 
 impl Default for PhysicalParams {
@@ -97,6 +107,8 @@ impl Default for PhysicalParams {
             tolerance: 1e-9,
             feature_set: "custom".into(),
             weighting: Weighting::Absolute,
+            utilization_clocks: None,
+            roofline: false,
         }
     }
 }
@@ -156,7 +168,17 @@ impl PhysicalParams {
                 )));
             }
         }
+        self.roofline()?;
         Ok(self)
+    }
+
+    /// The roofline the fit and the artifact apply, if asked for.
+    fn roofline(&self) -> Result<Option<Roofline>> {
+        match (self.roofline, self.utilization_clocks) {
+            (false, _) => Ok(None),
+            (true, Some(r)) => Ok(Some(r)),
+            (true, None) => Err(Error::Params(ROOFLINE_NEEDS_CLOCKS.into())),
+        }
     }
 
     /// Fits the model on `ds` (which must hold [`PhysicalParams::inputs`]).
@@ -203,8 +225,20 @@ impl PhysicalParams {
         let (ref_c, ref_m) = (nearest(&core_levels, ref_core), nearest(&mem_levels, ref_mem));
         let fc: Vec<f64> = core_mhz.iter().map(|f| f / ref_core).collect();
         let fm: Vec<f64> = mem_mhz.iter().map(|f| f / ref_mem).collect();
-        let uc: Vec<Vec<f64>> = (0..kc).map(|j| col(j).to_vec()).collect();
-        let um: Vec<Vec<f64>> = (kc..kc + km).map(|j| col(j).to_vec()).collect();
+        let mut uc: Vec<Vec<f64>> = (0..kc).map(|j| col(j).to_vec()).collect();
+        let mut um: Vec<Vec<f64>> = (kc..kc + km).map(|j| col(j).to_vec()).collect();
+        let roofline = self.roofline()?;
+        if let Some(rl) = &roofline {
+            // The activities each row's clocks see, as the artifact will compute them.
+            let (mut c, mut m) = (vec![0.0; kc], vec![0.0; km]);
+            for r in 0..n {
+                c.iter_mut().zip(&uc).for_each(|(x, u)| *x = u[r]);
+                m.iter_mut().zip(&um).for_each(|(x, u)| *x = u[r]);
+                rl.rescale(&mut c, &mut m, core_mhz[r], mem_mhz[r]);
+                uc.iter_mut().zip(&c).for_each(|(u, x)| u[r] = *x);
+                um.iter_mut().zip(&m).for_each(|(u, x)| u[r] = *x);
+            }
+        }
         let y: Vec<f64> = sub.targets.to_vec();
         let w = self.weighting.weights(&y)?;
         let data =
@@ -258,6 +292,7 @@ impl PhysicalParams {
                 .zip(&vm)
                 .map(|(&mhz, &v)| VoltageLevel { mhz, relative_v: v })
                 .collect(),
+            roofline,
         };
         let k = names.len();
         let artifact = ModelArtifact {
@@ -273,6 +308,7 @@ impl PhysicalParams {
             training: serde_json::Value::Null,
             physical: Some(terms),
             arithmetic: None,
+            residual: Default::default(),
         };
         artifact.check()?;
         Ok(PhysicalFit { artifact, iterations, training_rmse_w: (sse / n as f64).sqrt() })
@@ -750,5 +786,49 @@ mod tests {
         assert!(!msg.contains('\n'), "{msg}");
         // The absolute fit takes the same data.
         params(Weighting::Absolute).fit(&ds).unwrap();
+    }
+
+    /// Data whose power follows the model on the roofline-rescaled utilizations of [`synthetic`]'s
+    /// kernels (measured at 1000 / 3000 MHz): the roofline fit recovers it, the plain fit cannot.
+    #[test]
+    fn roofline_fit_recovers_power_of_rescaled_utilizations() {
+        let (mut ds, _, _) = synthetic();
+        let rl = Roofline { core_mhz: 1000.0, mem_mhz: 3000.0 };
+        let p = |roofline: bool| PhysicalParams {
+            utilization_clocks: Some(rl),
+            roofline,
+            ..params(Weighting::Absolute)
+        };
+        // An artifact of the right shape, given synthetic()'s true βs and voltages and the roofline.
+        let (_, v_core, v_mem) = synthetic();
+        let mut truth = p(false).fit(&ds).unwrap();
+        let t = truth.physical.as_mut().unwrap();
+        (t.beta0_w, t.beta_core_w, t.beta1_w, t.beta_mem_w) = (30.0, 20.0, 8.0, 5.0);
+        (t.core_betas, t.mem_betas) = (vec![60.0, 25.0], vec![30.0]);
+        t.core_levels.iter_mut().zip(&v_core).for_each(|(l, v)| l.relative_v = *v);
+        t.mem_levels.iter_mut().zip(&v_mem).for_each(|(l, v)| l.relative_v = *v);
+        t.roofline = Some(rl);
+        ds.targets = truth.predict(ds.records.view());
+        let fit = p(true).fit_report(&ds).unwrap();
+        assert!(fit.training_rmse_w < 0.05, "rmse {}", fit.training_rmse_w);
+        assert_eq!(fit.artifact.physical.as_ref().unwrap().roofline, Some(rl));
+        // The artifact predicts what the fit saw (the same rescaling at prediction time).
+        let pred = fit.artifact.predict(ds.records.view());
+        let rmse = crate::metrics::rmse(pred.as_slice().unwrap(), ds.targets.as_slice().unwrap()).unwrap();
+        assert!((rmse - fit.training_rmse_w).abs() < 1e-9);
+        let plain = p(false).fit_report(&ds).unwrap();
+        assert!(
+            plain.training_rmse_w > 10.0 * fit.training_rmse_w.max(0.01),
+            "plain {}",
+            plain.training_rmse_w
+        );
+        assert_eq!(plain.artifact.physical.unwrap().roofline, None);
+    }
+
+    #[test]
+    fn roofline_without_measurement_clocks_is_a_clear_error() {
+        let p = PhysicalParams { roofline: true, ..params(Weighting::Absolute) };
+        let msg = p.check().unwrap_err().to_string();
+        assert!(msg.contains("drop .roofline") && !msg.contains('\n'), "{msg}");
     }
 }
