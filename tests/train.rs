@@ -945,6 +945,17 @@ fn relative_residual_is_applied_recorded_and_refused_without_a_residual_network(
     // The file follows the physical form: the relative residual network keeps that fit near exact.
     let fit = v["models"]["physical+bpann-lbfgs/2"]["training_fit"]["mape_pct"].as_f64().unwrap();
     assert!(fit < 1.0, "{fit}");
+    // Without the flag the default applies (relative, `DEFAULT_RESIDUAL`); `absolute` writes the
+    // artifact as before the field existed.
+    for (flag, relative) in [(None, true), (Some("absolute"), false)] {
+        let mut args = vec!["--models", "physical+bpann-lbfgs/2"];
+        args.extend(flag.map(|f| ["--residual", f]).iter().flatten());
+        let (_, _dir, out, good) = train_on_four_levels("20", &args);
+        let prefix = good.file_stem().unwrap().to_str().unwrap();
+        let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
+        assert_eq!(net.get("residual").is_some(), relative, "{flag:?}");
+        assert_eq!(net["training"].get("residual").is_some(), relative, "{flag:?}");
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("out");

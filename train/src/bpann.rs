@@ -23,7 +23,7 @@ use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
 use gpumodel_models::Dataset;
 use gpumodel_models::artifact::{
-    Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Scaling,
+    Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Residual, Scaling,
 };
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
@@ -891,14 +891,19 @@ pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64>
     let out = net.forward(tensor2(&z, &device));
     let v: Vec<f64> = out.into_data().convert::<f64>().try_to_vec::<f64>().unwrap_or_default();
     let (m, s) = (artifact.target_scaling.mean[0], artifact.target_scaling.std[0]);
-    // A physical+bpann network models the residual of the physical terms (in watts, or relative to
-    // them), which are applied as the artifact says.
+    // A physical+bpann network models the residual of the physical terms, in watts or relative to them.
+    // The combination is written out here rather than taken from `Residual::apply`, so that this pass
+    // stays independent of the one it is compared with.
     let base = artifact.physical.as_ref().and_then(|p| p.predict(&artifact.inputs, records.view()).ok());
     v.into_iter()
         .enumerate()
-        .map(|(i, y)| match &base {
-            Some(b) => artifact.residual.apply(b[i], y * s + m),
-            None => y * s + m,
+        .map(|(i, y)| {
+            let net = y * s + m;
+            match (&base, artifact.residual) {
+                (None, _) => net,
+                (Some(b), Residual::Absolute) => b[i] + net,
+                (Some(b), Residual::Relative) => b[i] * (1.0 + net),
+            }
         })
         .collect()
 }

@@ -97,15 +97,7 @@ impl ModelSpec {
                 let base = predict(&phys, &sub)?;
                 let mut resid = sub.clone();
                 for (t, b) in resid.targets.iter_mut().zip(&base) {
-                    *t = match self.residual {
-                        Residual::Absolute => *t - b,
-                        Residual::Relative if *b > 0.0 => *t / b - 1.0,
-                        Residual::Relative => {
-                            return Err(Error::Invalid(format!(
-                                "the relative residual needs a positive physical-model power; the fit gives {b} W on a training row: use --residual absolute"
-                            )));
-                        }
-                    };
+                    *t = residual_target(self.residual, *t, *b)?;
                 }
                 let mut net = self.bpann.fit_report(&resid, progress)?.artifact;
                 net.kind = ModelKind::PhysicalBpann;
@@ -132,6 +124,25 @@ pub fn predict(model: &ModelArtifact, ds: &Dataset) -> Result<Vec<f64>> {
     let idx = model.check_inputs(&ds.feature_names)?;
     let x = ds.records.select(ndarray::Axis(1), &idx);
     Ok(model.predict(x.view()).to_vec())
+}
+
+/// What a `physical+bpann` network is fitted to on a row with power `y` and physical-model power `p`:
+/// `y − p` (absolute) or `y/p − 1` (relative, applied back as `p·(1 + network)`). The relative form needs
+/// a positive, finite `p` and a finite quotient (a `p` so small that `y/p` overflows is refused too).
+fn residual_target(residual: Residual, y: f64, p: f64) -> Result<f64> {
+    match residual {
+        Residual::Absolute => Ok(y - p),
+        Residual::Relative => {
+            let r = y / p - 1.0;
+            if p > 0.0 && p.is_finite() && r.is_finite() {
+                Ok(r)
+            } else {
+                Err(Error::Invalid(format!(
+                    "the relative residual needs a positive physical-model power; the fit gives {p} W on a training row (measured {y} W): use --residual absolute"
+                )))
+            }
+        }
+    }
 }
 
 /// Scores a fitted model on a dataset.
@@ -264,6 +275,92 @@ mod tests {
         let other = ds.select_features(&["a".to_string()]).unwrap();
         let msg = evaluate(&model, &other).unwrap_err().to_string();
         assert!(msg.contains("feature set 'set-ab'") && msg.contains("input(s) b"), "{msg}");
+    }
+
+    /// Power of a physical form times `1 + 0.3·U1·U2` (an interaction the physical model cannot express):
+    /// 12 kernels × 4 core × 2 memory clocks.
+    fn multiplicative() -> Dataset {
+        let mut rows = Vec::new();
+        let mut y = Vec::new();
+        let mut groups = Vec::new();
+        for k in 0..12 {
+            let (u1, u2, d) = ((k % 4) as f64 / 3.0, ((k * 7) % 5) as f64 / 4.0, ((k * 3) % 6) as f64 / 5.0);
+            for c in [600.0, 800.0, 1000.0, 1200.0] {
+                for m in [2000.0, 3000.0] {
+                    let (fc, fm, vc) = (c / 1000.0, m / 3000.0, 0.6 + 0.4 * c / 1000.0);
+                    let p = 30.0 * vc
+                        + vc * vc * fc * (20.0 + 60.0 * u1 + 25.0 * u2)
+                        + 8.0
+                        + fm * (5.0 + 30.0 * d);
+                    rows.extend([u1, u2, d, c, m]);
+                    y.push(p * (1.0 + 0.3 * u1 * u2));
+                    groups.push(format!("k{k}"));
+                }
+            }
+        }
+        Dataset {
+            records: Array2::from_shape_vec((y.len(), 5), rows).unwrap(),
+            targets: Array1::from(y),
+            feature_names: ["U1", "U2", "DRAM", "core_mhz", "mem_mhz"].map(String::from).to_vec(),
+            target_name: "power_w".into(),
+            groups,
+        }
+    }
+
+    /// The relative residual is fitted and applied the same way: the network fits `y/P − 1`, and the
+    /// artifact's prediction is, computed here by hand from its two parts, `P·(1 + network)`; a mismatch
+    /// between the fit's target and the artifact's combination would leave the physical model's error.
+    #[test]
+    fn a_relative_residual_network_is_applied_as_it_was_fitted() {
+        let ds = multiplicative();
+        let physical = PhysicalParams {
+            ref_core_mhz: Some(1000.0),
+            ref_mem_mhz: Some(3000.0),
+            ..PhysicalParams::from_activities(&["U1".into(), "U2".into(), "DRAM".into()], "t")
+        }
+        .check()
+        .unwrap();
+        let bpann = BpannParams {
+            solver: crate::bpann::Solver::Lbfgs,
+            restarts: 1,
+            max_epochs: 400,
+            patience: 400,
+            ..Default::default()
+        };
+        let spec = ModelSpec {
+            kind: ModelKind::PhysicalBpann,
+            bpann,
+            inputs: physical.inputs(),
+            feature_set: "t".into(),
+            physical: physical.clone(),
+            residual: Residual::Relative,
+        };
+        let model = spec.fit(&ds, &mut |_| {}).unwrap();
+        assert_eq!(model.residual, Residual::Relative);
+        let phys = physical.fit(&ds).unwrap();
+        let net_only = ModelArtifact { kind: ModelKind::Bpann, physical: None, ..model.clone() };
+        let (p, n, full) =
+            (predict(&phys, &ds).unwrap(), predict(&net_only, &ds).unwrap(), predict(&model, &ds).unwrap());
+        for i in 0..full.len() {
+            assert!((full[i] - p[i] * (1.0 + n[i])).abs() < 1e-9 * full[i].abs(), "row {i}");
+        }
+        let y = ds.targets.to_vec();
+        let (mape_phys, mape_full) =
+            (crate::metrics::mape(&p, &y).unwrap(), crate::metrics::mape(&full, &y).unwrap());
+        assert!(
+            mape_full < 0.6 * mape_phys,
+            "physical {mape_phys}%, with the relative residual {mape_full}%"
+        );
+    }
+
+    #[test]
+    fn a_relative_residual_target_needs_a_positive_finite_physical_power() {
+        assert_eq!(residual_target(Residual::Absolute, 110.0, 100.0).unwrap(), 10.0);
+        assert!((residual_target(Residual::Relative, 110.0, 100.0).unwrap() - 0.1).abs() < 1e-12);
+        for p in [0.0, -5.0, f64::NAN, f64::INFINITY, 1e-320] {
+            let msg = residual_target(Residual::Relative, 110.0, p).unwrap_err().to_string();
+            assert!(msg.contains("--residual absolute") && !msg.contains('\n'), "{p}: {msg}");
+        }
     }
 
     #[test]

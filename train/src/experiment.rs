@@ -11,7 +11,7 @@ use crate::selection::{
     Complexity, FoldFigures, Rule, Scored, Validation, choose, fold_figures, fold_mape, seed_averaged,
 };
 use crate::{Error, Result};
-use gpumodel_models::artifact::{ModelArtifact, ModelKind};
+use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::{self, Locator, Opened};
@@ -304,7 +304,9 @@ impl CandidateName {
     /// The canonical spelling (`mlrplus` → `mlr+`, …).
     pub fn canonical(&self) -> String {
         let mut s = self.kind.name().to_string();
-        if self.roofline {
+        // Only a physical KIND carries the marker (the fields are public: a hand-built name may set it
+        // on another kind, which has no physical part to mark).
+        if self.roofline && s.starts_with("physical") {
             s.insert_str("physical".len(), ".roofline");
         }
         if self.solver == Solver::Lbfgs {
@@ -395,7 +397,11 @@ impl CandidateSpec {
             scale: 1.0,
         });
         c.scale = 1.0;
-        c.canonical()
+        // Fits are shared only between candidates whose networks fit the same residual.
+        match self.spec.residual {
+            Residual::Absolute => c.canonical(),
+            Residual::Relative => format!("{} (relative residual)", c.canonical()),
+        }
     }
 
     /// The candidate's complexity for the one-standard-error rule (see [`crate::selection::Complexity`]).
@@ -1661,6 +1667,15 @@ mod tests {
             (plain.spec.inputs.clone(), plain.complexity())
         );
         assert_eq!(twin.fit_key(), "physical.roofline+bpann-lbfgs*5");
+        // Candidates whose networks fit different residuals never share a fit.
+        let mut rel = CandidateSpec::new("physical+bpann-lbfgs*5/2", &fs, &bp, &phys).unwrap();
+        rel.spec.residual = Residual::Relative;
+        assert_ne!(rel.fit_key(), plain.fit_key());
+        // A hand-built name with the marker on a kind without a physical part spells that kind.
+        for kind in [ModelKind::Bpann, ModelKind::Mlr, ModelKind::MlrPlus] {
+            let c = CandidateName { kind, roofline: true, ..CandidateName::parse("physical").unwrap() };
+            assert_eq!(c.canonical(), kind.name());
+        }
     }
 
     #[test]
