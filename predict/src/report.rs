@@ -151,7 +151,7 @@ impl Export for KernelReport {
         out.push(match cal_line(&self.calibration) {
             Some((file, c)) if c.calibration().is_none() => format!(
                 "time        {:.4} ms, the timing model{} from {file} (the structure alone: its factors were \
-                 dropped by the keep rule; chosen on {}, {:.1}% out-of-fold MAPE there)",
+                 dropped by the keep rule; chosen on {}, {:.1}% MAPE there, nothing fitted)",
                 p.time_s * 1e3,
                 structure_note(c.timing()),
                 c.dataset.name,

@@ -157,13 +157,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         report.calibration_file(dataset).write(p, args.force)?;
         // The note goes to stderr so that JSON/CSV on stdout stay machine-readable.
+        // What the file records as its error: the procedure's out-of-fold MAPE for factors, the
+        // structure's own error for the structure alone (nothing is fitted; it is what the file applies).
         eprintln!(
-            "wrote {} (time calibration for {}, {} on all {} kernels; out-of-fold MAPE {:.1}%)",
+            "wrote {} (time calibration for {}, {} on all {} kernels; {} {:.1}%)",
             p.display(),
             arch.name,
             if report.calibration.is_some() { "fitted" } else { "its structure chosen" },
             report.kernels,
-            report.mape_pct
+            if report.calibration.is_some() {
+                "out-of-fold MAPE of the nested procedure"
+            } else {
+                "MAPE of that structure, nothing fitted"
+            },
+            report.calibration_out_of_fold_mape_pct()
         );
         // The file obeys the folds' keep rule: say when it records the structure alone.
         if report.calibration.is_none() {

@@ -3,8 +3,9 @@
 //!
 //! The file is small, versioned TOML: the calibration form, the architecture it was fitted for, the
 //! dataset it was fitted on (name, path, sha256), the coefficients (fitted on *all* kernels of that
-//! dataset), and the leave-one-kernel-out MAPE the same form reached there — the honest figure for a
-//! kernel the calibration has not seen. Reading checks the version, the form, every field and every
+//! dataset), and the nested leave-one-kernel-out MAPE of the procedure that fits them there — the honest
+//! figure for a kernel the calibration has not seen (for a file that records the structure alone, whose
+//! factors were dropped, that structure's own error: nothing is fitted). Reading checks the version, the form, every field and every
 //! coefficient, so a hand-edited or foreign file is a one-line error, never a silent misprediction.
 
 use super::{EXPONENTS, TimeCalibration};
@@ -78,11 +79,13 @@ pub struct Coefficients {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FitInfo {
-    /// Kernel-time MAPE of the whole fitting procedure (exponent and factors) run leave-one-kernel-out:
-    /// each kernel predicted by coefficients fitted on the others, with `p` chosen by an inner
-    /// leave-one-kernel-out over those others (nested). Percent: what to expect on a kernel outside the
-    /// dataset. It scores the procedure, not this file's one form: a fold may have kept another form
-    /// (the compute floor, the other structure) or none.
+    /// With factors: kernel-time MAPE of the whole fitting procedure (exponent and factors) run
+    /// leave-one-kernel-out: each kernel predicted by coefficients fitted on the others, with `p` chosen
+    /// by an inner leave-one-kernel-out over those others (nested). Percent: what to expect on a kernel
+    /// outside the dataset. It scores the procedure, whose candidate set is larger than this file's one
+    /// form: a fold may have kept another form (the compute floor, the other structure) or none.
+    /// For a [`FORM_STRUCTURE_ALONE`] file (version 6 on): that structure's own error on the dataset,
+    /// as `uncalibrated_mape_pct` — nothing is fitted, and the structure is what the file applies.
     pub out_of_fold_mape_pct: f64,
     /// Kernel-time MAPE of these coefficients on the rows they were fitted on, percent (optimistic).
     pub in_sample_mape_pct: f64,
@@ -181,8 +184,6 @@ impl CalibrationFile {
     pub fn to_toml(&self) -> Result<String> {
         let body = toml::to_string(self)
             .map_err(|e| Error::Invalid(format!("cannot write the calibration as TOML: {e}")))?;
-        let common = "# fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
-             # the whole procedure, with p chosen inside each fold (nested).\n";
         if self.calibration().is_none() {
             return Ok(format!(
                 "# gpumodel time calibration: the timing model's structure alone (shared_overlap, fill and stores\n\
@@ -190,7 +191,8 @@ impl CalibrationFile {
                  # factors fitted on those kernels did not beat it out of fold by more than one standard error\n\
                  # (the keep rule validate's folds apply), so they were dropped. Written by\n\
                  # `gpumodel validate --save-calibration`; apply it with `gpumodel predict --arch {} --calibration FILE`.\n\
-                 # fit.in_sample_mape_pct and fit.uncalibrated_mape_pct are that structure's error.\n{common}{body}",
+                 # fit.out_of_fold_mape_pct, fit.in_sample_mape_pct and fit.uncalibrated_mape_pct are all that\n\
+                 # structure's error on those kernels: nothing is fitted, and it is what predict applies.\n{body}",
                 self.arch
             ));
         }
@@ -205,7 +207,10 @@ impl CalibrationFile {
              # (shared_overlap and fill chosen together over those kernels); predict applies the same\n\
              # structure. p = {} was chosen among {} by leave-one-kernel-out error over those kernels with\n\
              # that structure; fit.uncalibrated_mape_pct is that structure's error without the factors; the\n\
-             # factors beat it out of fold by more than one standard error (the folds' keep rule).\n{common}{body}",
+             # factors beat it out of fold by more than one standard error (the folds' keep rule).\n\
+             # fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
+             # the whole nested procedure (p chosen inside each fold), whose folds choose among more candidates\n\
+             # than this file's one form (the compute floor, the other structure, none).\n{body}",
             self.arch,
             self.coefficients.p,
             EXPONENTS.map(|p| p.to_string()).join(", ")

@@ -521,7 +521,7 @@ pub fn validate_with_progress(
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
-        "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both — kept only where their leave-one-kernel-out errors beat the structure alone by more than one standard error of the per-kernel differences (the folds' keep rule), else the file records the structure alone; its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds may have kept another form, e.g. the compute floor, or none)".into(),
+        "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both — kept only where their leave-one-kernel-out errors beat the structure alone by more than one standard error of the per-kernel differences (the folds' keep rule), else the file records the structure alone; with factors, its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds choose among more candidates than the file's four-factor form, e.g. the compute floor, or none); the structure alone records its own error (nothing is fitted)".into(),
     ];
     if let Some(names) = &opts.kernels {
         method.push(format!(
@@ -602,7 +602,18 @@ pub fn validate_with_progress(
 }
 
 impl Report {
-    /// The calibration fitted on all kernels as a file, with how the procedure did on this dataset.
+    /// What the saved calibration file records as its out-of-fold MAPE (see [`Report::calibration_file`]).
+    pub fn calibration_out_of_fold_mape_pct(&self) -> f64 {
+        match self.calibration {
+            Some(_) => self.mape_pct,
+            None => self.calibration_model_mape_pct,
+        }
+    }
+
+    /// The calibration fitted on all kernels as a file, with how it does on this dataset: for factors,
+    /// the nested out-of-fold MAPE of the whole procedure (whose folds choose among more candidates than
+    /// the file's one form); for the structure alone, that structure's own error on these kernels —
+    /// nothing is fitted, so that is the figure of what the file applies, not the procedure's.
     pub fn calibration_file(
         &self,
         dataset: crate::calibration::file::DatasetInfo,
@@ -613,7 +624,7 @@ impl Report {
             self.calibration,
             TimingConfig::structural(self.calibration_shared_overlap),
             crate::calibration::file::FitInfo {
-                out_of_fold_mape_pct: self.mape_pct,
+                out_of_fold_mape_pct: self.calibration_out_of_fold_mape_pct(),
                 in_sample_mape_pct: self.calibration_in_sample_mape_pct,
                 uncalibrated_mape_pct: self.calibration_model_mape_pct,
             },
