@@ -599,7 +599,10 @@ fn a_saved_calibration_keeps_its_factors_only_where_they_win_out_of_fold() {
             assert!(in_sample < uncalibrated, "{gpu}: {in_sample} vs {uncalibrated}");
             // Factors: the nested procedure's out-of-fold figure, the report's headline.
             assert!(close(oof, headline), "{gpu}: {oof} vs {headline}");
-            assert!(err.contains(&format!("out-of-fold MAPE of the nested procedure {headline:.1}%")), "{err}");
+            assert!(
+                err.contains(&format!("out-of-fold MAPE of the nested procedure {headline:.1}%")),
+                "{err}"
+            );
         } else {
             assert_eq!(in_sample, uncalibrated, "{gpu}");
             assert!(text.contains("no factors"), "{text}");
@@ -617,7 +620,10 @@ fn a_saved_calibration_keeps_its_factors_only_where_they_win_out_of_fold() {
         let table = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success() && table.contains(&format!("{oof:.1}%")), "{gpu}:\n{table}");
         if !kept {
-            assert!(table.contains("MAPE there, nothing fitted") && !table.contains("out-of-fold"), "{table}");
+            assert!(
+                table.contains("MAPE there, nothing fitted") && !table.contains("out-of-fold"),
+                "{table}"
+            );
         }
         // predict reads it back either way.
         let out = gpumodel()

@@ -197,12 +197,12 @@ impl Export for KernelReport {
                 Cell::opt(c.access_ratio, 4),
             ]);
         }
-        if let Some((_, c)) = cal_line(&self.calibration).filter(|(_, c)| c.calibration().is_some()) {
+        if let Some(c) = cal_line(&self.calibration).and_then(|(_, c)| c.calibration()) {
             s.then(format!(
                 "L2 time {:.4} ms (the DRAM traffic through L2 at this core clock; not a component: the \
                  calibration weighs it by a_l2 = {:.4})",
                 self.prediction.detail.timing.l2_s * 1e3,
-                c.coefficients.a_l2
+                c.a[3]
             ));
         }
         vec![s]

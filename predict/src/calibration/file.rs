@@ -111,31 +111,11 @@ pub struct CalibrationFile {
     /// How many stores go to DRAM in that model (absent from versions 3 and 4: per-dram-write).
     pub stores: StoreTraffic,
     pub dataset: DatasetInfo,
-    /// The factors; absent from a [`FORM_STRUCTURE_ALONE`] file ([`Coefficients::NONE`] in memory).
-    #[serde(default = "Coefficients::none", skip_serializing_if = "Coefficients::is_none")]
-    pub coefficients: Coefficients,
+    /// The factors; `None` for (and only for) a [`FORM_STRUCTURE_ALONE`] file, which has no
+    /// `[coefficients]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coefficients: Option<Coefficients>,
     pub fit: FitInfo,
-}
-
-impl Coefficients {
-    /// No factors (a [`FORM_STRUCTURE_ALONE`] file, which has no `[coefficients]`): every value NaN, so
-    /// that no arithmetic can mistake them for factors.
-    pub const NONE: Coefficients = Coefficients {
-        a_memory: f64::NAN,
-        a_compute: f64::NAN,
-        a_shared: f64::NAN,
-        a_l2: f64::NAN,
-        p: f64::NAN,
-    };
-
-    fn none() -> Coefficients {
-        Coefficients::NONE
-    }
-
-    /// Whether these are [`Coefficients::NONE`].
-    pub fn is_none(&self) -> bool {
-        [self.a_memory, self.a_compute, self.a_shared, self.a_l2, self.p].iter().all(|v| v.is_nan())
-    }
 }
 
 impl CalibrationFile {
@@ -157,7 +137,7 @@ impl CalibrationFile {
             fill: timing.fill,
             stores: timing.stores,
             dataset,
-            coefficients: c.map_or(Coefficients::NONE, |c| Coefficients {
+            coefficients: c.map(|c| Coefficients {
                 a_memory: c.a[0],
                 a_compute: c.a[1],
                 a_shared: c.a[2],
@@ -170,9 +150,8 @@ impl CalibrationFile {
 
     /// The calibration to apply; `None` for a file that records the structure alone.
     pub fn calibration(&self) -> Option<TimeCalibration> {
-        let c = &self.coefficients;
-        (self.form != FORM_STRUCTURE_ALONE)
-            .then_some(TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared, c.a_l2], p: c.p })
+        self.coefficients
+            .map(|c| TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared, c.a_l2], p: c.p })
     }
 
     /// The timing model's structure the coefficients were fitted to, to predict with.
@@ -184,7 +163,7 @@ impl CalibrationFile {
     pub fn to_toml(&self) -> Result<String> {
         let body = toml::to_string(self)
             .map_err(|e| Error::Invalid(format!("cannot write the calibration as TOML: {e}")))?;
-        if self.calibration().is_none() {
+        let Some(c) = self.coefficients else {
             return Ok(format!(
                 "# gpumodel time calibration: the timing model's structure alone (shared_overlap, fill and stores\n\
                  # below, shared_overlap and fill chosen together over the dataset's kernels), no factors: the\n\
@@ -195,7 +174,7 @@ impl CalibrationFile {
                  # structure's error on those kernels: nothing is fitted, and it is what predict applies.\n{body}",
                 self.arch
             ));
-        }
+        };
         Ok(format!(
             "# gpumodel time calibration: predicted kernel time T = ((a_memory*M)^p + (a_compute*C +\n\
              # a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync, where M (global load + store + texture), C (compute),\n\
@@ -212,7 +191,7 @@ impl CalibrationFile {
              # the whole nested procedure (p chosen inside each fold), whose folds choose among more candidates\n\
              # than this file's one form (the compute floor, the other structure, none).\n{body}",
             self.arch,
-            self.coefficients.p,
+            c.p,
             EXPONENTS.map(|p| p.to_string()).join(", ")
         ))
     }
@@ -289,8 +268,18 @@ impl CalibrationFile {
                 (true, true) => {}
             }
         }
-        // The structure alone (version 6 on) has no factors; every other file has all four.
+        // The form first: what else the file must have depends on it. The structure alone (version 6 on)
+        // has no factors; every other file has all four.
         let alone = version >= 6 && value.get("form").and_then(|f| f.as_str()) == Some(FORM_STRUCTURE_ALONE);
+        let form = if alone { FORM_STRUCTURE_ALONE } else { FORM };
+        match value.get("form") {
+            Some(toml::Value::String(f)) if f == form => {}
+            Some(toml::Value::String(f)) => {
+                return Err(bad(format!("form '{f}' is not format version {version}'s '{form}'")));
+            }
+            Some(_) => return Err(bad("form is not a string".into())),
+            None => return Err(bad("form is missing".into())),
+        }
         match (alone, value.get("coefficients")) {
             (true, Some(_)) => {
                 return Err(bad(format!("[coefficients] given, but the form is '{FORM_STRUCTURE_ALONE}'")));
@@ -304,19 +293,15 @@ impl CalibrationFile {
                 }
             }
         }
-        let form = if alone { FORM_STRUCTURE_ALONE } else { FORM };
         let file: CalibrationFile =
             toml::Value::Table(value).try_into().map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
         if file.kind != KIND {
             return Err(bad(format!("kind is '{}', expected '{KIND}'", file.kind)));
         }
-        if file.form != form {
-            return Err(bad(format!("form '{}' is not format version {version}'s '{form}'", file.form)));
-        }
-        let c = file.coefficients;
-        if alone {
+        // Checked above: factors exactly where the form has them.
+        let Some(c) = file.coefficients else {
             return Ok(file);
-        }
+        };
         for (name, v) in
             [("a_memory", c.a_memory), ("a_compute", c.a_compute), ("a_shared", c.a_shared), ("a_l2", c.a_l2)]
         {
@@ -383,7 +368,13 @@ mod tests {
                 rows: 600,
                 kernels: 30,
             },
-            coefficients: Coefficients { a_memory: 1.1, a_compute: 1.7, a_shared: 0.9, a_l2: 0.4, p: 6.0 },
+            coefficients: Some(Coefficients {
+                a_memory: 1.1,
+                a_compute: 1.7,
+                a_shared: 0.9,
+                a_l2: 0.4,
+                p: 6.0,
+            }),
             fit: FitInfo {
                 out_of_fold_mape_pct: 18.3,
                 in_sample_mape_pct: 15.0,
@@ -477,16 +468,16 @@ mod tests {
     fn the_structure_alone_has_no_factors() {
         let mut f = sample();
         f.form = FORM_STRUCTURE_ALONE.into();
-        f.coefficients = Coefficients::NONE;
+        f.coefficients = None;
         let alone = CalibrationFile::new(&f.arch, f.dataset.clone(), None, f.timing(), f.fit.clone());
+        assert_eq!(alone, f);
         let text = alone.to_toml().unwrap();
         assert!(!text.contains("[coefficients]") && !text.contains("a_memory"), "{text}");
         assert!(text.contains("no factors") && text.contains(FORM_STRUCTURE_ALONE), "{text}");
         let back = CalibrationFile::parse(&text, "alone.toml").unwrap();
         assert_eq!(back.calibration(), None);
         assert_eq!(back.timing(), TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue));
-        assert!(back.coefficients.is_none());
-        assert_eq!(back.to_toml().unwrap(), text);
+        assert_eq!(back, alone);
         let with = sample().to_toml().unwrap();
         let coefficients = &with[with.find("[coefficients]").unwrap()..with.find("[fit]").unwrap()];
         let both = text.replace("[fit]", &format!("{coefficients}[fit]"));
@@ -495,7 +486,7 @@ mod tests {
         let e = CalibrationFile::parse(&text.replace("format_version = 6", "format_version = 5"), "f")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("coefficients.a_l2 is missing"), "{e}");
+        assert!(e.contains("is not format version 5's"), "{e}");
     }
 
     #[test]
@@ -528,6 +519,26 @@ mod tests {
             let e = err(&t);
             assert!(e.contains(needle) && !e.contains('\n'), "{needle}: {e}");
         }
+    }
+
+    /// The form is checked before what depends on it: an unknown form without `[coefficients]` is named
+    /// as the problem, not the missing factors it would have needed.
+    #[test]
+    fn an_unknown_form_is_named_before_the_factors() {
+        let s = sample();
+        let alone = CalibrationFile::new(&s.arch, s.dataset.clone(), None, s.timing(), s.fit.clone());
+        let text = alone.to_toml().unwrap();
+        for t in [
+            text.replace(FORM_STRUCTURE_ALONE, "T = something else"),
+            sample().to_toml().unwrap().replace(FORM, "T = x"),
+        ] {
+            let e = CalibrationFile::parse(&t, "f").unwrap_err().to_string();
+            assert!(e.contains("form 'T = ") && !e.contains("is missing") && !e.contains('\n'), "{e}");
+        }
+        let without: String =
+            text.lines().filter(|l| !l.starts_with("form ")).map(|l| format!("{l}\n")).collect();
+        let e = CalibrationFile::parse(&without, "f").unwrap_err().to_string();
+        assert!(e.contains("form is missing"), "{e}");
     }
 
     #[test]

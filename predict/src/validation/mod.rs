@@ -373,6 +373,10 @@ pub fn validate_with_progress(
     let selected = nested::argmin(&exponent_mape_pct);
     // The folds' keep rule, for the file too: the factors only where their leave-one-kernel-out errors
     // beat the structure alone by more than one standard error; otherwise the file is the structure.
+    // The candidate sets differ: the file tests only the four-factor form at the fixed-p table's `p`
+    // against its structure, while each fold chooses among every calibration form, the compute floor,
+    // both structures and the model as is (a file applies one form); so a fold may keep a candidate the
+    // file cannot record, and the file's figure is its own (see `Report::calibration_file`).
     let calibration =
         nested::factors_beat_structure(&loko[selected], &saved_rows, &saved_model, &kernel_of, groups.len())
             .then(|| TimeCalibration::fit(&saved_rows, nested::EXPONENTS[selected]));
