@@ -766,6 +766,14 @@ fn score_kernels_train_on_the_pool_and_score_the_named() {
         ),
         "{t}"
     );
+    // The fixed-p table and the calibration on all kernels are the pool's, not the scored kernels' the
+    // headline covers: the lines say so, and do not offer --save-calibration (which the option excludes).
+    let over = "over the 5 validated kernels";
+    let line =
+        |start: &str| t.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {t}"));
+    assert!(line("fixed-p leave-one-kernel-out MAPE").contains(over), "{t}");
+    assert!(line(&format!("calibration {over}")).contains("MAPE"), "{t}");
+    assert!(!t.contains("calibration on all kernels") && !t.contains("--save-calibration"), "{t}");
 
     let dir = tempfile::tempdir().unwrap();
     let cal = dir.path().join("cal.toml");
