@@ -238,3 +238,49 @@ fn a_kernel_s_predictions_never_see_its_own_measurements() {
     // The perturbation is seen where it should be: by the folds that train on it.
     assert_ne!(after.per_row, before.per_row);
 }
+
+/// The same guard with the peer's baseline, `--combine`'s second stage and `--score-kernels`: a scored
+/// kernel whose fold keeps the combination (the GTX 980's sortingNetworks, among Wang & Chu's 20, with the
+/// folds trained on the 20) gets bit-identical predicted, combined and power figures whatever its own
+/// measurements are, while the other scored kernels' folds, which train on them, move.
+#[test]
+fn a_kernel_s_combined_prediction_never_sees_its_own_measurements() {
+    let t = nvdvfs("gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
+    let arch = ArchProfile::builtin("gtx980").unwrap();
+    let target = "sortingNetworks";
+    let scored = ["BlackScholes", "histogram", target, "vectorAdd"];
+    let opts = Options {
+        baselines: vec![Baseline::WangChu2018],
+        combine: true,
+        score_kernels: Some(scored.iter().map(|k| k.to_string()).collect()),
+        ..wang_chu_20(&["ed"])
+    };
+    let before = validate(&t, &arch, &opts).unwrap();
+    let form = |rep: &gpumodel_predict::validation::Report, k: &str| {
+        rep.per_kernel.iter().find(|r| r.kernel == k).and_then(|r| r.combined_form.clone()).unwrap()
+    };
+    // The check means something only where the held-out kernel's fold keeps the combination.
+    assert_ne!(form(&before, target), "ours alone");
+    let (_, rows) = gpumodel_predict::nvdvfs::kernels(&t).into_iter().find(|(n, _)| n == target).unwrap();
+    let mut perturbed = t.clone();
+    let (tc, pc) = (t.column_index("time_s").unwrap(), t.column_index("power_w").unwrap());
+    for (i, &r) in rows.iter().enumerate() {
+        perturbed.data[[r, tc]] *= if i % 2 == 0 { 2.5 } else { 0.4 };
+        perturbed.data[[r, pc]] *= 1.3;
+    }
+    let after = validate(&perturbed, &arch, &opts).unwrap();
+    let of = |rep: &gpumodel_predict::validation::Report, k: &str| -> Vec<(f64, f64, Option<f64>)> {
+        rep.per_row
+            .iter()
+            .filter(|r| r.kernel == k)
+            .map(|r| (r.predicted_time_s, r.predicted_power_w, r.combined_time_s))
+            .collect()
+    };
+    assert_eq!(of(&before, target).len(), rows.len());
+    assert!(of(&before, target).iter().all(|r| r.2.is_some()));
+    assert_eq!(of(&after, target), of(&before, target), "{target}");
+    assert_eq!(form(&after, target), form(&before, target));
+    // The other scored kernels' folds train on the perturbed rows: their predictions move.
+    let moved = scored.iter().filter(|k| **k != target && of(&after, k) != of(&before, k)).count();
+    assert!(moved > 0, "no other scored kernel moved");
+}
