@@ -34,7 +34,8 @@ pub struct Args {
     /// Score only these kernels (a file or a comma-separated list, as --kernels) while every fold trains
     /// on all the other kernels validated (the data's, or --kernels'): e.g. Wang & Chu's 20 kernels, each
     /// predicted by a calibration fitted on the dataset's 29 others.
-    #[arg(long, value_name = "FILE|LIST", conflicts_with = "save_calibration")]
+    /// Not with --save-calibration (the file would be the pool's, not the scored kernels').
+    #[arg(long, value_name = "FILE|LIST")]
     pub score_kernels: Option<String>,
     /// Apply a time calibration fitted elsewhere (`--save-calibration` on another GPU or dataset) as is,
     /// and report its error beside ours: does it transfer? Any architecture's file is accepted here.
@@ -110,6 +111,12 @@ fn kernel_set(flag: &str, spec: &str) -> anyhow::Result<Vec<String>> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Checked here rather than by clap, whose conflict message spans several lines.
+    if args.score_kernels.is_some() && args.save_calibration.is_some() {
+        anyhow::bail!(
+            "--score-kernels cannot be used with --save-calibration (the file is fitted on every validated kernel, not the scored ones): run validate without --score-kernels to write it"
+        );
+    }
     let objectives = args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?;
     let baselines = args.baselines.iter().map(|b| Baseline::parse(b)).collect::<Result<Vec<_>, _>>()?;
     let kernels = args.kernels.as_deref().map(|s| kernel_set("--kernels", s)).transpose()?;
