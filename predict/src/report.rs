@@ -16,7 +16,13 @@ use serde::Serialize;
 /// The time calibration a prediction used, if any.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibrationUse {
+    /// Whether a calibration file was given and applied (its structure, and its factors if it has any).
     pub applied: bool,
+    /// Whether that file's factors scaled the time (false for a file that records the structure alone,
+    /// whose factors the keep rule dropped: the prediction's `detail.calibrated` is then false too);
+    /// absent when no file was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factors: Option<bool>,
     /// The file as the user named it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -29,10 +35,13 @@ impl CalibrationUse {
     /// `file` as the user named it and its content; none when no calibration was given.
     pub fn new(used: Option<(String, CalibrationFile)>) -> CalibrationUse {
         match used {
-            Some((file, content)) => {
-                CalibrationUse { applied: true, file: Some(file), content: Some(content) }
-            }
-            None => CalibrationUse { applied: false, file: None, content: None },
+            Some((file, content)) => CalibrationUse {
+                applied: true,
+                factors: Some(content.calibration().is_some()),
+                file: Some(file),
+                content: Some(content),
+            },
+            None => CalibrationUse { applied: false, factors: None, file: None, content: None },
         }
     }
 }

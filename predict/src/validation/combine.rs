@@ -45,10 +45,17 @@ pub enum Combination {
 }
 
 impl Combination {
-    /// The combined time.
+    /// The combined time. The blend is defined for positive finite times; where one of the two is not
+    /// one (a model that predicts no time, or a broken one), the blend gives the other (ours where
+    /// neither is), never NaN.
     pub fn time(self, ours: f64, peer: f64) -> f64 {
+        let usable = |t: f64| t.is_finite() && t > 0.0;
         match self {
-            Combination::Blend(w) => (w * ours.ln() + (1.0 - w) * peer.ln()).exp(),
+            Combination::Blend(w) => match (usable(ours), usable(peer)) {
+                (true, true) => (w * ours.ln() + (1.0 - w) * peer.ln()).exp(),
+                (false, true) => peer,
+                _ => ours,
+            },
             Combination::Max => ours.max(peer),
         }
     }
@@ -195,6 +202,19 @@ mod tests {
             })
             .collect();
         (ours, peer, y, kernel, folds)
+    }
+
+    /// A non-positive time cannot be blended in log space: the blend gives the other time, never NaN.
+    #[test]
+    fn a_blend_with_a_non_positive_time_is_not_nan() {
+        for w in [0.0, 0.5, 1.0] {
+            assert_eq!(Combination::Blend(w).time(2.0, 0.0), 2.0, "{w}");
+            assert_eq!(Combination::Blend(w).time(2.0, -1.0), 2.0, "{w}");
+            assert_eq!(Combination::Blend(w).time(0.0, 3.0), 3.0, "{w}");
+            assert_eq!(Combination::Blend(w).time(0.0, 0.0), 0.0, "{w}");
+            assert!(!Combination::Blend(w).time(f64::NAN, 3.0).is_nan(), "{w}");
+        }
+        assert!((Combination::Blend(0.5).time(1.0, 4.0) - 2.0).abs() < 1e-12);
     }
 
     /// Ours too fast by 20% and the peer too slow by 20% on every kernel: the geometric mean at w = 0.5 is
