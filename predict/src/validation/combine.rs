@@ -21,7 +21,7 @@
 //! its training kernels, so a training kernel's inner time is out of fold for its factors, not for that
 //! choice (the held-out kernel is out of both).
 
-use super::nested::{FoldFit, argmin, keep_if_better};
+use super::nested::{FoldFit, argmin, keep_if_better, kernel_mape_pct, pooled_mape_pct};
 use gpumodel_models::stats::mape;
 
 /// The blend weights on ours (0: the peer alone, 1: ours alone).
@@ -153,11 +153,10 @@ pub fn combine(
             per_kernel(&|_, a, p| Combination::Max.time(a, p)),
         ];
         let alone = per_kernel(&|_, a, _| a);
-        let pooled = |v: &[Vec<(f64, f64)>]| mape(v.iter().flatten().copied());
-        let each = |v: &[Vec<(f64, f64)>]| v.iter().map(|r| mape(r.iter().copied())).collect::<Vec<f64>>();
-        let inner_mape_pct = [pooled(&candidates[0]), pooled(&candidates[1])];
+        let inner_mape_pct = [pooled_mape_pct(&candidates[0]), pooled_mape_pct(&candidates[1])];
         let best = argmin(&inner_mape_pct);
-        let kept = keep_if_better(&each(&candidates[best]), &each(&alone), ()).is_some();
+        let kept =
+            keep_if_better(&kernel_mape_pct(&candidates[best]), &kernel_mape_pct(&alone), ()).is_some();
         let chosen =
             if best == 0 { Combination::Blend(best_weight(&rows_of.concat())) } else { Combination::Max };
         if kept {
@@ -165,7 +164,7 @@ pub fn combine(
                 predicted[i] = chosen.time(ours[i], peer[i]);
             }
         }
-        out.push(CombinedFold { chosen, kept, inner_mape_pct, ours_inner_mape_pct: pooled(&alone) });
+        out.push(CombinedFold { chosen, kept, inner_mape_pct, ours_inner_mape_pct: pooled_mape_pct(&alone) });
     }
     Combined { folds: out, predicted }
 }

@@ -368,8 +368,7 @@ pub fn validate_with_progress(
     };
     let saved_model_mape_pct = mape(saved_model.iter().zip(&saved_rows).map(|(m, r)| (*m, r.2)));
     let loko = nested::loko_exponent_predictions(&saved_rows, &kernel_of, groups.len());
-    let exponent_mape_pct: Vec<f64> =
-        loko.iter().map(|pred| mape(pred.iter().zip(&saved_rows).map(|(t, r)| (*t, r.2)))).collect();
+    let exponent_mape_pct = nested::exponent_mape_pct(&loko, &saved_rows);
     let selected = nested::argmin(&exponent_mape_pct);
     // The folds' keep rule, for the file too: the factors only where their leave-one-kernel-out errors
     // beat the structure alone by more than one standard error; otherwise the file is the structure.
