@@ -204,6 +204,19 @@ fn gtx980_validates_too() {
     assert!(r.objectives[0].mean_regret_pct <= 1.0, "ED mean regret {:.2}%", r.objectives[0].mean_regret_pct);
 }
 
+/// `t` with `kernel`'s measured times scaled by 2.5 and 0.4 alternately and its powers by 1.3: the
+/// kernel's name, its rows and the perturbed table.
+fn perturbed(t: &gpumodel_models::Table, kernel: &str) -> (String, Vec<usize>, gpumodel_models::Table) {
+    let (name, rows) = gpumodel_predict::nvdvfs::kernels(t).into_iter().find(|(n, _)| n == kernel).unwrap();
+    let mut perturbed = t.clone();
+    let (tc, pc) = (t.column_index("time_s").unwrap(), t.column_index("power_w").unwrap());
+    for (i, &r) in rows.iter().enumerate() {
+        perturbed.data[[r, tc]] *= if i % 2 == 0 { 2.5 } else { 0.4 };
+        perturbed.data[[r, pc]] *= 1.3;
+    }
+    (name, rows, perturbed)
+}
+
 /// The guard of the nested procedure, end to end on real data: a kernel's predicted time and power are
 /// bit-identical whatever its own measured times and powers are, because neither the calibration's
 /// factors, nor its exponent, nor the power model's inputs and weights of its fold ever see them.
@@ -218,13 +231,7 @@ fn a_kernel_s_predictions_never_see_its_own_measurements() {
         ..Options::new(&[Objective::parse("ed").unwrap()])
     };
     let before = validate(&t, &arch, &objs).unwrap();
-    let (name, rows) = gpumodel_predict::nvdvfs::kernels(&t).into_iter().find(|(n, _)| n == set[3]).unwrap();
-    let mut perturbed = t.clone();
-    let (tc, pc) = (t.column_index("time_s").unwrap(), t.column_index("power_w").unwrap());
-    for (i, &r) in rows.iter().enumerate() {
-        perturbed.data[[r, tc]] *= if i % 2 == 0 { 2.5 } else { 0.4 };
-        perturbed.data[[r, pc]] *= 1.3;
-    }
+    let (name, rows, perturbed) = perturbed(&t, set[3]);
     let after = validate(&perturbed, &arch, &objs).unwrap();
     let mine = |rep: &gpumodel_predict::validation::Report| -> Vec<(f64, f64)> {
         rep.per_row
@@ -261,13 +268,7 @@ fn a_kernel_s_combined_prediction_never_sees_its_own_measurements() {
     };
     // The check means something only where the held-out kernel's fold keeps the combination.
     assert_ne!(form(&before, target), "ours alone");
-    let (_, rows) = gpumodel_predict::nvdvfs::kernels(&t).into_iter().find(|(n, _)| n == target).unwrap();
-    let mut perturbed = t.clone();
-    let (tc, pc) = (t.column_index("time_s").unwrap(), t.column_index("power_w").unwrap());
-    for (i, &r) in rows.iter().enumerate() {
-        perturbed.data[[r, tc]] *= if i % 2 == 0 { 2.5 } else { 0.4 };
-        perturbed.data[[r, pc]] *= 1.3;
-    }
+    let (_, rows, perturbed) = perturbed(&t, target);
     let after = validate(&perturbed, &arch, &opts).unwrap();
     let of = |rep: &gpumodel_predict::validation::Report, k: &str| -> Vec<(f64, f64, Option<f64>)> {
         rep.per_row
