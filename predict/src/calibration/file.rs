@@ -392,25 +392,27 @@ mod tests {
         assert_eq!(f.calibration(), Some(TimeCalibration { a: [1.1, 1.7, 0.9, 0.4], p: 6.0 }));
     }
 
-    /// The structure lines of a version-5 file, as [`sample`] writes them.
+    /// The structure lines (the fields version 5 introduced), as [`sample`] writes them.
     const STRUCTURE_5: &str = "shared_overlap = \"replays-overlap-issue\"\nfill = \"default-core-clock\"\nstores = \"per-l2-write\"\n";
 
-    /// A version-5 file records the whole structure it was fitted to and reads back as it.
+    /// A file this build writes (version 6) records the whole structure it was fitted to (the fields
+    /// version 5 introduced) and reads back as it.
     #[test]
-    fn version_5_files_record_the_structure_they_were_fitted_to() {
-        let v5 = sample().to_toml().unwrap();
-        assert!(v5.contains("format_version = 6\n") && v5.contains(STRUCTURE_5), "{v5}");
-        let f = CalibrationFile::parse(&v5, "v5.toml").unwrap();
+    fn written_files_record_the_structure_they_were_fitted_to() {
+        let written = sample().to_toml().unwrap();
+        assert!(written.contains("format_version = 6\n") && written.contains(STRUCTURE_5), "{written}");
+        let f = CalibrationFile::parse(&written, "written.toml").unwrap();
         assert_eq!(f.timing(), TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue));
-        // Each field is part of version 5: a file without one is refused in one line that says what to do.
+        // Each field is part of versions 5 and 6: a file without one is refused in one line that says
+        // what to do.
         for key in ["shared_overlap", "fill", "stores"] {
             let without: String =
-                v5.lines().filter(|l| !l.starts_with(key)).map(|l| format!("{l}\n")).collect();
+                written.lines().filter(|l| !l.starts_with(key)).map(|l| format!("{l}\n")).collect();
             let e = CalibrationFile::parse(&without, "f.toml").unwrap_err().to_string();
             assert!(e.contains(&format!("{key} is missing")) && e.contains("--save-calibration"), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }
-        let e = CalibrationFile::parse(&v5.replace("default-core-clock", "sometimes"), "f")
+        let e = CalibrationFile::parse(&written.replace("default-core-clock", "sometimes"), "f")
             .unwrap_err()
             .to_string();
         assert!(e.contains("sometimes") && !e.contains('\n'), "{e}");

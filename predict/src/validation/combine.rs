@@ -12,7 +12,8 @@
 //!
 //! **No kernel sees itself.** For the outer fold that holds out kernel `o`, the "ours" time of a training
 //! kernel `k` is the fold's *inner* prediction ([`super::nested::FoldFit::inner_predicted`]: the fold's
-//! chosen candidate fitted without `o` and `k`), so the second stage is chosen on out-of-fold times of
+//! chosen candidate fitted without `o` and `k`, at the pair fits' [`crate::calibration::Precision::Ranking`] tolerance), so
+//! the second stage is chosen on out-of-fold times of
 //! the training kernels, never on `o`'s rows. Each combination is scored by an inner leave-one-kernel-out
 //! over the training kernels (the blend's `w` chosen without the scored kernel), the better one is taken,
 //! and — as for the calibrations — it is kept only when it beats ours alone on those kernels by more than

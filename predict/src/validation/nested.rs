@@ -135,7 +135,9 @@ pub struct FoldFit {
     /// row's kernel was left out too: the chosen candidate fitted without both kernels, or the model's
     /// time when the fold drops its calibration; `None` for the held-out kernel's own rows. What a
     /// second stage (the combined model, [`super::combine`]) is chosen on without seeing the held-out
-    /// kernel.
+    /// kernel. These times come from the pair fits that rank the candidates, stopped at the coarser
+    /// [`Precision::Ranking`] tolerance, not from fits at [`Precision::Full`] like the held-out kernel's
+    /// own prediction.
     pub inner_predicted: Vec<Option<f64>>,
 }
 
