@@ -17,7 +17,7 @@
 //! the training kernels, never on `o`'s rows. Each combination is scored by an inner leave-one-kernel-out
 //! over the training kernels (the blend's `w` chosen without the scored kernel), the better one is taken,
 //! and — as for the calibrations — it is kept only when it beats ours alone on those kernels by more than
-//! one standard error of the per-kernel differences ([`super::nested::keep_if_better`]); otherwise the
+//! one standard error of the per-kernel differences (`nested::keep_if_better`); otherwise the
 //! fold predicts with ours alone. Caveat: which calibration candidate the fold chose was decided on all
 //! its training kernels, so a training kernel's inner time is out of fold for its factors, not for that
 //! choice (the held-out kernel is out of both).
