@@ -398,7 +398,7 @@ fn calibration_reader_never_panics() {
             rows: 10,
             kernels: 2,
         },
-        coefficients: Coefficients { a_memory: 1.1, a_compute: 0.9, a_shared: 1.0, a_l2: 0.5, p: 4.0 },
+        coefficients: Some(Coefficients { a_memory: 1.1, a_compute: 0.9, a_shared: 1.0, a_l2: 0.5, p: 4.0 }),
         fit: FitInfo { out_of_fold_mape_pct: 15.0, in_sample_mape_pct: 12.0, uncalibrated_mape_pct: 40.0 },
     };
     let base = file.to_toml().unwrap();

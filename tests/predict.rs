@@ -174,8 +174,9 @@ fn toml_number(text: &str, key: &str) -> f64 {
 /// A calibration saved by `gpumodel validate` on the real GTX 980 data, on the additive model's
 /// structure (`--no-replay-overlap`: the formula below is that structure's; the replay-overlap one is
 /// checked in tests/predict_structure.rs). On the GTX 980 its factors beat the model out of fold, so the
-/// file keeps them (on the GTX 1080 Ti's additive model they do not, and the file records the structure
-/// alone: tests/predict_structure.rs).
+/// file keeps them (where they do not, the file records the structure alone: the keep rule is tested in
+/// tests/validate.rs, `a_saved_calibration_keeps_its_factors_only_where_they_win_out_of_fold`, and how
+/// such a file predicts in tests/predict_structure.rs).
 fn saved_calibration(dir: &tempfile::TempDir) -> PathBuf {
     let file = dir.path().join("cal.toml");
     let out = common::gpumodel()

@@ -213,6 +213,13 @@ fn a_structure_alone_file_predicts_with_its_structure_uncalibrated() {
     let time = p["time_s"].as_f64().unwrap();
     assert_eq!(time, p["detail"]["timing"]["time_s"].as_f64().unwrap());
     assert_eq!(p["detail"]["calibrated"], false);
+    // The file was applied (its structure), its factors were not: scripts can tell from `factors`.
+    assert_eq!((&v["calibration"]["applied"], &v["calibration"]["factors"]), (&true.into(), &false.into()));
+    let f = predict("matrixmul", &factors);
+    assert_eq!(
+        (&f["calibration"]["factors"], &f["prediction"]["detail"]["calibrated"]),
+        (&true.into(), &true.into())
+    );
     // The structure is the file's: the replays overlap (the plain model adds them), and the factors of a
     // version-5 file with the same structure give another time.
     let plain = gpumodel()

@@ -16,7 +16,13 @@ use serde::Serialize;
 /// The time calibration a prediction used, if any.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibrationUse {
+    /// Whether a calibration file was given and applied (its structure, and its factors if it has any).
     pub applied: bool,
+    /// Whether that file's factors scaled the time (false for a file that records the structure alone,
+    /// whose factors the keep rule dropped: the prediction's `detail.calibrated` is then false too);
+    /// absent when no file was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factors: Option<bool>,
     /// The file as the user named it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -29,10 +35,13 @@ impl CalibrationUse {
     /// `file` as the user named it and its content; none when no calibration was given.
     pub fn new(used: Option<(String, CalibrationFile)>) -> CalibrationUse {
         match used {
-            Some((file, content)) => {
-                CalibrationUse { applied: true, file: Some(file), content: Some(content) }
-            }
-            None => CalibrationUse { applied: false, file: None, content: None },
+            Some((file, content)) => CalibrationUse {
+                applied: true,
+                factors: Some(content.calibration().is_some()),
+                file: Some(file),
+                content: Some(content),
+            },
+            None => CalibrationUse { applied: false, factors: None, file: None, content: None },
         }
     }
 }
@@ -151,7 +160,7 @@ impl Export for KernelReport {
         out.push(match cal_line(&self.calibration) {
             Some((file, c)) if c.calibration().is_none() => format!(
                 "time        {:.4} ms, the timing model{} from {file} (the structure alone: its factors were \
-                 dropped by the keep rule; chosen on {}, {:.1}% out-of-fold MAPE there)",
+                 dropped by the keep rule; chosen on {}, {:.1}% MAPE there, nothing fitted)",
                 p.time_s * 1e3,
                 structure_note(c.timing()),
                 c.dataset.name,
@@ -197,12 +206,12 @@ impl Export for KernelReport {
                 Cell::opt(c.access_ratio, 4),
             ]);
         }
-        if let Some((_, c)) = cal_line(&self.calibration).filter(|(_, c)| c.calibration().is_some()) {
+        if let Some(c) = cal_line(&self.calibration).and_then(|(_, c)| c.calibration()) {
             s.then(format!(
                 "L2 time {:.4} ms (the DRAM traffic through L2 at this core clock; not a component: the \
                  calibration weighs it by a_l2 = {:.4})",
                 self.prediction.detail.timing.l2_s * 1e3,
-                c.coefficients.a_l2
+                c.a[3]
             ));
         }
         vec![s]

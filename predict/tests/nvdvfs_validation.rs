@@ -204,6 +204,19 @@ fn gtx980_validates_too() {
     assert!(r.objectives[0].mean_regret_pct <= 1.0, "ED mean regret {:.2}%", r.objectives[0].mean_regret_pct);
 }
 
+/// `t` with `kernel`'s measured times scaled by 2.5 and 0.4 alternately and its powers by 1.3: the
+/// kernel's name, its rows and the perturbed table.
+fn perturbed(t: &gpumodel_models::Table, kernel: &str) -> (String, Vec<usize>, gpumodel_models::Table) {
+    let (name, rows) = gpumodel_predict::nvdvfs::kernels(t).into_iter().find(|(n, _)| n == kernel).unwrap();
+    let mut perturbed = t.clone();
+    let (tc, pc) = (t.column_index("time_s").unwrap(), t.column_index("power_w").unwrap());
+    for (i, &r) in rows.iter().enumerate() {
+        perturbed.data[[r, tc]] *= if i % 2 == 0 { 2.5 } else { 0.4 };
+        perturbed.data[[r, pc]] *= 1.3;
+    }
+    (name, rows, perturbed)
+}
+
 /// The guard of the nested procedure, end to end on real data: a kernel's predicted time and power are
 /// bit-identical whatever its own measured times and powers are, because neither the calibration's
 /// factors, nor its exponent, nor the power model's inputs and weights of its fold ever see them.
@@ -218,13 +231,7 @@ fn a_kernel_s_predictions_never_see_its_own_measurements() {
         ..Options::new(&[Objective::parse("ed").unwrap()])
     };
     let before = validate(&t, &arch, &objs).unwrap();
-    let (name, rows) = gpumodel_predict::nvdvfs::kernels(&t).into_iter().find(|(n, _)| n == set[3]).unwrap();
-    let mut perturbed = t.clone();
-    let (tc, pc) = (t.column_index("time_s").unwrap(), t.column_index("power_w").unwrap());
-    for (i, &r) in rows.iter().enumerate() {
-        perturbed.data[[r, tc]] *= if i % 2 == 0 { 2.5 } else { 0.4 };
-        perturbed.data[[r, pc]] *= 1.3;
-    }
+    let (name, rows, perturbed) = perturbed(&t, set[3]);
     let after = validate(&perturbed, &arch, &objs).unwrap();
     let mine = |rep: &gpumodel_predict::validation::Report| -> Vec<(f64, f64)> {
         rep.per_row
@@ -237,4 +244,44 @@ fn a_kernel_s_predictions_never_see_its_own_measurements() {
     assert_eq!(mine(&before).len(), rows.len());
     // The perturbation is seen where it should be: by the folds that train on it.
     assert_ne!(after.per_row, before.per_row);
+}
+
+/// The same guard with the peer's baseline, `--combine`'s second stage and `--score-kernels`: a scored
+/// kernel whose fold keeps the combination (the GTX 980's sortingNetworks, among Wang & Chu's 20, with the
+/// folds trained on the 20) gets bit-identical predicted, combined and power figures whatever its own
+/// measurements are, while the other scored kernels' folds, which train on them, move.
+#[test]
+fn a_kernel_s_combined_prediction_never_sees_its_own_measurements() {
+    let t = nvdvfs("gtx980-high-dvfs-real-small-workload-Performance-Power.csv");
+    let arch = ArchProfile::builtin("gtx980").unwrap();
+    let target = "sortingNetworks";
+    let scored = ["BlackScholes", "histogram", target, "vectorAdd"];
+    let opts = Options {
+        baselines: vec![Baseline::WangChu2018],
+        combine: true,
+        score_kernels: Some(scored.iter().map(|k| k.to_string()).collect()),
+        ..wang_chu_20(&["ed"])
+    };
+    let before = validate(&t, &arch, &opts).unwrap();
+    let form = |rep: &gpumodel_predict::validation::Report, k: &str| {
+        rep.per_kernel.iter().find(|r| r.kernel == k).and_then(|r| r.combined_form.clone()).unwrap()
+    };
+    // The check means something only where the held-out kernel's fold keeps the combination.
+    assert_ne!(form(&before, target), "ours alone");
+    let (_, rows, perturbed) = perturbed(&t, target);
+    let after = validate(&perturbed, &arch, &opts).unwrap();
+    let of = |rep: &gpumodel_predict::validation::Report, k: &str| -> Vec<(f64, f64, Option<f64>)> {
+        rep.per_row
+            .iter()
+            .filter(|r| r.kernel == k)
+            .map(|r| (r.predicted_time_s, r.predicted_power_w, r.combined_time_s))
+            .collect()
+    };
+    assert_eq!(of(&before, target).len(), rows.len());
+    assert!(of(&before, target).iter().all(|r| r.2.is_some()));
+    assert_eq!(of(&after, target), of(&before, target), "{target}");
+    assert_eq!(form(&after, target), form(&before, target));
+    // The other scored kernels' folds train on the perturbed rows: their predictions move.
+    let moved = scored.iter().filter(|k| **k != target && of(&after, k) != of(&before, k)).count();
+    assert!(moved > 0, "no other scored kernel moved");
 }

@@ -34,7 +34,8 @@ pub struct Args {
     /// Score only these kernels (a file or a comma-separated list, as --kernels) while every fold trains
     /// on all the other kernels validated (the data's, or --kernels'): e.g. Wang & Chu's 20 kernels, each
     /// predicted by a calibration fitted on the dataset's 29 others.
-    #[arg(long, value_name = "FILE|LIST", conflicts_with = "save_calibration")]
+    /// Not with --save-calibration (the file would be the pool's, not the scored kernels').
+    #[arg(long, value_name = "FILE|LIST")]
     pub score_kernels: Option<String>,
     /// Apply a time calibration fitted elsewhere (`--save-calibration` on another GPU or dataset) as is,
     /// and report its error beside ours: does it transfer? Any architecture's file is accepted here.
@@ -110,6 +111,12 @@ fn kernel_set(flag: &str, spec: &str) -> anyhow::Result<Vec<String>> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Checked here rather than by clap, whose conflict message spans several lines.
+    if args.score_kernels.is_some() && args.save_calibration.is_some() {
+        anyhow::bail!(
+            "--score-kernels cannot be used with --save-calibration (the file is fitted on every validated kernel, not the scored ones): run validate without --score-kernels to write it"
+        );
+    }
     let objectives = args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?;
     let baselines = args.baselines.iter().map(|b| Baseline::parse(b)).collect::<Result<Vec<_>, _>>()?;
     let kernels = args.kernels.as_deref().map(|s| kernel_set("--kernels", s)).transpose()?;
@@ -157,13 +164,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         report.calibration_file(dataset).write(p, args.force)?;
         // The note goes to stderr so that JSON/CSV on stdout stay machine-readable.
+        // What the file records as its error: the procedure's out-of-fold MAPE for factors, the
+        // structure's own error for the structure alone (nothing is fitted; it is what the file applies).
         eprintln!(
-            "wrote {} (time calibration for {}, {} on all {} kernels; out-of-fold MAPE {:.1}%)",
+            "wrote {} (time calibration for {}, {} on all {} kernels; {} {:.1}%)",
             p.display(),
             arch.name,
             if report.calibration.is_some() { "fitted" } else { "its structure chosen" },
             report.kernels,
-            report.mape_pct
+            if report.calibration.is_some() {
+                "out-of-fold MAPE of the nested procedure"
+            } else {
+                "MAPE of that structure, nothing fitted"
+            },
+            report.calibration_out_of_fold_mape_pct()
         );
         // The file obeys the folds' keep rule: say when it records the structure alone.
         if report.calibration.is_none() {

@@ -3,8 +3,9 @@
 //!
 //! The file is small, versioned TOML: the calibration form, the architecture it was fitted for, the
 //! dataset it was fitted on (name, path, sha256), the coefficients (fitted on *all* kernels of that
-//! dataset), and the leave-one-kernel-out MAPE the same form reached there — the honest figure for a
-//! kernel the calibration has not seen. Reading checks the version, the form, every field and every
+//! dataset), and the nested leave-one-kernel-out MAPE of the procedure that fits them there — the honest
+//! figure for a kernel the calibration has not seen (for a file that records the structure alone, whose
+//! factors were dropped, that structure's own error: nothing is fitted). Reading checks the version, the form, every field and every
 //! coefficient, so a hand-edited or foreign file is a one-line error, never a silent misprediction.
 
 use super::{EXPONENTS, TimeCalibration};
@@ -78,11 +79,13 @@ pub struct Coefficients {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FitInfo {
-    /// Kernel-time MAPE of the whole fitting procedure (exponent and factors) run leave-one-kernel-out:
-    /// each kernel predicted by coefficients fitted on the others, with `p` chosen by an inner
-    /// leave-one-kernel-out over those others (nested). Percent: what to expect on a kernel outside the
-    /// dataset. It scores the procedure, not this file's one form: a fold may have kept another form
-    /// (the compute floor, the other structure) or none.
+    /// With factors: kernel-time MAPE of the whole fitting procedure (exponent and factors) run
+    /// leave-one-kernel-out: each kernel predicted by coefficients fitted on the others, with `p` chosen
+    /// by an inner leave-one-kernel-out over those others (nested). Percent: what to expect on a kernel
+    /// outside the dataset. It scores the procedure, whose candidate set is larger than this file's one
+    /// form: a fold may have kept another form (the compute floor, the other structure) or none.
+    /// For a [`FORM_STRUCTURE_ALONE`] file (version 6 on): that structure's own error on the dataset,
+    /// as `uncalibrated_mape_pct` — nothing is fitted, and the structure is what the file applies.
     pub out_of_fold_mape_pct: f64,
     /// Kernel-time MAPE of these coefficients on the rows they were fitted on, percent (optimistic).
     pub in_sample_mape_pct: f64,
@@ -108,31 +111,11 @@ pub struct CalibrationFile {
     /// How many stores go to DRAM in that model (absent from versions 3 and 4: per-dram-write).
     pub stores: StoreTraffic,
     pub dataset: DatasetInfo,
-    /// The factors; absent from a [`FORM_STRUCTURE_ALONE`] file ([`Coefficients::NONE`] in memory).
-    #[serde(default = "Coefficients::none", skip_serializing_if = "Coefficients::is_none")]
-    pub coefficients: Coefficients,
+    /// The factors; `None` for (and only for) a [`FORM_STRUCTURE_ALONE`] file, which has no
+    /// `[coefficients]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coefficients: Option<Coefficients>,
     pub fit: FitInfo,
-}
-
-impl Coefficients {
-    /// No factors (a [`FORM_STRUCTURE_ALONE`] file, which has no `[coefficients]`): every value NaN, so
-    /// that no arithmetic can mistake them for factors.
-    pub const NONE: Coefficients = Coefficients {
-        a_memory: f64::NAN,
-        a_compute: f64::NAN,
-        a_shared: f64::NAN,
-        a_l2: f64::NAN,
-        p: f64::NAN,
-    };
-
-    fn none() -> Coefficients {
-        Coefficients::NONE
-    }
-
-    /// Whether these are [`Coefficients::NONE`].
-    pub fn is_none(&self) -> bool {
-        [self.a_memory, self.a_compute, self.a_shared, self.a_l2, self.p].iter().all(|v| v.is_nan())
-    }
 }
 
 impl CalibrationFile {
@@ -154,7 +137,7 @@ impl CalibrationFile {
             fill: timing.fill,
             stores: timing.stores,
             dataset,
-            coefficients: c.map_or(Coefficients::NONE, |c| Coefficients {
+            coefficients: c.map(|c| Coefficients {
                 a_memory: c.a[0],
                 a_compute: c.a[1],
                 a_shared: c.a[2],
@@ -167,9 +150,8 @@ impl CalibrationFile {
 
     /// The calibration to apply; `None` for a file that records the structure alone.
     pub fn calibration(&self) -> Option<TimeCalibration> {
-        let c = &self.coefficients;
-        (self.form != FORM_STRUCTURE_ALONE)
-            .then_some(TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared, c.a_l2], p: c.p })
+        self.coefficients
+            .map(|c| TimeCalibration { a: [c.a_memory, c.a_compute, c.a_shared, c.a_l2], p: c.p })
     }
 
     /// The timing model's structure the coefficients were fitted to, to predict with.
@@ -181,19 +163,18 @@ impl CalibrationFile {
     pub fn to_toml(&self) -> Result<String> {
         let body = toml::to_string(self)
             .map_err(|e| Error::Invalid(format!("cannot write the calibration as TOML: {e}")))?;
-        let common = "# fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
-             # the whole procedure, with p chosen inside each fold (nested).\n";
-        if self.calibration().is_none() {
+        let Some(c) = self.coefficients else {
             return Ok(format!(
                 "# gpumodel time calibration: the timing model's structure alone (shared_overlap, fill and stores\n\
                  # below, shared_overlap and fill chosen together over the dataset's kernels), no factors: the\n\
                  # factors fitted on those kernels did not beat it out of fold by more than one standard error\n\
                  # (the keep rule validate's folds apply), so they were dropped. Written by\n\
                  # `gpumodel validate --save-calibration`; apply it with `gpumodel predict --arch {} --calibration FILE`.\n\
-                 # fit.in_sample_mape_pct and fit.uncalibrated_mape_pct are that structure's error.\n{common}{body}",
+                 # fit.out_of_fold_mape_pct, fit.in_sample_mape_pct and fit.uncalibrated_mape_pct are all that\n\
+                 # structure's error on those kernels: nothing is fitted, and it is what predict applies.\n{body}",
                 self.arch
             ));
-        }
+        };
         Ok(format!(
             "# gpumodel time calibration: predicted kernel time T = ((a_memory*M)^p + (a_compute*C +\n\
              # a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync, where M (global load + store + texture), C (compute),\n\
@@ -205,9 +186,12 @@ impl CalibrationFile {
              # (shared_overlap and fill chosen together over those kernels); predict applies the same\n\
              # structure. p = {} was chosen among {} by leave-one-kernel-out error over those kernels with\n\
              # that structure; fit.uncalibrated_mape_pct is that structure's error without the factors; the\n\
-             # factors beat it out of fold by more than one standard error (the folds' keep rule).\n{common}{body}",
+             # factors beat it out of fold by more than one standard error (the folds' keep rule).\n\
+             # fit.out_of_fold_mape_pct is what to expect on unseen kernels: the leave-one-kernel-out error of\n\
+             # the whole nested procedure (p chosen inside each fold), whose folds choose among more candidates\n\
+             # than this file's one form (the compute floor, the other structure, none).\n{body}",
             self.arch,
-            self.coefficients.p,
+            c.p,
             EXPONENTS.map(|p| p.to_string()).join(", ")
         ))
     }
@@ -284,8 +268,18 @@ impl CalibrationFile {
                 (true, true) => {}
             }
         }
-        // The structure alone (version 6 on) has no factors; every other file has all four.
+        // The form first: what else the file must have depends on it. The structure alone (version 6 on)
+        // has no factors; every other file has all four.
         let alone = version >= 6 && value.get("form").and_then(|f| f.as_str()) == Some(FORM_STRUCTURE_ALONE);
+        let form = if alone { FORM_STRUCTURE_ALONE } else { FORM };
+        match value.get("form") {
+            Some(toml::Value::String(f)) if f == form => {}
+            Some(toml::Value::String(f)) => {
+                return Err(bad(format!("form '{f}' is not format version {version}'s '{form}'")));
+            }
+            Some(_) => return Err(bad("form is not a string".into())),
+            None => return Err(bad("form is missing".into())),
+        }
         match (alone, value.get("coefficients")) {
             (true, Some(_)) => {
                 return Err(bad(format!("[coefficients] given, but the form is '{FORM_STRUCTURE_ALONE}'")));
@@ -299,19 +293,15 @@ impl CalibrationFile {
                 }
             }
         }
-        let form = if alone { FORM_STRUCTURE_ALONE } else { FORM };
         let file: CalibrationFile =
             toml::Value::Table(value).try_into().map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
         if file.kind != KIND {
             return Err(bad(format!("kind is '{}', expected '{KIND}'", file.kind)));
         }
-        if file.form != form {
-            return Err(bad(format!("form '{}' is not format version {version}'s '{form}'", file.form)));
-        }
-        let c = file.coefficients;
-        if alone {
+        // Checked above: factors exactly where the form has them.
+        let Some(c) = file.coefficients else {
             return Ok(file);
-        }
+        };
         for (name, v) in
             [("a_memory", c.a_memory), ("a_compute", c.a_compute), ("a_shared", c.a_shared), ("a_l2", c.a_l2)]
         {
@@ -378,7 +368,13 @@ mod tests {
                 rows: 600,
                 kernels: 30,
             },
-            coefficients: Coefficients { a_memory: 1.1, a_compute: 1.7, a_shared: 0.9, a_l2: 0.4, p: 6.0 },
+            coefficients: Some(Coefficients {
+                a_memory: 1.1,
+                a_compute: 1.7,
+                a_shared: 0.9,
+                a_l2: 0.4,
+                p: 6.0,
+            }),
             fit: FitInfo {
                 out_of_fold_mape_pct: 18.3,
                 in_sample_mape_pct: 15.0,
@@ -396,25 +392,27 @@ mod tests {
         assert_eq!(f.calibration(), Some(TimeCalibration { a: [1.1, 1.7, 0.9, 0.4], p: 6.0 }));
     }
 
-    /// The structure lines of a version-5 file, as [`sample`] writes them.
+    /// The structure lines (the fields version 5 introduced), as [`sample`] writes them.
     const STRUCTURE_5: &str = "shared_overlap = \"replays-overlap-issue\"\nfill = \"default-core-clock\"\nstores = \"per-l2-write\"\n";
 
-    /// A version-5 file records the whole structure it was fitted to and reads back as it.
+    /// A file this build writes (version 6) records the whole structure it was fitted to (the fields
+    /// version 5 introduced) and reads back as it.
     #[test]
-    fn version_5_files_record_the_structure_they_were_fitted_to() {
-        let v5 = sample().to_toml().unwrap();
-        assert!(v5.contains("format_version = 6\n") && v5.contains(STRUCTURE_5), "{v5}");
-        let f = CalibrationFile::parse(&v5, "v5.toml").unwrap();
+    fn written_files_record_the_structure_they_were_fitted_to() {
+        let written = sample().to_toml().unwrap();
+        assert!(written.contains("format_version = 6\n") && written.contains(STRUCTURE_5), "{written}");
+        let f = CalibrationFile::parse(&written, "written.toml").unwrap();
         assert_eq!(f.timing(), TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue));
-        // Each field is part of version 5: a file without one is refused in one line that says what to do.
+        // Each field is part of versions 5 and 6: a file without one is refused in one line that says
+        // what to do.
         for key in ["shared_overlap", "fill", "stores"] {
             let without: String =
-                v5.lines().filter(|l| !l.starts_with(key)).map(|l| format!("{l}\n")).collect();
+                written.lines().filter(|l| !l.starts_with(key)).map(|l| format!("{l}\n")).collect();
             let e = CalibrationFile::parse(&without, "f.toml").unwrap_err().to_string();
             assert!(e.contains(&format!("{key} is missing")) && e.contains("--save-calibration"), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }
-        let e = CalibrationFile::parse(&v5.replace("default-core-clock", "sometimes"), "f")
+        let e = CalibrationFile::parse(&written.replace("default-core-clock", "sometimes"), "f")
             .unwrap_err()
             .to_string();
         assert!(e.contains("sometimes") && !e.contains('\n'), "{e}");
@@ -472,16 +470,16 @@ mod tests {
     fn the_structure_alone_has_no_factors() {
         let mut f = sample();
         f.form = FORM_STRUCTURE_ALONE.into();
-        f.coefficients = Coefficients::NONE;
+        f.coefficients = None;
         let alone = CalibrationFile::new(&f.arch, f.dataset.clone(), None, f.timing(), f.fit.clone());
+        assert_eq!(alone, f);
         let text = alone.to_toml().unwrap();
         assert!(!text.contains("[coefficients]") && !text.contains("a_memory"), "{text}");
         assert!(text.contains("no factors") && text.contains(FORM_STRUCTURE_ALONE), "{text}");
         let back = CalibrationFile::parse(&text, "alone.toml").unwrap();
         assert_eq!(back.calibration(), None);
         assert_eq!(back.timing(), TimingConfig::structural(SharedOverlap::ReplaysOverlapIssue));
-        assert!(back.coefficients.is_none());
-        assert_eq!(back.to_toml().unwrap(), text);
+        assert_eq!(back, alone);
         let with = sample().to_toml().unwrap();
         let coefficients = &with[with.find("[coefficients]").unwrap()..with.find("[fit]").unwrap()];
         let both = text.replace("[fit]", &format!("{coefficients}[fit]"));
@@ -490,7 +488,7 @@ mod tests {
         let e = CalibrationFile::parse(&text.replace("format_version = 6", "format_version = 5"), "f")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("coefficients.a_l2 is missing"), "{e}");
+        assert!(e.contains("is not format version 5's"), "{e}");
     }
 
     #[test]
@@ -523,6 +521,26 @@ mod tests {
             let e = err(&t);
             assert!(e.contains(needle) && !e.contains('\n'), "{needle}: {e}");
         }
+    }
+
+    /// The form is checked before what depends on it: an unknown form without `[coefficients]` is named
+    /// as the problem, not the missing factors it would have needed.
+    #[test]
+    fn an_unknown_form_is_named_before_the_factors() {
+        let s = sample();
+        let alone = CalibrationFile::new(&s.arch, s.dataset.clone(), None, s.timing(), s.fit.clone());
+        let text = alone.to_toml().unwrap();
+        for t in [
+            text.replace(FORM_STRUCTURE_ALONE, "T = something else"),
+            sample().to_toml().unwrap().replace(FORM, "T = x"),
+        ] {
+            let e = CalibrationFile::parse(&t, "f").unwrap_err().to_string();
+            assert!(e.contains("form 'T = ") && !e.contains("is missing") && !e.contains('\n'), "{e}");
+        }
+        let without: String =
+            text.lines().filter(|l| !l.starts_with("form ")).map(|l| format!("{l}\n")).collect();
+        let e = CalibrationFile::parse(&without, "f").unwrap_err().to_string();
+        assert!(e.contains("form is missing"), "{e}");
     }
 
     #[test]

@@ -12,16 +12,17 @@
 //!
 //! **No kernel sees itself.** For the outer fold that holds out kernel `o`, the "ours" time of a training
 //! kernel `k` is the fold's *inner* prediction ([`super::nested::FoldFit::inner_predicted`]: the fold's
-//! chosen candidate fitted without `o` and `k`), so the second stage is chosen on out-of-fold times of
+//! chosen candidate fitted without `o` and `k`, at the pair fits' [`crate::calibration::Precision::Ranking`] tolerance), so
+//! the second stage is chosen on out-of-fold times of
 //! the training kernels, never on `o`'s rows. Each combination is scored by an inner leave-one-kernel-out
 //! over the training kernels (the blend's `w` chosen without the scored kernel), the better one is taken,
 //! and — as for the calibrations — it is kept only when it beats ours alone on those kernels by more than
-//! one standard error of the per-kernel differences ([`super::nested::keep_if_better`]); otherwise the
+//! one standard error of the per-kernel differences (`nested::keep_if_better`); otherwise the
 //! fold predicts with ours alone. Caveat: which calibration candidate the fold chose was decided on all
 //! its training kernels, so a training kernel's inner time is out of fold for its factors, not for that
 //! choice (the held-out kernel is out of both).
 
-use super::nested::{FoldFit, argmin, keep_if_better};
+use super::nested::{FoldFit, argmin, keep_if_better, kernel_mape_pct, pooled_mape_pct};
 use gpumodel_models::stats::mape;
 
 /// The blend weights on ours (0: the peer alone, 1: ours alone).
@@ -45,10 +46,17 @@ pub enum Combination {
 }
 
 impl Combination {
-    /// The combined time.
+    /// The combined time. The blend is defined for positive finite times; where one of the two is not
+    /// one (a model that predicts no time, or a broken one), the blend gives the other (ours where
+    /// neither is), never NaN.
     pub fn time(self, ours: f64, peer: f64) -> f64 {
+        let usable = |t: f64| t.is_finite() && t > 0.0;
         match self {
-            Combination::Blend(w) => (w * ours.ln() + (1.0 - w) * peer.ln()).exp(),
+            Combination::Blend(w) => match (usable(ours), usable(peer)) {
+                (true, true) => (w * ours.ln() + (1.0 - w) * peer.ln()).exp(),
+                (false, true) => peer,
+                _ => ours,
+            },
             Combination::Max => ours.max(peer),
         }
     }
@@ -146,11 +154,10 @@ pub fn combine(
             per_kernel(&|_, a, p| Combination::Max.time(a, p)),
         ];
         let alone = per_kernel(&|_, a, _| a);
-        let pooled = |v: &[Vec<(f64, f64)>]| mape(v.iter().flatten().copied());
-        let each = |v: &[Vec<(f64, f64)>]| v.iter().map(|r| mape(r.iter().copied())).collect::<Vec<f64>>();
-        let inner_mape_pct = [pooled(&candidates[0]), pooled(&candidates[1])];
+        let inner_mape_pct = [pooled_mape_pct(&candidates[0]), pooled_mape_pct(&candidates[1])];
         let best = argmin(&inner_mape_pct);
-        let kept = keep_if_better(&each(&candidates[best]), &each(&alone), ()).is_some();
+        let kept =
+            keep_if_better(&kernel_mape_pct(&candidates[best]), &kernel_mape_pct(&alone), ()).is_some();
         let chosen =
             if best == 0 { Combination::Blend(best_weight(&rows_of.concat())) } else { Combination::Max };
         if kept {
@@ -158,7 +165,7 @@ pub fn combine(
                 predicted[i] = chosen.time(ours[i], peer[i]);
             }
         }
-        out.push(CombinedFold { chosen, kept, inner_mape_pct, ours_inner_mape_pct: pooled(&alone) });
+        out.push(CombinedFold { chosen, kept, inner_mape_pct, ours_inner_mape_pct: pooled_mape_pct(&alone) });
     }
     Combined { folds: out, predicted }
 }
@@ -195,6 +202,19 @@ mod tests {
             })
             .collect();
         (ours, peer, y, kernel, folds)
+    }
+
+    /// A non-positive time cannot be blended in log space: the blend gives the other time, never NaN.
+    #[test]
+    fn a_blend_with_a_non_positive_time_is_not_nan() {
+        for w in [0.0, 0.5, 1.0] {
+            assert_eq!(Combination::Blend(w).time(2.0, 0.0), 2.0, "{w}");
+            assert_eq!(Combination::Blend(w).time(2.0, -1.0), 2.0, "{w}");
+            assert_eq!(Combination::Blend(w).time(0.0, 3.0), 3.0, "{w}");
+            assert_eq!(Combination::Blend(w).time(0.0, 0.0), 0.0, "{w}");
+            assert!(!Combination::Blend(w).time(f64::NAN, 3.0).is_nan(), "{w}");
+        }
+        assert!((Combination::Blend(0.5).time(1.0, 4.0) - 2.0).abs() < 1e-12);
     }
 
     /// Ours too fast by 20% and the peer too slow by 20% on every kernel: the geometric mean at w = 0.5 is

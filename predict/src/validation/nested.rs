@@ -135,7 +135,9 @@ pub struct FoldFit {
     /// row's kernel was left out too: the chosen candidate fitted without both kernels, or the model's
     /// time when the fold drops its calibration; `None` for the held-out kernel's own rows. What a
     /// second stage (the combined model, [`super::combine`]) is chosen on without seeing the held-out
-    /// kernel.
+    /// kernel. These times come from the pair fits that rank the candidates, stopped at the coarser
+    /// [`Precision::Ranking`] tolerance, not from fits at [`Precision::Full`] like the held-out kernel's
+    /// own prediction.
     pub inner_predicted: Vec<Option<f64>>,
 }
 
@@ -239,16 +241,12 @@ fn uncalibrated_mape_pct(rows: &[CalRow], model: &[f64], kernel: &[usize], exclu
     )
 }
 
-/// The uncalibrated model's MAPE (percent) over each kernel's rows, in kernel order.
-fn uncalibrated_kernel_mape_pct(
-    rows: &[CalRow],
-    model: &[f64],
-    kernel: &[usize],
-    n_kernels: usize,
-) -> Vec<f64> {
+/// The MAPE (percent) of the per-row times `time` (the uncalibrated model's, or a calibration's) over
+/// each kernel's rows, in kernel order.
+fn per_kernel_mape_pct(rows: &[CalRow], time: &[f64], kernel: &[usize], n_kernels: usize) -> Vec<f64> {
     (0..n_kernels)
         .map(|k| {
-            mape(rows.iter().zip(model).zip(kernel).filter(|(_, kk)| **kk == k).map(|((r, m), _)| (*m, r.2)))
+            mape(rows.iter().zip(time).zip(kernel).filter(|(_, kk)| **kk == k).map(|((r, t), _)| (*t, r.2)))
         })
         .collect()
 }
@@ -276,8 +274,8 @@ pub fn structure_over_all(
     n_kernels: usize,
 ) -> SharedOverlap {
     let alt_model: Vec<f64> = alt.iter().map(|a| a.2).collect();
-    let additive = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
-    let overlap = uncalibrated_kernel_mape_pct(rows, &alt_model, kernel, n_kernels);
+    let additive = per_kernel_mape_pct(rows, model, kernel, n_kernels);
+    let overlap = per_kernel_mape_pct(rows, &alt_model, kernel, n_kernels);
     keep_if_better(&overlap, &additive, SharedOverlap::ReplaysOverlapIssue).unwrap_or_default()
 }
 
@@ -303,10 +301,13 @@ pub fn loko_exponent_predictions(rows: &[CalRow], kernel: &[usize], n_kernels: u
 /// [`EXPONENTS`] on `rows` ([`loko_exponent_predictions`]): the table a calibration fitted on every
 /// kernel takes its exponent from, on the rows of the structure it is fitted to.
 pub fn loko_exponent_mape_pct(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<f64> {
-    loko_exponent_predictions(rows, kernel, n_kernels)
-        .iter()
-        .map(|pred| mape(pred.iter().zip(rows).map(|(t, r)| (*t, r.2))))
-        .collect()
+    exponent_mape_pct(&loko_exponent_predictions(rows, kernel, n_kernels), rows)
+}
+
+/// The MAPE (percent, pooled over all rows) of each exponent's predictions `loko[e]` (as
+/// [`loko_exponent_predictions`] gives them) against `rows`' measured times.
+pub fn exponent_mape_pct(loko: &[Vec<f64>], rows: &[CalRow]) -> Vec<f64> {
+    loko.iter().map(|pred| mape(pred.iter().zip(rows).map(|(t, r)| (*t, r.2)))).collect()
 }
 
 /// The folds' keep rule for a calibration fitted on every kernel: `loko[i]` is row `i`'s time from its
@@ -320,10 +321,8 @@ pub fn factors_beat_structure(
     kernel: &[usize],
     n_kernels: usize,
 ) -> bool {
-    let calibrated: Vec<f64> = (0..n_kernels)
-        .map(|k| mape((0..rows.len()).filter(|&i| kernel[i] == k).map(|i| (loko[i], rows[i].2))))
-        .collect();
-    let structure = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
+    let calibrated = per_kernel_mape_pct(rows, loko, kernel, n_kernels);
+    let structure = per_kernel_mape_pct(rows, model, kernel, n_kernels);
     keep_if_better(&calibrated, &structure, ()).is_some()
 }
 
@@ -337,12 +336,12 @@ pub fn alternative_rows(rows: &[CalRow], alt: &[AltRow]) -> Vec<CalRow> {
 type KernelRows = Vec<Vec<(f64, f64)>>;
 
 /// MAPE (percent) pooled over all rows of all kernels.
-fn pooled_mape_pct(v: &[Vec<(f64, f64)>]) -> f64 {
+pub(crate) fn pooled_mape_pct(v: &[Vec<(f64, f64)>]) -> f64 {
     mape(v.iter().flatten().copied())
 }
 
 /// Each kernel's own MAPE (percent).
-fn kernel_mape_pct(v: &[Vec<(f64, f64)>]) -> Vec<f64> {
+pub(crate) fn kernel_mape_pct(v: &[Vec<(f64, f64)>]) -> Vec<f64> {
     v.iter().map(|rows| mape(rows.iter().copied())).collect()
 }
 
@@ -435,7 +434,7 @@ pub fn fold_fit(
         .collect();
     let inner_mape_pct: Vec<f64> = per_kernel.iter().map(|v| pooled_mape_pct(v)).collect();
     let uncalibrated_inner_mape_pct = uncalibrated_mape_pct(rows, model, kernel, &[fold]);
-    let model_kernels = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
+    let model_kernels = per_kernel_mape_pct(rows, model, kernel, n_kernels);
     let model_inner: Vec<f64> = inner.iter().map(|&k| model_kernels[k]).collect();
     let (best, keep) = choose(&per_kernel, &inner_mape_pct, &model_inner);
     let calibration = fit_candidate(best, rows, model, alt, kernel, &[fold], Precision::Full);
@@ -496,7 +495,7 @@ pub fn nested_with_progress(
         })
         .collect();
     let mut folds = Vec::with_capacity(n_kernels);
-    let model_kernels = uncalibrated_kernel_mape_pct(rows, model, kernel, n_kernels);
+    let model_kernels = per_kernel_mape_pct(rows, model, kernel, n_kernels);
     for fold in 0..n_kernels {
         let inner: Vec<usize> = (0..n_kernels).filter(|&k| k != fold).collect();
         let per_kernel: Vec<KernelRows> = (0..nc)

@@ -129,9 +129,11 @@ pub struct BaselineSummary {
 pub struct CombinedSummary {
     /// The peer model joined with ours.
     pub peer: String,
-    /// Time MAPE over all rows, out-of-fold, percent.
+    /// Time MAPE over the scored kernels' rows (every row without `--score-kernels`), out-of-fold,
+    /// percent.
     pub mape_pct: f64,
-    /// Outer folds that kept the combination (the others predict with ours alone).
+    /// Outer folds of the scored kernels that kept the combination (the others predict with ours
+    /// alone).
     pub folds_kept: usize,
     pub worst_kernel: String,
     pub worst_kernel_mape_pct: f64,
@@ -168,10 +170,12 @@ pub struct Report {
     pub folds_replays_overlap: usize,
     /// Plain leave-one-kernel-out MAPE of each candidate exponent (every fold with the same `p`), on the
     /// rows of the structure the saved calibration was fitted to (`calibration_shared_overlap`): the
-    /// saved calibration's `p` is the best of them.
+    /// saved calibration's `p` is the best of them. Over every validated kernel (with `--score-kernels`,
+    /// the pool, not the scored kernels), like `calibration` and the figures beside it.
     pub exponents: Vec<ExponentScore>,
     /// The smallest of `exponents`' MAPEs: the exponent is chosen on the figure it reports, so it is
-    /// optimistic (for comparison with `mape_pct`).
+    /// optimistic (for comparison with `mape_pct`; with `--score-kernels` over the pool, not the scored
+    /// kernels).
     pub selected_on_reported_mape_pct: f64,
     pub worst_kernel: String,
     pub worst_kernel_mape_pct: f64,
@@ -188,7 +192,8 @@ pub struct Report {
     pub per_kernel: Vec<KernelResult>,
     pub per_row: Vec<RowResult>,
     pub method: Vec<String>,
-    /// The calibration fitted on *all* kernels (what `--save-calibration` writes); `None` where the
+    /// The calibration fitted on *all* validated kernels (with `--score-kernels`, the pool); what
+    /// `--save-calibration` writes (without `--score-kernels`); `None` where the
     /// folds' keep rule dropped its factors (their leave-one-kernel-out errors did not beat the structure
     /// alone by more than one standard error): the file then records the structure alone. `mape_pct` is
     /// the out-of-fold figure of the whole procedure.
@@ -396,23 +401,34 @@ impl Export for ValidateOutput {
                 b.name, b.mape_pct, b.median_kernel_mape_pct, b.worst_kernel, b.worst_kernel_mape_pct
             ));
         }
+        // With --score-kernels these lines are over the whole pool, not the scored kernels the headline
+        // covers: say so, and do not offer --save-calibration (which that option excludes).
+        let (over, writes_it, writes_alone) = match r.training_kernels {
+            Some(m) => (format!(" over the {m} validated kernels"), "", ""),
+            None => (
+                String::new(),
+                "; --save-calibration FILE writes it",
+                " (--save-calibration FILE writes the structure alone)",
+            ),
+        };
         let by_p: Vec<String> =
             r.exponents.iter().map(|e| format!("p {} {:.2}%", e.p, e.loko_mape_pct)).collect();
         out.push(format!(
-            "fixed-p leave-one-kernel-out MAPE ({} model): {}; best {:.1}% (p selected on the reported error: optimistic)",
+            "fixed-p leave-one-kernel-out MAPE ({} model){over}: {}; best {:.1}% (p selected on the reported error: optimistic)",
             r.calibration_shared_overlap.label(),
             by_p.join(", "),
             r.selected_on_reported_mape_pct
         ));
+        let all = if over.is_empty() { " on all kernels".to_string() } else { over };
         out.push(match r.calibration {
             Some(c) => format!(
-                "calibration on all kernels ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; kept: its leave-one-kernel-out errors beat the structure alone by more than one standard error; --save-calibration FILE writes it)",
+                "calibration{all} ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; kept: its leave-one-kernel-out errors beat the structure alone by more than one standard error{writes_it})",
                 r.calibration_shared_overlap.label(),
                 r.calibration_model_mape_pct,
                 c.a[0], c.a[1], c.a[2], c.a[3], c.p, r.calibration_in_sample_mape_pct
             ),
             None => format!(
-                "calibration on all kernels: the {} model alone (MAPE {:.1}%), its factors dropped: their leave-one-kernel-out errors did not beat it by more than one standard error (--save-calibration FILE writes the structure alone)",
+                "calibration{all}: the {} model alone (MAPE {:.1}%), its factors dropped: their leave-one-kernel-out errors did not beat it by more than one standard error{writes_alone}",
                 r.calibration_shared_overlap.label(),
                 r.calibration_model_mape_pct
             ),
