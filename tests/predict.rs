@@ -319,3 +319,28 @@ fn bad_calibration_files_are_one_line_errors() {
     one_line(&gtx, &variant("other.toml", KERNEL.to_string()), &["not a usable gpumodel time calibration"]);
     one_line(&gtx, &dir.path().join("missing.toml"), &["cannot read calibration"]);
 }
+
+/// A roofline model (`train --roofline`) rescales utilizations from the clocks they were taken at.
+/// `predict` takes a kernel's utilizations at the target architecture's default clocks, so at those
+/// clocks the rescaling must be the identity whatever GPU the model was trained on. Regression: it
+/// started from the training file's clocks (975 / 3505 MHz), which on another GPU rescaled utilizations
+/// that needed none.
+#[test]
+fn a_roofline_model_rescales_from_the_target_architecture_s_default_clocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/trained/titanx-physical.json");
+    let plain: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut roofline = plain.clone();
+    roofline["physical"]["roofline"] = serde_json::json!({"core_mhz": 975.0, "mem_mhz": 3505.0});
+    let plain = write(&dir, "plain.json", &plain.to_string());
+    let roofline = write(&dir, "roofline.json", &roofline.to_string());
+    let power = |model: &Path, clocks: &[&str]| {
+        let mut args =
+            vec!["predict", "--warps", "32", "--arch", "gtx1080ti", "--model", model.to_str().unwrap()];
+        args.extend_from_slice(clocks);
+        json(&args)["prediction"]["power_w"].as_f64().unwrap()
+    };
+    assert_eq!(power(&roofline, &[]), power(&plain, &[]), "at the GTX 1080 Ti's default clocks");
+    // Away from them the rescaling acts, so the equality above is not one of a model that ignores it.
+    assert_ne!(power(&roofline, &["--core-mhz", "900"]), power(&plain, &["--core-mhz", "900"]));
+}

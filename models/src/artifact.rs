@@ -367,6 +367,17 @@ pub struct Arithmetic {
 }
 
 impl ModelArtifact {
+    /// Tells a roofline model ([`Roofline`]) at which clocks the utilizations it will be given were
+    /// taken. A trained artifact records its training file's measurement clocks; `predict` computes a
+    /// kernel's utilizations at the target architecture's default clocks, which differ on another GPU,
+    /// and the rescaling must start from those. Models without a roofline are left as they are.
+    pub fn with_activities_measured_at(mut self, core_mhz: f64, mem_mhz: f64) -> ModelArtifact {
+        if let Some(r) = self.physical.as_mut().and_then(|p| p.roofline.as_mut()) {
+            *r = Roofline { core_mhz, mem_mhz };
+        }
+        self
+    }
+
     /// Reads an artifact and checks its shapes.
     pub fn from_json_file(path: &Path) -> Result<ModelArtifact> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
