@@ -297,15 +297,10 @@ pub fn loko_exponent_predictions(rows: &[CalRow], kernel: &[usize], n_kernels: u
         .collect()
 }
 
-/// Plain leave-one-kernel-out MAPE (percent, pooled over all rows) of the four-factor form with each of
-/// [`EXPONENTS`] on `rows` ([`loko_exponent_predictions`]): the table a calibration fitted on every
-/// kernel takes its exponent from, on the rows of the structure it is fitted to.
-pub fn loko_exponent_mape_pct(rows: &[CalRow], kernel: &[usize], n_kernels: usize) -> Vec<f64> {
-    exponent_mape_pct(&loko_exponent_predictions(rows, kernel, n_kernels), rows)
-}
-
 /// The MAPE (percent, pooled over all rows) of each exponent's predictions `loko[e]` (as
-/// [`loko_exponent_predictions`] gives them) against `rows`' measured times.
+/// [`loko_exponent_predictions`] gives them) against `rows`' measured times: the fixed-p table a
+/// calibration fitted on every kernel takes its exponent from, on the rows of the structure it is
+/// fitted to.
 pub fn exponent_mape_pct(loko: &[Vec<f64>], rows: &[CalRow]) -> Vec<f64> {
     loko.iter().map(|pred| mape(pred.iter().zip(rows).map(|(t, r)| (*t, r.2)))).collect()
 }
@@ -761,16 +756,16 @@ mod tests {
     /// the same rows, and on another structure's rows it is that structure's.
     #[test]
     fn the_fixed_p_table_is_the_plain_loko_of_the_rows_given() {
+        let table = |rows: &[CalRow], kernel: &[usize], n| {
+            exponent_mape_pct(&loko_exponent_predictions(rows, kernel, n), rows)
+        };
         let (rows, model, kernel) = synthetic();
-        assert_eq!(
-            loko_exponent_mape_pct(&rows, &kernel, 5),
-            nested(&rows, &model, &kernel, 5).loko_mape_pct
-        );
+        assert_eq!(table(&rows, &kernel, 5), nested(&rows, &model, &kernel, 5).loko_mape_pct);
         let (rows, model, alt, kernel) = structural_set(true);
         let alt_rows = alternative_rows(&rows, &alt);
-        let on_alt = loko_exponent_mape_pct(&alt_rows, &kernel, 6);
+        let on_alt = table(&alt_rows, &kernel, 6);
         assert_eq!(on_alt, nested(&alt_rows, &model, &kernel, 6).loko_mape_pct);
-        assert_ne!(on_alt, loko_exponent_mape_pct(&rows, &kernel, 6));
+        assert_ne!(on_alt, table(&rows, &kernel, 6));
     }
 
     /// The saved file's keep rule: factors that generate the measured times beat the model out of fold
