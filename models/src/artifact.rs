@@ -110,6 +110,135 @@ pub struct PhysicalTerms {
     /// before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roofline: Option<Roofline>,
+    /// When set (only in a `physical+bpann` artifact), the residual network is trusted only near the
+    /// kernels it was trained on: its output is multiplied by the [`ResidualGate`]'s weight of the row,
+    /// computed from the activity inputs above. Kept with the terms because it reads their inputs.
+    /// Absent in artifacts written before it existed and in ungated models (they predict as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual_gate: Option<ResidualGate>,
+}
+
+/// A residual network trusted only near its training data: the weight `g ∈ [0, 1]` its output is
+/// multiplied by, `P·(1 + g·net)` (relative residual) or `P + g·net` (absolute), falls with the distance
+/// from a row's activity inputs to the training kernels. The form is fixed a priori, with no fitted
+/// parameter:
+///
+/// - the activity inputs are standardized with the training rows' means and standard deviations (an
+///   input constant on the training rows keeps the scale 1);
+/// - each training kernel's signature is the mean of its rows' standardized activity vectors;
+/// - `d(x)` is the Euclidean distance from the row's standardized activity vector to the nearest
+///   signature, and `τ` the median over the training kernels of the distance from each signature to
+///   its nearest other one (the typical spacing of the training kernels);
+/// - `g = min(1, (τ/d)²)`: fully trusted within the typical spacing, fading beyond it (g = 1 at d = 0).
+///
+/// It is built from the training rows of each fit only ([`ResidualGate::from_training`]), so in
+/// cross-validation a held-out kernel never shapes the gate that judges it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResidualGate {
+    /// The activity inputs the distance is measured over (among the artifact's inputs).
+    pub inputs: Vec<String>,
+    /// Their standardization (the training rows' means and standard deviations).
+    pub scaling: Scaling,
+    /// One standardized signature per training kernel.
+    pub signatures: Vec<Vec<f64>>,
+    /// The typical spacing τ of the signatures.
+    pub tau: f64,
+}
+
+impl ResidualGate {
+    /// The gate of the training rows `ds` over its columns `inputs`; `None` with fewer than two
+    /// training kernels (no spacing to measure: the network is then trusted everywhere, as ungated).
+    pub fn from_training(ds: &crate::Dataset, inputs: &[String]) -> Result<Option<ResidualGate>> {
+        let sub = ds.select_features(inputs)?;
+        let x = &sub.records;
+        let n = x.nrows().max(1) as f64;
+        let mean: Vec<f64> = x.columns().into_iter().map(|c| c.sum() / n).collect();
+        let std: Vec<f64> = x
+            .columns()
+            .into_iter()
+            .zip(&mean)
+            .map(|(c, m)| {
+                let sd = (c.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / n).sqrt();
+                if sd > 0.0 && sd.is_finite() { sd } else { 1.0 }
+            })
+            .collect();
+        let signatures: Vec<Vec<f64>> = sub
+            .group_rows()
+            .into_iter()
+            .map(|(_, rows)| {
+                (0..inputs.len())
+                    .map(|j| {
+                        rows.iter().map(|&r| (x[[r, j]] - mean[j]) / std[j]).sum::<f64>() / rows.len() as f64
+                    })
+                    .collect()
+            })
+            .collect();
+        if signatures.len() < 2 {
+            return Ok(None);
+        }
+        let spacing: Vec<f64> = signatures
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                signatures
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| *k != i)
+                    .map(|(_, o)| distance(s, o))
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        let gate = ResidualGate {
+            inputs: inputs.to_vec(),
+            scaling: Scaling { mean, std },
+            signatures,
+            tau: crate::stats::median(spacing),
+        };
+        gate.check()?;
+        Ok(Some(gate))
+    }
+
+    /// Distance from the activity vector `u` (raw, in the order of `inputs`) to the nearest signature.
+    pub fn distance(&self, u: &[f64]) -> f64 {
+        let z: Vec<f64> = u
+            .iter()
+            .zip(self.scaling.mean.iter().zip(&self.scaling.std))
+            .map(|(v, (m, s))| (v - m) / s)
+            .collect();
+        self.signatures.iter().map(|s| distance(&z, s)).fold(f64::INFINITY, f64::min)
+    }
+
+    /// The weight of the network's output on a row with activity vector `u`: `min(1, (τ/d)²)`.
+    pub fn weight(&self, u: &[f64]) -> f64 {
+        let d = self.distance(u);
+        if d <= self.tau { 1.0 } else { (self.tau / d).powi(2) }
+    }
+
+    fn check(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::Mismatch(format!("residual gate: {m}")));
+        let k = self.inputs.len();
+        if k == 0 || self.scaling.mean.len() != k || self.scaling.std.len() != k {
+            return bad("one mean and one standard deviation per input are needed");
+        }
+        if self.signatures.is_empty() || self.signatures.iter().any(|s| s.len() != k) {
+            return bad("every signature needs one value per input");
+        }
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        if !finite(&self.scaling.mean)
+            || !self.scaling.std.iter().all(|s| *s > 0.0 && s.is_finite())
+            || !self.signatures.iter().all(|s| finite(s))
+            || !(self.tau >= 0.0 && self.tau.is_finite())
+        {
+            return bad(
+                "scaling, signatures and τ must be finite (standard deviations and τ positive or τ zero)",
+            );
+        }
+        Ok(())
+    }
+}
+
+fn distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt()
 }
 
 /// Roofline rescaling of utilizations measured at one clock pair (Guerreiro et al.'s files: every
@@ -425,6 +554,16 @@ impl ModelArtifact {
             (ModelKind::Physical | ModelKind::PhysicalBpann, Some(p)) => {
                 p.check()?;
                 p.indices(&self.inputs)?;
+                if let Some(g) = &p.residual_gate {
+                    if self.kind != ModelKind::PhysicalBpann {
+                        return Err(Error::Mismatch(format!(
+                            "a {} artifact has no residual network to gate",
+                            self.kind.name()
+                        )));
+                    }
+                    g.check()?;
+                    self.gate_indices(g)?;
+                }
             }
             (_, Some(_)) => {
                 return Err(Error::Mismatch(format!(
@@ -481,14 +620,60 @@ impl ModelArtifact {
         }
     }
 
+    /// Positions of a gate's inputs among the artifact's inputs.
+    fn gate_indices(&self, g: &ResidualGate) -> Result<Vec<usize>> {
+        g.inputs
+            .iter()
+            .map(|n| {
+                self.inputs.iter().position(|i| i == n).ok_or_else(|| {
+                    Error::Mismatch(format!("residual gate: input '{n}' is not among the artifact's inputs"))
+                })
+            })
+            .collect()
+    }
+
+    /// The residual gate's weight of every row of `records` (columns in the order of `inputs`), or
+    /// `None` when the model has no gate. `check` proved the gate's inputs are among `inputs`; a
+    /// caller passing too few columns gets NaN weights rather than a panic.
+    pub fn gate_weights(&self, records: ArrayView2<'_, f64>) -> Option<Array1<f64>> {
+        let g = self.physical.as_ref()?.residual_gate.as_ref()?;
+        let idx = self.gate_indices(g).ok().filter(|i| i.iter().all(|&j| j < records.ncols()));
+        let mut u = vec![0.0; g.inputs.len()];
+        Some(
+            records
+                .rows()
+                .into_iter()
+                .map(|r| match &idx {
+                    Some(idx) => {
+                        for (v, &j) in u.iter_mut().zip(idx) {
+                            *v = r[j];
+                        }
+                        g.weight(&u)
+                    }
+                    None => f64::NAN,
+                })
+                .collect(),
+        )
+    }
+
     /// Predicts one row; `x` is in the order of `inputs`.
     pub fn predict_one(&self, x: &[f64]) -> f64 {
         match &self.physical {
             None => self.network_one(x),
             Some(p) => {
                 let row = ndarray::ArrayView2::from_shape((1, x.len()), x);
-                let base = row.map_or(f64::NAN, |r| p.predict(&self.inputs, r).map_or(f64::NAN, |v| v[0]));
-                if self.layers.is_empty() { base } else { self.residual.apply(base, self.network_one(x)) }
+                let base = row
+                    .as_ref()
+                    .map_or(f64::NAN, |r| p.predict(&self.inputs, r.view()).map_or(f64::NAN, |v| v[0]));
+                if self.layers.is_empty() {
+                    return base;
+                }
+                let gate = match row.map(|r| self.gate_weights(r)) {
+                    Ok(Some(g)) => g[0],
+                    Ok(None) => 1.0,
+                    Err(_) => f64::NAN,
+                };
+                self.residual.apply(base, gate * self.network_one(x))
             }
         }
     }
@@ -555,6 +740,9 @@ impl ModelArtifact {
                     base
                 } else {
                     let mut out = self.network(records);
+                    if let Some(g) = self.gate_weights(records) {
+                        out *= &g;
+                    }
                     out.zip_mut_with(&base, |n, b| *n = self.residual.apply(*b, *n));
                     out
                 }
@@ -687,6 +875,7 @@ mod tests {
                 core_levels: vec![lv(500.0, 0.8), lv(1000.0, 1.0), lv(1500.0, 1.2)],
                 mem_levels: vec![lv(3000.0, 1.0)],
                 roofline: None,
+                residual_gate: None,
             }),
         }
     }

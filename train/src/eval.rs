@@ -7,7 +7,7 @@ use crate::metrics::Metrics;
 use crate::mlr::fit_mlr;
 use crate::physical::PhysicalParams;
 use crate::{Error, Result};
-use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual};
+use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual, ResidualGate};
 use gpumodel_models::{Dataset, FeatureSet, Fold};
 use serde::Serialize;
 
@@ -49,6 +49,27 @@ pub struct ModelSpec {
     /// the physical model, `y/P − 1` (the network's squared error is then the squared relative error
     /// MAPE scores); the artifact applies it as `P + net` or `P·(1 + net)`.
     pub residual: Residual,
+    /// Whether `physical+bpann`'s network is trusted only near its training kernels (`--gate`).
+    pub gate: GateForm,
+}
+
+/// How much of a `physical+bpann` network's output a row gets (`--gate`): all of it everywhere (`none`),
+/// or a share that falls with the distance from the row's activity inputs to the nearest training
+/// kernel (`nearest`, [`ResidualGate`]), built from each fit's own training rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GateForm {
+    #[default]
+    None,
+    Nearest,
+}
+
+impl GateForm {
+    pub fn name(self) -> &'static str {
+        match self {
+            GateForm::None => "none",
+            GateForm::Nearest => "nearest",
+        }
+    }
 }
 
 impl ModelSpec {
@@ -81,6 +102,7 @@ impl ModelSpec {
             feature_set: fs.name.clone(),
             physical,
             residual: Residual::Absolute,
+            gate: GateForm::None,
         }
     }
 
@@ -103,6 +125,14 @@ impl ModelSpec {
                 net.kind = ModelKind::PhysicalBpann;
                 net.physical = phys.physical;
                 net.residual = self.residual;
+                if self.gate == GateForm::Nearest
+                    && let Some(p) = net.physical.as_mut()
+                {
+                    // From this fit's training rows only: in CV, the fold's training kernels.
+                    let activities: Vec<String> =
+                        p.core_inputs.iter().chain(&p.mem_inputs).cloned().collect();
+                    p.residual_gate = ResidualGate::from_training(&sub, &activities)?;
+                }
                 net.check()?;
                 Ok(net)
             }
@@ -334,6 +364,7 @@ mod tests {
             feature_set: "t".into(),
             physical: physical.clone(),
             residual: Residual::Relative,
+            gate: GateForm::None,
         };
         let model = spec.fit(&ds, &mut |_| {}).unwrap();
         assert_eq!(model.residual, Residual::Relative);
