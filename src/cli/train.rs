@@ -119,8 +119,8 @@ pub struct Args {
     pub residual: Option<PhysicalFitArg>,
     /// Whether the network of every `physical+bpann…` candidate is trusted only near its training
     /// kernels: `nearest` multiplies its output by g = min(1, (τ/d)²), d = the distance from the row's
-    /// standardized activity inputs to the nearest training kernel's mean, τ = the median distance
-    /// between neighbouring training kernels (no fitted parameter; each fit's own training rows only),
+    /// standardized activity inputs to the nearest training kernel's mean, τ = the largest distance
+    /// from a training kernel to its nearest other one (no fitted parameter; each fit's own training rows only),
     /// so the artifact predicts P·(1 + g·network); `none` (default) trusts it everywhere.
     #[arg(long, value_enum)]
     pub gate: Option<GateArg>,

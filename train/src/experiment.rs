@@ -1166,7 +1166,7 @@ impl RunParams {
             });
             if k == ModelKind::PhysicalBpann && c.spec.gate == GateForm::Nearest {
                 artifact.training["residual_gate"] = serde_json::json!(
-                    "nearest: the network's output is multiplied by g = min(1, (tau/d)^2), d = distance from the row's standardized activity inputs to the nearest training kernel's mean, tau = median nearest-neighbour distance between training kernels"
+                    "nearest: the network's output is multiplied by g = min(1, (tau/d)^2), d = distance from the row's standardized activity inputs to the nearest training kernel's mean, tau = largest nearest-neighbour distance between training kernels"
                 );
             }
             if k == ModelKind::PhysicalBpann && !c.spec.residual.is_absolute() {
