@@ -997,6 +997,129 @@ mod tests {
         assert!(bad.check().unwrap_err().to_string().contains("no residual network"));
     }
 
+    /// Three kernels of two rows each over the activity inputs U and D (and the clocks): k1 at (0, 0),
+    /// k2 at (1, 0), k3 at (0, 2). U has mean 1/3 and SD √2/3, D mean 2/3 and SD 2√2/3, so the
+    /// standardized signatures are k1 (−1/√2, −1/√2), k2 (√2, −1/√2), k3 (−1/√2, √2): k1 lies 3/√2 from
+    /// both others, k2 and k3 lie 3 apart, so every nearest-neighbour distance is 3/√2 = τ.
+    fn three_kernels() -> crate::Dataset {
+        let kernels = [("k1", 0.0, 0.0), ("k2", 1.0, 0.0), ("k3", 0.0, 2.0)];
+        let mut rows = Vec::new();
+        let mut groups = Vec::new();
+        for (k, u, d) in kernels {
+            for core in [500.0, 1000.0] {
+                rows.extend([u, d, core, 3000.0]);
+                groups.push(k.to_string());
+            }
+        }
+        crate::Dataset {
+            records: ndarray::Array2::from_shape_vec((6, 4), rows).unwrap(),
+            targets: ndarray::Array1::from_elem(6, 100.0),
+            feature_names: ["U", "D", "core_mhz", "mem_mhz"].map(String::from).to_vec(),
+            target_name: "power_w".into(),
+            groups,
+        }
+    }
+
+    fn ud() -> Vec<String> {
+        vec!["U".into(), "D".into()]
+    }
+
+    #[test]
+    fn the_gate_is_one_on_the_training_kernels_and_falls_with_the_distance() {
+        let g = ResidualGate::from_training(&three_kernels(), &ud()).unwrap().unwrap();
+        let r2 = std::f64::consts::SQRT_2;
+        assert!((g.tau - 3.0 / r2).abs() < 1e-12, "{}", g.tau);
+        assert!(
+            (g.scaling.mean[0] - 1.0 / 3.0).abs() < 1e-12
+                && (g.scaling.std[1] - 2.0 * r2 / 3.0).abs() < 1e-12
+        );
+        let want = [[-1.0 / r2, -1.0 / r2], [r2, -1.0 / r2], [-1.0 / r2, r2]];
+        for (s, w) in g.signatures.iter().zip(want) {
+            assert!((s[0] - w[0]).abs() < 1e-12 && (s[1] - w[1]).abs() < 1e-12, "{s:?} vs {w:?}");
+        }
+        // On every training kernel, and between k1 and k2 (within τ of both): fully trusted.
+        for u in [[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [0.5, 0.0]] {
+            assert_eq!(g.weight(&u), 1.0, "{u:?}");
+        }
+        // Beyond k2 along U: d = (U − 1)/(√2/3) standardized units from k2, g = (τ/d)².
+        let at = |u: f64| g.weight(&[u, 0.0]);
+        let sd = r2 / 3.0;
+        assert!((at(1.0 + 2.0 * g.tau * sd) - 0.25).abs() < 1e-12, "{}", at(1.0 + 2.0 * g.tau * sd));
+        assert!((at(1.0 + 4.0 * g.tau * sd) - 1.0 / 16.0).abs() < 1e-12);
+        // It never rises as the row moves away, and stays within [0, 1].
+        let mut last = 1.0;
+        for i in 0..200 {
+            let w = at(1.0 + 0.1 * i as f64);
+            assert!((0.0..=1.0).contains(&w) && w <= last, "step {i}: {w} after {last}");
+            last = w;
+        }
+        assert!(last < 0.01, "{last}");
+        // An input constant on the training rows keeps the scale 1 (no division by zero).
+        let mut ds = three_kernels();
+        ds.records.column_mut(3).fill(3000.0);
+        let c = ResidualGate::from_training(&ds, &["U".into(), "mem_mhz".into()]).unwrap().unwrap();
+        assert_eq!(c.scaling.std[1], 1.0);
+        // One training kernel has no spacing: no gate (the network is trusted as ungated).
+        let one = ds.select_rows(&[0, 1]);
+        assert_eq!(ResidualGate::from_training(&one, &ud()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_gated_residual_is_applied_by_predict_and_predict_one_and_old_artifacts_predict_as_before() {
+        // The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings).
+        let plain = ModelArtifact {
+            kind: ModelKind::PhysicalBpann,
+            residual: Residual::Relative,
+            layers: vec![Dense {
+                weights: vec![vec![0.01, 0.0, 0.0, 0.0]],
+                bias: vec![0.0],
+                activation: Activation::Identity,
+            }],
+            ..physical()
+        };
+        let gate = ResidualGate::from_training(&three_kernels(), &ud()).unwrap().unwrap();
+        let mut gated = plain.clone();
+        gated.physical.as_mut().unwrap().residual_gate = Some(gate.clone());
+        gated.check().unwrap();
+        // On a training kernel (k2: U = 1, D = 0) g = 1: the gated model is the plain one.
+        let near = [1.0, 0.0, 1000.0, 3000.0];
+        assert_eq!(gated.predict_one(&near), plain.predict_one(&near));
+        // Far along U: g = ¼; physical 30 + (10 + 50·U) + 5 + 4, network 0.01·U.
+        let u = 1.0 + 2.0 * gate.tau * std::f64::consts::SQRT_2 / 3.0;
+        let far = [u, 0.0, 1000.0, 3000.0];
+        let p = 49.0 + 50.0 * u;
+        assert!((gated.predict_one(&far) - p * (1.0 + 0.25 * 0.01 * u)).abs() < 1e-9);
+        assert!((plain.predict_one(&far) - p * (1.0 + 0.01 * u)).abs() < 1e-9);
+        let x = ndarray::array![[1.0, 0.0, 1000.0, 3000.0], [u, 0.0, 1000.0, 3000.0]];
+        let batch = gated.predict(x.view());
+        assert_eq!(gated.gate_weights(x.view()).unwrap().to_vec(), vec![1.0, gate.weight(&[u, 0.0])]);
+        assert!((batch[0] - gated.predict_one(&near)).abs() < 1e-12);
+        assert!((batch[1] - gated.predict_one(&far)).abs() < 1e-12);
+        // The absolute residual is gated the same way: P + g·network.
+        let abs = ModelArtifact { residual: Residual::Absolute, ..gated.clone() };
+        assert!((abs.predict_one(&far) - (p + 0.25 * 0.01 * u)).abs() < 1e-9);
+        // Round trip; an artifact written before the gate existed has no such key and predicts ungated.
+        let text = serde_json::to_string(&gated).unwrap();
+        assert!(text.contains(r#""residual_gate":{"inputs":["U","D"]"#), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), gated);
+        let old = serde_json::to_string(&plain).unwrap();
+        assert!(!old.contains("residual_gate"), "{old}");
+        let old = ModelArtifact::from_json_str(&old, "old.json").unwrap();
+        assert!(old.gate_weights(x.view()).is_none());
+        assert_eq!(old.predict(x.view()), plain.predict(x.view()));
+        assert_eq!(old.predict_one(&far), plain.predict_one(&far));
+        // Refused: a gate on a model without a network, on an input the model lacks, or with a bad τ.
+        let mut phys = physical();
+        phys.physical.as_mut().unwrap().residual_gate = Some(gate.clone());
+        assert!(phys.check().unwrap_err().to_string().contains("no residual network to gate"));
+        let bad = text.replace(r#""inputs":["U","D"]"#, r#""inputs":["U","X"]"#);
+        let msg = ModelArtifact::from_json_str(&bad, "bad.json").unwrap_err().to_string();
+        assert!(msg.contains("input 'X'"), "{msg}");
+        let mut neg = gated.clone();
+        neg.physical.as_mut().unwrap().residual_gate.as_mut().unwrap().tau = -1.0;
+        assert!(neg.check().unwrap_err().to_string().contains("residual gate"));
+    }
+
     #[test]
     fn physical_artifact_naming_a_missing_input_is_rejected() {
         let mut a = physical();

@@ -384,6 +384,69 @@ mod tests {
         );
     }
 
+    /// The gate of a fit knows only that fit's training kernels: in cross-validation a held-out kernel's
+    /// rows never enter it. A kernel far from the others (U1 = 4, the others ≤ 1) is trusted fully by
+    /// the fit on every kernel (it is one of its signatures) and hardly at all by the fold that holds it
+    /// out; the CV's out-of-fold predictions are those of the fold's own gated fit.
+    #[test]
+    fn the_gate_is_built_from_the_folds_training_kernels_only() {
+        let mut ds = multiplicative();
+        let far: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] == ds.groups[0]).collect();
+        let mut extra = ds.select_rows(&far);
+        extra.records.column_mut(0).fill(4.0);
+        extra.groups.iter_mut().for_each(|g| *g = "far".into());
+        ds.records = ndarray::concatenate![ndarray::Axis(0), ds.records, extra.records];
+        ds.targets = ndarray::concatenate![ndarray::Axis(0), ds.targets, extra.targets];
+        ds.groups.extend(extra.groups);
+        let physical = PhysicalParams {
+            ref_core_mhz: Some(1000.0),
+            ref_mem_mhz: Some(3000.0),
+            ..PhysicalParams::from_activities(&["U1".into(), "U2".into(), "DRAM".into()], "t")
+        }
+        .check()
+        .unwrap();
+        let bpann = BpannParams {
+            solver: crate::bpann::Solver::Lbfgs,
+            restarts: 1,
+            max_epochs: 60,
+            patience: 60,
+            ..Default::default()
+        };
+        let spec = ModelSpec {
+            kind: ModelKind::PhysicalBpann,
+            bpann,
+            inputs: physical.inputs(),
+            feature_set: "t".into(),
+            physical,
+            residual: Residual::Relative,
+            gate: GateForm::Nearest,
+        };
+        let test: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] == "far").collect();
+        let train: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] != "far").collect();
+        let fold = Fold { train: train.clone(), test: test.clone() };
+        let held = ds.select_rows(&test);
+        let x = held.select_features(&spec.inputs).unwrap().records;
+        let gate_of = |m: &ModelArtifact| m.physical.as_ref().unwrap().residual_gate.clone().unwrap();
+
+        let all = spec.fit(&ds, &mut |_| {}).unwrap();
+        assert_eq!(gate_of(&all).signatures.len(), 13);
+        assert!(all.gate_weights(x.view()).unwrap().iter().all(|&g| g == 1.0));
+
+        let part = spec.fit(&ds.select_rows(&train), &mut |_| {}).unwrap();
+        let g = gate_of(&part);
+        assert_eq!(g.signatures.len(), 12, "only the fold's training kernels");
+        let w = part.gate_weights(x.view()).unwrap();
+        assert!(w.iter().all(|&g| g < 0.5), "{w:?}");
+        // The scaling is the training rows' too (U1's mean over the twelve kernels is 0.5, not with 4).
+        assert!((g.scaling.mean[0] - 0.5).abs() < 1e-12, "{}", g.scaling.mean[0]);
+
+        let (_, pred) = cross_validate_scaled(&spec, &ds, &[fold], &[1.0], &mut |_| {}).unwrap();
+        let own = predict(&part, &held).unwrap();
+        for (k, &i) in test.iter().enumerate() {
+            assert_eq!(pred[0][i], own[k], "row {i}");
+        }
+    }
+
     #[test]
     fn a_relative_residual_target_needs_a_positive_finite_physical_power() {
         assert_eq!(residual_target(Residual::Absolute, 110.0, 100.0).unwrap(), 10.0);
