@@ -230,11 +230,12 @@ impl ResidualGate {
             return bad("every signature needs one value per input");
         }
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
-        if !finite(&self.scaling.mean)
-            || !self.scaling.std.iter().all(|s| *s > 0.0 && s.is_finite())
-            || !self.signatures.iter().all(|s| finite(s))
-            || !(self.tau >= 0.0 && self.tau.is_finite())
-        {
+        let valid = finite(&self.scaling.mean)
+            && self.scaling.std.iter().all(|s| *s > 0.0 && s.is_finite())
+            && self.signatures.iter().all(|s| finite(s))
+            && self.tau >= 0.0
+            && self.tau.is_finite();
+        if !valid {
             return bad(
                 "scaling, signatures and τ must be finite (standard deviations and τ positive or τ zero)",
             );
