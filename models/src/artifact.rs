@@ -967,10 +967,9 @@ mod tests {
         assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), a);
     }
 
-    #[test]
-    fn a_relative_residual_multiplies_and_an_absolute_one_adds() {
-        // The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings).
-        let abs = ModelArtifact {
+    /// The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings), added.
+    fn physical_with_linear_net() -> ModelArtifact {
+        ModelArtifact {
             kind: ModelKind::PhysicalBpann,
             layers: vec![Dense {
                 weights: vec![vec![0.01, 0.0, 0.0, 0.0]],
@@ -978,7 +977,12 @@ mod tests {
                 activation: Activation::Identity,
             }],
             ..physical()
-        };
+        }
+    }
+
+    #[test]
+    fn a_relative_residual_multiplies_and_an_absolute_one_adds() {
+        let abs = physical_with_linear_net();
         let rel = ModelArtifact { residual: Residual::Relative, ..abs.clone() };
         let x = [0.5, 0.25, 1000.0, 3000.0];
         // Physical 79 W (physical_model_by_hand), network 0.005.
@@ -1067,17 +1071,7 @@ mod tests {
 
     #[test]
     fn a_gated_residual_is_applied_by_predict_and_predict_one_and_old_artifacts_predict_as_before() {
-        // The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings).
-        let plain = ModelArtifact {
-            kind: ModelKind::PhysicalBpann,
-            residual: Residual::Relative,
-            layers: vec![Dense {
-                weights: vec![vec![0.01, 0.0, 0.0, 0.0]],
-                bias: vec![0.0],
-                activation: Activation::Identity,
-            }],
-            ..physical()
-        };
+        let plain = ModelArtifact { residual: Residual::Relative, ..physical_with_linear_net() };
         let gate = ResidualGate::from_training(&three_kernels(), &ud()).unwrap().unwrap();
         let mut gated = plain.clone();
         gated.physical.as_mut().unwrap().residual_gate = Some(gate.clone());

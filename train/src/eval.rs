@@ -337,12 +337,9 @@ mod tests {
         }
     }
 
-    /// The relative residual is fitted and applied the same way: the network fits `y/P − 1`, and the
-    /// artifact's prediction is, computed here by hand from its two parts, `P·(1 + network)`; a mismatch
-    /// between the fit's target and the artifact's combination would leave the physical model's error.
-    #[test]
-    fn a_relative_residual_network_is_applied_as_it_was_fitted() {
-        let ds = multiplicative();
+    /// A one-restart L-BFGS relative-residual network on the physical model of [`multiplicative`]'s
+    /// inputs, trained for `epochs` epochs, gated by `gate`.
+    fn relative_residual_spec(epochs: usize, gate: GateForm) -> ModelSpec {
         let physical = PhysicalParams {
             ref_core_mhz: Some(1000.0),
             ref_mem_mhz: Some(3000.0),
@@ -353,19 +350,29 @@ mod tests {
         let bpann = BpannParams {
             solver: crate::bpann::Solver::Lbfgs,
             restarts: 1,
-            max_epochs: 400,
-            patience: 400,
+            max_epochs: epochs,
+            patience: epochs,
             ..Default::default()
         };
-        let spec = ModelSpec {
+        ModelSpec {
             kind: ModelKind::PhysicalBpann,
             bpann,
             inputs: physical.inputs(),
             feature_set: "t".into(),
-            physical: physical.clone(),
+            physical,
             residual: Residual::Relative,
-            gate: GateForm::None,
-        };
+            gate,
+        }
+    }
+
+    /// The relative residual is fitted and applied the same way: the network fits `y/P − 1`, and the
+    /// artifact's prediction is, computed here by hand from its two parts, `P·(1 + network)`; a mismatch
+    /// between the fit's target and the artifact's combination would leave the physical model's error.
+    #[test]
+    fn a_relative_residual_network_is_applied_as_it_was_fitted() {
+        let ds = multiplicative();
+        let spec = relative_residual_spec(400, GateForm::None);
+        let physical = spec.physical.clone();
         let model = spec.fit(&ds, &mut |_| {}).unwrap();
         assert_eq!(model.residual, Residual::Relative);
         let phys = physical.fit(&ds).unwrap();
@@ -398,29 +405,7 @@ mod tests {
         ds.records = ndarray::concatenate![ndarray::Axis(0), ds.records, extra.records];
         ds.targets = ndarray::concatenate![ndarray::Axis(0), ds.targets, extra.targets];
         ds.groups.extend(extra.groups);
-        let physical = PhysicalParams {
-            ref_core_mhz: Some(1000.0),
-            ref_mem_mhz: Some(3000.0),
-            ..PhysicalParams::from_activities(&["U1".into(), "U2".into(), "DRAM".into()], "t")
-        }
-        .check()
-        .unwrap();
-        let bpann = BpannParams {
-            solver: crate::bpann::Solver::Lbfgs,
-            restarts: 1,
-            max_epochs: 60,
-            patience: 60,
-            ..Default::default()
-        };
-        let spec = ModelSpec {
-            kind: ModelKind::PhysicalBpann,
-            bpann,
-            inputs: physical.inputs(),
-            feature_set: "t".into(),
-            physical,
-            residual: Residual::Relative,
-            gate: GateForm::Nearest,
-        };
+        let spec = relative_residual_spec(60, GateForm::Nearest);
         let test: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] == "far").collect();
         let train: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] != "far").collect();
         let fold = Fold { train: train.clone(), test: test.clone() };
