@@ -1684,6 +1684,10 @@ mod tests {
         let mut rel = CandidateSpec::new("physical+bpann-lbfgs*5/2", &fs, &bp, &phys).unwrap();
         rel.spec.residual = Residual::Relative;
         assert_ne!(rel.fit_key(), plain.fit_key());
+        // … nor do gated and ungated networks.
+        let mut gated = rel.clone();
+        gated.spec.gate = GateForm::Nearest;
+        assert_ne!(gated.fit_key(), rel.fit_key());
         // A hand-built name with the marker on a kind without a physical part spells that kind.
         for kind in [ModelKind::Bpann, ModelKind::Mlr, ModelKind::MlrPlus] {
             let c = CandidateName { kind, roofline: true, ..CandidateName::parse("physical").unwrap() };
