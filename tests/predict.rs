@@ -344,3 +344,51 @@ fn a_roofline_model_rescales_from_the_target_architecture_s_default_clocks() {
     // Away from them the rescaling acts, so the equality above is not one of a model that ignores it.
     assert_ne!(power(&roofline, &["--core-mhz", "900"]), power(&plain, &["--core-mhz", "900"]));
 }
+
+/// A gated residual network (`train --gate nearest`) is gated in `predict` too: with a gate that trusts
+/// nowhere near the kernel the prediction is the physical model's alone, with one that trusts everywhere
+/// it is the ungated model's — and those two differ, so neither equality is one of a gate ignored.
+#[test]
+fn predict_applies_a_residual_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/trained/titanx-physical-bpann.json");
+    let plain: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let p = &plain["physical"];
+    let inputs: Vec<serde_json::Value> = p["core_inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(p["mem_inputs"].as_array().unwrap())
+        .cloned()
+        .collect();
+    let k = inputs.len();
+    let gated = |signature: f64, tau: f64| {
+        let mut a = plain.clone();
+        a["physical"]["residual_gate"] = serde_json::json!({
+            "inputs": inputs, "scaling": {"mean": vec![0.0; k], "std": vec![1.0; k]},
+            "signatures": [vec![signature; k]], "tau": tau,
+        });
+        a.to_string()
+    };
+    let mut physical_only = plain.clone();
+    physical_only["kind"] = serde_json::json!("physical");
+    physical_only["layers"] = serde_json::json!([]);
+    physical_only.as_object_mut().unwrap().remove("residual");
+    let files = [
+        write(&dir, "plain.json", &plain.to_string()),
+        write(&dir, "nowhere.json", &gated(1e3, 1e-9)),
+        write(&dir, "everywhere.json", &gated(0.0, 1e9)),
+        write(&dir, "physical.json", &physical_only.to_string()),
+    ];
+    let power: Vec<f64> = files
+        .iter()
+        .map(|m| {
+            json(&["predict", "--warps", "32", "--model", m.to_str().unwrap()])["prediction"]["power_w"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert!((power[0] - power[3]).abs() > 0.01, "the network changes the prediction: {power:?}");
+    assert!((power[1] - power[3]).abs() < 1e-6, "trusted nowhere: the physical model, {power:?}");
+    assert_eq!(power[2], power[0], "trusted everywhere: the ungated model");
+}

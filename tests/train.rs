@@ -927,6 +927,42 @@ fn roofline_twins_are_fitted_recorded_and_refused_where_nothing_is_rescaled() {
     assert!(!o.exists(), "a failed run wrote {}", o.display());
 }
 
+/// `--gate nearest` gates every residual network: its artifact carries the gate (one signature per training
+/// kernel) and says so in its training record, the plain physical model has none, the default writes none;
+/// without a residual network the flag is one clear line, a bad value is refused, and neither writes.
+#[test]
+fn the_residual_gate_is_written_recorded_and_refused_without_a_residual_network() {
+    let (v, _dir, out, good) =
+        train_on_four_levels("20", &["--models", "physical,physical+bpann-lbfgs/2", "--gate", "nearest"]);
+    let prefix = good.file_stem().unwrap().to_str().unwrap();
+    let kernels = v["data"]["kernels"].as_u64().unwrap() as usize;
+    assert!(kernels >= 2, "{}", v["data"]);
+    let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
+    let gate = &net["physical"]["residual_gate"];
+    assert_eq!(gate["signatures"].as_array().unwrap().len(), kernels, "{gate}");
+    assert!(gate["tau"].as_f64().unwrap() > 0.0, "{gate}");
+    assert!(net["training"]["residual_gate"].as_str().unwrap().starts_with("nearest"));
+    let phys = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
+    assert!(
+        phys["physical"].get("residual_gate").is_none() && phys["training"].get("residual_gate").is_none()
+    );
+    let (_, _dir, out, good) = train_on_four_levels("20", &["--models", "physical+bpann-lbfgs/2"]);
+    let prefix = good.file_stem().unwrap().to_str().unwrap();
+    let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
+    assert!(net["physical"].get("residual_gate").is_none(), "the default is ungated");
+
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("out");
+    let mut args = vec!["train", "--data", good.to_str().unwrap(), "--out-dir", o.to_str().unwrap()];
+    args.extend(["--models", "physical,mlr", "--gate", "nearest"]);
+    fails_with(&args, "--gate applies to the network of `physical+bpann…` candidates");
+    let out = gpumodel().args(["train", "--data", good.to_str().unwrap(), "--gate", "far"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("'far'") && err.contains("none, nearest"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!o.exists(), "a failed run wrote {}", o.display());
+}
+
 /// `--residual relative` makes every residual network fit y/P − 1 of its physical model: the artifacts say
 /// so (and predict P·(1 + network), guarded by the artifact's unit test), the plain physical model is
 /// untouched, and without a residual network the flag is one clear line that writes nothing.

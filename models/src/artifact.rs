@@ -110,6 +110,142 @@ pub struct PhysicalTerms {
     /// before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roofline: Option<Roofline>,
+    /// When set (only in a `physical+bpann` artifact), the residual network is trusted only near the
+    /// kernels it was trained on: its output is multiplied by the [`ResidualGate`]'s weight of the row,
+    /// computed from the activity inputs above. Kept with the terms because it reads their inputs.
+    /// Absent in artifacts written before it existed and in ungated models (they predict as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual_gate: Option<ResidualGate>,
+}
+
+/// A residual network trusted only near its training data: the weight `g ∈ [0, 1]` its output is
+/// multiplied by, `P·(1 + g·net)` (relative residual) or `P + g·net` (absolute), falls with the distance
+/// from a row's activity inputs to the training kernels. The form is fixed a priori, with no fitted
+/// parameter:
+///
+/// - the activity inputs are standardized with the training rows' means and standard deviations (an
+///   input constant on the training rows keeps the scale 1);
+/// - each training kernel's signature is the mean of its rows' standardized activity vectors;
+/// - `d(x)` is the Euclidean distance from the row's standardized activity vector to the nearest
+///   signature, and `τ` the largest over the training kernels of the distance from each signature to
+///   its nearest other one (the training set's covering spacing: every training kernel lies within τ
+///   of another);
+/// - `g = min(1, (τ/d)²)`: fully trusted within that spacing, fading beyond it (g = 1 at d = 0).
+///
+/// τ is the largest, not the median, nearest-neighbour distance (BENCHMARKS.md, issue 15, session 11:
+/// chosen on the training microbenchmarks' grouped and leave-cluster-out CV before any nested run). The
+/// microbenchmarks come in families of near-duplicates (one kernel at several sizes), so their median
+/// spacing is a family's and turned the network off for most unseen kernels, even in grouped CV.
+///
+/// It is built from the training rows of each fit only ([`ResidualGate::from_training`]), so in
+/// cross-validation a held-out kernel never shapes the gate that judges it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResidualGate {
+    /// The activity inputs the distance is measured over (among the artifact's inputs).
+    pub inputs: Vec<String>,
+    /// Their standardization (the training rows' means and standard deviations).
+    pub scaling: Scaling,
+    /// One standardized signature per training kernel.
+    pub signatures: Vec<Vec<f64>>,
+    /// The covering spacing τ of the signatures (largest nearest-neighbour distance).
+    pub tau: f64,
+}
+
+impl ResidualGate {
+    /// The gate of the training rows `ds` over its columns `inputs`; `None` with fewer than two
+    /// training kernels (no spacing to measure: the network is then trusted everywhere, as ungated).
+    pub fn from_training(ds: &crate::Dataset, inputs: &[String]) -> Result<Option<ResidualGate>> {
+        let sub = ds.select_features(inputs)?;
+        let x = &sub.records;
+        let n = x.nrows().max(1) as f64;
+        let mean: Vec<f64> = x.columns().into_iter().map(|c| c.sum() / n).collect();
+        let std: Vec<f64> = x
+            .columns()
+            .into_iter()
+            .zip(&mean)
+            .map(|(c, m)| {
+                let sd = (c.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / n).sqrt();
+                if sd > 0.0 && sd.is_finite() { sd } else { 1.0 }
+            })
+            .collect();
+        let signatures: Vec<Vec<f64>> = sub
+            .group_rows()
+            .into_iter()
+            .map(|(_, rows)| {
+                (0..inputs.len())
+                    .map(|j| {
+                        rows.iter().map(|&r| (x[[r, j]] - mean[j]) / std[j]).sum::<f64>() / rows.len() as f64
+                    })
+                    .collect()
+            })
+            .collect();
+        if signatures.len() < 2 {
+            return Ok(None);
+        }
+        let spacing: Vec<f64> = signatures
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                signatures
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| *k != i)
+                    .map(|(_, o)| distance(s, o))
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        let gate = ResidualGate {
+            inputs: inputs.to_vec(),
+            scaling: Scaling { mean, std },
+            signatures,
+            tau: spacing.iter().copied().fold(0.0, f64::max),
+        };
+        gate.check()?;
+        Ok(Some(gate))
+    }
+
+    /// Distance from the activity vector `u` (raw, in the order of `inputs`) to the nearest signature.
+    pub fn distance(&self, u: &[f64]) -> f64 {
+        let z: Vec<f64> = u
+            .iter()
+            .zip(self.scaling.mean.iter().zip(&self.scaling.std))
+            .map(|(v, (m, s))| (v - m) / s)
+            .collect();
+        self.signatures.iter().map(|s| distance(&z, s)).fold(f64::INFINITY, f64::min)
+    }
+
+    /// The weight of the network's output on a row with activity vector `u`: `min(1, (τ/d)²)`.
+    pub fn weight(&self, u: &[f64]) -> f64 {
+        let d = self.distance(u);
+        if d <= self.tau { 1.0 } else { (self.tau / d).powi(2) }
+    }
+
+    fn check(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::Mismatch(format!("residual gate: {m}")));
+        let k = self.inputs.len();
+        if k == 0 || self.scaling.mean.len() != k || self.scaling.std.len() != k {
+            return bad("one mean and one standard deviation per input are needed");
+        }
+        if self.signatures.is_empty() || self.signatures.iter().any(|s| s.len() != k) {
+            return bad("every signature needs one value per input");
+        }
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        let valid = finite(&self.scaling.mean)
+            && self.scaling.std.iter().all(|s| *s > 0.0 && s.is_finite())
+            && self.signatures.iter().all(|s| finite(s))
+            && self.tau >= 0.0
+            && self.tau.is_finite();
+        if !valid {
+            return bad(
+                "scaling, signatures and τ must be finite (standard deviations and τ positive or τ zero)",
+            );
+        }
+        Ok(())
+    }
+}
+
+fn distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt()
 }
 
 /// Roofline rescaling of utilizations measured at one clock pair (Guerreiro et al.'s files: every
@@ -425,6 +561,16 @@ impl ModelArtifact {
             (ModelKind::Physical | ModelKind::PhysicalBpann, Some(p)) => {
                 p.check()?;
                 p.indices(&self.inputs)?;
+                if let Some(g) = &p.residual_gate {
+                    if self.kind != ModelKind::PhysicalBpann {
+                        return Err(Error::Mismatch(format!(
+                            "a {} artifact has no residual network to gate",
+                            self.kind.name()
+                        )));
+                    }
+                    g.check()?;
+                    self.gate_indices(g)?;
+                }
             }
             (_, Some(_)) => {
                 return Err(Error::Mismatch(format!(
@@ -481,14 +627,60 @@ impl ModelArtifact {
         }
     }
 
+    /// Positions of a gate's inputs among the artifact's inputs.
+    fn gate_indices(&self, g: &ResidualGate) -> Result<Vec<usize>> {
+        g.inputs
+            .iter()
+            .map(|n| {
+                self.inputs.iter().position(|i| i == n).ok_or_else(|| {
+                    Error::Mismatch(format!("residual gate: input '{n}' is not among the artifact's inputs"))
+                })
+            })
+            .collect()
+    }
+
+    /// The residual gate's weight of every row of `records` (columns in the order of `inputs`), or
+    /// `None` when the model has no gate. `check` proved the gate's inputs are among `inputs`; a
+    /// caller passing too few columns gets NaN weights rather than a panic.
+    pub fn gate_weights(&self, records: ArrayView2<'_, f64>) -> Option<Array1<f64>> {
+        let g = self.physical.as_ref()?.residual_gate.as_ref()?;
+        let idx = self.gate_indices(g).ok().filter(|i| i.iter().all(|&j| j < records.ncols()));
+        let mut u = vec![0.0; g.inputs.len()];
+        Some(
+            records
+                .rows()
+                .into_iter()
+                .map(|r| match &idx {
+                    Some(idx) => {
+                        for (v, &j) in u.iter_mut().zip(idx) {
+                            *v = r[j];
+                        }
+                        g.weight(&u)
+                    }
+                    None => f64::NAN,
+                })
+                .collect(),
+        )
+    }
+
     /// Predicts one row; `x` is in the order of `inputs`.
     pub fn predict_one(&self, x: &[f64]) -> f64 {
         match &self.physical {
             None => self.network_one(x),
             Some(p) => {
                 let row = ndarray::ArrayView2::from_shape((1, x.len()), x);
-                let base = row.map_or(f64::NAN, |r| p.predict(&self.inputs, r).map_or(f64::NAN, |v| v[0]));
-                if self.layers.is_empty() { base } else { self.residual.apply(base, self.network_one(x)) }
+                let base = row
+                    .as_ref()
+                    .map_or(f64::NAN, |r| p.predict(&self.inputs, r.view()).map_or(f64::NAN, |v| v[0]));
+                if self.layers.is_empty() {
+                    return base;
+                }
+                let gate = match row.map(|r| self.gate_weights(r)) {
+                    Ok(Some(g)) => g[0],
+                    Ok(None) => 1.0,
+                    Err(_) => f64::NAN,
+                };
+                self.residual.apply(base, gate * self.network_one(x))
             }
         }
     }
@@ -555,6 +747,9 @@ impl ModelArtifact {
                     base
                 } else {
                     let mut out = self.network(records);
+                    if let Some(g) = self.gate_weights(records) {
+                        out *= &g;
+                    }
                     out.zip_mut_with(&base, |n, b| *n = self.residual.apply(*b, *n));
                     out
                 }
@@ -687,6 +882,7 @@ mod tests {
                 core_levels: vec![lv(500.0, 0.8), lv(1000.0, 1.0), lv(1500.0, 1.2)],
                 mem_levels: vec![lv(3000.0, 1.0)],
                 roofline: None,
+                residual_gate: None,
             }),
         }
     }
@@ -771,10 +967,9 @@ mod tests {
         assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), a);
     }
 
-    #[test]
-    fn a_relative_residual_multiplies_and_an_absolute_one_adds() {
-        // The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings).
-        let abs = ModelArtifact {
+    /// The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings), added.
+    fn physical_with_linear_net() -> ModelArtifact {
+        ModelArtifact {
             kind: ModelKind::PhysicalBpann,
             layers: vec![Dense {
                 weights: vec![vec![0.01, 0.0, 0.0, 0.0]],
@@ -782,7 +977,12 @@ mod tests {
                 activation: Activation::Identity,
             }],
             ..physical()
-        };
+        }
+    }
+
+    #[test]
+    fn a_relative_residual_multiplies_and_an_absolute_one_adds() {
+        let abs = physical_with_linear_net();
         let rel = ModelArtifact { residual: Residual::Relative, ..abs.clone() };
         let x = [0.5, 0.25, 1000.0, 3000.0];
         // Physical 79 W (physical_model_by_hand), network 0.005.
@@ -800,6 +1000,119 @@ mod tests {
         // A model without a residual network cannot carry one.
         let bad = ModelArtifact { residual: Residual::Relative, ..physical() };
         assert!(bad.check().unwrap_err().to_string().contains("no residual network"));
+    }
+
+    /// Three kernels of two rows each over the activity inputs U and D (and the clocks): k1 at (0, 0),
+    /// k2 at (1, 0), k3 at (0, 2). U has mean 1/3 and SD √2/3, D mean 2/3 and SD 2√2/3, so the
+    /// standardized signatures are k1 (−1/√2, −1/√2), k2 (√2, −1/√2), k3 (−1/√2, √2): k1 lies 3/√2 from
+    /// both others, k2 and k3 lie 3 apart, so every nearest-neighbour distance is 3/√2 = τ.
+    fn three_kernels() -> crate::Dataset {
+        let kernels = [("k1", 0.0, 0.0), ("k2", 1.0, 0.0), ("k3", 0.0, 2.0)];
+        let mut rows = Vec::new();
+        let mut groups = Vec::new();
+        for (k, u, d) in kernels {
+            for core in [500.0, 1000.0] {
+                rows.extend([u, d, core, 3000.0]);
+                groups.push(k.to_string());
+            }
+        }
+        crate::Dataset {
+            records: ndarray::Array2::from_shape_vec((6, 4), rows).unwrap(),
+            targets: ndarray::Array1::from_elem(6, 100.0),
+            feature_names: ["U", "D", "core_mhz", "mem_mhz"].map(String::from).to_vec(),
+            target_name: "power_w".into(),
+            groups,
+        }
+    }
+
+    fn ud() -> Vec<String> {
+        vec!["U".into(), "D".into()]
+    }
+
+    #[test]
+    fn the_gate_is_one_on_the_training_kernels_and_falls_with_the_distance() {
+        let g = ResidualGate::from_training(&three_kernels(), &ud()).unwrap().unwrap();
+        let r2 = std::f64::consts::SQRT_2;
+        assert!((g.tau - 3.0 / r2).abs() < 1e-12, "{}", g.tau);
+        assert!(
+            (g.scaling.mean[0] - 1.0 / 3.0).abs() < 1e-12
+                && (g.scaling.std[1] - 2.0 * r2 / 3.0).abs() < 1e-12
+        );
+        let want = [[-1.0 / r2, -1.0 / r2], [r2, -1.0 / r2], [-1.0 / r2, r2]];
+        for (s, w) in g.signatures.iter().zip(want) {
+            assert!((s[0] - w[0]).abs() < 1e-12 && (s[1] - w[1]).abs() < 1e-12, "{s:?} vs {w:?}");
+        }
+        // On every training kernel, and between k1 and k2 (within τ of both): fully trusted.
+        for u in [[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [0.5, 0.0]] {
+            assert_eq!(g.weight(&u), 1.0, "{u:?}");
+        }
+        // Beyond k2 along U: d = (U − 1)/(√2/3) standardized units from k2, g = (τ/d)².
+        let at = |u: f64| g.weight(&[u, 0.0]);
+        let sd = r2 / 3.0;
+        assert!((at(1.0 + 2.0 * g.tau * sd) - 0.25).abs() < 1e-12, "{}", at(1.0 + 2.0 * g.tau * sd));
+        assert!((at(1.0 + 4.0 * g.tau * sd) - 1.0 / 16.0).abs() < 1e-12);
+        // It never rises as the row moves away, and stays within [0, 1].
+        let mut last = 1.0;
+        for i in 0..200 {
+            let w = at(1.0 + 0.1 * i as f64);
+            assert!((0.0..=1.0).contains(&w) && w <= last, "step {i}: {w} after {last}");
+            last = w;
+        }
+        assert!(last < 0.01, "{last}");
+        // An input constant on the training rows keeps the scale 1 (no division by zero).
+        let mut ds = three_kernels();
+        ds.records.column_mut(3).fill(3000.0);
+        let c = ResidualGate::from_training(&ds, &["U".into(), "mem_mhz".into()]).unwrap().unwrap();
+        assert_eq!(c.scaling.std[1], 1.0);
+        // One training kernel has no spacing: no gate (the network is trusted as ungated).
+        let one = ds.select_rows(&[0, 1]);
+        assert_eq!(ResidualGate::from_training(&one, &ud()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_gated_residual_is_applied_by_predict_and_predict_one_and_old_artifacts_predict_as_before() {
+        let plain = ModelArtifact { residual: Residual::Relative, ..physical_with_linear_net() };
+        let gate = ResidualGate::from_training(&three_kernels(), &ud()).unwrap().unwrap();
+        let mut gated = plain.clone();
+        gated.physical.as_mut().unwrap().residual_gate = Some(gate.clone());
+        gated.check().unwrap();
+        // On a training kernel (k2: U = 1, D = 0) g = 1: the gated model is the plain one.
+        let near = [1.0, 0.0, 1000.0, 3000.0];
+        assert_eq!(gated.predict_one(&near), plain.predict_one(&near));
+        // Far along U: g = ¼; physical 30 + (10 + 50·U) + 5 + 4, network 0.01·U.
+        let u = 1.0 + 2.0 * gate.tau * std::f64::consts::SQRT_2 / 3.0;
+        let far = [u, 0.0, 1000.0, 3000.0];
+        let p = 49.0 + 50.0 * u;
+        assert!((gated.predict_one(&far) - p * (1.0 + 0.25 * 0.01 * u)).abs() < 1e-9);
+        assert!((plain.predict_one(&far) - p * (1.0 + 0.01 * u)).abs() < 1e-9);
+        let x = ndarray::array![[1.0, 0.0, 1000.0, 3000.0], [u, 0.0, 1000.0, 3000.0]];
+        let batch = gated.predict(x.view());
+        assert_eq!(gated.gate_weights(x.view()).unwrap().to_vec(), vec![1.0, gate.weight(&[u, 0.0])]);
+        assert!((batch[0] - gated.predict_one(&near)).abs() < 1e-12);
+        assert!((batch[1] - gated.predict_one(&far)).abs() < 1e-12);
+        // The absolute residual is gated the same way: P + g·network.
+        let abs = ModelArtifact { residual: Residual::Absolute, ..gated.clone() };
+        assert!((abs.predict_one(&far) - (p + 0.25 * 0.01 * u)).abs() < 1e-9);
+        // Round trip; an artifact written before the gate existed has no such key and predicts ungated.
+        let text = serde_json::to_string(&gated).unwrap();
+        assert!(text.contains(r#""residual_gate":{"inputs":["U","D"]"#), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), gated);
+        let old = serde_json::to_string(&plain).unwrap();
+        assert!(!old.contains("residual_gate"), "{old}");
+        let old = ModelArtifact::from_json_str(&old, "old.json").unwrap();
+        assert!(old.gate_weights(x.view()).is_none());
+        assert_eq!(old.predict(x.view()), plain.predict(x.view()));
+        assert_eq!(old.predict_one(&far), plain.predict_one(&far));
+        // Refused: a gate on a model without a network, on an input the model lacks, or with a bad τ.
+        let mut phys = physical();
+        phys.physical.as_mut().unwrap().residual_gate = Some(gate.clone());
+        assert!(phys.check().unwrap_err().to_string().contains("no residual network to gate"));
+        let bad = text.replace(r#""inputs":["U","D"]"#, r#""inputs":["U","X"]"#);
+        let msg = ModelArtifact::from_json_str(&bad, "bad.json").unwrap_err().to_string();
+        assert!(msg.contains("input 'X'"), "{msg}");
+        let mut neg = gated.clone();
+        neg.physical.as_mut().unwrap().residual_gate.as_mut().unwrap().tau = -1.0;
+        assert!(neg.check().unwrap_err().to_string().contains("residual gate"));
     }
 
     #[test]

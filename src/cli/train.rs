@@ -117,6 +117,13 @@ pub struct Args {
     /// training data (BENCHMARKS.md, issue 15, session 10).
     #[arg(long, value_enum)]
     pub residual: Option<PhysicalFitArg>,
+    /// Whether the network of every `physical+bpann…` candidate is trusted only near its training
+    /// kernels: `nearest` multiplies its output by g = min(1, (τ/d)²), d = the distance from the row's
+    /// standardized activity inputs to the nearest training kernel's mean, τ = the largest distance
+    /// from a training kernel to its nearest other one (no fitted parameter; each fit's own training rows only),
+    /// so the artifact predicts P·(1 + g·network); `none` (default) trusts it everywhere.
+    #[arg(long, value_enum)]
+    pub gate: Option<GateArg>,
     /// Hidden layer widths of the BP-ANN.
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     pub hidden: Vec<usize>,
@@ -226,6 +233,22 @@ impl From<PhysicalFitArg> for gpumodel_train::physical::Weighting {
         match a {
             PhysicalFitArg::Absolute => gpumodel_train::physical::Weighting::Absolute,
             PhysicalFitArg::Relative => gpumodel_train::physical::Weighting::Relative,
+        }
+    }
+}
+
+/// `--gate` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GateArg {
+    None,
+    Nearest,
+}
+
+impl From<GateArg> for gpumodel_train::eval::GateForm {
+    fn from(a: GateArg) -> Self {
+        match a {
+            GateArg::None => gpumodel_train::eval::GateForm::None,
+            GateArg::Nearest => gpumodel_train::eval::GateForm::Nearest,
         }
     }
 }
@@ -562,16 +585,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         names.iter().map(|n| CandidateSpec::new(n, &fs, &bp, &phys)).collect::<Result<Vec<_>, _>>()?;
     let residual_nets: Vec<&mut CandidateSpec> =
         candidates.iter_mut().filter(|c| c.spec.kind == ModelKind::PhysicalBpann).collect();
-    if args.residual.is_some() && residual_nets.is_empty() {
-        // A fit option that would change nothing must not look as if it had been applied.
-        bail!(
-            "--residual applies to the network of `physical+bpann…` candidates, and there is none{}: add one to --models or drop --residual",
-            physical_not_applicable.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
-        );
+    for (flag, given) in [("--residual", args.residual.is_some()), ("--gate", args.gate.is_some())] {
+        if given && residual_nets.is_empty() {
+            // A fit option that would change nothing must not look as if it had been applied.
+            bail!(
+                "{flag} applies to the network of `physical+bpann…` candidates, and there is none{}: add one to --models or drop {flag}",
+                physical_not_applicable.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
+            );
+        }
     }
     let residual = args.residual.map_or(gpumodel_train::experiment::DEFAULT_RESIDUAL, Into::into);
+    let gate = args.gate.map_or(gpumodel_train::experiment::DEFAULT_GATE, Into::into);
     for c in residual_nets {
         c.spec.residual = residual;
+        c.spec.gate = gate;
     }
     // The dataset holds the feature set's inputs and every candidate's (a physical model's activity
     // inputs, a variant's own input set).

@@ -7,7 +7,7 @@ use crate::metrics::Metrics;
 use crate::mlr::fit_mlr;
 use crate::physical::PhysicalParams;
 use crate::{Error, Result};
-use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual};
+use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual, ResidualGate};
 use gpumodel_models::{Dataset, FeatureSet, Fold};
 use serde::Serialize;
 
@@ -49,6 +49,27 @@ pub struct ModelSpec {
     /// the physical model, `y/P − 1` (the network's squared error is then the squared relative error
     /// MAPE scores); the artifact applies it as `P + net` or `P·(1 + net)`.
     pub residual: Residual,
+    /// Whether `physical+bpann`'s network is trusted only near its training kernels (`--gate`).
+    pub gate: GateForm,
+}
+
+/// How much of a `physical+bpann` network's output a row gets (`--gate`): all of it everywhere (`none`),
+/// or a share that falls with the distance from the row's activity inputs to the nearest training
+/// kernel (`nearest`, [`ResidualGate`]), built from each fit's own training rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GateForm {
+    #[default]
+    None,
+    Nearest,
+}
+
+impl GateForm {
+    pub fn name(self) -> &'static str {
+        match self {
+            GateForm::None => "none",
+            GateForm::Nearest => "nearest",
+        }
+    }
 }
 
 impl ModelSpec {
@@ -81,6 +102,7 @@ impl ModelSpec {
             feature_set: fs.name.clone(),
             physical,
             residual: Residual::Absolute,
+            gate: GateForm::None,
         }
     }
 
@@ -103,6 +125,14 @@ impl ModelSpec {
                 net.kind = ModelKind::PhysicalBpann;
                 net.physical = phys.physical;
                 net.residual = self.residual;
+                if self.gate == GateForm::Nearest
+                    && let Some(p) = net.physical.as_mut()
+                {
+                    // From this fit's training rows only: in CV, the fold's training kernels.
+                    let activities: Vec<String> =
+                        p.core_inputs.iter().chain(&p.mem_inputs).cloned().collect();
+                    p.residual_gate = ResidualGate::from_training(&sub, &activities)?;
+                }
                 net.check()?;
                 Ok(net)
             }
@@ -307,12 +337,9 @@ mod tests {
         }
     }
 
-    /// The relative residual is fitted and applied the same way: the network fits `y/P − 1`, and the
-    /// artifact's prediction is, computed here by hand from its two parts, `P·(1 + network)`; a mismatch
-    /// between the fit's target and the artifact's combination would leave the physical model's error.
-    #[test]
-    fn a_relative_residual_network_is_applied_as_it_was_fitted() {
-        let ds = multiplicative();
+    /// A one-restart L-BFGS relative-residual network on the physical model of [`multiplicative`]'s
+    /// inputs, trained for `epochs` epochs, gated by `gate`.
+    fn relative_residual_spec(epochs: usize, gate: GateForm) -> ModelSpec {
         let physical = PhysicalParams {
             ref_core_mhz: Some(1000.0),
             ref_mem_mhz: Some(3000.0),
@@ -323,18 +350,29 @@ mod tests {
         let bpann = BpannParams {
             solver: crate::bpann::Solver::Lbfgs,
             restarts: 1,
-            max_epochs: 400,
-            patience: 400,
+            max_epochs: epochs,
+            patience: epochs,
             ..Default::default()
         };
-        let spec = ModelSpec {
+        ModelSpec {
             kind: ModelKind::PhysicalBpann,
             bpann,
             inputs: physical.inputs(),
             feature_set: "t".into(),
-            physical: physical.clone(),
+            physical,
             residual: Residual::Relative,
-        };
+            gate,
+        }
+    }
+
+    /// The relative residual is fitted and applied the same way: the network fits `y/P − 1`, and the
+    /// artifact's prediction is, computed here by hand from its two parts, `P·(1 + network)`; a mismatch
+    /// between the fit's target and the artifact's combination would leave the physical model's error.
+    #[test]
+    fn a_relative_residual_network_is_applied_as_it_was_fitted() {
+        let ds = multiplicative();
+        let spec = relative_residual_spec(400, GateForm::None);
+        let physical = spec.physical.clone();
         let model = spec.fit(&ds, &mut |_| {}).unwrap();
         assert_eq!(model.residual, Residual::Relative);
         let phys = physical.fit(&ds).unwrap();
@@ -351,6 +389,47 @@ mod tests {
             mape_full < 0.6 * mape_phys,
             "physical {mape_phys}%, with the relative residual {mape_full}%"
         );
+    }
+
+    /// The gate of a fit knows only that fit's training kernels: in cross-validation a held-out kernel's
+    /// rows never enter it. A kernel far from the others (U1 = 4, the others ≤ 1) is trusted fully by
+    /// the fit on every kernel (it is one of its signatures) and hardly at all by the fold that holds it
+    /// out; the CV's out-of-fold predictions are those of the fold's own gated fit.
+    #[test]
+    fn the_gate_is_built_from_the_folds_training_kernels_only() {
+        let mut ds = multiplicative();
+        let far: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] == ds.groups[0]).collect();
+        let mut extra = ds.select_rows(&far);
+        extra.records.column_mut(0).fill(4.0);
+        extra.groups.iter_mut().for_each(|g| *g = "far".into());
+        ds.records = ndarray::concatenate![ndarray::Axis(0), ds.records, extra.records];
+        ds.targets = ndarray::concatenate![ndarray::Axis(0), ds.targets, extra.targets];
+        ds.groups.extend(extra.groups);
+        let spec = relative_residual_spec(60, GateForm::Nearest);
+        let test: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] == "far").collect();
+        let train: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] != "far").collect();
+        let fold = Fold { train: train.clone(), test: test.clone() };
+        let held = ds.select_rows(&test);
+        let x = held.select_features(&spec.inputs).unwrap().records;
+        let gate_of = |m: &ModelArtifact| m.physical.as_ref().unwrap().residual_gate.clone().unwrap();
+
+        let all = spec.fit(&ds, &mut |_| {}).unwrap();
+        assert_eq!(gate_of(&all).signatures.len(), 13);
+        assert!(all.gate_weights(x.view()).unwrap().iter().all(|&g| g == 1.0));
+
+        let part = spec.fit(&ds.select_rows(&train), &mut |_| {}).unwrap();
+        let g = gate_of(&part);
+        assert_eq!(g.signatures.len(), 12, "only the fold's training kernels");
+        let w = part.gate_weights(x.view()).unwrap();
+        assert!(w.iter().all(|&g| g < 0.5), "{w:?}");
+        // The scaling is the training rows' too (U1's mean over the twelve kernels is 0.5, not with 4).
+        assert!((g.scaling.mean[0] - 0.5).abs() < 1e-12, "{}", g.scaling.mean[0]);
+
+        let (_, pred) = cross_validate_scaled(&spec, &ds, &[fold], &[1.0], &mut |_| {}).unwrap();
+        let own = predict(&part, &held).unwrap();
+        for (k, &i) in test.iter().enumerate() {
+            assert_eq!(pred[0][i], own[k], "row {i}");
+        }
     }
 
     #[test]

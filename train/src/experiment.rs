@@ -4,7 +4,7 @@
 //! typed result ([`TrainReport`]) that every output format of the command renders.
 
 use crate::bpann::{BpannParams, Solver};
-use crate::eval::{ModelSpec, cross_validate_scaled, evaluate, predict};
+use crate::eval::{GateForm, ModelSpec, cross_validate_scaled, evaluate, predict};
 use crate::metrics::Metrics;
 use crate::physical::PhysicalParams;
 use crate::selection::{
@@ -136,6 +136,10 @@ pub const ROOFLINE_TWINS: &[&str] =
 /// absolute residual on the same folds).
 pub const DEFAULT_RESIDUAL: gpumodel_models::artifact::Residual =
     gpumodel_models::artifact::Residual::Relative;
+
+/// Whether the default's residual networks are gated (`--gate`): `none` (trusted everywhere) until
+/// nested CV on the training data says otherwise (BENCHMARKS.md, issue 15, session 11).
+pub const DEFAULT_GATE: GateForm = GateForm::None;
 
 /// Network seeds the default selection averages each candidate's CV figures over (`--selection-seeds`);
 /// decided with [`SEED_ENSEMBLES`] (BENCHMARKS.md, issue 15, session 7).
@@ -397,10 +401,14 @@ impl CandidateSpec {
             scale: 1.0,
         });
         c.scale = 1.0;
-        // Fits are shared only between candidates whose networks fit the same residual.
-        match self.spec.residual {
+        // Fits are shared only between candidates whose networks fit the same residual, gated alike.
+        let key = match self.spec.residual {
             Residual::Absolute => c.canonical(),
             Residual::Relative => format!("{} (relative residual)", c.canonical()),
+        };
+        match self.spec.gate {
+            GateForm::None => key,
+            g => format!("{key} (gate {})", g.name()),
         }
     }
 
@@ -1156,6 +1164,11 @@ impl RunParams {
                     "cv_restarts": self.cv_restarts,
                 },
             });
+            if k == ModelKind::PhysicalBpann && c.spec.gate == GateForm::Nearest {
+                artifact.training["residual_gate"] = serde_json::json!(
+                    "nearest: the network's output is multiplied by g = min(1, (tau/d)^2), d = distance from the row's standardized activity inputs to the nearest training kernel's mean, tau = largest nearest-neighbour distance between training kernels"
+                );
+            }
             if k == ModelKind::PhysicalBpann && !c.spec.residual.is_absolute() {
                 artifact.training["residual"] = serde_json::json!(
                     "relative: the network fits y/P - 1 of the physical model P; the model predicts P*(1 + network)"
@@ -1671,6 +1684,10 @@ mod tests {
         let mut rel = CandidateSpec::new("physical+bpann-lbfgs*5/2", &fs, &bp, &phys).unwrap();
         rel.spec.residual = Residual::Relative;
         assert_ne!(rel.fit_key(), plain.fit_key());
+        // … nor do gated and ungated networks.
+        let mut gated = rel.clone();
+        gated.spec.gate = GateForm::Nearest;
+        assert_ne!(gated.fit_key(), rel.fit_key());
         // A hand-built name with the marker on a kind without a physical part spells that kind.
         for kind in [ModelKind::Bpann, ModelKind::Mlr, ModelKind::MlrPlus] {
             let c = CandidateName { kind, roofline: true, ..CandidateName::parse("physical").unwrap() };

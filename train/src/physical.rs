@@ -293,6 +293,7 @@ impl PhysicalParams {
                 .map(|(&mhz, &v)| VoltageLevel { mhz, relative_v: v })
                 .collect(),
             roofline,
+            residual_gate: None,
         };
         let k = names.len();
         let artifact = ModelArtifact {
