@@ -966,3 +966,59 @@ fn relative_residual_is_applied_recorded_and_refused_without_a_residual_network(
     fails_with(&all, "--residual applies to the network of `physical+bpann…` candidates");
     assert!(!o.exists(), "a failed run wrote {}", o.display());
 }
+
+/// `--l2 auto`: the standalone network records the α it chose from the grid (one of the grid), the
+/// `physical+bpann…` network keeps the fixed default α and records no grid; a malformed `--l2` or a grid
+/// with no standalone network to apply it to is one clear line and writes nothing.
+#[test]
+fn l2_auto_is_recorded_on_the_standalone_networks_only_and_bad_values_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let o = out.to_str().unwrap();
+    for (v, needle) in [
+        ("0.01,x", "--l2 0.01,x: give one number"),
+        ("often", "--l2 often: give one number"),
+        ("1e-4,,1", "--l2 1e-4,,1"),
+        ("inf", "--l2 inf"),
+        ("-1", "must be in [0, 1e6)"),
+        ("1,-1", "every α must be in [0, 1e6)"),
+    ] {
+        fails_with(&["train", &format!("--l2={v}"), "--models", "bpann", "--out-dir", o], needle);
+    }
+    fails_with(
+        &["train", "--l2", "auto", "--models", "physical+bpann-lbfgs,mlr", "--out-dir", o],
+        "no candidate",
+    );
+    fails_with(&["train", "--l2", "auto", "--backend", "burn", "--out-dir", o], "--backend burn");
+    assert!(!out.exists(), "nothing may be written on bad input");
+
+    json(&[
+        "train",
+        "--models",
+        "bpann-lbfgs,physical+bpann-lbfgs",
+        "--l2",
+        "auto",
+        "--restarts",
+        "1",
+        "--epochs",
+        "60",
+        "--folds",
+        "0",
+        "--group-folds",
+        "0",
+        "--no-test",
+        "--format",
+        "json",
+        "--out-dir",
+        o,
+    ]);
+    let net = gpumodel_models_artifact(&out.join("titanx-bpann-lbfgs.json"));
+    let rec = &net["training"]["bpann"];
+    let grid: Vec<f64> = rec["l2_grid"].as_array().unwrap().iter().map(|a| a.as_f64().unwrap()).collect();
+    assert_eq!(grid, vec![1e-4, 0.01, 1.0]);
+    assert!(grid.contains(&rec["l2"].as_f64().unwrap()), "{rec}");
+    assert_eq!(rec["l2_validation_rmse_w"].as_array().unwrap().len(), 3);
+    let resid = gpumodel_models_artifact(&out.join("titanx-physical-bpann-lbfgs.json"));
+    let rec = &resid["training"]["bpann"];
+    assert_eq!((rec["l2"].as_f64(), rec.get("l2_grid")), (Some(1e-4), None), "{rec}");
+}

@@ -145,9 +145,13 @@ pub struct Args {
     /// Adam learning rate.
     #[arg(long, default_value_t = 0.01)]
     pub learning_rate: f64,
-    /// L2 penalty on the network weights (scikit-learn's alpha), used by the L-BFGS networks.
-    #[arg(long, default_value_t = 1e-4)]
-    pub l2: f64,
+    /// L2 penalty on the network weights (scikit-learn's alpha). One number: that α, used by the L-BFGS
+    /// networks (Adam's fits do not use it). `auto` (the grid 1e-4,0.01,1) or a comma-separated list:
+    /// the standalone networks (`bpann…`, both solvers) train every restart once per α and keep the α
+    /// and restart with the lowest error on their inner validation split (in CV, inside every fold;
+    /// three times the fits for `auto`); the `physical+bpann…` networks keep the fixed α 1e-4.
+    #[arg(long, default_value = "1e-4", value_name = "ALPHA|auto|A,B,…")]
+    pub l2: String,
     /// Fraction of the training kernels held out for validation (early stopping, restart choice).
     #[arg(long, default_value_t = 0.2)]
     pub validation: f64,
@@ -414,6 +418,27 @@ fn add_roofline_twins(names: &mut Vec<String>) {
     }
 }
 
+/// `--l2`: one number (the fixed α), or `auto` / a comma-separated list (α chosen inside each fit from
+/// that grid; the fixed α, which the `physical+bpann…` networks keep, is then the default 1e-4).
+fn parse_l2(v: &str) -> anyhow::Result<(f64, Option<Vec<f64>>)> {
+    let default = BpannParams::default().l2;
+    let v = v.trim();
+    if v == "auto" {
+        return Ok((default, Some(gpumodel_train::bpann::L2_AUTO_GRID.to_vec())));
+    }
+    let number = |t: &str| t.trim().parse::<f64>().ok().filter(|a| a.is_finite());
+    let bad = || {
+        anyhow::anyhow!(
+            "--l2 {v}: give one number (e.g. 1e-4), `auto` (α chosen from 1e-4,0.01,1 inside each fit) or a comma-separated list of numbers (e.g. 1e-4,0.01,1)"
+        )
+    };
+    if v.contains(',') {
+        let grid = v.split(',').map(|t| number(t).ok_or_else(bad)).collect::<anyhow::Result<Vec<f64>>>()?;
+        return Ok((default, Some(grid)));
+    }
+    Ok((number(v).ok_or_else(bad)?, None))
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Stage 1: flags only.
     let models_given = !args.models.is_empty();
@@ -449,6 +474,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let nested = args.nested.map(Validation::from);
     let import = args.import.as_deref().map(Format::from_name).transpose()?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
+    let (l2_fixed, l2_grid) = parse_l2(&args.l2)?;
     let bp = BpannParams {
         hidden: args.hidden.clone(),
         seed: args.seed,
@@ -456,7 +482,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_epochs: args.epochs,
         patience: args.patience,
         learning_rate: args.learning_rate,
-        l2: args.l2,
+        l2: l2_fixed,
+        l2_grid: l2_grid.clone(),
         validation_fraction: args.validation,
         ensemble: args.ensemble,
         solver: Solver::Adam,
@@ -624,6 +651,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         fs.mlr_base.clone()
     };
+    if l2_grid.is_some() && !candidates.iter().any(|c| c.spec.kind == ModelKind::Bpann) {
+        // A fit option that would change nothing must not look as if it had been applied.
+        bail!(
+            "--l2 {}: α is chosen inside the fits of the standalone networks (bpann…), and no candidate is one: add bpann or bpann-lbfgs to --models or give one --l2 value",
+            args.l2
+        );
+    }
     let params = RunParams {
         select_by,
         rule,

@@ -63,8 +63,13 @@ pub struct BpannParams {
     /// The optimizer: full-batch Adam through burn, or full-batch L-BFGS on ndarray.
     pub solver: Solver,
     /// L2 penalty α on the weights (scikit-learn's `alpha`; used by L-BFGS, whose full-batch steps can
-    /// otherwise drive the few weights to extremes).
+    /// otherwise drive the few weights to extremes). Unused when `l2_grid` is set.
     pub l2: f64,
+    /// α chosen inside the fit (`--l2 auto` or a list): every restart is trained once for each α of this
+    /// grid (same initial weights for every α), and the (α, restart) pair with the lowest error on the
+    /// inner validation split (the one that early-stops and picks the restart) is kept. The penalty then
+    /// enters Adam's gradient too (a fixed `l2` is L-BFGS's only, as before). `None`: the fixed `l2`.
+    pub l2_grid: Option<Vec<f64>>,
     /// Where Adam's gradients come from: our own back-propagation (default) or burn's autodiff.
     /// L-BFGS always runs natively.
     pub backend: Backend,
@@ -123,6 +128,11 @@ impl Solver {
     }
 }
 
+/// The α grid of `--l2 auto`, fixed a priori (BENCHMARKS.md, issue 15, session 11): today's default
+/// 1e-4 (scikit-learn's), then two decades apart up to 1, the one fixed α that won the GTX 980 grouped
+/// cell in session 8. Three values, so a fit costs three times its restarts.
+pub const L2_AUTO_GRID: [f64; 3] = [1e-4, 1e-2, 1.0];
+
 impl Default for BpannParams {
     fn default() -> Self {
         BpannParams {
@@ -139,6 +149,7 @@ impl Default for BpannParams {
             ensemble: false,
             solver: Solver::Adam,
             l2: 1e-4,
+            l2_grid: None,
             backend: Backend::Native,
             precision: Precision::F32,
         }
@@ -153,6 +164,20 @@ pub struct RestartReport {
     pub best_epoch: usize,
     /// Validation RMSE (W) of the kept weights of this restart.
     pub validation_rmse_w: f64,
+    /// The L2 penalty α its gradient used (0 for Adam with a fixed `l2`, which Adam does not use).
+    pub l2: f64,
+}
+
+/// How a fit with an α grid chose its α.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct L2Choice {
+    /// The α candidates, in the order tried.
+    pub grid: Vec<f64>,
+    /// The α kept: the one of the (α, restart) pair with the lowest validation error (an ensemble:
+    /// whose averaged network has the lowest validation error).
+    pub chosen: f64,
+    /// Per α, the validation RMSE (W) it was judged by (the best restart's, or the averaged network's).
+    pub validation_rmse_w: Vec<f64>,
 }
 
 /// A fitted BP-ANN: the artifact and how it was chosen.
@@ -163,6 +188,8 @@ pub struct BpannFit {
     /// Index in `restarts` of the kept one.
     pub chosen: usize,
     pub validation_groups: usize,
+    /// With an α grid: how α was chosen (also in the artifact's `training.bpann`).
+    pub l2_choice: Option<L2Choice>,
 }
 
 /// A random hold-out of about `fraction` of `n` rows (at least one, never all): (train, held), sorted.
@@ -258,6 +285,8 @@ const SLICE: usize = 50;
 struct NativeRun {
     /// The restart's seed (its initial weights).
     seed: u64,
+    /// The L2 penalty α of its gradient.
+    alpha: f64,
     theta: Vec<f64>,
     g: Vec<f64>,
     /// Adam's first and second moments (unused by L-BFGS).
@@ -275,12 +304,19 @@ struct NativeRun {
 }
 
 impl NativeRun {
-    fn new(p: &BpannParams, layout: &crate::lbfgs::Layout, seed: u64, init: Vec<Dense>) -> NativeRun {
+    fn new(
+        p: &BpannParams,
+        layout: &crate::lbfgs::Layout,
+        seed: u64,
+        alpha: f64,
+        init: Vec<Dense>,
+    ) -> NativeRun {
         let theta = layout.flatten(&init);
         let np = theta.len();
         let moments = if p.solver == Solver::Adam { np } else { 0 };
         NativeRun {
             seed,
+            alpha,
             theta,
             g: vec![0.0; np],
             m1: vec![0.0; moments],
@@ -304,7 +340,7 @@ impl NativeRun {
         slice: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Option<Outcome> {
-        let NativeRun { seed, theta, g, m1, m2, opt, f, stop, init, done, reported } = self;
+        let NativeRun { seed, alpha, theta, g, m1, m2, opt, f, stop, init, done, reported } = self;
         #[cfg(not(test))]
         let _ = seed;
         let max = p.max_epochs;
@@ -317,7 +353,7 @@ impl NativeRun {
                 let (b1, b2, eps) = (0.9_f32, 0.999_f32, p.epsilon as f32);
                 let (f1, f2) = (f64::from(1.0 - b1), f64::from(1.0 - b2));
                 for epoch in *done + 1..=end {
-                    train.loss_grad_into(theta, 0.0, g);
+                    train.loss_grad_into(theta, *alpha, g);
                     let t = i32::try_from(epoch).unwrap_or(i32::MAX);
                     let bc2 = (1.0 - b2.powi(t)).sqrt();
                     let step = f64::from(bc2 / (1.0 - b1.powi(t)));
@@ -347,7 +383,8 @@ impl NativeRun {
                 }
             }
             Solver::Lbfgs => {
-                let mut eval = |t: &[f64], g: &mut [f64]| train.loss_grad_into(t, p.l2, g);
+                let alpha = *alpha;
+                let mut eval = |t: &[f64], g: &mut [f64]| train.loss_grad_into(t, alpha, g);
                 if opt.is_none() {
                     *f = eval(theta, g);
                     *opt = Some(crate::lbfgs::Lbfgs::new(10));
@@ -556,6 +593,20 @@ impl BpannParams {
         if !(self.l2 >= 0.0 && self.l2 < 1e6) {
             return bad(format!("--l2 {} must be in [0, 1e6)", self.l2));
         }
+        if let Some(grid) = &self.l2_grid {
+            if grid.is_empty() || grid.len() > 10 {
+                return bad(format!("--l2: give 1 to 10 α values to choose from, not {}", grid.len()));
+            }
+            if let Some(a) = grid.iter().find(|a| !(**a >= 0.0 && **a < 1e6)) {
+                return bad(format!("--l2 {a}: every α must be in [0, 1e6)"));
+            }
+            if self.solver == Solver::Adam && self.backend == Backend::Burn {
+                return bad(
+                    "--l2 with α chosen inside the fit runs Adam on the native gradient: drop --backend burn or give one --l2 value"
+                        .into(),
+                );
+            }
+        }
         if !(self.validation_fraction > 0.0 && self.validation_fraction < 0.9) {
             return bad(format!("--validation {} must be in (0, 0.9)", self.validation_fraction));
         }
@@ -600,14 +651,16 @@ impl BpannParams {
         sizes.push(1);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let outcomes = self.restarts_run(&sizes, (&zt, &yt), (&zv, &yv), threads, progress);
-        let n = outcomes.len();
+        let jobs = self.jobs();
+        let n = self.restarts;
         let outcomes = outcomes
             .into_iter()
-            .enumerate()
-            .map(|(r, o)| {
+            .zip(&jobs)
+            .map(|(o, &(alpha, r))| {
                 o.map_err(|m| {
+                    let alpha = if self.l2_grid.is_some() { format!(", α {alpha}") } else { String::new() };
                     Error::Invalid(format!(
-                        "BP-ANN restart {} of {n} (seed {}) failed: {m} (the other restarts finished; this is a bug, please report it)",
+                        "BP-ANN restart {} of {n} (seed {}{alpha}) failed: {m} (the other restarts finished; this is a bug, please report it)",
                         r + 1,
                         self.seed.wrapping_add(r as u64)
                     ))
@@ -616,29 +669,53 @@ impl BpannParams {
             .collect::<Result<Vec<_>>>()?;
 
         let mut reports = Vec::new();
-        let mut best: Option<(f64, Vec<Dense>)> = None;
-        let mut all: Vec<Vec<Dense>> = Vec::new();
-        for (r, (kept, epochs_run)) in outcomes.into_iter().enumerate() {
+        let mut kept_layers: Vec<(f64, Vec<Dense>)> = Vec::new();
+        for ((kept, epochs_run), &(alpha, r)) in outcomes.into_iter().zip(&jobs) {
             reports.push(RestartReport {
                 seed: self.seed.wrapping_add(r as u64),
                 epochs_run,
                 best_epoch: kept.2,
                 validation_rmse_w: kept.0.sqrt() * ts,
+                l2: alpha,
             });
-            all.push(kept.1.clone());
-            if best.as_ref().is_none_or(|(b, _)| kept.0 < *b) {
-                best = Some((kept.0, kept.1));
-            }
+            kept_layers.push((kept.0, kept.1));
         }
-        let (_, mut layers) = best.ok_or_else(|| Error::Invalid("no restart finished".into()))?;
-        if self.ensemble && all.len() > 1 {
-            layers = average_networks(&all);
+        if kept_layers.is_empty() {
+            return Err(Error::Invalid("no restart finished".into()));
         }
-        let chosen = reports
+        // Each α's restarts (one block with a fixed α), judged by their validation MSE: the best restart
+        // of the block, or the averaged network of an ensemble.
+        let blocks: Vec<std::ops::Range<usize>> =
+            (0..kept_layers.len()).step_by(n).map(|i| i..(i + n).min(kept_layers.len())).collect();
+        let val_mse = |layers: &[Dense]| -> f64 {
+            let p = forward_std(layers, &zv);
+            p.iter().zip(&yv).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / yv.len().max(1) as f64
+        };
+        let judged: Vec<(f64, usize, Vec<Dense>)> = blocks
             .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.validation_rmse_w.total_cmp(&b.1.validation_rmse_w))
-            .map_or(0, |(i, _)| i);
+            .map(|b| {
+                let best =
+                    b.clone().fold(b.start, |i, j| if kept_layers[j].0 < kept_layers[i].0 { j } else { i });
+                if self.ensemble && b.len() > 1 {
+                    let nets: Vec<Vec<Dense>> = kept_layers[b.clone()].iter().map(|k| k.1.clone()).collect();
+                    let avg = average_networks(&nets);
+                    // With a fixed α the average is kept as it is: no validation pass is needed.
+                    let v = if self.l2_grid.is_some() { val_mse(&avg) } else { 0.0 };
+                    (v, best, avg)
+                } else {
+                    (kept_layers[best].0, best, kept_layers[best].1.clone())
+                }
+            })
+            .collect();
+        // The first block with the lowest validation MSE (a NaN never wins).
+        let k = (0..judged.len())
+            .fold(0, |i, j| if judged[j].0 < judged[i].0 || judged[i].0.is_nan() { j } else { i });
+        let (_, chosen, layers) = judged[k].clone();
+        let l2_choice = self.l2_grid.as_ref().map(|grid| L2Choice {
+            grid: grid.clone(),
+            chosen: grid[k],
+            validation_rmse_w: judged.iter().map(|j| j.0.sqrt() * ts).collect(),
+        });
         let artifact = ModelArtifact {
             format_version: FORMAT_VERSION,
             kind: ModelKind::Bpann,
@@ -649,15 +726,23 @@ impl BpannParams {
             target_scaling: Scaling { mean: vec![tm], std: vec![ts] },
             layers,
             base_columns: gpumodel_models::features::base_columns(&ds.feature_names)?,
-            training: serde_json::Value::Null,
+            // The α chosen inside the fit rides here to the training record (`experiment` keeps it).
+            training: match &l2_choice {
+                Some(c) => serde_json::json!({ "bpann": {
+                    "l2": c.chosen, "l2_grid": c.grid, "l2_validation_rmse_w": c.validation_rmse_w,
+                    "l2_chosen_by": "lowest error on the fit's inner validation split (the split that early-stops and picks the restart), each alpha with the same restarts",
+                }}),
+                None => serde_json::Value::Null,
+            },
             physical: None,
             arithmetic: Some(self.arithmetic(&sizes)),
             residual: Default::default(),
         };
-        Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
+        Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups, l2_choice })
     }
 
-    /// Every restart's outcome, in restart order: (validation MSE, layers, epoch) of its best weights and
+    /// Every restart's outcome, in the order of `jobs()` (restart order; with an α grid, every restart of
+    /// the first α, then of the second, …): (validation MSE, layers, epoch) of its best weights and
     /// the epochs it ran, or the message of the panic that ended it. `train` and `val` are the
     /// standardized rows and targets.
     ///
@@ -675,6 +760,7 @@ impl BpannParams {
     ) -> Vec<std::result::Result<Outcome, String>> {
         let init =
             |r: usize| init_layers(sizes, &mut ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(r as u64)));
+        let jobs = self.jobs();
         if self.solver == Solver::Adam && self.backend == Backend::Burn {
             let (zt, yt) = train;
             let (zv, yv) = val;
@@ -697,13 +783,16 @@ impl BpannParams {
                 crate::lbfgs::Workspace::new(&layout, val.0.view(), val.1),
             )
         };
-        let threads = threads.clamp(1, self.restarts.max(1));
-        let seed = |r: usize| self.seed.wrapping_add(r as u64);
+        let threads = threads.clamp(1, jobs.len().max(1));
+        let run = |&(alpha, r): &(f64, usize)| {
+            NativeRun::new(self, &layout, self.seed.wrapping_add(r as u64), alpha, init(r))
+        };
         if threads == 1 {
             let (mut tr, mut va) = buffers();
-            return (0..self.restarts)
-                .map(|r| {
-                    let mut run = NativeRun::new(self, &layout, seed(r), init(r));
+            return jobs
+                .iter()
+                .map(|job| {
+                    let mut run = run(job);
                     // The buffers are scratch that every evaluation rewrites, so the next restart may
                     // reuse them after a panic.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -728,10 +817,7 @@ impl BpannParams {
             Done(usize, std::result::Result<Outcome, String>),
         }
         // The restarts waiting for a worker, and how many have not finished yet.
-        let line: Line = Mutex::new((
-            (0..self.restarts).map(|r| (r, NativeRun::new(self, &layout, seed(r), init(r)))).collect(),
-            self.restarts,
-        ));
+        let line: Line = Mutex::new((jobs.iter().map(run).enumerate().collect(), jobs.len()));
         let moved = Condvar::new();
         type Line = Mutex<(VecDeque<(usize, NativeRun)>, usize)>;
         struct Abandon<'a>(&'a Line, &'a Condvar);
@@ -745,7 +831,7 @@ impl BpannParams {
                 }
             }
         }
-        let mut outcomes: Vec<Option<std::result::Result<Outcome, String>>> = vec![None; self.restarts];
+        let mut outcomes: Vec<Option<std::result::Result<Outcome, String>>> = vec![None; jobs.len()];
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
             for _ in 0..threads {
@@ -878,7 +964,20 @@ impl BpannParams {
 
     /// Total progress units (epochs) a fit reports, for a progress bar.
     pub fn progress_len(&self) -> u64 {
-        (self.restarts * self.max_epochs) as u64
+        (self.jobs().len() * self.max_epochs) as u64
+    }
+
+    /// The restarts a fit trains, in order: (α of its gradient, restart index r: seed `seed + r`). With a
+    /// fixed α, the `restarts` restarts (Adam's α 0: it does not use the fixed penalty); with a grid,
+    /// every restart for each α in turn.
+    fn jobs(&self) -> Vec<(f64, usize)> {
+        match &self.l2_grid {
+            Some(grid) => grid.iter().flat_map(|&a| (0..self.restarts).map(move |r| (a, r))).collect(),
+            None => {
+                let a = if self.solver == Solver::Lbfgs { self.l2 } else { 0.0 };
+                (0..self.restarts).map(|r| (a, r)).collect()
+            }
+        }
     }
 }
 
@@ -1114,6 +1213,96 @@ mod tests {
         let err = p.fit_report(&smooth(150), &mut |_| {}).expect_err("a restart panicked");
         let msg = err.to_string();
         assert!(msg.contains("restart 2 of 3") && msg.contains("forced panic"), "{msg}");
+    }
+
+    /// Rows of 8 kernels (groups), each a tight cluster in a 6-input space around its own centre, with
+    /// power = 100 + 10·(first input) + an offset of its own kernel. The offsets do not follow the
+    /// inputs, so a network that fits them on the training kernels (a weak penalty: the lowest training
+    /// error) mispredicts other kernels, and a validation split of whole kernels prefers a stronger α.
+    fn clustered(n: usize, seed: u64) -> Dataset {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let centre: Vec<Vec<f64>> =
+            (0..8).map(|_| (0..6).map(|_| rng.random_range(-1.0..1.0)).collect()).collect();
+        let offset: Vec<f64> = (0..8).map(|_| rng.random_range(-20.0..20.0)).collect();
+        let records = Array2::from_shape_fn((n, 6), |(i, j)| centre[i % 8][j] + rng.random_range(-0.1..0.1));
+        let targets = Array1::from_shape_fn(n, |i| 100.0 + 10.0 * records[[i, 0]] + offset[i % 8]);
+        Dataset {
+            records,
+            targets,
+            feature_names: (0..6).map(|j| format!("x{j}")).collect(),
+            target_name: "power_w".into(),
+            groups: (0..n).map(|i| format!("g{}", i % 8)).collect(),
+        }
+    }
+
+    /// With an α grid, every restart is trained once per α (exactly the restarts of a one-α fit of each
+    /// α), and the α kept is the one whose best restart has the lowest error on the inner validation
+    /// split, with that restart's network: not the α with the lowest training error, and not the grid's
+    /// first (the fixed default), which this fixture makes differ — for both solvers.
+    #[test]
+    fn l2_grid_keeps_the_alpha_with_the_lowest_validation_error() {
+        let ds = clustered(160, 5);
+        let grid = vec![1e-4, 0.1, 10.0];
+        let (train_rows, _) = ds.group_split(0.2, 1).unwrap();
+        let train = ds.select_rows(&train_rows);
+        for solver in [Solver::Lbfgs, Solver::Adam] {
+            let p = BpannParams {
+                restarts: 2,
+                max_epochs: 300,
+                solver,
+                l2_grid: Some(grid.clone()),
+                ..Default::default()
+            }
+            .check()
+            .unwrap();
+            let fit = p.fit_report(&ds, &mut |_| {}).unwrap();
+            let choice = fit.l2_choice.clone().expect("a grid fit reports its choice");
+            assert!(grid.contains(&choice.chosen), "{solver:?}: {choice:?}");
+            // Each α alone: its restarts, its validation error and its training error.
+            let alone: Vec<BpannFit> = grid
+                .iter()
+                .map(|&a| {
+                    BpannParams { l2_grid: Some(vec![a]), ..p.clone() }.fit_report(&ds, &mut |_| {}).unwrap()
+                })
+                .collect();
+            let reports: Vec<RestartReport> = alone.iter().flat_map(|f| f.restarts.clone()).collect();
+            assert_eq!(fit.restarts, reports, "{solver:?}: every restart once per α");
+            let val: Vec<f64> = alone
+                .iter()
+                .map(|f| f.restarts.iter().map(|r| r.validation_rmse_w).fold(f64::INFINITY, f64::min))
+                .collect();
+            assert_eq!(choice.validation_rmse_w, val, "{solver:?}");
+            let train_rmse: Vec<f64> = alone
+                .iter()
+                .map(|f| {
+                    let pred = f.artifact.predict(train.records.view());
+                    crate::metrics::rmse(pred.as_slice().unwrap(), train.targets.as_slice().unwrap()).unwrap()
+                })
+                .collect();
+            let argmin = |v: &[f64]| (0..v.len()).fold(0, |i, j| if v[j] < v[i] { j } else { i });
+            let k = argmin(&val);
+            assert_eq!(choice.chosen, grid[k], "{solver:?}: validation {val:?}");
+            assert_eq!(fit.artifact.layers, alone[k].artifact.layers, "{solver:?}: that α's network");
+            assert_eq!(fit.restarts[fit.chosen].l2, grid[k], "{solver:?}");
+            // The fixture is one where looking at anything else would choose otherwise.
+            assert_ne!(k, 0, "{solver:?}: validation {val:?}");
+            assert_ne!(k, argmin(&train_rmse), "{solver:?}: training {train_rmse:?}, validation {val:?}");
+            let rec = &fit.artifact.training["bpann"];
+            assert_eq!(
+                (rec["l2"].as_f64(), rec["l2_grid"].as_array().map(Vec::len)),
+                (Some(grid[k]), Some(3))
+            );
+        }
+        // A fixed α: no choice, no record, and Adam's fits do not use it (bit-identical to α 0).
+        let fixed = BpannParams { restarts: 2, max_epochs: 100, ..Default::default() };
+        let f = fixed.fit_report(&ds, &mut |_| {}).unwrap();
+        assert!(f.l2_choice.is_none() && f.artifact.training.is_null());
+        assert_eq!(f.artifact, BpannParams { l2: 5.0, ..fixed.clone() }.fit(&ds).unwrap());
+        // Bad grids are refused before any work.
+        for g in [vec![], vec![1e-4, f64::NAN], vec![-1.0], vec![0.1; 11]] {
+            let msg = BpannParams { l2_grid: Some(g), ..Default::default() }.check().unwrap_err().to_string();
+            assert!(msg.contains("--l2"), "{msg}");
+        }
     }
 
     #[test]
