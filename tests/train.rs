@@ -990,6 +990,11 @@ fn l2_auto_is_recorded_on_the_standalone_networks_only_and_bad_values_are_one_li
         "no candidate",
     );
     fails_with(&["train", "--l2", "auto", "--backend", "burn", "--out-dir", o], "--backend burn");
+    fails_with(&["train", "--l2-folds", "5", "--out-dir", o], "--l2-folds 5 chooses α from several");
+    fails_with(
+        &["train", "--l2", "auto", "--l2-folds", "1", "--out-dir", o],
+        "must be 0 (the validation split) or 2 to 20",
+    );
     assert!(!out.exists(), "nothing may be written on bad input");
 
     json(&[

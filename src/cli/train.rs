@@ -152,6 +152,11 @@ pub struct Args {
     /// three times the fits for `auto`); the `physical+bpann…` networks keep the fixed α 1e-4.
     #[arg(long, default_value = "1e-4", value_name = "ALPHA|auto|A,B,…")]
     pub l2: String,
+    /// With `--l2 auto` or a list: choose α by inner K-fold CV of each fit's rows (whole kernels; random
+    /// rows under random k-fold) instead of on its validation split, then fit all the rows with that α.
+    /// 0 (default): the validation split. About K × (grid size) + 1 times the fits.
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    pub l2_folds: usize,
     /// Fraction of the training kernels held out for validation (early stopping, restart choice).
     #[arg(long, default_value_t = 0.2)]
     pub validation: f64,
@@ -484,6 +489,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         learning_rate: args.learning_rate,
         l2: l2_fixed,
         l2_grid: l2_grid.clone(),
+        l2_folds: args.l2_folds,
         validation_fraction: args.validation,
         ensemble: args.ensemble,
         solver: Solver::Adam,

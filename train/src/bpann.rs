@@ -70,6 +70,11 @@ pub struct BpannParams {
     /// inner validation split (the one that early-stops and picks the restart) is kept. The penalty then
     /// enters Adam's gradient too (a fixed `l2` is L-BFGS's only, as before). `None`: the fixed `l2`.
     pub l2_grid: Option<Vec<f64>>,
+    /// With an α grid: 0 chooses α on the fit's validation split as above; K ≥ 2 by inner K-fold CV of the
+    /// fit's rows instead (whole kernels, or random rows where the fit validates on random rows): for each
+    /// α a fit on K − 1 inner folds predicts the K-th, the α with the lowest pooled squared error is kept,
+    /// and the network is then fitted on all the rows with that α alone.
+    pub l2_folds: usize,
     /// Where Adam's gradients come from: our own back-propagation (default) or burn's autodiff.
     /// L-BFGS always runs natively.
     pub backend: Backend,
@@ -150,6 +155,7 @@ impl Default for BpannParams {
             solver: Solver::Adam,
             l2: 1e-4,
             l2_grid: None,
+            l2_folds: 0,
             backend: Backend::Native,
             precision: Precision::F32,
         }
@@ -176,7 +182,8 @@ pub struct L2Choice {
     /// The α kept: the one of the (α, restart) pair with the lowest validation error (an ensemble:
     /// whose averaged network has the lowest validation error).
     pub chosen: f64,
-    /// Per α, the validation RMSE (W) it was judged by (the best restart's, or the averaged network's).
+    /// Per α, the validation RMSE (W) it was judged by (the best restart's or the averaged network's on
+    /// the validation split; with `l2_folds`, pooled over the inner folds).
     pub validation_rmse_w: Vec<f64>,
 }
 
@@ -600,12 +607,24 @@ impl BpannParams {
             if let Some(a) = grid.iter().find(|a| !(**a >= 0.0 && **a < 1e6)) {
                 return bad(format!("--l2 {a}: every α must be in [0, 1e6)"));
             }
+            if self.l2_folds == 1 || self.l2_folds > 20 {
+                return bad(format!(
+                    "--l2-folds {} must be 0 (the validation split) or 2 to 20",
+                    self.l2_folds
+                ));
+            }
             if self.solver == Solver::Adam && self.backend == Backend::Burn {
                 return bad(
                     "--l2 with α chosen inside the fit runs Adam on the native gradient: drop --backend burn or give one --l2 value"
                         .into(),
                 );
             }
+        }
+        if self.l2_folds != 0 && self.l2_grid.is_none() {
+            return bad(format!(
+                "--l2-folds {} chooses α from several: give --l2 auto or a list of values, or drop --l2-folds",
+                self.l2_folds
+            ));
         }
         if !(self.validation_fraction > 0.0 && self.validation_fraction < 0.9) {
             return bad(format!("--validation {} must be in (0, 0.9)", self.validation_fraction));
@@ -627,6 +646,9 @@ impl BpannParams {
             )));
         }
         ds.check_finite("training data")?;
+        if let Some(grid) = self.l2_grid.as_ref().filter(|g| g.len() > 1 && self.l2_folds >= 2) {
+            return self.fit_l2_by_inner_cv(ds, grid, progress);
+        }
         let (train_rows, val_rows) = if self.grouped_validation {
             ds.group_split(self.validation_fraction, self.seed)?
         } else {
@@ -739,6 +761,39 @@ impl BpannParams {
             residual: Default::default(),
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups, l2_choice })
+    }
+
+    /// `l2_folds` ≥ 2: α chosen by inner K-fold CV of `ds` (see [`BpannParams::l2_folds`]), then the fit on
+    /// all of `ds` with that α alone.
+    fn fit_l2_by_inner_cv(
+        &self,
+        ds: &Dataset,
+        grid: &[f64],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<BpannFit> {
+        let k = self.l2_folds;
+        let folds =
+            if self.grouped_validation { ds.group_kfold(k, self.seed)? } else { ds.kfold(k, self.seed)? };
+        let one = |a: f64| BpannParams { l2_grid: Some(vec![a]), l2_folds: 0, ..self.clone() };
+        let mut sse = vec![0.0; grid.len()];
+        for f in &folds {
+            let (train, held) = (ds.select_rows(&f.train), ds.select_rows(&f.test));
+            for (e, &a) in sse.iter_mut().zip(grid) {
+                let m = one(a).fit_report(&train, progress)?.artifact;
+                let pred = m.predict(held.records.view());
+                *e += pred.iter().zip(held.targets.iter()).map(|(p, y)| (p - y) * (p - y)).sum::<f64>();
+            }
+        }
+        // The first α with the lowest pooled squared error (a NaN never wins).
+        let best = (0..sse.len()).fold(0, |i, j| if sse[j] < sse[i] || sse[i].is_nan() { j } else { i });
+        let mut fit = one(grid[best]).fit_report(ds, progress)?;
+        let rmse: Vec<f64> = sse.iter().map(|e| (e / ds.n_rows() as f64).sqrt()).collect();
+        fit.artifact.training = serde_json::json!({ "bpann": {
+            "l2": grid[best], "l2_grid": grid, "l2_validation_rmse_w": rmse, "l2_folds": k,
+            "l2_chosen_by": format!("lowest squared error pooled over {k} inner folds of the fit's rows ({}), each alpha fitted on the other folds; then fitted on all the rows with that alpha", if self.grouped_validation { "whole kernels" } else { "random rows" }),
+        }});
+        fit.l2_choice = Some(L2Choice { grid: grid.to_vec(), chosen: grid[best], validation_rmse_w: rmse });
+        Ok(fit)
     }
 
     /// Every restart's outcome, in the order of `jobs()` (restart order; with an α grid, every restart of
@@ -964,7 +1019,13 @@ impl BpannParams {
 
     /// Total progress units (epochs) a fit reports, for a progress bar.
     pub fn progress_len(&self) -> u64 {
-        (self.jobs().len() * self.max_epochs) as u64
+        let fits = match &self.l2_grid {
+            // Each α on each inner fold, then the fit with the chosen α.
+            Some(g) if g.len() > 1 && self.l2_folds >= 2 => self.l2_folds * g.len() + 1,
+            _ => 1,
+        };
+        let per_fit = if fits > 1 { self.restarts } else { self.jobs().len() };
+        (fits * per_fit * self.max_epochs) as u64
     }
 
     /// The restarts a fit trains, in order: (α of its gradient, restart index r: seed `seed + r`). With a
@@ -1303,6 +1364,59 @@ mod tests {
             let msg = BpannParams { l2_grid: Some(g), ..Default::default() }.check().unwrap_err().to_string();
             assert!(msg.contains("--l2"), "{msg}");
         }
+    }
+
+    /// `l2_folds`: α is the one with the lowest squared error pooled over the inner folds (each α fitted
+    /// on the other folds; recomputed here from one-α fits), and the network is the one-α fit of all the
+    /// rows with it — for grouped and random-row validation.
+    #[test]
+    fn l2_folds_choose_alpha_by_inner_cv_then_fit_all_rows() {
+        let ds = clustered(160, 5);
+        let grid = vec![1e-4, 0.1, 10.0];
+        for grouped in [true, false] {
+            let p = BpannParams {
+                restarts: 1,
+                max_epochs: 200,
+                solver: Solver::Lbfgs,
+                grouped_validation: grouped,
+                l2_grid: Some(grid.clone()),
+                l2_folds: 4,
+                ..Default::default()
+            }
+            .check()
+            .unwrap();
+            let fit = p.fit_report(&ds, &mut |_| {}).unwrap();
+            let one = |a: f64| BpannParams { l2_grid: Some(vec![a]), l2_folds: 0, ..p.clone() };
+            let folds = if grouped { ds.group_kfold(4, 1).unwrap() } else { ds.kfold(4, 1).unwrap() };
+            let sse: Vec<f64> = grid
+                .iter()
+                .map(|&a| {
+                    folds
+                        .iter()
+                        .map(|f| {
+                            let m = one(a).fit(&ds.select_rows(&f.train)).unwrap();
+                            let held = ds.select_rows(&f.test);
+                            let pred = m.predict(held.records.view());
+                            pred.iter().zip(held.targets.iter()).map(|(p, y)| (p - y).powi(2)).sum::<f64>()
+                        })
+                        .sum()
+                })
+                .collect();
+            let k = (0..3).fold(0, |i, j| if sse[j] < sse[i] { j } else { i });
+            let choice = fit.l2_choice.clone().unwrap();
+            assert_eq!(choice.chosen, grid[k], "grouped {grouped}: pooled {sse:?}");
+            let rmse: Vec<f64> = sse.iter().map(|e| (e / 160.0).sqrt()).collect();
+            assert_eq!(choice.validation_rmse_w, rmse);
+            let all = one(grid[k]).fit(&ds).unwrap();
+            assert_eq!(fit.artifact.layers, all.layers, "grouped {grouped}: refitted on all rows");
+            assert_eq!(fit.artifact.training["bpann"]["l2_folds"], 4);
+            // Progress covers the 4 × 3 inner fits and the final one.
+            assert_eq!(p.progress_len(), 13 * 200);
+        }
+        let bad = BpannParams { l2_folds: 5, ..Default::default() }.check().unwrap_err().to_string();
+        assert!(bad.contains("--l2-folds 5") && bad.contains("--l2 auto"), "{bad}");
+        let bad = BpannParams { l2_folds: 1, l2_grid: Some(grid), ..Default::default() }.check().unwrap_err();
+        assert!(bad.to_string().contains("2 to 20"), "{bad}");
     }
 
     #[test]

@@ -375,6 +375,7 @@ impl CandidateSpec {
             // α chosen inside the fit is the standalone networks' (BENCHMARKS.md, issue 15, session 11): a
             // `physical+bpann…` network keeps the fixed `l2`.
             bp.l2_grid = None;
+            bp.l2_folds = 0;
         }
         if let Some(h) = &c.hidden {
             bp.hidden = h.clone();
