@@ -613,12 +613,6 @@ impl BpannParams {
                     self.l2_folds
                 ));
             }
-            if self.solver == Solver::Adam && self.backend == Backend::Burn {
-                return bad(
-                    "--l2 with α chosen inside the fit runs Adam on the native gradient: drop --backend burn or give one --l2 value"
-                        .into(),
-                );
-            }
         }
         if self.l2_folds != 0 && self.l2_grid.is_none() {
             return bad(format!(
@@ -827,8 +821,9 @@ impl BpannParams {
                 let p = forward_std(layers, zv);
                 p.iter().zip(yv).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / yv.len().max(1) as f64
             };
-            return (0..self.restarts)
-                .map(|r| Ok(self.adam_burn(&device, &x, &y, init(r), &val_mse, progress)))
+            return jobs
+                .iter()
+                .map(|&(alpha, r)| Ok(self.adam_burn(&device, (&x, &y), alpha, init(r), &val_mse, progress)))
                 .collect();
         }
         let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
@@ -956,8 +951,8 @@ impl BpannParams {
     fn adam_burn(
         &self,
         device: &Device,
-        x: &Tensor<2>,
-        y: &Tensor<2>,
+        (x, y): (&Tensor<2>, &Tensor<2>),
+        alpha: f64,
         init: Vec<Dense>,
         val_mse: &dyn Fn(&[Dense]) -> f64,
         progress: &mut dyn FnMut(u64),
@@ -969,7 +964,16 @@ impl BpannParams {
         for epoch in 1..=self.max_epochs {
             let pred = net.forward(x.clone());
             let diff = pred - y.clone();
-            let loss = (diff.clone() * diff).mean();
+            let mut loss = (diff.clone() * diff).mean();
+            if alpha > 0.0 {
+                // The native path's penalty on the same scale: α/n·‖W‖² (weights, not biases) added to
+                // mean((f − y)²).
+                let n = x.dims()[0].max(1) as f64;
+                for l in &net.layers {
+                    let w = l.weight.val();
+                    loss = loss + (w.clone() * w).sum().mul_scalar(alpha / n);
+                }
+            }
             let grads = GradientsParams::from_grads(loss.backward(), &net);
             net = opt.step(self.learning_rate, net, grads);
             epochs_run = epoch;
@@ -1143,39 +1147,51 @@ mod tests {
     /// The native Adam path is burn's Adam on our own gradient: the same trajectory up to rounding, so
     /// the weights after a few hundred steps agree to many digits in f64 (a wrong step formula, a
     /// missing bias correction or the loss off by the factor 2 would drift by far more), and to f32
-    /// rounding with the default single-precision gradient (measured 6e-7 here; bound 1e-5).
+    /// rounding with the default single-precision gradient (measured 6e-7 here; bound 1e-5) — without
+    /// a penalty and with an α chosen from a grid (the penalty on the same scale on both paths).
     #[test]
     fn native_adam_follows_burns_adam() {
         let ds = smooth(120);
-        let p = BpannParams {
-            restarts: 1,
-            max_epochs: 300,
-            patience: usize::MAX,
-            precision: Precision::F64,
-            ..Default::default()
-        };
-        let native = p.clone().check().unwrap().fit(&ds).unwrap();
-        let single =
-            BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
-        let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
         let flat = |a: &ModelArtifact| -> Vec<f64> {
             a.layers
                 .iter()
                 .flat_map(|d| d.weights.iter().flatten().chain(&d.bias).copied().collect::<Vec<_>>())
                 .collect()
         };
-        let (a, b) = (flat(&native), flat(&burn));
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(&b) {
-            assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "native {x} vs burn {y}");
+        let mut unpenalized = Vec::new();
+        for l2_grid in [None, Some(vec![0.5])] {
+            let p = BpannParams {
+                restarts: 1,
+                max_epochs: 300,
+                patience: usize::MAX,
+                precision: Precision::F64,
+                l2_grid: l2_grid.clone(),
+                ..Default::default()
+            };
+            let native = p.clone().check().unwrap().fit(&ds).unwrap();
+            let single =
+                BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
+            let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
+            let (a, b) = (flat(&native), flat(&burn));
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "{l2_grid:?}: native {x} vs burn {y}");
+            }
+            for (x, y) in flat(&single).iter().zip(&b) {
+                assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{l2_grid:?}: native f32 {x} vs burn {y}");
+            }
+            // And not trivially: 300 steps moved the weights away from their initial values, and the
+            // penalty moved them elsewhere than no penalty.
+            let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
+            let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
+            assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
+            if l2_grid.is_none() {
+                unpenalized = a;
+            } else {
+                let apart = a.iter().zip(&unpenalized).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+                assert!(apart > 1e-3, "the penalty changed nothing ({apart})");
+            }
         }
-        for (x, y) in flat(&single).iter().zip(&b) {
-            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "native f32 {x} vs burn {y}");
-        }
-        // And not trivially: 300 steps moved the weights away from their initial values.
-        let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
-        let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
-        assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
     }
 
     /// The restart tests' data: 150 smooth rows standardized, the first 100 to train on and the last
