@@ -12,7 +12,8 @@
 //! Seeded and reproducible: the initial weights come from our own ChaCha RNG (not burn's global one), so
 //! one seed gives one model. Several restarts; the kept one has the lowest error on a *grouped*
 //! validation split of the training data (whole kernels held out), with early stopping on that split.
-//! The test set is never seen here.
+//! With an α grid ([`BpannParams::l2_grid`]) the L2 penalty is chosen inside the fit too: on that split,
+//! or by inner K-fold CV of the fit's rows ([`BpannParams::l2_folds`]). The test set is never seen here.
 
 use crate::lbfgs::{Precision, Workspace};
 use crate::mlr::{input_scaling, standardize};

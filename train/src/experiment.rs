@@ -1668,7 +1668,8 @@ mod tests {
         assert_eq!(base.complexity().params, 69);
         // α chosen inside the fit (`--l2 auto`) reaches the standalone networks only; every
         // `physical+bpann…` network keeps the fixed α.
-        let auto = BpannParams { l2_grid: Some(crate::bpann::L2_AUTO_GRID.to_vec()), ..bp.clone() };
+        let auto =
+            BpannParams { l2_grid: Some(crate::bpann::L2_AUTO_GRID.to_vec()), l2_folds: 5, ..bp.clone() };
         for (n, grid) in [
             ("bpann", true),
             ("bpann-lbfgs", true),
@@ -1677,7 +1678,7 @@ mod tests {
             ("physical+bpann-lbfgs*5/2", false),
         ] {
             let c = CandidateSpec::new(n, &fs, &auto, &phys).unwrap();
-            assert_eq!(c.spec.bpann.l2_grid.is_some(), grid, "{n}");
+            assert_eq!((c.spec.bpann.l2_grid.is_some(), c.spec.bpann.l2_folds > 0), (grid, grid), "{n}");
             assert_eq!(c.spec.bpann.l2, bp.l2, "{n}: the fixed α is the default");
         }
         // A roofline twin needs the clocks the utilizations were measured at; with them it is its plain
