@@ -641,8 +641,10 @@ impl BpannParams {
             )));
         }
         ds.check_finite("training data")?;
-        if let Some(grid) = self.l2_grid.as_ref().filter(|g| g.len() > 1 && self.l2_folds >= 2) {
-            return self.fit_l2_by_inner_cv(ds, grid, progress);
+        if let Some(grid) = self.l2_grid.as_ref().filter(|g| g.len() > 1)
+            && let Some(k) = self.inner_folds(ds)
+        {
+            return self.fit_l2_by_inner_cv(ds, grid, k, progress);
         }
         let (train_rows, val_rows) = if self.grouped_validation {
             ds.group_split(self.validation_fraction, self.seed)?
@@ -758,15 +760,25 @@ impl BpannParams {
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups, l2_choice })
     }
 
-    /// `l2_folds` ≥ 2: α chosen by inner K-fold CV of `ds` (see [`BpannParams::l2_folds`]), then the fit on
-    /// all of `ds` with that α alone.
+    /// The inner folds α is chosen by on `ds`: `l2_folds`, at most one per kernel (row, under random-row
+    /// validation). None — α is then chosen on the validation split — when `l2_folds` is 0 or the data
+    /// is too small for inner folds (fewer than 3 kernels or 20 rows: an inner training side would have
+    /// too few kernels for its own validation split or too few rows for a fit).
+    fn inner_folds(&self, ds: &Dataset) -> Option<usize> {
+        let units = if self.grouped_validation { ds.group_rows().len() } else { ds.n_rows() };
+        let k = self.l2_folds.min(units);
+        (self.l2_folds >= 2 && k >= 3 && ds.n_rows() >= 20).then_some(k)
+    }
+
+    /// α chosen by inner `k`-fold CV of `ds` (see [`BpannParams::l2_folds`]), then the fit on all of `ds`
+    /// with that α alone.
     fn fit_l2_by_inner_cv(
         &self,
         ds: &Dataset,
         grid: &[f64],
+        k: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Result<BpannFit> {
-        let k = self.l2_folds;
         let folds =
             if self.grouped_validation { ds.group_kfold(k, self.seed)? } else { ds.kfold(k, self.seed)? };
         let one = |a: f64| BpannParams { l2_grid: Some(vec![a]), l2_folds: 0, ..self.clone() };
@@ -1022,7 +1034,8 @@ impl BpannParams {
         }
     }
 
-    /// Total progress units (epochs) a fit reports, for a progress bar.
+    /// Total progress units (epochs) a fit reports, for a progress bar (with inner folds, at most: data
+    /// with fewer kernels than `l2_folds` runs fewer).
     pub fn progress_len(&self) -> u64 {
         let fits = match &self.l2_grid {
             // Each α on each inner fold, then the fit with the chosen α.
@@ -1430,6 +1443,22 @@ mod tests {
             // Progress covers the 4 × 3 inner fits and the final one.
             assert_eq!(p.progress_len(), 13 * 200);
         }
+        // Fewer kernels than folds: one inner fold per kernel; too few kernels for inner folds: α is
+        // chosen on the validation split instead (said so in the record).
+        let p = BpannParams {
+            restarts: 1,
+            max_epochs: 50,
+            l2_grid: Some(grid.clone()),
+            l2_folds: 20,
+            ..Default::default()
+        };
+        let few = p.fit_report(&clustered(160, 5), &mut |_| {}).unwrap();
+        assert_eq!(few.artifact.training["bpann"]["l2_folds"], 8, "8 kernels");
+        let mut two = clustered(40, 5);
+        two.groups = (0..40).map(|i| format!("g{}", i % 2)).collect();
+        let split = p.fit_report(&two, &mut |_| {}).unwrap();
+        assert!(split.l2_choice.is_some() && split.artifact.training["bpann"].get("l2_folds").is_none());
+        assert_eq!(split.restarts.len(), 3, "every α once on the split");
         let bad = BpannParams { l2_folds: 5, ..Default::default() }.check().unwrap_err().to_string();
         assert!(bad.contains("--l2-folds 5") && bad.contains("--l2 auto"), "{bad}");
         let bad = BpannParams { l2_folds: 1, l2_grid: Some(grid), ..Default::default() }.check().unwrap_err();
