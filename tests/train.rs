@@ -38,7 +38,7 @@ const CI_ARGS: &[&str] = &[
     "1",
     "--epochs",
     "1000",
-    // The fixed α of the committed figures (the default until session 11): the guard watches the fit
+    // The fixed α of the committed figures (the default), pinned so that the guard watches the fit
     // code on the configuration it was measured on.
     "--l2",
     "1e-4",
@@ -971,7 +971,7 @@ fn relative_residual_is_applied_recorded_and_refused_without_a_residual_network(
     assert!(!o.exists(), "a failed run wrote {}", o.display());
 }
 
-/// `--l2 auto` (the default) with `--l2-folds 5` (its default): the standalone network records the α it
+/// `--l2 auto` with `--l2-folds 5` (its default with a grid): the standalone network records the α it
 /// chose from the grid (one of the grid) and how, the `physical+bpann…` network keeps the fixed α 1e-4 and
 /// records no grid; a malformed `--l2`, `--l2-folds` without a grid or a grid with no standalone network
 /// to apply it to is one clear line and writes nothing.
@@ -1008,6 +1008,8 @@ fn l2_auto_is_recorded_on_the_standalone_networks_only_and_bad_values_are_one_li
         "train",
         "--models",
         "bpann-lbfgs,physical+bpann-lbfgs",
+        "--l2",
+        "auto",
         "--restarts",
         "1",
         "--epochs",

@@ -145,12 +145,12 @@ pub struct Args {
     /// Adam learning rate.
     #[arg(long, default_value_t = 0.01)]
     pub learning_rate: f64,
-    /// L2 penalty on the network weights (scikit-learn's alpha). `auto` (default: the grid 1e-4,0.01,1)
-    /// or a comma-separated list: each fit of a standalone network (`bpann…`, both solvers) chooses α
-    /// from the grid inside its own training rows (see --l2-folds; in CV, inside every fold); the
-    /// `physical+bpann…` networks keep the fixed α 1e-4. One number: that α for every network, used by
-    /// L-BFGS only (Adam's fits do not use a fixed α) — the default until session 11. Chosen by
-    /// BENCHMARKS.md, issue 15, session 11.
+    /// L2 penalty on the network weights (scikit-learn's alpha). One number (default 1e-4): that α for
+    /// every network, used by L-BFGS only (Adam's fits do not use a fixed α). `auto` (the grid
+    /// 1e-4,0.01,1) or a comma-separated list: each fit of a standalone network (`bpann…`, both solvers)
+    /// chooses α from the grid inside its own training rows (see --l2-folds; in CV, inside every fold);
+    /// the `physical+bpann…` networks keep the fixed α 1e-4. Opt-in: it wins no cell against
+    /// scikit-learn and costs ~16× the fit (BENCHMARKS.md, issue 15, session 11).
     #[arg(long, value_name = "ALPHA|auto|A,B,…")]
     pub l2: Option<String>,
     /// With `--l2 auto` or a list: how a fit chooses α. K ≥ 2 (default 5): inner K-fold CV of the fit's
@@ -425,9 +425,11 @@ fn add_roofline_twins(names: &mut Vec<String>) {
     }
 }
 
-/// `--l2` when not given: α chosen inside each fit from the grid, by inner 5-fold CV (BENCHMARKS.md,
-/// issue 15, session 11: the acceptance rule was met).
-const DEFAULT_L2: &str = "auto";
+/// `--l2` when not given: the fixed α of scikit-learn's default. The α chosen inside each fit (`auto`)
+/// met session 8's acceptance rule but was not adopted: it wins no cell against scikit-learn, loses the
+/// Titan X grouped cell for Adam and makes a fit ~16× dearer (BENCHMARKS.md, issue 15, session 11).
+const DEFAULT_L2: &str = "1e-4";
+/// `--l2-folds` when not given with a grid: α chosen by inner 5-fold CV.
 const DEFAULT_L2_FOLDS: usize = 5;
 
 /// `--l2`: one number (the fixed α), or `auto` / a comma-separated list (α chosen inside each fit from
