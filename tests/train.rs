@@ -38,6 +38,10 @@ const CI_ARGS: &[&str] = &[
     "1",
     "--epochs",
     "1000",
+    // The fixed α of the committed figures (the default), pinned so that the guard watches the fit
+    // code on the configuration it was measured on.
+    "--l2",
+    "1e-4",
     "--seed",
     "1",
     "--no-write",
@@ -1001,4 +1005,69 @@ fn relative_residual_is_applied_recorded_and_refused_without_a_residual_network(
     all.extend(["--out-dir", o.to_str().unwrap()]);
     fails_with(&all, "--residual applies to the network of `physical+bpann…` candidates");
     assert!(!o.exists(), "a failed run wrote {}", o.display());
+}
+
+/// `--l2 auto` with `--l2-folds 5` (its default with a grid): the standalone network records the α it
+/// chose from the grid (one of the grid) and how, the `physical+bpann…` network keeps the fixed α 1e-4 and
+/// records no grid; a malformed `--l2`, `--l2-folds` without a grid or a grid with no standalone network
+/// to apply it to is one clear line and writes nothing.
+#[test]
+fn l2_auto_is_recorded_on_the_standalone_networks_only_and_bad_values_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let o = out.to_str().unwrap();
+    for (v, needle) in [
+        ("0.01,x", "--l2 0.01,x: give one number"),
+        ("often", "--l2 often: give one number"),
+        ("1e-4,,1", "--l2 1e-4,,1"),
+        ("inf", "--l2 inf"),
+        ("-1", "must be in [0, 1e6)"),
+        ("1,-1", "every α must be in [0, 1e6)"),
+    ] {
+        fails_with(&["train", &format!("--l2={v}"), "--models", "bpann", "--out-dir", o], needle);
+    }
+    fails_with(
+        &["train", "--l2", "auto", "--models", "physical+bpann-lbfgs,mlr", "--out-dir", o],
+        "no candidate",
+    );
+    fails_with(
+        &["train", "--l2", "1e-4", "--l2-folds", "5", "--out-dir", o],
+        "--l2-folds 5 chooses α from several",
+    );
+    fails_with(
+        &["train", "--l2", "auto", "--l2-folds", "1", "--out-dir", o],
+        "must be 0 (the validation split) or 2 to 20",
+    );
+    assert!(!out.exists(), "nothing may be written on bad input");
+
+    json(&[
+        "train",
+        "--models",
+        "bpann-lbfgs,physical+bpann-lbfgs",
+        "--l2",
+        "auto",
+        "--restarts",
+        "1",
+        "--epochs",
+        "60",
+        "--folds",
+        "0",
+        "--group-folds",
+        "0",
+        "--no-test",
+        "--format",
+        "json",
+        "--out-dir",
+        o,
+    ]);
+    let net = gpumodel_models_artifact(&out.join("titanx-bpann-lbfgs.json"));
+    let rec = &net["training"]["bpann"];
+    let grid: Vec<f64> = rec["l2_grid"].as_array().unwrap().iter().map(|a| a.as_f64().unwrap()).collect();
+    assert_eq!(grid, vec![1e-4, 0.01, 1.0]);
+    assert!(grid.contains(&rec["l2"].as_f64().unwrap()), "{rec}");
+    assert_eq!(rec["l2_validation_rmse_w"].as_array().unwrap().len(), 3);
+    assert_eq!(rec["l2_folds"], 5, "{rec}");
+    let resid = gpumodel_models_artifact(&out.join("titanx-physical-bpann-lbfgs.json"));
+    let rec = &resid["training"]["bpann"];
+    assert_eq!((rec["l2"].as_f64(), rec.get("l2_grid")), (Some(1e-4), None), "{rec}");
 }

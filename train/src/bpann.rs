@@ -12,7 +12,8 @@
 //! Seeded and reproducible: the initial weights come from our own ChaCha RNG (not burn's global one), so
 //! one seed gives one model. Several restarts; the kept one has the lowest error on a *grouped*
 //! validation split of the training data (whole kernels held out), with early stopping on that split.
-//! The test set is never seen here.
+//! With an α grid ([`BpannParams::l2_grid`]) the L2 penalty is chosen inside the fit too: on that split,
+//! or by inner K-fold CV of the fit's rows ([`BpannParams::l2_folds`]). The test set is never seen here.
 
 use crate::lbfgs::{Precision, Workspace};
 use crate::mlr::{input_scaling, standardize};
@@ -63,8 +64,18 @@ pub struct BpannParams {
     /// The optimizer: full-batch Adam through burn, or full-batch L-BFGS on ndarray.
     pub solver: Solver,
     /// L2 penalty α on the weights (scikit-learn's `alpha`; used by L-BFGS, whose full-batch steps can
-    /// otherwise drive the few weights to extremes).
+    /// otherwise drive the few weights to extremes). Unused when `l2_grid` is set.
     pub l2: f64,
+    /// α chosen inside the fit (`--l2 auto` or a list): every restart is trained once for each α of this
+    /// grid (same initial weights for every α), and the (α, restart) pair with the lowest error on the
+    /// inner validation split (the one that early-stops and picks the restart) is kept. The penalty then
+    /// enters Adam's gradient too (a fixed `l2` is L-BFGS's only, as before). `None`: the fixed `l2`.
+    pub l2_grid: Option<Vec<f64>>,
+    /// With an α grid: 0 chooses α on the fit's validation split as above; K ≥ 2 by inner K-fold CV of the
+    /// fit's rows instead (whole kernels, or random rows where the fit validates on random rows): for each
+    /// α a fit on K − 1 inner folds predicts the K-th, the α with the lowest pooled squared error is kept,
+    /// and the network is then fitted on all the rows with that α alone.
+    pub l2_folds: usize,
     /// Where Adam's gradients come from: our own back-propagation (default) or burn's autodiff.
     /// L-BFGS always runs natively.
     pub backend: Backend,
@@ -123,6 +134,11 @@ impl Solver {
     }
 }
 
+/// The α grid of `--l2 auto`, fixed a priori (BENCHMARKS.md, issue 15, session 11): today's default
+/// 1e-4 (scikit-learn's), then two decades apart up to 1, the one fixed α that won the GTX 980 grouped
+/// cell in session 8. Three values, so a fit costs three times its restarts.
+pub const L2_AUTO_GRID: [f64; 3] = [1e-4, 1e-2, 1.0];
+
 impl Default for BpannParams {
     fn default() -> Self {
         BpannParams {
@@ -139,6 +155,8 @@ impl Default for BpannParams {
             ensemble: false,
             solver: Solver::Adam,
             l2: 1e-4,
+            l2_grid: None,
+            l2_folds: 0,
             backend: Backend::Native,
             precision: Precision::F32,
         }
@@ -153,6 +171,21 @@ pub struct RestartReport {
     pub best_epoch: usize,
     /// Validation RMSE (W) of the kept weights of this restart.
     pub validation_rmse_w: f64,
+    /// The L2 penalty α its gradient used (0 for Adam with a fixed `l2`, which Adam does not use).
+    pub l2: f64,
+}
+
+/// How a fit with an α grid chose its α.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct L2Choice {
+    /// The α candidates, in the order tried.
+    pub grid: Vec<f64>,
+    /// The α kept: the one of the (α, restart) pair with the lowest validation error (an ensemble:
+    /// whose averaged network has the lowest validation error).
+    pub chosen: f64,
+    /// Per α, the validation RMSE (W) it was judged by (the best restart's or the averaged network's on
+    /// the validation split; with `l2_folds`, pooled over the inner folds).
+    pub validation_rmse_w: Vec<f64>,
 }
 
 /// A fitted BP-ANN: the artifact and how it was chosen.
@@ -163,6 +196,8 @@ pub struct BpannFit {
     /// Index in `restarts` of the kept one.
     pub chosen: usize,
     pub validation_groups: usize,
+    /// With an α grid: how α was chosen (also in the artifact's `training.bpann`).
+    pub l2_choice: Option<L2Choice>,
 }
 
 /// A random hold-out of about `fraction` of `n` rows (at least one, never all): (train, held), sorted.
@@ -258,6 +293,8 @@ const SLICE: usize = 50;
 struct NativeRun {
     /// The restart's seed (its initial weights).
     seed: u64,
+    /// The L2 penalty α of its gradient.
+    alpha: f64,
     theta: Vec<f64>,
     g: Vec<f64>,
     /// Adam's first and second moments (unused by L-BFGS).
@@ -275,12 +312,19 @@ struct NativeRun {
 }
 
 impl NativeRun {
-    fn new(p: &BpannParams, layout: &crate::lbfgs::Layout, seed: u64, init: Vec<Dense>) -> NativeRun {
+    fn new(
+        p: &BpannParams,
+        layout: &crate::lbfgs::Layout,
+        seed: u64,
+        alpha: f64,
+        init: Vec<Dense>,
+    ) -> NativeRun {
         let theta = layout.flatten(&init);
         let np = theta.len();
         let moments = if p.solver == Solver::Adam { np } else { 0 };
         NativeRun {
             seed,
+            alpha,
             theta,
             g: vec![0.0; np],
             m1: vec![0.0; moments],
@@ -304,7 +348,7 @@ impl NativeRun {
         slice: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Option<Outcome> {
-        let NativeRun { seed, theta, g, m1, m2, opt, f, stop, init, done, reported } = self;
+        let NativeRun { seed, alpha, theta, g, m1, m2, opt, f, stop, init, done, reported } = self;
         #[cfg(not(test))]
         let _ = seed;
         let max = p.max_epochs;
@@ -317,7 +361,7 @@ impl NativeRun {
                 let (b1, b2, eps) = (0.9_f32, 0.999_f32, p.epsilon as f32);
                 let (f1, f2) = (f64::from(1.0 - b1), f64::from(1.0 - b2));
                 for epoch in *done + 1..=end {
-                    train.loss_grad_into(theta, 0.0, g);
+                    train.loss_grad_into(theta, *alpha, g);
                     let t = i32::try_from(epoch).unwrap_or(i32::MAX);
                     let bc2 = (1.0 - b2.powi(t)).sqrt();
                     let step = f64::from(bc2 / (1.0 - b1.powi(t)));
@@ -347,7 +391,8 @@ impl NativeRun {
                 }
             }
             Solver::Lbfgs => {
-                let mut eval = |t: &[f64], g: &mut [f64]| train.loss_grad_into(t, p.l2, g);
+                let alpha = *alpha;
+                let mut eval = |t: &[f64], g: &mut [f64]| train.loss_grad_into(t, alpha, g);
                 if opt.is_none() {
                     *f = eval(theta, g);
                     *opt = Some(crate::lbfgs::Lbfgs::new(10));
@@ -556,6 +601,26 @@ impl BpannParams {
         if !(self.l2 >= 0.0 && self.l2 < 1e6) {
             return bad(format!("--l2 {} must be in [0, 1e6)", self.l2));
         }
+        if let Some(grid) = &self.l2_grid {
+            if grid.is_empty() || grid.len() > 10 {
+                return bad(format!("--l2: give 1 to 10 α values to choose from, not {}", grid.len()));
+            }
+            if let Some(a) = grid.iter().find(|a| !(**a >= 0.0 && **a < 1e6)) {
+                return bad(format!("--l2 {a}: every α must be in [0, 1e6)"));
+            }
+            if self.l2_folds == 1 || self.l2_folds > 20 {
+                return bad(format!(
+                    "--l2-folds {} must be 0 (the validation split) or 2 to 20",
+                    self.l2_folds
+                ));
+            }
+        }
+        if self.l2_folds != 0 && self.l2_grid.is_none() {
+            return bad(format!(
+                "--l2-folds {} chooses α from several: give --l2 auto or a list of values, or drop --l2-folds",
+                self.l2_folds
+            ));
+        }
         if !(self.validation_fraction > 0.0 && self.validation_fraction < 0.9) {
             return bad(format!("--validation {} must be in (0, 0.9)", self.validation_fraction));
         }
@@ -576,6 +641,11 @@ impl BpannParams {
             )));
         }
         ds.check_finite("training data")?;
+        if let Some(grid) = self.l2_grid.as_ref().filter(|g| g.len() > 1)
+            && let Some(k) = self.inner_folds(ds)
+        {
+            return self.fit_l2_by_inner_cv(ds, grid, k, progress);
+        }
         let (train_rows, val_rows) = if self.grouped_validation {
             ds.group_split(self.validation_fraction, self.seed)?
         } else {
@@ -600,14 +670,16 @@ impl BpannParams {
         sizes.push(1);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let outcomes = self.restarts_run(&sizes, (&zt, &yt), (&zv, &yv), threads, progress);
-        let n = outcomes.len();
+        let jobs = self.jobs();
+        let n = self.restarts;
         let outcomes = outcomes
             .into_iter()
-            .enumerate()
-            .map(|(r, o)| {
+            .zip(&jobs)
+            .map(|(o, &(alpha, r))| {
                 o.map_err(|m| {
+                    let alpha = if self.l2_grid.is_some() { format!(", α {alpha}") } else { String::new() };
                     Error::Invalid(format!(
-                        "BP-ANN restart {} of {n} (seed {}) failed: {m} (the other restarts finished; this is a bug, please report it)",
+                        "BP-ANN restart {} of {n} (seed {}{alpha}) failed: {m} (the other restarts finished; this is a bug, please report it)",
                         r + 1,
                         self.seed.wrapping_add(r as u64)
                     ))
@@ -616,29 +688,53 @@ impl BpannParams {
             .collect::<Result<Vec<_>>>()?;
 
         let mut reports = Vec::new();
-        let mut best: Option<(f64, Vec<Dense>)> = None;
-        let mut all: Vec<Vec<Dense>> = Vec::new();
-        for (r, (kept, epochs_run)) in outcomes.into_iter().enumerate() {
+        let mut kept_layers: Vec<(f64, Vec<Dense>)> = Vec::new();
+        for ((kept, epochs_run), &(alpha, r)) in outcomes.into_iter().zip(&jobs) {
             reports.push(RestartReport {
                 seed: self.seed.wrapping_add(r as u64),
                 epochs_run,
                 best_epoch: kept.2,
                 validation_rmse_w: kept.0.sqrt() * ts,
+                l2: alpha,
             });
-            all.push(kept.1.clone());
-            if best.as_ref().is_none_or(|(b, _)| kept.0 < *b) {
-                best = Some((kept.0, kept.1));
-            }
+            kept_layers.push((kept.0, kept.1));
         }
-        let (_, mut layers) = best.ok_or_else(|| Error::Invalid("no restart finished".into()))?;
-        if self.ensemble && all.len() > 1 {
-            layers = average_networks(&all);
+        if kept_layers.is_empty() {
+            return Err(Error::Invalid("no restart finished".into()));
         }
-        let chosen = reports
+        // Each α's restarts (one block with a fixed α), judged by their validation MSE: the best restart
+        // of the block, or the averaged network of an ensemble.
+        let blocks: Vec<std::ops::Range<usize>> =
+            (0..kept_layers.len()).step_by(n).map(|i| i..(i + n).min(kept_layers.len())).collect();
+        let val_mse = |layers: &[Dense]| -> f64 {
+            let p = forward_std(layers, &zv);
+            p.iter().zip(&yv).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / yv.len().max(1) as f64
+        };
+        let judged: Vec<(f64, usize, Vec<Dense>)> = blocks
             .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.validation_rmse_w.total_cmp(&b.1.validation_rmse_w))
-            .map_or(0, |(i, _)| i);
+            .map(|b| {
+                let best =
+                    b.clone().fold(b.start, |i, j| if kept_layers[j].0 < kept_layers[i].0 { j } else { i });
+                if self.ensemble && b.len() > 1 {
+                    let nets: Vec<Vec<Dense>> = kept_layers[b.clone()].iter().map(|k| k.1.clone()).collect();
+                    let avg = average_networks(&nets);
+                    // With a fixed α the average is kept as it is: no validation pass is needed.
+                    let v = if self.l2_grid.is_some() { val_mse(&avg) } else { 0.0 };
+                    (v, best, avg)
+                } else {
+                    (kept_layers[best].0, best, kept_layers[best].1.clone())
+                }
+            })
+            .collect();
+        // The first block with the lowest validation MSE (a NaN never wins).
+        let k = (0..judged.len())
+            .fold(0, |i, j| if judged[j].0 < judged[i].0 || judged[i].0.is_nan() { j } else { i });
+        let (_, chosen, layers) = judged[k].clone();
+        let l2_choice = self.l2_grid.as_ref().map(|grid| L2Choice {
+            grid: grid.clone(),
+            chosen: grid[k],
+            validation_rmse_w: judged.iter().map(|j| j.0.sqrt() * ts).collect(),
+        });
         let artifact = ModelArtifact {
             format_version: FORMAT_VERSION,
             kind: ModelKind::Bpann,
@@ -649,15 +745,66 @@ impl BpannParams {
             target_scaling: Scaling { mean: vec![tm], std: vec![ts] },
             layers,
             base_columns: gpumodel_models::features::base_columns(&ds.feature_names)?,
-            training: serde_json::Value::Null,
+            // The α chosen inside the fit rides here to the training record (`experiment` keeps it).
+            training: match &l2_choice {
+                Some(c) => serde_json::json!({ "bpann": {
+                    "l2": c.chosen, "l2_grid": c.grid, "l2_validation_rmse_w": c.validation_rmse_w,
+                    "l2_chosen_by": "lowest error on the fit's inner validation split (the split that early-stops and picks the restart), each alpha with the same restarts",
+                }}),
+                None => serde_json::Value::Null,
+            },
             physical: None,
             arithmetic: Some(self.arithmetic(&sizes)),
             residual: Default::default(),
         };
-        Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
+        Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups, l2_choice })
     }
 
-    /// Every restart's outcome, in restart order: (validation MSE, layers, epoch) of its best weights and
+    /// The inner folds α is chosen by on `ds`: `l2_folds`, at most one per kernel (row, under random-row
+    /// validation). None — α is then chosen on the validation split — when `l2_folds` is 0 or the data
+    /// is too small for inner folds (fewer than 3 kernels or 20 rows: an inner training side would have
+    /// too few kernels for its own validation split or too few rows for a fit).
+    fn inner_folds(&self, ds: &Dataset) -> Option<usize> {
+        let units = if self.grouped_validation { ds.group_rows().len() } else { ds.n_rows() };
+        let k = self.l2_folds.min(units);
+        (self.l2_folds >= 2 && k >= 3 && ds.n_rows() >= 20).then_some(k)
+    }
+
+    /// α chosen by inner `k`-fold CV of `ds` (see [`BpannParams::l2_folds`]), then the fit on all of `ds`
+    /// with that α alone.
+    fn fit_l2_by_inner_cv(
+        &self,
+        ds: &Dataset,
+        grid: &[f64],
+        k: usize,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<BpannFit> {
+        let folds =
+            if self.grouped_validation { ds.group_kfold(k, self.seed)? } else { ds.kfold(k, self.seed)? };
+        let one = |a: f64| BpannParams { l2_grid: Some(vec![a]), l2_folds: 0, ..self.clone() };
+        let mut sse = vec![0.0; grid.len()];
+        for f in &folds {
+            let (train, held) = (ds.select_rows(&f.train), ds.select_rows(&f.test));
+            for (e, &a) in sse.iter_mut().zip(grid) {
+                let m = one(a).fit_report(&train, progress)?.artifact;
+                let pred = m.predict(held.records.view());
+                *e += pred.iter().zip(held.targets.iter()).map(|(p, y)| (p - y) * (p - y)).sum::<f64>();
+            }
+        }
+        // The first α with the lowest pooled squared error (a NaN never wins).
+        let best = (0..sse.len()).fold(0, |i, j| if sse[j] < sse[i] || sse[i].is_nan() { j } else { i });
+        let mut fit = one(grid[best]).fit_report(ds, progress)?;
+        let rmse: Vec<f64> = sse.iter().map(|e| (e / ds.n_rows() as f64).sqrt()).collect();
+        fit.artifact.training = serde_json::json!({ "bpann": {
+            "l2": grid[best], "l2_grid": grid, "l2_validation_rmse_w": rmse, "l2_folds": k,
+            "l2_chosen_by": format!("lowest squared error pooled over {k} inner folds of the fit's rows ({}), each alpha fitted on the other folds; then fitted on all the rows with that alpha", if self.grouped_validation { "whole kernels" } else { "random rows" }),
+        }});
+        fit.l2_choice = Some(L2Choice { grid: grid.to_vec(), chosen: grid[best], validation_rmse_w: rmse });
+        Ok(fit)
+    }
+
+    /// Every restart's outcome, in the order of `jobs()` (restart order; with an α grid, every restart of
+    /// the first α, then of the second, …): (validation MSE, layers, epoch) of its best weights and
     /// the epochs it ran, or the message of the panic that ended it. `train` and `val` are the
     /// standardized rows and targets.
     ///
@@ -675,6 +822,7 @@ impl BpannParams {
     ) -> Vec<std::result::Result<Outcome, String>> {
         let init =
             |r: usize| init_layers(sizes, &mut ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(r as u64)));
+        let jobs = self.jobs();
         if self.solver == Solver::Adam && self.backend == Backend::Burn {
             let (zt, yt) = train;
             let (zv, yv) = val;
@@ -686,8 +834,9 @@ impl BpannParams {
                 let p = forward_std(layers, zv);
                 p.iter().zip(yv).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / yv.len().max(1) as f64
             };
-            return (0..self.restarts)
-                .map(|r| Ok(self.adam_burn(&device, &x, &y, init(r), &val_mse, progress)))
+            return jobs
+                .iter()
+                .map(|&(alpha, r)| Ok(self.adam_burn(&device, (&x, &y), alpha, init(r), &val_mse, progress)))
                 .collect();
         }
         let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
@@ -697,13 +846,16 @@ impl BpannParams {
                 crate::lbfgs::Workspace::new(&layout, val.0.view(), val.1),
             )
         };
-        let threads = threads.clamp(1, self.restarts.max(1));
-        let seed = |r: usize| self.seed.wrapping_add(r as u64);
+        let threads = threads.clamp(1, jobs.len().max(1));
+        let run = |&(alpha, r): &(f64, usize)| {
+            NativeRun::new(self, &layout, self.seed.wrapping_add(r as u64), alpha, init(r))
+        };
         if threads == 1 {
             let (mut tr, mut va) = buffers();
-            return (0..self.restarts)
-                .map(|r| {
-                    let mut run = NativeRun::new(self, &layout, seed(r), init(r));
+            return jobs
+                .iter()
+                .map(|job| {
+                    let mut run = run(job);
                     // The buffers are scratch that every evaluation rewrites, so the next restart may
                     // reuse them after a panic.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -728,10 +880,7 @@ impl BpannParams {
             Done(usize, std::result::Result<Outcome, String>),
         }
         // The restarts waiting for a worker, and how many have not finished yet.
-        let line: Line = Mutex::new((
-            (0..self.restarts).map(|r| (r, NativeRun::new(self, &layout, seed(r), init(r)))).collect(),
-            self.restarts,
-        ));
+        let line: Line = Mutex::new((jobs.iter().map(run).enumerate().collect(), jobs.len()));
         let moved = Condvar::new();
         type Line = Mutex<(VecDeque<(usize, NativeRun)>, usize)>;
         struct Abandon<'a>(&'a Line, &'a Condvar);
@@ -745,7 +894,7 @@ impl BpannParams {
                 }
             }
         }
-        let mut outcomes: Vec<Option<std::result::Result<Outcome, String>>> = vec![None; self.restarts];
+        let mut outcomes: Vec<Option<std::result::Result<Outcome, String>>> = vec![None; jobs.len()];
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
             for _ in 0..threads {
@@ -815,8 +964,8 @@ impl BpannParams {
     fn adam_burn(
         &self,
         device: &Device,
-        x: &Tensor<2>,
-        y: &Tensor<2>,
+        (x, y): (&Tensor<2>, &Tensor<2>),
+        alpha: f64,
         init: Vec<Dense>,
         val_mse: &dyn Fn(&[Dense]) -> f64,
         progress: &mut dyn FnMut(u64),
@@ -828,7 +977,16 @@ impl BpannParams {
         for epoch in 1..=self.max_epochs {
             let pred = net.forward(x.clone());
             let diff = pred - y.clone();
-            let loss = (diff.clone() * diff).mean();
+            let mut loss = (diff.clone() * diff).mean();
+            if alpha > 0.0 {
+                // The native path's penalty on the same scale: α/n·‖W‖² (weights, not biases) added to
+                // mean((f − y)²).
+                let n = x.dims()[0].max(1) as f64;
+                for l in &net.layers {
+                    let w = l.weight.val();
+                    loss = loss + (w.clone() * w).sum().mul_scalar(alpha / n);
+                }
+            }
             let grads = GradientsParams::from_grads(loss.backward(), &net);
             net = opt.step(self.learning_rate, net, grads);
             epochs_run = epoch;
@@ -876,9 +1034,29 @@ impl BpannParams {
         }
     }
 
-    /// Total progress units (epochs) a fit reports, for a progress bar.
+    /// Total progress units (epochs) a fit reports, for a progress bar (with inner folds, at most: data
+    /// with fewer kernels than `l2_folds` runs fewer).
     pub fn progress_len(&self) -> u64 {
-        (self.restarts * self.max_epochs) as u64
+        let fits = match &self.l2_grid {
+            // Each α on each inner fold, then the fit with the chosen α.
+            Some(g) if g.len() > 1 && self.l2_folds >= 2 => self.l2_folds * g.len() + 1,
+            _ => 1,
+        };
+        let per_fit = if fits > 1 { self.restarts } else { self.jobs().len() };
+        (fits * per_fit * self.max_epochs) as u64
+    }
+
+    /// The restarts a fit trains, in order: (α of its gradient, restart index r: seed `seed + r`). With a
+    /// fixed α, the `restarts` restarts (Adam's α 0: it does not use the fixed penalty); with a grid,
+    /// every restart for each α in turn.
+    fn jobs(&self) -> Vec<(f64, usize)> {
+        match &self.l2_grid {
+            Some(grid) => grid.iter().flat_map(|&a| (0..self.restarts).map(move |r| (a, r))).collect(),
+            None => {
+                let a = if self.solver == Solver::Lbfgs { self.l2 } else { 0.0 };
+                (0..self.restarts).map(|r| (a, r)).collect()
+            }
+        }
     }
 }
 
@@ -983,39 +1161,51 @@ mod tests {
     /// The native Adam path is burn's Adam on our own gradient: the same trajectory up to rounding, so
     /// the weights after a few hundred steps agree to many digits in f64 (a wrong step formula, a
     /// missing bias correction or the loss off by the factor 2 would drift by far more), and to f32
-    /// rounding with the default single-precision gradient (measured 6e-7 here; bound 1e-5).
+    /// rounding with the default single-precision gradient (measured 6e-7 here; bound 1e-5) — without
+    /// a penalty and with an α chosen from a grid (the penalty on the same scale on both paths).
     #[test]
     fn native_adam_follows_burns_adam() {
         let ds = smooth(120);
-        let p = BpannParams {
-            restarts: 1,
-            max_epochs: 300,
-            patience: usize::MAX,
-            precision: Precision::F64,
-            ..Default::default()
-        };
-        let native = p.clone().check().unwrap().fit(&ds).unwrap();
-        let single =
-            BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
-        let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
         let flat = |a: &ModelArtifact| -> Vec<f64> {
             a.layers
                 .iter()
                 .flat_map(|d| d.weights.iter().flatten().chain(&d.bias).copied().collect::<Vec<_>>())
                 .collect()
         };
-        let (a, b) = (flat(&native), flat(&burn));
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(&b) {
-            assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "native {x} vs burn {y}");
+        let mut unpenalized = Vec::new();
+        for l2_grid in [None, Some(vec![0.5])] {
+            let p = BpannParams {
+                restarts: 1,
+                max_epochs: 300,
+                patience: usize::MAX,
+                precision: Precision::F64,
+                l2_grid: l2_grid.clone(),
+                ..Default::default()
+            };
+            let native = p.clone().check().unwrap().fit(&ds).unwrap();
+            let single =
+                BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
+            let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
+            let (a, b) = (flat(&native), flat(&burn));
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "{l2_grid:?}: native {x} vs burn {y}");
+            }
+            for (x, y) in flat(&single).iter().zip(&b) {
+                assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{l2_grid:?}: native f32 {x} vs burn {y}");
+            }
+            // And not trivially: 300 steps moved the weights away from their initial values, and the
+            // penalty moved them elsewhere than no penalty.
+            let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
+            let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
+            assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
+            if l2_grid.is_none() {
+                unpenalized = a;
+            } else {
+                let apart = a.iter().zip(&unpenalized).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+                assert!(apart > 1e-3, "the penalty changed nothing ({apart})");
+            }
         }
-        for (x, y) in flat(&single).iter().zip(&b) {
-            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "native f32 {x} vs burn {y}");
-        }
-        // And not trivially: 300 steps moved the weights away from their initial values.
-        let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
-        let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
-        assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
     }
 
     /// The restart tests' data: 150 smooth rows standardized, the first 100 to train on and the last
@@ -1114,6 +1304,165 @@ mod tests {
         let err = p.fit_report(&smooth(150), &mut |_| {}).expect_err("a restart panicked");
         let msg = err.to_string();
         assert!(msg.contains("restart 2 of 3") && msg.contains("forced panic"), "{msg}");
+    }
+
+    /// Rows of 8 kernels (groups), each a tight cluster in a 6-input space around its own centre, with
+    /// power = 100 + 10·(first input) + an offset of its own kernel. The offsets do not follow the
+    /// inputs, so a network that fits them on the training kernels (a weak penalty: the lowest training
+    /// error) mispredicts other kernels, and a validation split of whole kernels prefers a stronger α.
+    fn clustered(n: usize, seed: u64) -> Dataset {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let centre: Vec<Vec<f64>> =
+            (0..8).map(|_| (0..6).map(|_| rng.random_range(-1.0..1.0)).collect()).collect();
+        let offset: Vec<f64> = (0..8).map(|_| rng.random_range(-20.0..20.0)).collect();
+        let records = Array2::from_shape_fn((n, 6), |(i, j)| centre[i % 8][j] + rng.random_range(-0.1..0.1));
+        let targets = Array1::from_shape_fn(n, |i| 100.0 + 10.0 * records[[i, 0]] + offset[i % 8]);
+        Dataset {
+            records,
+            targets,
+            feature_names: (0..6).map(|j| format!("x{j}")).collect(),
+            target_name: "power_w".into(),
+            groups: (0..n).map(|i| format!("g{}", i % 8)).collect(),
+        }
+    }
+
+    /// With an α grid, every restart is trained once per α (exactly the restarts of a one-α fit of each
+    /// α), and the α kept is the one whose best restart has the lowest error on the inner validation
+    /// split, with that restart's network: not the α with the lowest training error, and not the grid's
+    /// first (the fixed default), which this fixture makes differ — for both solvers.
+    #[test]
+    fn l2_grid_keeps_the_alpha_with_the_lowest_validation_error() {
+        let ds = clustered(160, 5);
+        let grid = vec![1e-4, 0.1, 10.0];
+        let (train_rows, _) = ds.group_split(0.2, 1).unwrap();
+        let train = ds.select_rows(&train_rows);
+        for solver in [Solver::Lbfgs, Solver::Adam] {
+            let p = BpannParams {
+                restarts: 2,
+                max_epochs: 300,
+                solver,
+                l2_grid: Some(grid.clone()),
+                ..Default::default()
+            }
+            .check()
+            .unwrap();
+            let fit = p.fit_report(&ds, &mut |_| {}).unwrap();
+            let choice = fit.l2_choice.clone().expect("a grid fit reports its choice");
+            assert!(grid.contains(&choice.chosen), "{solver:?}: {choice:?}");
+            // Each α alone: its restarts, its validation error and its training error.
+            let alone: Vec<BpannFit> = grid
+                .iter()
+                .map(|&a| {
+                    BpannParams { l2_grid: Some(vec![a]), ..p.clone() }.fit_report(&ds, &mut |_| {}).unwrap()
+                })
+                .collect();
+            let reports: Vec<RestartReport> = alone.iter().flat_map(|f| f.restarts.clone()).collect();
+            assert_eq!(fit.restarts, reports, "{solver:?}: every restart once per α");
+            let val: Vec<f64> = alone
+                .iter()
+                .map(|f| f.restarts.iter().map(|r| r.validation_rmse_w).fold(f64::INFINITY, f64::min))
+                .collect();
+            assert_eq!(choice.validation_rmse_w, val, "{solver:?}");
+            let train_rmse: Vec<f64> = alone
+                .iter()
+                .map(|f| {
+                    let pred = f.artifact.predict(train.records.view());
+                    crate::metrics::rmse(pred.as_slice().unwrap(), train.targets.as_slice().unwrap()).unwrap()
+                })
+                .collect();
+            let argmin = |v: &[f64]| (0..v.len()).fold(0, |i, j| if v[j] < v[i] { j } else { i });
+            let k = argmin(&val);
+            assert_eq!(choice.chosen, grid[k], "{solver:?}: validation {val:?}");
+            assert_eq!(fit.artifact.layers, alone[k].artifact.layers, "{solver:?}: that α's network");
+            assert_eq!(fit.restarts[fit.chosen].l2, grid[k], "{solver:?}");
+            // The fixture is one where looking at anything else would choose otherwise.
+            assert_ne!(k, 0, "{solver:?}: validation {val:?}");
+            assert_ne!(k, argmin(&train_rmse), "{solver:?}: training {train_rmse:?}, validation {val:?}");
+            let rec = &fit.artifact.training["bpann"];
+            assert_eq!(
+                (rec["l2"].as_f64(), rec["l2_grid"].as_array().map(Vec::len)),
+                (Some(grid[k]), Some(3))
+            );
+        }
+        // A fixed α: no choice, no record, and Adam's fits do not use it (bit-identical to α 0).
+        let fixed = BpannParams { restarts: 2, max_epochs: 100, ..Default::default() };
+        let f = fixed.fit_report(&ds, &mut |_| {}).unwrap();
+        assert!(f.l2_choice.is_none() && f.artifact.training.is_null());
+        assert_eq!(f.artifact, BpannParams { l2: 5.0, ..fixed.clone() }.fit(&ds).unwrap());
+        // Bad grids are refused before any work.
+        for g in [vec![], vec![1e-4, f64::NAN], vec![-1.0], vec![0.1; 11]] {
+            let msg = BpannParams { l2_grid: Some(g), ..Default::default() }.check().unwrap_err().to_string();
+            assert!(msg.contains("--l2"), "{msg}");
+        }
+    }
+
+    /// `l2_folds`: α is the one with the lowest squared error pooled over the inner folds (each α fitted
+    /// on the other folds; recomputed here from one-α fits), and the network is the one-α fit of all the
+    /// rows with it — for grouped and random-row validation.
+    #[test]
+    fn l2_folds_choose_alpha_by_inner_cv_then_fit_all_rows() {
+        let ds = clustered(160, 5);
+        let grid = vec![1e-4, 0.1, 10.0];
+        for grouped in [true, false] {
+            let p = BpannParams {
+                restarts: 1,
+                max_epochs: 200,
+                solver: Solver::Lbfgs,
+                grouped_validation: grouped,
+                l2_grid: Some(grid.clone()),
+                l2_folds: 4,
+                ..Default::default()
+            }
+            .check()
+            .unwrap();
+            let fit = p.fit_report(&ds, &mut |_| {}).unwrap();
+            let one = |a: f64| BpannParams { l2_grid: Some(vec![a]), l2_folds: 0, ..p.clone() };
+            let folds = if grouped { ds.group_kfold(4, 1).unwrap() } else { ds.kfold(4, 1).unwrap() };
+            let sse: Vec<f64> = grid
+                .iter()
+                .map(|&a| {
+                    folds
+                        .iter()
+                        .map(|f| {
+                            let m = one(a).fit(&ds.select_rows(&f.train)).unwrap();
+                            let held = ds.select_rows(&f.test);
+                            let pred = m.predict(held.records.view());
+                            pred.iter().zip(held.targets.iter()).map(|(p, y)| (p - y).powi(2)).sum::<f64>()
+                        })
+                        .sum()
+                })
+                .collect();
+            let k = (0..3).fold(0, |i, j| if sse[j] < sse[i] { j } else { i });
+            let choice = fit.l2_choice.clone().unwrap();
+            assert_eq!(choice.chosen, grid[k], "grouped {grouped}: pooled {sse:?}");
+            let rmse: Vec<f64> = sse.iter().map(|e| (e / 160.0).sqrt()).collect();
+            assert_eq!(choice.validation_rmse_w, rmse);
+            let all = one(grid[k]).fit(&ds).unwrap();
+            assert_eq!(fit.artifact.layers, all.layers, "grouped {grouped}: refitted on all rows");
+            assert_eq!(fit.artifact.training["bpann"]["l2_folds"], 4);
+            // Progress covers the 4 × 3 inner fits and the final one.
+            assert_eq!(p.progress_len(), 13 * 200);
+        }
+        // Fewer kernels than folds: one inner fold per kernel; too few kernels for inner folds: α is
+        // chosen on the validation split instead (said so in the record).
+        let p = BpannParams {
+            restarts: 1,
+            max_epochs: 50,
+            l2_grid: Some(grid.clone()),
+            l2_folds: 20,
+            ..Default::default()
+        };
+        let few = p.fit_report(&clustered(160, 5), &mut |_| {}).unwrap();
+        assert_eq!(few.artifact.training["bpann"]["l2_folds"], 8, "8 kernels");
+        let mut two = clustered(40, 5);
+        two.groups = (0..40).map(|i| format!("g{}", i % 2)).collect();
+        let split = p.fit_report(&two, &mut |_| {}).unwrap();
+        assert!(split.l2_choice.is_some() && split.artifact.training["bpann"].get("l2_folds").is_none());
+        assert_eq!(split.restarts.len(), 3, "every α once on the split");
+        let bad = BpannParams { l2_folds: 5, ..Default::default() }.check().unwrap_err().to_string();
+        assert!(bad.contains("--l2-folds 5") && bad.contains("--l2 auto"), "{bad}");
+        let bad = BpannParams { l2_folds: 1, l2_grid: Some(grid), ..Default::default() }.check().unwrap_err();
+        assert!(bad.to_string().contains("2 to 20"), "{bad}");
     }
 
     #[test]

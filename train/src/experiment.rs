@@ -375,6 +375,12 @@ impl CandidateSpec {
             _ => fs.clone(),
         };
         let mut bp = BpannParams { solver: c.solver, ..bp.clone() };
+        if c.kind != ModelKind::Bpann {
+            // α chosen inside the fit is the standalone networks' (BENCHMARKS.md, issue 15, session 11): a
+            // `physical+bpann…` network keeps the fixed `l2`.
+            bp.l2_grid = None;
+            bp.l2_folds = 0;
+        }
         if let Some(h) = &c.hidden {
             bp.hidden = h.clone();
         }
@@ -1143,6 +1149,8 @@ impl RunParams {
         for ((c, r), a) in self.candidates.iter().zip(reports).zip(fitted) {
             let mut artifact = a.ok_or_else(|| Error::Invalid("no model was fitted".into()))?;
             let k = c.spec.kind;
+            // What the fit itself recorded (the α it chose from its grid) joins the network's record.
+            let from_fit = std::mem::take(&mut artifact.training);
             artifact.training = serde_json::json!({
                 "command": self.command,
                 "gpumodel_version": env!("CARGO_PKG_VERSION"),
@@ -1168,6 +1176,12 @@ impl RunParams {
                 artifact.training["residual_gate"] = serde_json::json!(
                     "nearest: the network's output is multiplied by g = min(1, (tau/d)^2), d = distance from the row's standardized activity inputs to the nearest training kernel's mean, tau = largest nearest-neighbour distance between training kernels"
                 );
+            }
+            if let (Some(fit), Some(rec)) = (
+                from_fit.get("bpann").and_then(|v| v.as_object()),
+                artifact.training.get_mut("bpann").and_then(|v| v.as_object_mut()),
+            ) {
+                rec.extend(fit.clone());
             }
             if k == ModelKind::PhysicalBpann && !c.spec.residual.is_absolute() {
                 artifact.training["residual"] = serde_json::json!(
@@ -1665,6 +1679,21 @@ mod tests {
         assert_eq!(spec("physical+bpann-lbfgs*5").complexity().params, 5 * base.complexity().params);
         // 10 inputs → 4 → 4 → 1: 44 + 20 + 5 weights.
         assert_eq!(base.complexity().params, 69);
+        // α chosen inside the fit (`--l2 auto`) reaches the standalone networks only; every
+        // `physical+bpann…` network keeps the fixed α.
+        let auto =
+            BpannParams { l2_grid: Some(crate::bpann::L2_AUTO_GRID.to_vec()), l2_folds: 5, ..bp.clone() };
+        for (n, grid) in [
+            ("bpann", true),
+            ("bpann-lbfgs", true),
+            ("bpann-lbfgs*5", true),
+            ("physical+bpann", false),
+            ("physical+bpann-lbfgs*5/2", false),
+        ] {
+            let c = CandidateSpec::new(n, &fs, &auto, &phys).unwrap();
+            assert_eq!((c.spec.bpann.l2_grid.is_some(), c.spec.bpann.l2_folds > 0), (grid, grid), "{n}");
+            assert_eq!(c.spec.bpann.l2, bp.l2, "{n}: the fixed α is the default");
+        }
         // A roofline twin needs the clocks the utilizations were measured at; with them it is its plain
         // twin's recipe (same inputs and complexity: within the 1se band the lower CV figure of the two
         // wins) on its own fit.
