@@ -38,10 +38,6 @@ const CI_ARGS: &[&str] = &[
     "1",
     "--epochs",
     "1000",
-    // The fixed α of the committed figures (the default), pinned so that the guard watches the fit
-    // code on the configuration it was measured on.
-    "--l2",
-    "1e-4",
     "--seed",
     "1",
     "--no-write",
@@ -1036,7 +1032,7 @@ fn l2_auto_is_recorded_on_the_standalone_networks_only_and_bad_values_are_one_li
     );
     fails_with(
         &["train", "--l2", "auto", "--l2-folds", "1", "--out-dir", o],
-        "must be 0 (the validation split) or 2 to 20",
+        "must be 0 (the validation split) or 3 to 20",
     );
     assert!(!out.exists(), "nothing may be written on bad input");
 

@@ -121,7 +121,8 @@ pub struct Args {
     /// kernels: `nearest` multiplies its output by g = min(1, (τ/d)²), d = the distance from the row's
     /// standardized activity inputs to the nearest training kernel's mean, τ = the largest distance
     /// from a training kernel to its nearest other one (no fitted parameter; each fit's own training rows only),
-    /// so the artifact predicts P·(1 + g·network); `none` (default) trusts it everywhere.
+    /// so the artifact predicts P·(1 + g·network) (P + g·network with `--residual absolute`); `none`
+    /// (default) trusts it everywhere.
     #[arg(long, value_enum)]
     pub gate: Option<GateArg>,
     /// Hidden layer widths of the BP-ANN.
@@ -160,10 +161,12 @@ pub struct Args {
     /// scikit-learn and costs ~16× the fit (BENCHMARKS.md, issue 15, session 11).
     #[arg(long, value_name = "ALPHA|auto|A,B,…")]
     pub l2: Option<String>,
-    /// With `--l2 auto` or a list: how a fit chooses α. K ≥ 2 (default 5): inner K-fold CV of the fit's
-    /// rows (whole kernels; random rows under random k-fold), each α fitted on K − 1 folds and scored on
-    /// the K-th, then all the rows fitted with the α of the lowest pooled error (K × grid + 1 fits);
-    /// 0: on the fit's validation split, every restart once per α (grid × the fits).
+    /// With `--l2 auto` or a list: how a fit chooses α. K from 3 to 20 (default 5): inner K-fold CV of
+    /// the fit's rows (whole kernels; random rows under random k-fold; at most one fold per kernel), each
+    /// α fitted on K − 1 folds and scored on the K-th, then all the rows fitted with the α of the lowest
+    /// pooled error (K × grid + 1 fits); data too small for inner folds (an inner training side under 20
+    /// rows or 3 kernels) chooses on the validation split instead, and its record says so. 0: on the
+    /// fit's validation split, every restart once per α (grid × the fits).
     #[arg(long, value_name = "K")]
     pub l2_folds: Option<usize>,
     /// Fraction of the training kernels held out for validation (early stopping, restart choice).

@@ -22,10 +22,10 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
-use gpumodel_models::Dataset;
 use gpumodel_models::artifact::{
     Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Residual, Scaling,
 };
+use gpumodel_models::{Dataset, Fold};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -71,7 +71,7 @@ pub struct BpannParams {
     /// inner validation split (the one that early-stops and picks the restart) is kept. The penalty then
     /// enters Adam's gradient too (a fixed `l2` is L-BFGS's only, as before). `None`: the fixed `l2`.
     pub l2_grid: Option<Vec<f64>>,
-    /// With an α grid: 0 chooses α on the fit's validation split as above; K ≥ 2 by inner K-fold CV of the
+    /// With an α grid: 0 chooses α on the fit's validation split as above; K from 3 to 20 by inner K-fold CV of the
     /// fit's rows instead (whole kernels, or random rows where the fit validates on random rows): for each
     /// α a fit on K − 1 inner folds predicts the K-th, the α with the lowest pooled squared error is kept,
     /// and the network is then fitted on all the rows with that α alone.
@@ -608,9 +608,9 @@ impl BpannParams {
             if let Some(a) = grid.iter().find(|a| !(**a >= 0.0 && **a < 1e6)) {
                 return bad(format!("--l2 {a}: every α must be in [0, 1e6)"));
             }
-            if self.l2_folds == 1 || self.l2_folds > 20 {
+            if (1..3).contains(&self.l2_folds) || self.l2_folds > 20 {
                 return bad(format!(
-                    "--l2-folds {} must be 0 (the validation split) or 2 to 20",
+                    "--l2-folds {} must be 0 (the validation split) or 3 to 20",
                     self.l2_folds
                 ));
             }
@@ -642,9 +642,9 @@ impl BpannParams {
         }
         ds.check_finite("training data")?;
         if let Some(grid) = self.l2_grid.as_ref().filter(|g| g.len() > 1)
-            && let Some(k) = self.inner_folds(ds)
+            && let Some(folds) = self.inner_folds(ds)?
         {
-            return self.fit_l2_by_inner_cv(ds, grid, k, progress);
+            return self.fit_l2_by_inner_cv(ds, grid, folds, progress);
         }
         let (train_rows, val_rows) = if self.grouped_validation {
             ds.group_split(self.validation_fraction, self.seed)?
@@ -762,12 +762,21 @@ impl BpannParams {
 
     /// The inner folds α is chosen by on `ds`: `l2_folds`, at most one per kernel (row, under random-row
     /// validation). None — α is then chosen on the validation split — when `l2_folds` is 0 or the data
-    /// is too small for inner folds (fewer than 3 kernels or 20 rows: an inner training side would have
-    /// too few kernels for its own validation split or too few rows for a fit).
-    fn inner_folds(&self, ds: &Dataset) -> Option<usize> {
+    /// is too small for inner folds: fewer than 3 folds, or an inner training side with fewer than 20
+    /// rows or (whole kernels) 3 kernels, too few for a fit with its own validation split.
+    fn inner_folds(&self, ds: &Dataset) -> Result<Option<Vec<Fold>>> {
         let units = if self.grouped_validation { ds.group_rows().len() } else { ds.n_rows() };
         let k = self.l2_folds.min(units);
-        (self.l2_folds >= 2 && k >= 3 && ds.n_rows() >= 20).then_some(k)
+        if self.l2_folds < 3 || k < 3 || ds.n_rows() < 20 {
+            return Ok(None);
+        }
+        let folds =
+            if self.grouped_validation { ds.group_kfold(k, self.seed)? } else { ds.kfold(k, self.seed)? };
+        let fits = |f: &Fold| {
+            f.train.len() >= 20
+                && (!self.grouped_validation || ds.select_rows(&f.train).group_rows().len() >= 3)
+        };
+        Ok(folds.iter().all(fits).then_some(folds))
     }
 
     /// α chosen by inner `k`-fold CV of `ds` (see [`BpannParams::l2_folds`]), then the fit on all of `ds`
@@ -776,11 +785,10 @@ impl BpannParams {
         &self,
         ds: &Dataset,
         grid: &[f64],
-        k: usize,
+        folds: Vec<Fold>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<BpannFit> {
-        let folds =
-            if self.grouped_validation { ds.group_kfold(k, self.seed)? } else { ds.kfold(k, self.seed)? };
+        let k = folds.len();
         let one = |a: f64| BpannParams { l2_grid: Some(vec![a]), l2_folds: 0, ..self.clone() };
         let mut sse = vec![0.0; grid.len()];
         for f in &folds {
@@ -1039,7 +1047,7 @@ impl BpannParams {
     pub fn progress_len(&self) -> u64 {
         let fits = match &self.l2_grid {
             // Each α on each inner fold, then the fit with the chosen α.
-            Some(g) if g.len() > 1 && self.l2_folds >= 2 => self.l2_folds * g.len() + 1,
+            Some(g) if g.len() > 1 && self.l2_folds >= 3 => self.l2_folds * g.len() + 1,
             _ => 1,
         };
         let per_fit = if fits > 1 { self.restarts } else { self.jobs().len() };
@@ -1061,7 +1069,10 @@ impl BpannParams {
 }
 
 /// Evaluates an artifact's network with burn (Flex backend, f64), for checking that burn's forward pass
-/// and `ModelArtifact::predict` agree. `records` are raw inputs in the artifact's input order.
+/// and `ModelArtifact::predict` agree. `records` are raw inputs in the artifact's input order. A residual
+/// gate (`physical.residual_gate`, `train --gate nearest`) is not applied: for a gated artifact this is
+/// the ungated model, and callers that compare gated artifacts apply the gate themselves (the agreement
+/// test does).
 pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64> {
     let device = Device::flex();
     let net = Net::from_layers(&artifact.layers, &device);
@@ -1404,6 +1415,8 @@ mod tests {
         let ds = clustered(160, 5);
         let grid = vec![1e-4, 0.1, 10.0];
         for grouped in [true, false] {
+            // In an order where the fixture's best α is not the first (random rows favour 1e-4).
+            let grid: Vec<f64> = if grouped { grid.clone() } else { grid.iter().rev().copied().collect() };
             let p = BpannParams {
                 restarts: 1,
                 max_epochs: 200,
@@ -1433,6 +1446,8 @@ mod tests {
                 })
                 .collect();
             let k = (0..3).fold(0, |i, j| if sse[j] < sse[i] { j } else { i });
+            // The best α is not the grid's first, so always taking grid[0] would fail.
+            assert_ne!(k, 0, "grouped {grouped}: pooled {sse:?}");
             let choice = fit.l2_choice.clone().unwrap();
             assert_eq!(choice.chosen, grid[k], "grouped {grouped}: pooled {sse:?}");
             let rmse: Vec<f64> = sse.iter().map(|e| (e / 160.0).sqrt()).collect();
@@ -1461,8 +1476,17 @@ mod tests {
         assert_eq!(split.restarts.len(), 3, "every α once on the split");
         let bad = BpannParams { l2_folds: 5, ..Default::default() }.check().unwrap_err().to_string();
         assert!(bad.contains("--l2-folds 5") && bad.contains("--l2 auto"), "{bad}");
-        let bad = BpannParams { l2_folds: 1, l2_grid: Some(grid), ..Default::default() }.check().unwrap_err();
-        assert!(bad.to_string().contains("2 to 20"), "{bad}");
+        // An inner training side too small to fit (leaving out the one big kernel leaves 4 rows): α is
+        // chosen on the validation split, as the fixed-α fit of the same data would train.
+        let mut uneven = clustered(24, 5);
+        uneven.groups =
+            (0..24).map(|i| ["big", "a", "b"][(i >= 20) as usize + (i >= 22) as usize].into()).collect();
+        let fit = BpannParams { l2_folds: 5, ..p.clone() }.fit_report(&uneven, &mut |_| {}).unwrap();
+        assert!(fit.l2_choice.is_some() && fit.artifact.training["bpann"].get("l2_folds").is_none());
+        for k in [1, 2, 21] {
+            let bad = BpannParams { l2_folds: k, l2_grid: Some(grid.clone()), ..Default::default() }.check();
+            assert!(bad.unwrap_err().to_string().contains("3 to 20"), "--l2-folds {k}");
+        }
     }
 
     #[test]
