@@ -347,7 +347,11 @@ mod tests {
     fn conversion_cost_follows_the_compute_capability() {
         for name in ArchProfile::builtin_names() {
             let a = ArchProfile::builtin(name).unwrap();
-            let want = if ["5.2", "6.1"].contains(&a.compute_capability.as_str()) { 32.0 / 4.0 } else { 32.0 / 16.0 };
+            let want = if ["5.2", "6.1"].contains(&a.compute_capability.as_str()) {
+                32.0 / 4.0
+            } else {
+                32.0 / 16.0
+            };
             assert_eq!(a.cost_conversion64.unwrap().value, want, "{name} ({})", a.compute_capability);
         }
     }
