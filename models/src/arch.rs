@@ -123,6 +123,14 @@ pub struct ArchProfile {
     /// latency and delay (Wang & Chu's microbenchmark constants, see [`DvfsMemory`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dvfs_memory: Option<DvfsMemory>,
+    /// Issue cycles of one type-conversion warp instruction (F2F, F2I, I2F, I2I) at the Programming
+    /// Guide's rate for "type conversions from and to 64-bit types" (32 / results per clock per SM, the
+    /// convention of `cost_fp64`). Charged on the conversions a profile counts (`inst_bit_convert`); the
+    /// counter counts every conversion, and the Guide's other conversions run at that rate or faster, so
+    /// this is an upper bound of their time. Optional: a profile without it (one written before it
+    /// existed) leaves conversions in the issue term with the other instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_conversion64: Option<Sourced<f64>>,
     /// Bytes of DRAM traffic the L2 cache passes per *core* cycle (its slices run on the core clock): at a
     /// low core clock this, not the DRAM, caps a memory-bound kernel. Optional: no cap without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,6 +247,7 @@ impl ArchProfile {
         .into_iter()
         .chain(self.dvfs_memory.iter().flat_map(DvfsMemory::scalars))
         .chain(self.l2_dram_bytes_per_core_cycle.iter().map(|v| ("l2_dram_bytes_per_core_cycle", v)))
+        .chain(self.cost_conversion64.iter().map(|v| ("cost_conversion64", v)))
         .collect()
     }
 
@@ -326,6 +335,24 @@ mod tests {
                 assert!(!a.source_of(v).is_empty(), "{name}.{field}");
             }
             assert!(a.core_clocks_mhz.value.contains(&a.core_mhz.value) || a.core_clocks_mhz.value.len() > 1);
+            // Optional for profiles users wrote before it existed, but every built-in one has it.
+            let cvt = a.cost_conversion64.as_ref().unwrap_or_else(|| panic!("{name}: no cost_conversion64"));
+            assert!(a.scalars().iter().any(|(f, v)| *f == "cost_conversion64" && *v == cvt), "{name}");
+        }
+    }
+
+    /// The Guide's 64-bit conversion rate per compute capability: 4 per clock per SM on 5.x and 6.1 (8
+    /// cycles per warp instruction, as FP64 arithmetic there), 16 on 2.0, 6.0 and 7.x (2 cycles).
+    #[test]
+    fn conversion_cost_follows_the_compute_capability() {
+        for name in ArchProfile::builtin_names() {
+            let a = ArchProfile::builtin(name).unwrap();
+            let want = if ["5.2", "6.1"].contains(&a.compute_capability.as_str()) {
+                32.0 / 4.0
+            } else {
+                32.0 / 16.0
+            };
+            assert_eq!(a.cost_conversion64.unwrap().value, want, "{name} ({})", a.compute_capability);
         }
     }
 

@@ -175,8 +175,15 @@ pub fn group_metrics(group: &BTreeMap<String, Vec<String>>) -> Vec<String> {
     v
 }
 
-/// Canonical counters of one group from metric values (sums per the group); a counter is left out when
-/// one of its metrics has no value.
+/// Perfworks metrics named `…sass_thread_inst_executed…` count thread instructions; the canonical
+/// instruction counters are warp instructions, so such a metric is divided by the warp size (exact for
+/// full warps, as nvprof's thread-level counts are on import).
+pub fn warp_scale(metric: &str) -> f64 {
+    if metric.contains("sass_thread_inst_executed") { 1.0 / 32.0 } else { 1.0 }
+}
+
+/// Canonical counters of one group from metric values (sums per the group, thread-level metrics in warp
+/// instructions, see [`warp_scale`]); a counter is left out when one of its metrics has no value.
 pub fn canonical_of(
     group: &BTreeMap<String, Vec<String>>,
     metric_values: &BTreeMap<String, f64>,
@@ -184,7 +191,8 @@ pub fn canonical_of(
     group
         .iter()
         .filter_map(|(c, ms)| {
-            let s = ms.iter().map(|m| metric_values.get(m).copied()).sum::<Option<f64>>()?;
+            let s =
+                ms.iter().map(|m| metric_values.get(m).map(|v| v * warp_scale(m))).sum::<Option<f64>>()?;
             Some((c.clone(), s))
         })
         .collect()
@@ -260,6 +268,18 @@ mod tests {
         assert_eq!(c.get("l1_shared_bank_conflict"), Some(&7.0));
         assert_eq!(c.get("inst_executed"), Some(&10.0));
         assert_eq!(c.get("branch"), None);
+    }
+
+    /// The conversion metric counts threads: 3200 thread conversions are 100 warp instructions, on every
+    /// chip's range map.
+    #[test]
+    fn thread_level_conversions_become_warp_instructions() {
+        for chip in CounterMap::builtin_chips() {
+            let m = CounterMap::builtin(chip).unwrap();
+            let mut v = BTreeMap::new();
+            v.insert("smsp__sass_thread_inst_executed_op_conversion_pred_on.sum".to_string(), 3200.0);
+            assert_eq!(m.canonical(MapKind::Range, &v).get("inst_bit_convert"), Some(&100.0), "{chip}");
+        }
     }
 
     #[test]

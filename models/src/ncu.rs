@@ -18,7 +18,8 @@
 //!   `Device, Kernel, Invocations, Metric Name|Event Name, [Metric Description,] Min, Max, Avg`, one per
 //!   kernel and metric; with both `--events` and `--metrics`, two tables, each with its own header (the
 //!   metric table has an extra `Metric Description` column). Names equal to a canonical counter (they are the paper's Fermi event names) are
-//!   taken as they are; a few nvprof metrics with the same meaning are mapped ([`NVPROF_ALIASES`]).
+//!   taken as they are, except the thread-level instruction counts, divided by 32 to warp instructions
+//!   ([`NVPROF_THREAD_LEVEL`]); a few nvprof metrics with the same meaning are mapped ([`NVPROF_ALIASES`]).
 //!   nvprof's metric CSV has no launch configuration: it comes from the same program's
 //!   `nvprof --print-gpu-trace --csv` ([`read_nvprof_gpu_trace`]; `Grid X/Y/Z`, `Block X/Y/Z`,
 //!   `Registers Per Thread`, `Static SMem`, `Dynamic SMem`, `Duration` per launch), joined by kernel name
@@ -41,6 +42,11 @@ pub const NVPROF_ALIASES: &[(&str, &str)] = &[
     ("shared_load_transactions", "shared_load"),
     ("shared_store_transactions", "shared_store"),
 ];
+
+/// nvprof metrics that count *thread* instructions ("executed by non-predicated threads", nvprof metric
+/// reference) while their canonical counters are warp instructions: divided by the warp size (32) on
+/// import, as the NV-DVFS rows are (exact for full warps).
+pub const NVPROF_THREAD_LEVEL: &[&str] = &["inst_fp_32", "inst_fp_64", "inst_integer", "inst_bit_convert"];
 
 /// Which profiler output a kernel came from (to say what to do when something is missing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -422,6 +428,7 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Vec
                 kernels.len() - 1
             }
         };
+        let v = if NVPROF_THREAD_LEVEL.contains(&m.as_str()) { v / 32.0 } else { v };
         kernels[i].counters.insert(c.to_string(), v);
     }
     if kernels.is_empty() {
@@ -738,6 +745,25 @@ mod tests {
         let launch =
             Launch { grid: [10, 1, 1], block: [128, 1, 1], registers_per_thread: 0, shared_mem_per_block: 0 };
         assert_eq!(k[0].to_profile("n.csv", Some(launch)).unwrap().launch.blocks(), 10);
+    }
+
+    // HAND-WRITTEN (not a capture): nvprof's metric-table layout, with the thread-level instruction
+    // metrics (values chosen to divide by 32 exactly).
+    const NVPROF_THREAD_METRICS: &str = r#"==9== Metric result:
+"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"
+"GeForce GTX 1080 Ti (0)","k(float*)",1,"inst_bit_convert","Bit-Convert Instructions",3200,3200,3200
+"GeForce GTX 1080 Ti (0)","k(float*)",1,"inst_fp_64","FP Instructions(Double)",6400,6400,6400
+"GeForce GTX 1080 Ti (0)","k(float*)",1,"inst_executed","Instructions Executed",500,500,500
+"#;
+
+    /// nvprof counts conversions and FP64 per thread; the canonical counters are warp instructions.
+    #[test]
+    fn nvprof_thread_level_metrics_become_warp_instructions() {
+        let (k, ignored) = read_nvprof(NVPROF_THREAD_METRICS, "n.csv").unwrap();
+        assert!(ignored.is_empty(), "{ignored:?}");
+        assert_eq!(k[0].counters.get("inst_bit_convert"), Some(&100.0));
+        assert_eq!(k[0].counters.get("inst_fp_64"), Some(&200.0));
+        assert_eq!(k[0].counters.get("inst_executed"), Some(&500.0));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub const CANONICAL_COUNTERS: &[(&str, &str)] = &[
     ("inst_fp_64", "FP64 warp instructions"),
     ("inst_integer", "integer warp instructions"),
     ("inst_special", "special-function (SFU: sin, rsqrt, …) warp instructions"),
+    ("inst_bit_convert", "type-conversion (F2F, F2I, I2F, I2I) warp instructions"),
     ("dram_read_bytes", "bytes read from DRAM"),
     ("dram_write_bytes", "bytes written to DRAM"),
     ("l2_read_transactions", "32-byte L2 read transactions"),

@@ -278,6 +278,9 @@ pub struct TimingInputs {
     pub inst_fp64: f64,
     pub inst_int: f64,
     pub inst_sfu: f64,
+    /// Type-conversion warp instructions (counter `inst_bit_convert`; 0 when the profile lacks it).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub inst_convert: f64,
     /// Global load transactions (L1 hits + misses + uncached).
     pub load_tx: f64,
     pub store_tx: f64,
@@ -335,6 +338,7 @@ impl TimingInputs {
             inst_fp64: opt("inst_fp_64"),
             inst_int: opt("inst_integer"),
             inst_sfu: opt("inst_special"),
+            inst_convert: opt("inst_bit_convert"),
             load_tx: loads.iter().sum(),
             store_tx: store.unwrap_or(0.0),
             load_requests: get("gld_request"),
@@ -641,15 +645,23 @@ fn wave(
     // Compute (eq. 5.6): issue-limited or pipe-limited; FP64 at its own throughput on top (on GPUs with
     // few FP64 units a warp's FP64 instruction holds its scheduler for many cycles). Memory instructions
     // are charged where they are served (global requests on the memory side, shared ones on the shared
-    // pipe), so they are not issue time here too.
+    // pipe), so they are not issue time here too. Counted type conversions, where the profile has them
+    // and the architecture its `cost_conversion64`, are charged like FP64 at that cost (the Guide's
+    // rate for conversions from and to 64-bit types: an upper bound for the others) instead of issuing
+    // with the other instructions; without either, `c_cvt` is 0 and nothing else moves.
     let issue = (1.0 / arch.schedulers_per_sm.value).max(arch.alu_latency.value / w);
     let pipes = x.inst_fp32 * arch.cost_fp32.value
         + x.inst_int * arch.cost_int.value
         + x.inst_sfu * arch.cost_sfu.value;
-    let other = (x.inst - x.inst_fp64 - x.memory_instructions(tx)).max(0.0);
+    let (cvt, cost_cvt) = match &arch.cost_conversion64 {
+        Some(c) => (x.inst_convert, c.value),
+        None => (0.0, 0.0),
+    };
+    let other = (x.inst - x.inst_fp64 - cvt - x.memory_instructions(tx)).max(0.0);
     let c_issue = (other * issue).max(pipes) * per;
     let c_fp64 = x.inst_fp64 * arch.cost_fp64.value * per;
-    let t_comp = c_issue + c_fp64 + arch.cyc_r.value;
+    let c_cvt = cvt * cost_cvt * per;
+    let t_comp = c_issue + c_fp64 + c_cvt + arch.cyc_r.value;
     // Barriers (eq. 5.12): every barrier waits for the other active warps.
     let t_sync = x.barriers_per_warp * (w - 1.0) * arch.out_warp_delay.value;
     // Latency-bound (few warps): each warp's requests one after another at the average latency.
@@ -672,7 +684,7 @@ fn wave(
             // Replays run in the shared pipe while the schedulers issue the other (non-FP64) work; the
             // shared requests themselves and FP64 still take issue slots, so they add.
             let overlapped = power_mean(c_issue, t_conf, REPLAY_OVERLAP_EXPONENT);
-            let side = t_shared + overlapped + c_fp64 + arch.cyc_r.value;
+            let side = t_shared + overlapped + c_fp64 + c_cvt + arch.cyc_r.value;
             (side, (t_comp + t_shared + t_conf - side).max(0.0))
         }
     };
@@ -755,6 +767,7 @@ mod tests {
             inst_fp64: 0.0,
             inst_int: 0.0,
             inst_sfu: 0.0,
+            inst_convert: 0.0,
             load_tx: 0.0,
             store_tx: 0.0,
             load_requests: None,
@@ -975,6 +988,50 @@ mod tests {
         assert!(((with_shared.time_s - base) / want - 1.0).abs() < 1e-9);
         // The SM side bounds the round, and shared is its larger part.
         assert_eq!(with_shared.bound_kind, "shared");
+    }
+
+    #[test]
+    fn counted_conversions_cost_the_64_bit_conversion_rate_and_absent_ones_change_nothing() {
+        // GTX 1080 Ti: 28 SMs, 4 schedulers (issue 0.25 cycles per warp instruction), conversions from
+        // and to 64-bit types at 4 per clock per SM: 32 / 4 = 8 cycles per warp instruction.
+        let a = ArchProfile::builtin("gtx1080ti").unwrap();
+        // 10 full waves of 28 SMs · 8 blocks of 256 threads.
+        let o = occupancy(&launch(2240, 256, 0, 0), &a, None).unwrap();
+        assert_eq!((o.active_sms, o.rounds), (28, 10.0));
+        let c = Clocks::default_for(&a);
+        let mut x = inputs();
+        x.inst = 1e6;
+        x.inst_fp64 = 1e5;
+        let base = predict_time(&x, &a, &o, c);
+        // The counter absent (0, as `from_profile` reads a missing one): every output bit-identical to
+        // the same profile with the field never set.
+        x.inst_convert = 0.0;
+        assert_eq!(predict_time(&x, &a, &o, c), base);
+        // 2e5 conversions, of the 1e6 instructions: they leave the issue term (0.25 cycles each) and cost 8
+        // cycles each, over 28 SMs and 10 rounds at 1582 MHz.
+        x.inst_convert = 2e5;
+        let with_cvt = predict_time(&x, &a, &o, c);
+        let want = 2e5 * (8.0 - 0.25) / 28.0 / 1582e6;
+        let got = with_cvt.time_s - base.time_s;
+        assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+        assert_eq!(with_cvt.bound_kind, "compute");
+        // The compute component moves by the same amount; nothing else does.
+        let d: Vec<f64> = with_cvt.components_s.iter().zip(&base.components_s).map(|(p, q)| p - q).collect();
+        assert!((d[5] / want - 1.0).abs() < 1e-9 && d.iter().enumerate().all(|(i, v)| i == 5 || *v == 0.0));
+        // A profile without the constant leaves conversions in the issue term as before.
+        let mut old = a.clone();
+        old.cost_conversion64 = None;
+        assert_eq!(predict_time(&x, &old, &o, c), base);
+    }
+
+    #[test]
+    fn from_profile_reads_the_conversion_counter_when_present() {
+        let text = include_str!("../../datasets/examples/kernels/matrixmul.toml");
+        let mut k: KernelProfile = toml::from_str(text).unwrap();
+        assert_eq!(TimingInputs::from_profile(&k).unwrap().inst_convert, 0.0);
+        k.counters.insert("inst_bit_convert".into(), 1234.0);
+        k.check("k").unwrap();
+        assert_eq!(TimingInputs::from_profile(&k).unwrap().inst_convert, 1234.0);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! NV-DVFS rows (Wang & Chu, ICPADS 2018; nvprof metrics per kernel and clock pair) as kernel profiles.
 //!
 //! nvprof's metrics are mapped onto the canonical counters of `models/src/profile.rs`:
-//! `inst_fp_32`, `inst_fp_64`, `inst_integer` and `flop_count_sp_special` count *thread* operations, so
+//! `inst_fp_32`, `inst_fp_64`, `inst_integer`, `flop_count_sp_special` and `inst_bit_convert` (type
+//! conversions, absent from the published rows; read when a row has it) count *thread* operations, so
 //! they are divided by the warp size (32) to give warp instructions (exact for full warps);
 //! texture-only queries are `tex_cache_transactions − gld_transactions` (the unified L1/texture cache
 //! counts global loads too), misses from `tex_cache_hit_rate` (a fraction, or percent);
@@ -54,6 +55,8 @@ pub fn profile_from_row(t: &Table, row: usize) -> Result<KernelProfile> {
     put("inst_fp_64", get("inst_fp_64").map(|v| v / 32.0));
     put("inst_integer", get("inst_integer").map(|v| v / 32.0));
     put("inst_special", get("flop_count_sp_special").map(|v| v / 32.0));
+    // The NV-DVFS rows have no conversion count; a row that has nvprof's (thread-level) one gives it.
+    put("inst_bit_convert", get("inst_bit_convert").map(|v| v / 32.0));
     put("uncached_global_load_transaction", get("gld_transactions"));
     if let Some(per) = get("gld_transactions_per_request").filter(|p| *p >= 1.0) {
         put("gld_request", Some(g("gld_transactions") / per));
@@ -126,4 +129,26 @@ pub fn kernels(t: &Table) -> Vec<(String, Vec<usize>)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROW: &str = "kernel,grid_x,grid_y,grid_z,block_x,block_y,block_z,inst_executed,gld_transactions,\
+gst_transactions,core_mhz,mem_mhz,inst_fp_64
+k,10,1,1,256,1,1,5000,100,100,1600,5000,6400
+";
+
+    /// A row with nvprof's thread-level conversion count gives warp instructions; one without has none.
+    #[test]
+    fn a_conversion_column_is_read_as_warp_instructions() {
+        let without = Table::read_csv_bytes(ROW.as_bytes(), "r.csv", "kernel").unwrap();
+        let k = profile_from_row(&without, 0).unwrap();
+        assert_eq!((k.counter("inst_fp_64"), k.counter("inst_bit_convert")), (Some(200.0), None));
+        let text =
+            ROW.replace(",inst_fp_64\n", ",inst_fp_64,inst_bit_convert\n").replace(",6400\n", ",6400,3200\n");
+        let with = Table::read_csv_bytes(text.as_bytes(), "r.csv", "kernel").unwrap();
+        assert_eq!(profile_from_row(&with, 0).unwrap().counter("inst_bit_convert"), Some(100.0));
+    }
 }
