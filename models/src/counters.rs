@@ -178,7 +178,7 @@ pub fn group_metrics(group: &BTreeMap<String, Vec<String>>) -> Vec<String> {
 /// Perfworks metrics named `…sass_thread_inst_executed…` count thread instructions; the canonical
 /// instruction counters are warp instructions, so such a metric is divided by the warp size (exact for
 /// full warps, as nvprof's thread-level counts are on import).
-pub fn warp_scale(metric: &str) -> f64 {
+fn warp_scale(metric: &str) -> f64 {
     if metric.contains("sass_thread_inst_executed") { 1.0 / 32.0 } else { 1.0 }
 }
 

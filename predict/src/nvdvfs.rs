@@ -14,6 +14,7 @@
 
 use crate::error::{Error, Result};
 use gpumodel_models::Table;
+use gpumodel_models::ncu::NVPROF_THREAD_LEVEL;
 use gpumodel_models::profile::{KernelProfile, Launch, Measured};
 use std::collections::BTreeMap;
 
@@ -51,12 +52,12 @@ pub fn profile_from_row(t: &Table, row: usize) -> Result<KernelProfile> {
         }
     };
     put("inst_executed", get("inst_executed"));
-    put("inst_fp_32", get("inst_fp_32").map(|v| v / 32.0));
-    put("inst_fp_64", get("inst_fp_64").map(|v| v / 32.0));
-    put("inst_integer", get("inst_integer").map(|v| v / 32.0));
+    // The columns are nvprof metrics: its thread-level instruction counts, in warp instructions (the
+    // published rows have no conversion count, `inst_bit_convert`; a row that has it gives it).
+    for &m in NVPROF_THREAD_LEVEL {
+        put(m, get(m).map(|v| v / 32.0));
+    }
     put("inst_special", get("flop_count_sp_special").map(|v| v / 32.0));
-    // The NV-DVFS rows have no conversion count; a row that has nvprof's (thread-level) one gives it.
-    put("inst_bit_convert", get("inst_bit_convert").map(|v| v / 32.0));
     put("uncached_global_load_transaction", get("gld_transactions"));
     if let Some(per) = get("gld_transactions_per_request").filter(|p| *p >= 1.0) {
         put("gld_request", Some(g("gld_transactions") / per));

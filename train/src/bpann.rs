@@ -551,6 +551,17 @@ pub fn average_networks(nets: &[Vec<Dense>]) -> Vec<Dense> {
         .collect()
 }
 
+/// Mean squared error of `layers` on standardized rows `z` and targets `y` (standardized units).
+fn std_mse(layers: &[Dense], z: &Array2<f64>, y: &[f64]) -> f64 {
+    let p = forward_std(layers, z);
+    p.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / y.len().max(1) as f64
+}
+
+/// Index of the first smallest value; a NaN never wins (index 0 if all are NaN).
+fn first_min(v: &[f64]) -> usize {
+    (0..v.len()).fold(0, |i, j| if v[j] < v[i] || v[i].is_nan() { j } else { i })
+}
+
 /// Plain-Rust forward pass of standardized rows through `layers` (standardized output).
 fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
     let art = ModelArtifact {
@@ -706,10 +717,6 @@ impl BpannParams {
         // of the block, or the averaged network of an ensemble.
         let blocks: Vec<std::ops::Range<usize>> =
             (0..kept_layers.len()).step_by(n).map(|i| i..(i + n).min(kept_layers.len())).collect();
-        let val_mse = |layers: &[Dense]| -> f64 {
-            let p = forward_std(layers, &zv);
-            p.iter().zip(&yv).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / yv.len().max(1) as f64
-        };
         let judged: Vec<(f64, usize, Vec<Dense>)> = blocks
             .iter()
             .map(|b| {
@@ -719,16 +726,15 @@ impl BpannParams {
                     let nets: Vec<Vec<Dense>> = kept_layers[b.clone()].iter().map(|k| k.1.clone()).collect();
                     let avg = average_networks(&nets);
                     // With a fixed α the average is kept as it is: no validation pass is needed.
-                    let v = if self.l2_grid.is_some() { val_mse(&avg) } else { 0.0 };
+                    let v = if self.l2_grid.is_some() { std_mse(&avg, &zv, &yv) } else { 0.0 };
                     (v, best, avg)
                 } else {
                     (kept_layers[best].0, best, kept_layers[best].1.clone())
                 }
             })
             .collect();
-        // The first block with the lowest validation MSE (a NaN never wins).
-        let k = (0..judged.len())
-            .fold(0, |i, j| if judged[j].0 < judged[i].0 || judged[i].0.is_nan() { j } else { i });
+        // The first block with the lowest validation MSE.
+        let k = first_min(&judged.iter().map(|j| j.0).collect::<Vec<_>>());
         let (_, chosen, layers) = judged[k].clone();
         let l2_choice = self.l2_grid.as_ref().map(|grid| L2Choice {
             grid: grid.clone(),
@@ -799,8 +805,8 @@ impl BpannParams {
                 *e += pred.iter().zip(held.targets.iter()).map(|(p, y)| (p - y) * (p - y)).sum::<f64>();
             }
         }
-        // The first α with the lowest pooled squared error (a NaN never wins).
-        let best = (0..sse.len()).fold(0, |i, j| if sse[j] < sse[i] || sse[i].is_nan() { j } else { i });
+        // The first α with the lowest pooled squared error.
+        let best = first_min(&sse);
         let mut fit = one(grid[best]).fit_report(ds, progress)?;
         let rmse: Vec<f64> = sse.iter().map(|e| (e / ds.n_rows() as f64).sqrt()).collect();
         fit.artifact.training = serde_json::json!({ "bpann": {
@@ -838,10 +844,7 @@ impl BpannParams {
             let x = tensor2(zt, &device);
             let y =
                 Tensor::<2>::from_data(TensorData::new(yt.to_vec(), [zt.nrows(), 1]), (&device, DType::F64));
-            let val_mse = |layers: &[Dense]| -> f64 {
-                let p = forward_std(layers, zv);
-                p.iter().zip(yv).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / yv.len().max(1) as f64
-            };
+            let val_mse = |layers: &[Dense]| std_mse(layers, zv, yv);
             return jobs
                 .iter()
                 .map(|&(alpha, r)| Ok(self.adam_burn(&device, (&x, &y), alpha, init(r), &val_mse, progress)))
