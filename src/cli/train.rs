@@ -144,15 +144,27 @@ pub struct Args {
     /// Average all BP-ANN restarts into one (wider) network instead of keeping the best one.
     #[arg(long)]
     pub ensemble: bool,
-    /// Epoch budget per restart (full-batch Adam steps).
+    /// Epoch budget per restart (passes over the training rows: one full-batch Adam step each, or one
+    /// step per mini-batch with --batch-size).
     #[arg(long, default_value_t = 2000)]
     pub epochs: usize,
     /// Early-stopping patience, in epochs.
     #[arg(long, default_value_t = 300)]
     pub patience: usize,
-    /// Adam learning rate.
+    /// Adam learning rate (full-batch fits).
     #[arg(long, default_value_t = 0.01)]
     pub learning_rate: f64,
+    /// Mini-batch Adam for the standalone Adam network (`bpann`, `bpann*K`…): every epoch reshuffles the
+    /// training rows (each restart's own seeded RNG) and takes one Adam step per batch of N rows (the
+    /// last one smaller), as scikit-learn's MLPRegressor does with N = 200; early stopping is checked
+    /// every 10 epochs on the validation split as before. 0 (default): full batch, one step per epoch.
+    /// L-BFGS and the `physical+bpann…` networks keep full batches. Opt-in (BENCHMARKS.md, issue 15,
+    /// session 12).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub batch_size: usize,
+    /// Adam learning rate of the mini-batch fits (--batch-size N > 0); default 0.001 (scikit-learn's).
+    #[arg(long, value_name = "LR")]
+    pub batch_learning_rate: Option<f64>,
     /// L2 penalty on the network weights (scikit-learn's alpha). One number (default 1e-4): that α for
     /// every network, used by L-BFGS only (Adam's fits do not use a fixed α). `auto` (the grid
     /// 1e-4,0.01,1) or a comma-separated list: each fit of a standalone network (`bpann…`, both solvers)
@@ -514,6 +526,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let nested = args.nested.map(Validation::from);
     let import = args.import.as_deref().map(Format::from_name).transpose()?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
+    if let (Some(lr), 0) = (args.batch_learning_rate, args.batch_size) {
+        bail!("--batch-learning-rate {lr} is the step size of mini-batch fits: give --batch-size N too (e.g. 200)");
+    }
     let (l2_fixed, l2_grid) = parse_l2(args.l2.as_deref().unwrap_or(DEFAULT_L2))?;
     let l2_folds = match (args.l2_folds, &l2_grid) {
         (Some(k), _) => k,
@@ -527,6 +542,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_epochs: args.epochs,
         patience: args.patience,
         learning_rate: args.learning_rate,
+        batch_size: args.batch_size,
+        batch_learning_rate: args.batch_learning_rate.unwrap_or(BpannParams::default().batch_learning_rate),
         l2: l2_fixed,
         l2_grid: l2_grid.clone(),
         l2_folds,
@@ -707,6 +724,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // A fit option that would change nothing must not look as if it had been applied.
         bail!(
             "--l2 {l2}: α is chosen inside the fits of the standalone networks (bpann…), and no candidate is one: add bpann or bpann-lbfgs to --models or give one --l2 value"
+        );
+    }
+    if args.batch_size > 0
+        && !candidates.iter().any(|c| c.spec.bpann.batch_size > 0)
+    {
+        // As for --l2: a fit option that would change nothing must not look as if it had been applied.
+        bail!(
+            "--batch-size {}: mini-batches are for the standalone Adam networks (bpann…), and no candidate is one: add bpann to --models or drop --batch-size",
+            args.batch_size
         );
     }
     let params = RunParams {

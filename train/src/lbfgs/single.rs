@@ -182,32 +182,40 @@ impl Single {
         x: ndarray::ArrayView2<'_, f64>,
         y: &[f64],
     ) -> Single {
-        let n = x.nrows();
-        let blocks = n.div_ceil(ROWS);
-        let mut xb = vec![[0.0; ROWS]; blocks * inputs];
-        for (r, row) in x.rows().into_iter().enumerate() {
-            let (b, l) = (r / ROWS, r % ROWS);
-            for (i, v) in row.iter().enumerate() {
-                xb[b * inputs + i][l] = *v as f32;
-            }
-        }
-        let mut yb = vec![[0.0; ROWS]; blocks];
-        for (r, v) in y[..n].iter().enumerate() {
-            yb[r / ROWS][r % ROWS] = *v as f32;
-        }
-        let mut last_mask = [0.0; ROWS];
-        last_mask[..n - blocks.saturating_sub(1) * ROWS].fill(1.0);
         let params = h1 * inputs + h1 + h2 * h1 + h2 + h2 + 1;
-        Single {
+        let mut s = Single {
             inputs,
-            blocks,
-            x: xb,
-            y: yb,
-            last_mask,
+            blocks: 0,
+            x: Vec::new(),
+            y: Vec::new(),
+            last_mask: [0.0; ROWS],
             w1t: vec![0.0; h1 * inputs],
             group: vec![[0.0; ROWS]; FLUSH * (1 + 2 * h1 + 2 * h2)],
             sums_64: vec![[0.0; ROWS]; params + 1],
+        };
+        s.deal(x, y, &(0..x.nrows()).collect::<Vec<_>>());
+        s
+    }
+
+    /// Replaces the rows by rows `rows` of `x` and `y`, in that order (a mini-batch), in the buffers
+    /// already allocated where they are large enough.
+    pub(super) fn deal(&mut self, x: ndarray::ArrayView2<'_, f64>, y: &[f64], rows: &[usize]) {
+        let (n, inputs) = (rows.len(), self.inputs);
+        let blocks = n.div_ceil(ROWS);
+        self.x.clear();
+        self.x.resize(blocks * inputs, [0.0; ROWS]);
+        self.y.clear();
+        self.y.resize(blocks, [0.0; ROWS]);
+        for (r, &src) in rows.iter().enumerate() {
+            let (b, l) = (r / ROWS, r % ROWS);
+            for (i, v) in x.row(src).iter().enumerate() {
+                self.x[b * inputs + i][l] = *v as f32;
+            }
+            self.y[b][l] = y[src] as f32;
         }
+        self.last_mask = [0.0; ROWS];
+        self.last_mask[..n - blocks.saturating_sub(1) * ROWS].fill(1.0);
+        self.blocks = blocks;
     }
 
     /// As [`super::Fused`]'s `sums`: `Σ e²` over the rows and, with `g`, `Σ e·∂f/∂θ` into `g`.
