@@ -1708,6 +1708,24 @@ mod tests {
             assert_eq!((c.spec.bpann.l2_grid.is_some(), c.spec.bpann.l2_folds > 0), (grid, grid), "{n}");
             assert_eq!(c.spec.bpann.l2, bp.l2, "{n}: the fixed α is the default");
         }
+        // Mini-batches (`--batch-size`) reach the standalone Adam networks only, and the record names them
+        // only when there are some (a full-batch record is as before).
+        let mini = BpannParams { batch_size: 200, ..bp.clone() };
+        for (n, batched) in [
+            ("bpann", true),
+            ("bpann*5", true),
+            ("bpann-lbfgs", false),
+            ("physical+bpann", false),
+            ("physical+bpann/2", false),
+            ("physical+bpann-lbfgs*5", false),
+        ] {
+            let c = CandidateSpec::new(n, &fs, &mini, &phys).unwrap();
+            assert_eq!(c.spec.bpann.batch_size, if batched { 200 } else { 0 }, "{n}");
+        }
+        assert!(bpann_record(&bp).get("batch_size").is_none());
+        let record = bpann_record(&mini);
+        assert_eq!((record["batch_size"].as_u64(), record["batch_learning_rate"].as_f64()), (Some(200), Some(1e-3)));
+        assert!(record["backend"].as_str().unwrap_or("").contains("mini-batch Adam"), "{record}");
         // A roofline twin needs the clocks the utilizations were measured at; with them it is its plain
         // twin's recipe (same inputs and complexity: within the 1se band the lower CV figure of the two
         // wins) on its own fit.
