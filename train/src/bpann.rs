@@ -1,6 +1,7 @@
 //! The BP-ANN power model (Song et al. §5.4): standardized inputs → hidden sigmoid layers (4, 4 by
 //! default) → one linear output (power in W, standardized during training), trained by back-propagation,
-//! full batch, with Adam (default) or L-BFGS ([`Solver`]).
+//! full batch, with Adam (default) or L-BFGS ([`Solver`]); Adam optionally on mini-batches
+//! ([`BpannParams::batch_size`]).
 //!
 //! Where the gradients come from ([`Backend`]): by default our own exact back-propagation
 //! ([`crate::lbfgs::Workspace`], vectorized; f32 activations with f64 sums on the 4×4 and 8×8 networks,
@@ -119,7 +120,7 @@ impl Backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Solver {
-    /// Full-batch Adam with burn's autodiff (one step = one epoch).
+    /// Adam: full batch (one step = one epoch), or one step per mini-batch ([`BpannParams::batch_size`]).
     #[default]
     Adam,
     /// Full-batch L-BFGS with a hand-written gradient (one step = one iteration, see [`crate::lbfgs`]).
@@ -373,8 +374,23 @@ impl NativeRun {
         slice: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Option<Outcome> {
-        let NativeRun { seed, alpha, theta, g, m1, m2, steps, rng, order, opt, f, stop, init, done, reported } =
-            self;
+        let NativeRun {
+            seed,
+            alpha,
+            theta,
+            g,
+            m1,
+            m2,
+            steps,
+            rng,
+            order,
+            opt,
+            f,
+            stop,
+            init,
+            done,
+            reported,
+        } = self;
         #[cfg(not(test))]
         let _ = seed;
         let max = p.max_epochs;
@@ -1021,9 +1037,17 @@ impl BpannParams {
                         // The buffers are scratch that every evaluation rewrites, so this worker may go on
                         // with the other restarts after a panic in this one.
                         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            run.advance(self, layout, &mut tr, (train.0.view(), train.1), &mut va, SLICE, &mut |u| {
-                                let _ = tx.send(Msg::Progress(u));
-                            })
+                            run.advance(
+                                self,
+                                layout,
+                                &mut tr,
+                                (train.0.view(), train.1),
+                                &mut va,
+                                SLICE,
+                                &mut |u| {
+                                    let _ = tx.send(Msg::Progress(u));
+                                },
+                            )
                         }));
                         let mut l = lock();
                         match out {
@@ -1662,7 +1686,9 @@ mod tests {
                     let bc2 = (1.0 - b2.powi(t)).sqrt();
                     let step = f64::from(bc2 / (1.0 - b1.powi(t)));
                     let floor = f64::from(eps * bc2);
-                    for (((w, gj), m), v) in theta.iter_mut().zip(g.iter()).zip(m1.iter_mut()).zip(m2.iter_mut()) {
+                    for (((w, gj), m), v) in
+                        theta.iter_mut().zip(g.iter()).zip(m1.iter_mut()).zip(m2.iter_mut())
+                    {
                         let gj = 2.0 * gj;
                         *m = *m * f64::from(b1) + gj * f1;
                         *v = *v * f64::from(b2) + gj * gj * f2;
@@ -1678,12 +1704,18 @@ mod tests {
                 stop.outcome(done)
             };
             // A batch of all 100 rows (or more) at the full-batch step size is the full batch.
-            for (batch_size, batch_learning_rate) in [(0, 1e-3), (100, p.learning_rate), (1000, p.learning_rate)]
+            for (batch_size, batch_learning_rate) in
+                [(0, 1e-3), (100, p.learning_rate), (1000, p.learning_rate)]
             {
                 let q = BpannParams { batch_size, batch_learning_rate, ..p.clone() };
                 for threads in [1, 2] {
-                    let out = q.restarts_run(&sizes, (&zt, &y[..100]), (&zv, &y[100..]), threads, &mut |_| {});
-                    assert_eq!(out, vec![Ok(before.clone())], "{precision:?}, batch {batch_size}, {threads} threads");
+                    let out =
+                        q.restarts_run(&sizes, (&zt, &y[..100]), (&zv, &y[100..]), threads, &mut |_| {});
+                    assert_eq!(
+                        out,
+                        vec![Ok(before.clone())],
+                        "{precision:?}, batch {batch_size}, {threads} threads"
+                    );
                 }
             }
         }
@@ -1697,7 +1729,13 @@ mod tests {
         let (zt, zv, y) = restart_fixture();
         let sizes = [2, 4, 4, 1];
         let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
-        let p = BpannParams { restarts: 1, max_epochs: 40, patience: usize::MAX, batch_size: 30, ..Default::default() };
+        let p = BpannParams {
+            restarts: 1,
+            max_epochs: 40,
+            patience: usize::MAX,
+            batch_size: 30,
+            ..Default::default()
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
         let init = init_layers(&sizes, &mut rng);
         let mut run = NativeRun::new(&p, &layout, p.seed, 0.0, (init, rng));
@@ -1723,13 +1761,8 @@ mod tests {
             let again = p.restarts_run(&sizes, (&zt, &y[..100]), (&zv, &y[100..]), threads, &mut |_| {});
             assert_eq!(again, vec![Ok(out.clone())], "{threads} threads");
         }
-        let full = BpannParams { batch_size: 0, learning_rate: p.batch_learning_rate, ..p.clone() }.restarts_run(
-            &sizes,
-            (&zt, &y[..100]),
-            (&zv, &y[100..]),
-            1,
-            &mut |_| {},
-        );
+        let full = BpannParams { batch_size: 0, learning_rate: p.batch_learning_rate, ..p.clone() }
+            .restarts_run(&sizes, (&zt, &y[..100]), (&zv, &y[100..]), 1, &mut |_| {});
         assert_ne!(full, vec![Ok(out)], "mini-batches changed nothing");
     }
 
@@ -1754,7 +1787,8 @@ mod tests {
             ..Default::default()
         };
         let native = p.clone().check().unwrap().fit(&ds).unwrap();
-        let single = BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
+        let single =
+            BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
         let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
         let (a, b) = (flat(&native), flat(&burn));
         assert_eq!(a.len(), b.len());
@@ -1768,11 +1802,12 @@ mod tests {
         let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
         let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
         assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
-        let full = BpannParams { batch_size: 0, learning_rate: p.batch_learning_rate, backend: Backend::Burn, ..p }
-            .check()
-            .unwrap()
-            .fit(&ds)
-            .unwrap();
+        let full =
+            BpannParams { batch_size: 0, learning_rate: p.batch_learning_rate, backend: Backend::Burn, ..p }
+                .check()
+                .unwrap()
+                .fit(&ds)
+                .unwrap();
         let apart = a.iter().zip(&flat(&full)).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
         assert!(apart > 1e-3, "mini-batches changed nothing ({apart})");
     }

@@ -1724,7 +1724,10 @@ mod tests {
         }
         assert!(bpann_record(&bp).get("batch_size").is_none());
         let record = bpann_record(&mini);
-        assert_eq!((record["batch_size"].as_u64(), record["batch_learning_rate"].as_f64()), (Some(200), Some(1e-3)));
+        assert_eq!(
+            (record["batch_size"].as_u64(), record["batch_learning_rate"].as_f64()),
+            (Some(200), Some(1e-3))
+        );
         assert!(record["backend"].as_str().unwrap_or("").contains("mini-batch Adam"), "{record}");
         // A roofline twin needs the clocks the utilizations were measured at; with them it is its plain
         // twin's recipe (same inputs and complexity: within the 1se band the lower CV figure of the two

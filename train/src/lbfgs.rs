@@ -1377,7 +1377,8 @@ mod tests {
         ];
         for sizes in [vec![3, 4, 4, 1], vec![3, 8, 8, 1], vec![3, 5, 2, 1]] {
             let layout = Layout { sizes: sizes.clone() };
-            let theta: Vec<f64> = (0..layout.n_params()).map(|k| ((k * 37) % 19) as f64 / 10.0 - 0.9).collect();
+            let theta: Vec<f64> =
+                (0..layout.n_params()).map(|k| ((k * 37) % 19) as f64 / 10.0 - 0.9).collect();
             for precision in [Precision::F32, Precision::F64] {
                 let mut dealt = Workspace::with_precision(&layout, x.view(), &y, precision);
                 for rows in &batches {
