@@ -1315,12 +1315,6 @@ mod tests {
     #[test]
     fn native_adam_follows_burns_adam() {
         let ds = smooth(120);
-        let flat = |a: &ModelArtifact| -> Vec<f64> {
-            a.layers
-                .iter()
-                .flat_map(|d| d.weights.iter().flatten().chain(&d.bias).copied().collect::<Vec<_>>())
-                .collect()
-        };
         let mut unpenalized = Vec::new();
         for l2_grid in [None, Some(vec![0.5])] {
             let p = BpannParams {
@@ -1331,23 +1325,8 @@ mod tests {
                 l2_grid: l2_grid.clone(),
                 ..Default::default()
             };
-            let native = p.clone().check().unwrap().fit(&ds).unwrap();
-            let single =
-                BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
-            let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
-            let (a, b) = (flat(&native), flat(&burn));
-            assert_eq!(a.len(), b.len());
-            for (x, y) in a.iter().zip(&b) {
-                assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "{l2_grid:?}: native {x} vs burn {y}");
-            }
-            for (x, y) in flat(&single).iter().zip(&b) {
-                assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{l2_grid:?}: native f32 {x} vs burn {y}");
-            }
-            // And not trivially: 300 steps moved the weights away from their initial values, and the
-            // penalty moved them elsewhere than no penalty.
-            let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
-            let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
-            assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
+            let a = native_follows_burn(&ds, &p, &format!("{l2_grid:?}"));
+            // And not trivially: the penalty moved the weights elsewhere than no penalty.
             if l2_grid.is_none() {
                 unpenalized = a;
             } else {
@@ -1355,6 +1334,38 @@ mod tests {
                 assert!(apart > 1e-3, "the penalty changed nothing ({apart})");
             }
         }
+    }
+
+    /// An artifact's weights and biases, flattened.
+    fn flat(a: &ModelArtifact) -> Vec<f64> {
+        a.layers
+            .iter()
+            .flat_map(|d| d.weights.iter().flatten().chain(&d.bias).copied().collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// Fits `p` on our gradient (f64 and f32) and on burn's autodiff, checks that the fits agree (f64 to
+    /// 1e-7, f32 to 1e-5, relative to burn's weights) and that the weights moved away from their initial
+    /// values; returns the native f64 weights.
+    fn native_follows_burn(ds: &Dataset, p: &BpannParams, what: &str) -> Vec<f64> {
+        let fit = |q: BpannParams| flat(&q.check().unwrap().fit(ds).unwrap());
+        let a = fit(p.clone());
+        let single = fit(BpannParams { precision: Precision::F32, ..p.clone() });
+        let b = fit(BpannParams { backend: Backend::Burn, ..p.clone() });
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "{what}: native {x} vs burn {y}");
+        }
+        for (x, y) in single.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{what}: native f32 {x} vs burn {y}");
+        }
+        let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
+        let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
+        assert!(
+            moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1,
+            "{what}: the weights did not move"
+        );
+        a
     }
 
     /// The restart tests' data: 150 smooth rows standardized, the first 100 to train on and the last
@@ -1771,12 +1782,6 @@ mod tests {
     #[test]
     fn native_mini_batch_adam_follows_burns() {
         let ds = smooth(120);
-        let flat = |a: &ModelArtifact| -> Vec<f64> {
-            a.layers
-                .iter()
-                .flat_map(|d| d.weights.iter().flatten().chain(&d.bias).copied().collect::<Vec<_>>())
-                .collect()
-        };
         let p = BpannParams {
             restarts: 1,
             max_epochs: 80,
@@ -1786,29 +1791,15 @@ mod tests {
             batch_learning_rate: 0.005,
             ..Default::default()
         };
-        let native = p.clone().check().unwrap().fit(&ds).unwrap();
-        let single =
-            BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
-        let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
-        let (a, b) = (flat(&native), flat(&burn));
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(&b) {
-            assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "native {x} vs burn {y}");
-        }
-        for (x, y) in flat(&single).iter().zip(&b) {
-            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "native f32 {x} vs burn {y}");
-        }
-        // Not trivially: the weights moved, and elsewhere than burn's full-batch fit at the same step size.
-        let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
-        let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
-        assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
+        let a = native_follows_burn(&ds, &p, "batches of 25");
+        // Not trivially: elsewhere than burn's full-batch fit at the same step size.
         let full =
-            BpannParams { batch_size: 0, learning_rate: p.batch_learning_rate, backend: Backend::Burn, ..p }
-                .check()
-                .unwrap()
-                .fit(&ds)
-                .unwrap();
-        let apart = a.iter().zip(&flat(&full)).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+            BpannParams { batch_size: 0, learning_rate: p.batch_learning_rate, backend: Backend::Burn, ..p };
+        let apart = a
+            .iter()
+            .zip(&flat(&full.check().unwrap().fit(&ds).unwrap()))
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
         assert!(apart > 1e-3, "mini-batches changed nothing ({apart})");
     }
 }
