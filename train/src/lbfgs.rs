@@ -587,11 +587,17 @@ impl Workspace {
     pub fn deal(&mut self, x: ArrayView2<'_, f64>, y: &[f64], rows: &[usize]) {
         let n = rows.len();
         self.n = n;
-        if let Some(f) = self.fused.as_mut() {
-            return f.deal(x, y, rows);
-        }
-        if let Some(s) = self.single.as_mut() {
-            return s.deal(x, y, rows);
+        if self.fused.is_some() || self.single.is_some() {
+            // Rows as plain slices (ndarray's row views cost more than the copy itself here); borrowed,
+            // not copied, when `x` is in standard layout, as the fits' rows are.
+            let x = x.as_standard_layout();
+            let x = x.as_slice().unwrap_or_default();
+            match (self.fused.as_mut(), self.single.as_mut()) {
+                (Some(f), _) => f.deal(x, y, rows),
+                (_, Some(s)) => s.deal(x, y, rows),
+                _ => {}
+            }
+            return;
         }
         self.x.clear();
         for i in 0..x.ncols() {
@@ -903,12 +909,14 @@ impl Fused {
             gacc1: vec![0.0; h1 * inputs * FUSED_LANES],
             w1t: vec![0.0; h1 * inputs],
         };
-        f.deal(x, y, &(0..x.nrows()).collect::<Vec<_>>());
+        let x = x.as_standard_layout();
+        f.deal(x.as_slice().unwrap_or_default(), y, &(0..x.nrows()).collect::<Vec<_>>());
         f
     }
 
-    /// As [`single::Single::deal`]: rows `rows` of `x` and `y`, in that order, in these buffers.
-    fn deal(&mut self, x: ArrayView2<'_, f64>, y: &[f64], rows: &[usize]) {
+    /// As [`single::Single::deal`]: rows `rows` of `x` (row-major) and `y`, in that order, in these
+    /// buffers.
+    fn deal(&mut self, x: &[f64], y: &[f64], rows: &[usize]) {
         let (n, inputs) = (rows.len(), self.inputs);
         let blocks = n.div_ceil(FUSED_LANES);
         self.x.clear();
@@ -917,7 +925,7 @@ impl Fused {
         self.y.resize(blocks * FUSED_LANES, 0.0);
         for (r, &src) in rows.iter().enumerate() {
             let (b, l) = (r / FUSED_LANES, r % FUSED_LANES);
-            for (i, v) in x.row(src).iter().enumerate() {
+            for (i, v) in x[src * inputs..][..inputs].iter().enumerate() {
                 self.x[(b * inputs + i) * FUSED_LANES + l] = *v;
             }
             self.y[r] = y[src];

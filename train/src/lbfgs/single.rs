@@ -193,28 +193,36 @@ impl Single {
             group: vec![[0.0; ROWS]; FLUSH * (1 + 2 * h1 + 2 * h2)],
             sums_64: vec![[0.0; ROWS]; params + 1],
         };
-        s.deal(x, y, &(0..x.nrows()).collect::<Vec<_>>());
+        let x = x.as_standard_layout();
+        s.deal(x.as_slice().unwrap_or_default(), y, &(0..x.nrows()).collect::<Vec<_>>());
         s
     }
 
-    /// Replaces the rows by rows `rows` of `x` and `y`, in that order (a mini-batch), in the buffers
-    /// already allocated where they are large enough.
-    pub(super) fn deal(&mut self, x: ndarray::ArrayView2<'_, f64>, y: &[f64], rows: &[usize]) {
+    /// Replaces the rows by rows `rows` of `x` (row-major, `inputs` values per row) and `y`, in that
+    /// order (a mini-batch), in the buffers already allocated where they are large enough.
+    pub(super) fn deal(&mut self, x: &[f64], y: &[f64], rows: &[usize]) {
         let (n, inputs) = (rows.len(), self.inputs);
         let blocks = n.div_ceil(ROWS);
-        self.x.clear();
+        // Every lane is written below but the last block's padding, zeroed here (as a fresh buffer's).
         self.x.resize(blocks * inputs, [0.0; ROWS]);
-        self.y.clear();
         self.y.resize(blocks, [0.0; ROWS]);
-        for (r, &src) in rows.iter().enumerate() {
-            let (b, l) = (r / ROWS, r % ROWS);
-            for (i, v) in x.row(src).iter().enumerate() {
-                self.x[b * inputs + i][l] = *v as f32;
+        let real = n - blocks.saturating_sub(1) * ROWS;
+        if let (Some(xl), Some(yl)) = (self.x.rchunks_exact_mut(inputs).next(), self.y.last_mut()) {
+            for v in xl.iter_mut().chain([yl]) {
+                v[real..].fill(0.0);
             }
-            self.y[b][l] = y[src] as f32;
+        }
+        for ((xb, yb), chunk) in self.x.chunks_exact_mut(inputs).zip(self.y.iter_mut()).zip(rows.chunks(ROWS))
+        {
+            for (l, &src) in chunk.iter().enumerate() {
+                for (xi, v) in xb.iter_mut().zip(&x[src * inputs..(src + 1) * inputs]) {
+                    xi[l] = *v as f32;
+                }
+                yb[l] = y[src] as f32;
+            }
         }
         self.last_mask = [0.0; ROWS];
-        self.last_mask[..n - blocks.saturating_sub(1) * ROWS].fill(1.0);
+        self.last_mask[..real].fill(1.0);
         self.blocks = blocks;
     }
 
