@@ -558,26 +558,23 @@ impl Workspace {
         let sizes = &layout.sizes;
         let (fused, single) = match sizes[..] {
             [inputs, h1, h2, 1] if layout.fused() => match precision {
-                Precision::F64 => (Some(Fused::new(inputs, h1, x, y)), None),
-                Precision::F32 => (None, Some(single::Single::new(inputs, h1, h2, x, y))),
+                Precision::F64 => (Some(Fused::new(inputs, h1)), None),
+                Precision::F32 => (None, Some(single::Single::new(inputs, h1, h2))),
             },
             _ => (None, None),
         };
-        let columns = fused.is_none() && single.is_none();
         let mut w = Workspace {
             sizes: sizes.clone(),
             n,
             x: Vec::new(),
             y: Vec::new(),
-            acts: if columns { vec![Vec::new(); sizes.len() - 1] } else { Vec::new() },
+            acts: vec![Vec::new(); sizes.len() - 1],
             delta: Vec::new(),
             next_delta: Vec::new(),
             fused,
             single,
         };
-        if columns {
-            w.deal(x, y, &(0..n).collect::<Vec<_>>());
-        }
+        w.deal(x, y, &(0..n).collect::<Vec<_>>());
         w
     }
 
@@ -899,8 +896,9 @@ struct Fused {
 }
 
 impl Fused {
-    fn new(inputs: usize, h1: usize, x: ArrayView2<'_, f64>, y: &[f64]) -> Fused {
-        let mut f = Fused {
+    /// Buffers for `inputs` inputs and `h1` first-layer units, without rows yet ([`Fused::deal`]).
+    fn new(inputs: usize, h1: usize) -> Fused {
+        Fused {
             inputs,
             blocks: 0,
             x: Vec::new(),
@@ -908,10 +906,7 @@ impl Fused {
             last_mask: [0.0; FUSED_LANES],
             gacc1: vec![0.0; h1 * inputs * FUSED_LANES],
             w1t: vec![0.0; h1 * inputs],
-        };
-        let x = x.as_standard_layout();
-        f.deal(x.as_slice().unwrap_or_default(), y, &(0..x.nrows()).collect::<Vec<_>>());
-        f
+        }
     }
 
     /// As [`single::Single::deal`]: rows `rows` of `x` (row-major) and `y`, in that order, in these

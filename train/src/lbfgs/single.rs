@@ -175,15 +175,10 @@ unsafe fn add4<'a, B: Block32>(blocks: impl Iterator<Item = &'a [[f32; ROWS]]>, 
 }
 
 impl Single {
-    pub(super) fn new(
-        inputs: usize,
-        h1: usize,
-        h2: usize,
-        x: ndarray::ArrayView2<'_, f64>,
-        y: &[f64],
-    ) -> Single {
+    /// Buffers for the network `inputs`-`h1`-`h2`-1, without rows yet ([`Single::deal`]).
+    pub(super) fn new(inputs: usize, h1: usize, h2: usize) -> Single {
         let params = h1 * inputs + h1 + h2 * h1 + h2 + h2 + 1;
-        let mut s = Single {
+        Single {
             inputs,
             blocks: 0,
             x: Vec::new(),
@@ -192,10 +187,7 @@ impl Single {
             w1t: vec![0.0; h1 * inputs],
             group: vec![[0.0; ROWS]; FLUSH * (1 + 2 * h1 + 2 * h2)],
             sums_64: vec![[0.0; ROWS]; params + 1],
-        };
-        let x = x.as_standard_layout();
-        s.deal(x.as_slice().unwrap_or_default(), y, &(0..x.nrows()).collect::<Vec<_>>());
-        s
+        }
     }
 
     /// Replaces the rows by rows `rows` of `x` (row-major, `inputs` values per row) and `y`, in that
