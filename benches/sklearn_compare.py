@@ -25,7 +25,7 @@ CPU time printed beside it), median over seeds; ratio > 1 means ours is faster. 
 Needs scikit-learn (installed here if missing: `pip install scikit-learn`).
 
 Usage: GPUMODEL_DATA_DIR=../shared/datasets python3 benches/sklearn_compare.py [--seeds 5] [--folds 10]
-       [--datasets titanx,gtx1080ti,gtx980] [--gpumodel BIN]
+       [--datasets titanx,gtx1080ti,gtx980] [--gpumodel BIN] [--extra "more gpumodel train flags"]
 """
 import argparse
 import csv
@@ -157,10 +157,10 @@ def cv(kind, x, y, fold, seed):
     return mape(pred, y)
 
 
-def ours(exe, data, folds, seeds, test, models, protocols, folds_out):
+def ours(exe, data, folds, seeds, test, models, protocols, folds_out, extra=()):
     k = lambda p: str(folds) if p in protocols else "0"
     cmd = [exe, "train", "--data", data, "--models", models, "--folds", k("random-kfold"), "--group-folds", k("group-kfold"),
-           "--seeds", str(seeds), "--no-write", "--format", "json", "--folds-out", folds_out]
+           "--seeds", str(seeds), "--no-write", "--format", "json", "--folds-out", folds_out] + list(extra)
     if not test:
         cmd.append("--no-test")
     t0 = time.perf_counter()
@@ -169,7 +169,7 @@ def ours(exe, data, folds, seeds, test, models, protocols, folds_out):
     return json.loads(out.stdout), time.perf_counter() - t0, " ".join(["gpumodel"] + shown)
 
 
-def fit_seconds(exe, data, test, repeats, one_core=False):
+def fit_seconds(exe, data, test, repeats, one_core=False, extra=()):
     """Our fit time, as `gpumodel train` reports it (one seed's whole fit on the full training set, all
     restarts), for bpann and bpann-lbfgs: the median over `repeats` runs, since one fit of a fraction of
     a second on a shared machine moves with whatever else runs. With `one_core`, the process is pinned to
@@ -178,7 +178,7 @@ def fit_seconds(exe, data, test, repeats, one_core=False):
     cpu = min(os.sched_getaffinity(0))
     pin = (lambda: os.sched_setaffinity(0, {cpu})) if one_core else None
     cmd = [exe, "train", "--data", data, "--models", "bpann,bpann-lbfgs", "--folds", "0", "--group-folds", "0",
-           "--seeds", "1", "--no-write", "--format", "json"] + ([] if test else ["--no-test"])
+           "--seeds", "1", "--no-write", "--format", "json"] + ([] if test else ["--no-test"]) + list(extra)
     runs = [json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True,
                                       preexec_fn=pin).stdout)["models"]
             for _ in range(repeats)]
@@ -196,7 +196,11 @@ def main():
                     help="our fit time is the median over this many separate fits (scikit-learn's: over its seeds)")
     ap.add_argument("--models", default="bpann,bpann-lbfgs,physical,mlr+",
                     help="our models to run (the default of `gpumodel train` adds the physical+bpann candidates)")
+    ap.add_argument("--extra", default="",
+                    help="more `gpumodel train` flags for our side, e.g. \"--batch-size 200\" (a recipe to time and "
+                         "score; they reach every run of ours, CV and fit time alike)")
     a = ap.parse_args()
+    extra = a.extra.split()
     if a.fit_repeats < 1:
         ap.error("--fit-repeats must be at least 1")
     data, exe = setup(a.gpumodel)
@@ -213,7 +217,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             fpath = os.path.join(tmp, f"{name}-folds.csv")
             o, wall, cmd = ours(exe, reg, a.folds, a.seeds if held else 1, held, a.models, a.protocols.split(","),
-                                fpath)
+                                fpath, extra)
             fold_of = read_folds(fpath, g)
         m = o["models"]
 
@@ -247,8 +251,8 @@ def main():
             for seed in range(1, 4):
                 mlp_times.append(fit_predict("mlp", x, y, x, seed)[1])
                 mlp_cpu.append(FIT_CPU[-1])
-        ft = fit_seconds(exe, reg, held, a.fit_repeats)
-        f1 = fit_seconds(exe, reg, held, a.fit_repeats, one_core=True)
+        ft = fit_seconds(exe, reg, held, a.fit_repeats, extra=extra)
+        f1 = fit_seconds(exe, reg, held, a.fit_repeats, one_core=True, extra=extra)
         sk_cpu = statistics.median(mlp_cpu)
         fit_rows.append((name, statistics.median(mlp_times), sk_cpu, ft["bpann"], f1["bpann"], ft["bpann-lbfgs"],
                          f1["bpann-lbfgs"], wall, cmd))

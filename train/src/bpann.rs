@@ -1,6 +1,7 @@
 //! The BP-ANN power model (Song et al. §5.4): standardized inputs → hidden sigmoid layers (4, 4 by
 //! default) → one linear output (power in W, standardized during training), trained by back-propagation,
-//! full batch, with Adam (default) or L-BFGS ([`Solver`]).
+//! full batch, with Adam (default) or L-BFGS ([`Solver`]); Adam optionally on mini-batches
+//! ([`BpannParams::batch_size`]).
 //!
 //! Where the gradients come from ([`Backend`]): by default our own exact back-propagation
 //! ([`crate::lbfgs::Workspace`], vectorized; f32 activations with f64 sums on the 4×4 and 8×8 networks,
@@ -26,7 +27,7 @@ use gpumodel_models::artifact::{
     Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Residual, Scaling,
 };
 use gpumodel_models::{Dataset, Fold};
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -42,12 +43,22 @@ pub struct BpannParams {
     pub seed: u64,
     /// Restarts from different initial weights; the best on the validation split is kept.
     pub restarts: usize,
-    /// Epoch budget per restart (one epoch = one full-batch Adam step).
+    /// Epoch budget per restart (one epoch = one pass over the training rows: one full-batch Adam step,
+    /// or one step per mini-batch with `batch_size`).
     pub max_epochs: usize,
     /// Early stopping: stop a restart when validation error has not improved for this many epochs.
     pub patience: usize,
-    /// Adam learning rate.
+    /// Adam learning rate of full-batch fits.
     pub learning_rate: f64,
+    /// Adam's mini-batch size: 0 for full batch (one step per epoch, as before). N > 0: every epoch
+    /// reshuffles the training rows (the restart's seeded RNG, after its initial weights) and takes one
+    /// Adam step per batch of N rows on the batch's mean loss (the last batch smaller; scikit-learn's
+    /// `batch_size`); Adam's bias correction counts steps. A training side of N rows or fewer is one
+    /// batch: full batch. The validation check still runs every 10 epochs. L-BFGS takes no batches.
+    pub batch_size: usize,
+    /// Adam learning rate of mini-batch fits (`batch_size` > 0): scikit-learn's `learning_rate_init`
+    /// by default.
+    pub batch_learning_rate: f64,
     /// Adam epsilon (burn's default is 1e-5; PyTorch and scikit-learn use 1e-8).
     pub epsilon: f64,
     /// Fraction of the training groups (kernels) held out for validation.
@@ -109,7 +120,7 @@ impl Backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Solver {
-    /// Full-batch Adam with burn's autodiff (one step = one epoch).
+    /// Adam: full batch (one step = one epoch), or one step per mini-batch ([`BpannParams::batch_size`]).
     #[default]
     Adam,
     /// Full-batch L-BFGS with a hand-written gradient (one step = one iteration, see [`crate::lbfgs`]).
@@ -148,6 +159,8 @@ impl Default for BpannParams {
             max_epochs: 2000,
             patience: 300,
             learning_rate: 0.01,
+            batch_size: 0,
+            batch_learning_rate: 1e-3,
             epsilon: 1e-8,
             validation_fraction: 0.2,
             grouped_validation: true,
@@ -297,9 +310,15 @@ struct NativeRun {
     alpha: f64,
     theta: Vec<f64>,
     g: Vec<f64>,
-    /// Adam's first and second moments (unused by L-BFGS).
+    /// Adam's first and second moments (unused by L-BFGS), and the steps taken (its bias correction's
+    /// counter: one per epoch in full batch, one per batch with mini-batches).
     m1: Vec<f64>,
     m2: Vec<f64>,
+    steps: usize,
+    /// Mini-batch Adam: the restart's RNG (after its initial weights were drawn), which reshuffles
+    /// `order`, the training rows in the current epoch's order.
+    rng: ChaCha8Rng,
+    order: Vec<usize>,
     /// L-BFGS's memory and current loss, once started.
     opt: Option<crate::lbfgs::Lbfgs>,
     f: f64,
@@ -317,7 +336,7 @@ impl NativeRun {
         layout: &crate::lbfgs::Layout,
         seed: u64,
         alpha: f64,
-        init: Vec<Dense>,
+        (init, rng): (Vec<Dense>, ChaCha8Rng),
     ) -> NativeRun {
         let theta = layout.flatten(&init);
         let np = theta.len();
@@ -329,6 +348,9 @@ impl NativeRun {
             g: vec![0.0; np],
             m1: vec![0.0; moments],
             m2: vec![0.0; moments],
+            steps: 0,
+            rng,
+            order: Vec::new(),
             opt: None,
             f: 0.0,
             stop: None,
@@ -338,17 +360,37 @@ impl NativeRun {
         }
     }
 
-    /// Runs up to `slice` more iterations; the outcome when the restart has finished.
+    /// Runs up to `slice` more iterations; the outcome when the restart has finished. `train` holds the
+    /// training rows (full batch) or is where mini-batches of `rows` (the training rows and targets)
+    /// are dealt.
+    #[allow(clippy::too_many_arguments)]
     fn advance(
         &mut self,
         p: &BpannParams,
         layout: &crate::lbfgs::Layout,
         train: &mut Workspace,
+        rows: (ArrayView2<'_, f64>, &[f64]),
         val: &mut Workspace,
         slice: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Option<Outcome> {
-        let NativeRun { seed, alpha, theta, g, m1, m2, opt, f, stop, init, done, reported } = self;
+        let NativeRun {
+            seed,
+            alpha,
+            theta,
+            g,
+            m1,
+            m2,
+            steps,
+            rng,
+            order,
+            opt,
+            f,
+            stop,
+            init,
+            done,
+            reported,
+        } = self;
         #[cfg(not(test))]
         let _ = seed;
         let max = p.max_epochs;
@@ -358,22 +400,24 @@ impl NativeRun {
             Solver::Adam => {
                 let stop = stop
                     .get_or_insert_with(|| EarlyStop::new(val.mse(theta), std::mem::take(init), p.patience));
-                let (b1, b2, eps) = (0.9_f32, 0.999_f32, p.epsilon as f32);
-                let (f1, f2) = (f64::from(1.0 - b1), f64::from(1.0 - b2));
+                let adam = Adam::new(p);
+                let batch = p.mini_batch(rows.0.nrows());
                 for epoch in *done + 1..=end {
-                    train.loss_grad_into(theta, *alpha, g);
-                    let t = i32::try_from(epoch).unwrap_or(i32::MAX);
-                    let bc2 = (1.0 - b2.powi(t)).sqrt();
-                    let step = f64::from(bc2 / (1.0 - b1.powi(t)));
-                    let floor = f64::from(eps * bc2);
-                    for (((w, gj), m), v) in
-                        theta.iter_mut().zip(g.iter()).zip(m1.iter_mut()).zip(m2.iter_mut())
-                    {
-                        // `Workspace` differentiates ½·mean((f − y)²).
-                        let gj = 2.0 * gj;
-                        *m = *m * f64::from(b1) + gj * f1;
-                        *v = *v * f64::from(b2) + gj * gj * f2;
-                        *w -= *m * step / (v.sqrt() + floor) * p.learning_rate;
+                    match batch {
+                        None => {
+                            train.loss_grad_into(theta, *alpha, g);
+                            *steps += 1;
+                            adam.step(theta, g, m1, m2, *steps);
+                        }
+                        Some(b) => {
+                            reshuffle(order, rows.0.nrows(), rng);
+                            for chunk in order.chunks(b) {
+                                train.deal(rows.0, rows.1, chunk);
+                                train.loss_grad_into(theta, *alpha, g);
+                                *steps += 1;
+                                adam.step(theta, g, m1, m2, *steps);
+                            }
+                        }
                     }
                     *done = epoch;
                     #[cfg(test)]
@@ -429,6 +473,48 @@ impl NativeRun {
         }
         None
     }
+}
+
+/// burn's Adam step (β 0.9 and 0.999, ε from the params) on burn's loss `mean((f − y)²)`, written out
+/// for the native path, at the learning rate of the fit (full batch or mini-batch).
+struct Adam {
+    b1: f32,
+    b2: f32,
+    eps: f32,
+    learning_rate: f64,
+}
+
+impl Adam {
+    fn new(p: &BpannParams) -> Adam {
+        let learning_rate = if p.batch_size > 0 { p.batch_learning_rate } else { p.learning_rate };
+        Adam { b1: 0.9, b2: 0.999, eps: p.epsilon as f32, learning_rate }
+    }
+
+    /// Step `t` (from 1) with the gradient `g` of `Workspace`'s ½·mean((f − y)²).
+    fn step(&self, theta: &mut [f64], g: &[f64], m1: &mut [f64], m2: &mut [f64], t: usize) {
+        let Adam { b1, b2, eps, learning_rate } = *self;
+        let (f1, f2) = (f64::from(1.0 - b1), f64::from(1.0 - b2));
+        let t = i32::try_from(t).unwrap_or(i32::MAX);
+        let bc2 = (1.0 - b2.powi(t)).sqrt();
+        let step = f64::from(bc2 / (1.0 - b1.powi(t)));
+        let floor = f64::from(eps * bc2);
+        for (((w, gj), m), v) in theta.iter_mut().zip(g).zip(m1.iter_mut()).zip(m2.iter_mut()) {
+            let gj = 2.0 * gj;
+            *m = *m * f64::from(b1) + gj * f1;
+            *v = *v * f64::from(b2) + gj * gj * f2;
+            *w -= *m * step / (v.sqrt() + floor) * learning_rate;
+        }
+    }
+}
+
+/// The next epoch's order of `n` training rows: `order` (the identity at the first epoch) reshuffled
+/// by `rng`, as scikit-learn reshuffles its rows every epoch. The native and the burn paths share it.
+fn reshuffle(order: &mut Vec<usize>, n: usize, rng: &mut ChaCha8Rng) {
+    use rand::seq::SliceRandom;
+    if order.len() != n {
+        *order = (0..n).collect();
+    }
+    order.shuffle(rng);
 }
 
 #[derive(Module, Debug)]
@@ -605,6 +691,15 @@ impl BpannParams {
         }
         if !(self.learning_rate > 0.0 && self.learning_rate < 10.0) {
             return bad(format!("--learning-rate {} must be in (0, 10)", self.learning_rate));
+        }
+        if !(self.batch_learning_rate > 0.0 && self.batch_learning_rate < 10.0) {
+            return bad(format!("--batch-learning-rate {} must be in (0, 10)", self.batch_learning_rate));
+        }
+        if self.batch_size > 0 && self.solver != Solver::Adam {
+            return bad(format!(
+                "--batch-size {}: mini-batches are Adam's; L-BFGS takes full batches (give --batch-size 0)",
+                self.batch_size
+            ));
         }
         if !(self.epsilon > 0.0 && self.epsilon < 1.0) {
             return bad(format!("Adam epsilon {} must be in (0, 1)", self.epsilon));
@@ -834,20 +929,19 @@ impl BpannParams {
         threads: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Vec<std::result::Result<Outcome, String>> {
-        let init =
-            |r: usize| init_layers(sizes, &mut ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(r as u64)));
+        // The restart's initial weights, and its RNG after drawing them (mini-batch Adam's shuffles).
+        let init = |r: usize| {
+            let mut rng = ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(r as u64));
+            (init_layers(sizes, &mut rng), rng)
+        };
         let jobs = self.jobs();
         if self.solver == Solver::Adam && self.backend == Backend::Burn {
-            let (zt, yt) = train;
             let (zv, yv) = val;
             let device = Device::flex().autodiff();
-            let x = tensor2(zt, &device);
-            let y =
-                Tensor::<2>::from_data(TensorData::new(yt.to_vec(), [zt.nrows(), 1]), (&device, DType::F64));
             let val_mse = |layers: &[Dense]| std_mse(layers, zv, yv);
             return jobs
                 .iter()
-                .map(|&(alpha, r)| Ok(self.adam_burn(&device, (&x, &y), alpha, init(r), &val_mse, progress)))
+                .map(|&(alpha, r)| Ok(self.adam_burn(&device, train, alpha, init(r), &val_mse, progress)))
                 .collect();
         }
         let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
@@ -871,9 +965,15 @@ impl BpannParams {
                     // reuse them after a panic.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         loop {
-                            if let Some(out) =
-                                run.advance(self, &layout, &mut tr, &mut va, self.max_epochs, progress)
-                            {
+                            if let Some(out) = run.advance(
+                                self,
+                                &layout,
+                                &mut tr,
+                                (train.0.view(), train.1),
+                                &mut va,
+                                self.max_epochs,
+                                progress,
+                            ) {
                                 return out;
                             }
                         }
@@ -937,9 +1037,17 @@ impl BpannParams {
                         // The buffers are scratch that every evaluation rewrites, so this worker may go on
                         // with the other restarts after a panic in this one.
                         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            run.advance(self, layout, &mut tr, &mut va, SLICE, &mut |u| {
-                                let _ = tx.send(Msg::Progress(u));
-                            })
+                            run.advance(
+                                self,
+                                layout,
+                                &mut tr,
+                                (train.0.view(), train.1),
+                                &mut va,
+                                SLICE,
+                                &mut |u| {
+                                    let _ = tx.send(Msg::Progress(u));
+                                },
+                            )
                         }));
                         let mut l = lock();
                         match out {
@@ -970,36 +1078,57 @@ impl BpannParams {
         outcomes.into_iter().flatten().collect()
     }
 
-    /// One restart of full-batch Adam from `init` with burn's autodiff (the general path, kept for
+    /// One restart of Adam (full batch, or mini-batches dealt as the native path deals them) from
+    /// `init` with burn's autodiff on the standardized rows `zt`, `yt` (the general path, kept for
     /// reference and for networks the native path does not cover).
     fn adam_burn(
         &self,
         device: &Device,
-        (x, y): (&Tensor<2>, &Tensor<2>),
+        (zt, yt): (&Array2<f64>, &[f64]),
         alpha: f64,
-        init: Vec<Dense>,
+        (init, mut rng): (Vec<Dense>, ChaCha8Rng),
         val_mse: &dyn Fn(&[Dense]) -> f64,
         progress: &mut dyn FnMut(u64),
     ) -> Outcome {
+        let rows = |idx: &[usize]| {
+            let x = tensor2(&zt.select(ndarray::Axis(0), idx), device);
+            let y: Vec<f64> = idx.iter().map(|&r| yt[r]).collect();
+            (x, Tensor::<2>::from_data(TensorData::new(y, [idx.len(), 1]), (device, DType::F64)))
+        };
+        let n = zt.nrows();
+        let batch = self.mini_batch(n);
+        let whole = if batch.is_none() { Some(rows(&(0..n).collect::<Vec<_>>())) } else { None };
+        let learning_rate = if self.batch_size > 0 { self.batch_learning_rate } else { self.learning_rate };
+        let mut order = Vec::new();
         let mut net = Net::from_layers(&init, device);
         let mut opt = AdamConfig::new().with_epsilon(self.epsilon as f32).init();
         let mut stop = EarlyStop::new(val_mse(&init), init, self.patience);
         let mut epochs_run = 0;
         for epoch in 1..=self.max_epochs {
-            let pred = net.forward(x.clone());
-            let diff = pred - y.clone();
-            let mut loss = (diff.clone() * diff).mean();
-            if alpha > 0.0 {
-                // The native path's penalty on the same scale: α/n·‖W‖² (weights, not biases) added to
-                // mean((f − y)²).
-                let n = x.dims()[0].max(1) as f64;
-                for l in &net.layers {
-                    let w = l.weight.val();
-                    loss = loss + (w.clone() * w).sum().mul_scalar(alpha / n);
+            let batches: Vec<(Tensor<2>, Tensor<2>)> = match (&whole, batch) {
+                (Some(xy), _) => vec![xy.clone()],
+                (None, Some(b)) => {
+                    reshuffle(&mut order, n, &mut rng);
+                    order.chunks(b).map(rows).collect()
                 }
+                (None, None) => unreachable!("full batch builds `whole`"),
+            };
+            for (x, y) in batches {
+                let pred = net.forward(x.clone());
+                let diff = pred - y;
+                let mut loss = (diff.clone() * diff).mean();
+                if alpha > 0.0 {
+                    // The native path's penalty on the same scale: α/n·‖W‖² (weights, not biases) added to
+                    // mean((f − y)²), n the rows of the batch.
+                    let n = x.dims()[0].max(1) as f64;
+                    for l in &net.layers {
+                        let w = l.weight.val();
+                        loss = loss + (w.clone() * w).sum().mul_scalar(alpha / n);
+                    }
+                }
+                let grads = GradientsParams::from_grads(loss.backward(), &net);
+                net = opt.step(learning_rate, net, grads);
             }
-            let grads = GradientsParams::from_grads(loss.backward(), &net);
-            net = opt.step(self.learning_rate, net, grads);
             epochs_run = epoch;
             if epoch % EVAL_EVERY == 0 || epoch == self.max_epochs {
                 progress(EVAL_EVERY.min(epoch) as u64);
@@ -1011,6 +1140,12 @@ impl BpannParams {
         }
         progress(((self.max_epochs - epochs_run) / EVAL_EVERY * EVAL_EVERY) as u64);
         stop.outcome(epochs_run)
+    }
+
+    /// The mini-batch size of an Adam fit on `n` training rows: None for full batch (`batch_size` 0, or
+    /// a batch of all the rows).
+    fn mini_batch(&self, n: usize) -> Option<usize> {
+        (self.batch_size > 0 && self.batch_size < n).then_some(self.batch_size)
     }
 
     /// The arithmetic a fit of the network `sizes` runs in on this CPU, for the artifact.
@@ -1180,12 +1315,6 @@ mod tests {
     #[test]
     fn native_adam_follows_burns_adam() {
         let ds = smooth(120);
-        let flat = |a: &ModelArtifact| -> Vec<f64> {
-            a.layers
-                .iter()
-                .flat_map(|d| d.weights.iter().flatten().chain(&d.bias).copied().collect::<Vec<_>>())
-                .collect()
-        };
         let mut unpenalized = Vec::new();
         for l2_grid in [None, Some(vec![0.5])] {
             let p = BpannParams {
@@ -1196,23 +1325,8 @@ mod tests {
                 l2_grid: l2_grid.clone(),
                 ..Default::default()
             };
-            let native = p.clone().check().unwrap().fit(&ds).unwrap();
-            let single =
-                BpannParams { precision: Precision::F32, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
-            let burn = BpannParams { backend: Backend::Burn, ..p.clone() }.check().unwrap().fit(&ds).unwrap();
-            let (a, b) = (flat(&native), flat(&burn));
-            assert_eq!(a.len(), b.len());
-            for (x, y) in a.iter().zip(&b) {
-                assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "{l2_grid:?}: native {x} vs burn {y}");
-            }
-            for (x, y) in flat(&single).iter().zip(&b) {
-                assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{l2_grid:?}: native f32 {x} vs burn {y}");
-            }
-            // And not trivially: 300 steps moved the weights away from their initial values, and the
-            // penalty moved them elsewhere than no penalty.
-            let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
-            let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
-            assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1);
+            let a = native_follows_burn(&ds, &p, &format!("{l2_grid:?}"));
+            // And not trivially: the penalty moved the weights elsewhere than no penalty.
             if l2_grid.is_none() {
                 unpenalized = a;
             } else {
@@ -1220,6 +1334,38 @@ mod tests {
                 assert!(apart > 1e-3, "the penalty changed nothing ({apart})");
             }
         }
+    }
+
+    /// An artifact's weights and biases, flattened.
+    fn flat(a: &ModelArtifact) -> Vec<f64> {
+        a.layers
+            .iter()
+            .flat_map(|d| d.weights.iter().flatten().chain(&d.bias).copied().collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// Fits `p` on our gradient (f64 and f32) and on burn's autodiff, checks that the fits agree (f64 to
+    /// 1e-7, f32 to 1e-5, relative to burn's weights) and that the weights moved away from their initial
+    /// values; returns the native f64 weights.
+    fn native_follows_burn(ds: &Dataset, p: &BpannParams, what: &str) -> Vec<f64> {
+        let fit = |q: BpannParams| flat(&q.check().unwrap().fit(ds).unwrap());
+        let a = fit(p.clone());
+        let single = fit(BpannParams { precision: Precision::F32, ..p.clone() });
+        let b = fit(BpannParams { backend: Backend::Burn, ..p.clone() });
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-7 * x.abs().max(1.0), "{what}: native {x} vs burn {y}");
+        }
+        for (x, y) in single.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{what}: native f32 {x} vs burn {y}");
+        }
+        let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
+        let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
+        assert!(
+            moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1,
+            "{what}: the weights did not move"
+        );
+        a
     }
 
     /// The restart tests' data: 150 smooth rows standardized, the first 100 to train on and the last
@@ -1509,5 +1655,151 @@ mod tests {
         for (x, y) in burn.iter().zip(pred.iter()) {
             assert!((x - y).abs() < 1e-9);
         }
+    }
+
+    /// Mini-batch size and step size are checked like the other parameters: one line that names the flag.
+    #[test]
+    fn bad_mini_batch_params_are_rejected_before_work() {
+        let p = BpannParams { batch_size: 200, solver: Solver::Lbfgs, ..Default::default() };
+        assert!(p.check().unwrap_err().to_string().contains("--batch-size 200"));
+        for lr in [0.0, -1.0, f64::NAN, 10.0] {
+            let p = BpannParams { batch_size: 200, batch_learning_rate: lr, ..Default::default() };
+            assert!(p.check().unwrap_err().to_string().contains("--batch-learning-rate"), "{lr}");
+        }
+        assert!(BpannParams { batch_size: 200, ..Default::default() }.check().is_ok());
+    }
+
+    /// `batch_size` 0 (the default) is full-batch Adam exactly as before mini-batches existed, and so is
+    /// a batch of all the rows: a restart's outcome equals, bit for bit, the one of the full-batch loop
+    /// as `NativeRun::advance` ran it until session 11 (written out here), in f32 and f64.
+    #[test]
+    fn full_batch_adam_is_the_loop_before_mini_batches_bit_for_bit() {
+        let (zt, zv, y) = restart_fixture();
+        let sizes = [2, 4, 4, 1];
+        let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
+        for precision in [Precision::F32, Precision::F64] {
+            let p =
+                BpannParams { restarts: 1, max_epochs: 200, patience: 60, precision, ..Default::default() };
+            let before = {
+                let init = init_layers(&sizes, &mut ChaCha8Rng::seed_from_u64(p.seed));
+                let mut tr = Workspace::with_precision(&layout, zt.view(), &y[..100], precision);
+                let mut va = Workspace::new(&layout, zv.view(), &y[100..]);
+                let mut theta = layout.flatten(&init);
+                let np = theta.len();
+                let (mut g, mut m1, mut m2) = (vec![0.0; np], vec![0.0; np], vec![0.0; np]);
+                let mut stop = EarlyStop::new(va.mse(&theta), init, p.patience);
+                let (b1, b2, eps) = (0.9_f32, 0.999_f32, p.epsilon as f32);
+                let (f1, f2) = (f64::from(1.0 - b1), f64::from(1.0 - b2));
+                let mut done = 0;
+                for epoch in 1..=p.max_epochs {
+                    tr.loss_grad_into(&theta, 0.0, &mut g);
+                    let t = i32::try_from(epoch).unwrap_or(i32::MAX);
+                    let bc2 = (1.0 - b2.powi(t)).sqrt();
+                    let step = f64::from(bc2 / (1.0 - b1.powi(t)));
+                    let floor = f64::from(eps * bc2);
+                    for (((w, gj), m), v) in
+                        theta.iter_mut().zip(g.iter()).zip(m1.iter_mut()).zip(m2.iter_mut())
+                    {
+                        let gj = 2.0 * gj;
+                        *m = *m * f64::from(b1) + gj * f1;
+                        *v = *v * f64::from(b2) + gj * gj * f2;
+                        *w -= *m * step / (v.sqrt() + floor) * p.learning_rate;
+                    }
+                    done = epoch;
+                    if (epoch % EVAL_EVERY == 0 || epoch == p.max_epochs)
+                        && stop.should_stop(epoch, va.mse(&theta), || layout.layers(&theta))
+                    {
+                        break;
+                    }
+                }
+                stop.outcome(done)
+            };
+            // A batch of all 100 rows (or more) at the full-batch step size is the full batch.
+            for (batch_size, batch_learning_rate) in
+                [(0, 1e-3), (100, p.learning_rate), (1000, p.learning_rate)]
+            {
+                let q = BpannParams { batch_size, batch_learning_rate, ..p.clone() };
+                for threads in [1, 2] {
+                    let out =
+                        q.restarts_run(&sizes, (&zt, &y[..100]), (&zv, &y[100..]), threads, &mut |_| {});
+                    assert_eq!(
+                        out,
+                        vec![Ok(before.clone())],
+                        "{precision:?}, batch {batch_size}, {threads} threads"
+                    );
+                }
+            }
+        }
+    }
+
+    /// With mini-batches a restart takes one Adam step per batch (its bias-correction counter counts
+    /// steps), deals every training row once per epoch in an order its own RNG reshuffles every epoch,
+    /// and is reproducible from its seed; and it is not the full-batch fit.
+    #[test]
+    fn mini_batch_adam_steps_per_batch_on_rows_reshuffled_every_epoch() {
+        let (zt, zv, y) = restart_fixture();
+        let sizes = [2, 4, 4, 1];
+        let layout = crate::lbfgs::Layout { sizes: sizes.to_vec() };
+        let p = BpannParams {
+            restarts: 1,
+            max_epochs: 40,
+            patience: usize::MAX,
+            batch_size: 30,
+            ..Default::default()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
+        let init = init_layers(&sizes, &mut rng);
+        let mut run = NativeRun::new(&p, &layout, p.seed, 0.0, (init, rng));
+        let mut tr = Workspace::with_precision(&layout, zt.view(), &y[..100], p.precision);
+        let mut va = Workspace::new(&layout, zv.view(), &y[100..]);
+        let mut orders = Vec::new();
+        let mut out = None;
+        for epoch in 1..=p.max_epochs {
+            out = run.advance(&p, &layout, &mut tr, (zt.view(), &y[..100]), &mut va, 1, &mut |_| {});
+            // 100 rows in batches of 30: 30, 30, 30 and 10, four steps per epoch.
+            assert_eq!(run.steps, 4 * epoch);
+            let mut sorted = run.order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..100).collect::<Vec<_>>(), "epoch {epoch}: every row once");
+            orders.push(run.order.clone());
+        }
+        assert!(orders.windows(2).all(|w| w[0] != w[1]), "reshuffled every epoch");
+        assert_ne!(orders[0], (0..100).collect::<Vec<_>>());
+        let out = out.expect("the restart ends at its epoch budget");
+        assert_eq!(out.1, p.max_epochs);
+        // The same restart through the fit's own runner: the same outcome, on one thread or two.
+        for threads in [1, 2] {
+            let again = p.restarts_run(&sizes, (&zt, &y[..100]), (&zv, &y[100..]), threads, &mut |_| {});
+            assert_eq!(again, vec![Ok(out.clone())], "{threads} threads");
+        }
+        let full = BpannParams { batch_size: 0, learning_rate: p.batch_learning_rate, ..p.clone() }
+            .restarts_run(&sizes, (&zt, &y[..100]), (&zv, &y[100..]), 1, &mut |_| {});
+        assert_ne!(full, vec![Ok(out)], "mini-batches changed nothing");
+    }
+
+    /// Mini-batch Adam on our gradient follows mini-batch Adam on burn's autodiff (the same batches:
+    /// both deal them from the restart's RNG) to rounding, as the full-batch paths do.
+    #[test]
+    fn native_mini_batch_adam_follows_burns() {
+        let ds = smooth(120);
+        let p = BpannParams {
+            restarts: 1,
+            max_epochs: 80,
+            patience: usize::MAX,
+            precision: Precision::F64,
+            batch_size: 25,
+            batch_learning_rate: 0.005,
+            ..Default::default()
+        };
+        let a = native_follows_burn(&ds, &p, "batches of 25");
+        // Not trivially: elsewhere than burn's full-batch fit at the same step size.
+        let full =
+            BpannParams { batch_size: 0, learning_rate: p.batch_learning_rate, backend: Backend::Burn, ..p };
+        let apart = a
+            .iter()
+            .zip(&flat(&full.check().unwrap().fit(&ds).unwrap()))
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
+        assert!(apart > 1e-3, "mini-batches changed nothing ({apart})");
     }
 }

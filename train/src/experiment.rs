@@ -381,6 +381,10 @@ impl CandidateSpec {
             bp.l2_grid = None;
             bp.l2_folds = 0;
         }
+        if c.kind != ModelKind::Bpann || c.solver != Solver::Adam {
+            // Mini-batches are the standalone Adam networks' (BENCHMARKS.md, issue 15, session 12).
+            bp.batch_size = 0;
+        }
         if let Some(h) = &c.hidden {
             bp.hidden = h.clone();
         }
@@ -652,14 +656,24 @@ pub struct Fitted {
 
 /// A network's recorded hyper-parameters.
 fn bpann_record(b: &BpannParams) -> serde_json::Value {
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "hidden": b.hidden, "restarts": b.restarts, "max_epochs": b.max_epochs,
         "patience": b.patience, "learning_rate": b.learning_rate, "adam_epsilon": b.epsilon,
         "l2": b.l2, "solver": b.solver.name(),
         "validation_fraction": b.validation_fraction, "validation": if b.grouped_validation { "grouped (whole kernels)" } else { "random rows" },
         "ensemble_of_restarts": b.ensemble,
         "backend": b.backend_description(),
-    })
+    });
+    if b.batch_size > 0 {
+        // Only with mini-batches, so that the records of full-batch fits are as before.
+        v["batch_size"] = b.batch_size.into();
+        v["batch_learning_rate"] = b.batch_learning_rate.into();
+        v["backend"] = b
+            .backend_description()
+            .replace("full-batch Adam", "mini-batch Adam (rows reshuffled every epoch, one step per batch)")
+            .into();
+    }
+    v
 }
 
 /// How a physical model was fitted, for the artifact's `training` record (the roofline key only when
@@ -1694,6 +1708,27 @@ mod tests {
             assert_eq!((c.spec.bpann.l2_grid.is_some(), c.spec.bpann.l2_folds > 0), (grid, grid), "{n}");
             assert_eq!(c.spec.bpann.l2, bp.l2, "{n}: the fixed α is the default");
         }
+        // Mini-batches (`--batch-size`) reach the standalone Adam networks only, and the record names them
+        // only when there are some (a full-batch record is as before).
+        let mini = BpannParams { batch_size: 200, ..bp.clone() };
+        for (n, batched) in [
+            ("bpann", true),
+            ("bpann*5", true),
+            ("bpann-lbfgs", false),
+            ("physical+bpann", false),
+            ("physical+bpann/2", false),
+            ("physical+bpann-lbfgs*5", false),
+        ] {
+            let c = CandidateSpec::new(n, &fs, &mini, &phys).unwrap();
+            assert_eq!(c.spec.bpann.batch_size, if batched { 200 } else { 0 }, "{n}");
+        }
+        assert!(bpann_record(&bp).get("batch_size").is_none());
+        let record = bpann_record(&mini);
+        assert_eq!(
+            (record["batch_size"].as_u64(), record["batch_learning_rate"].as_f64()),
+            (Some(200), Some(1e-3))
+        );
+        assert!(record["backend"].as_str().unwrap_or("").contains("mini-batch Adam"), "{record}");
         // A roofline twin needs the clocks the utilizations were measured at; with them it is its plain
         // twin's recipe (same inputs and complexity: within the 1se band the lower CV figure of the two
         // wins) on its own fit.

@@ -556,37 +556,58 @@ impl Workspace {
     ) -> Workspace {
         let n = x.nrows();
         let sizes = &layout.sizes;
-        if let [inputs, h1, h2, 1] = sizes[..]
-            && layout.fused()
-        {
-            let (fused, single) = match precision {
-                Precision::F64 => (Some(Fused::new(inputs, h1, x, y)), None),
-                Precision::F32 => (None, Some(single::Single::new(inputs, h1, h2, x, y))),
-            };
-            return Workspace {
-                sizes: sizes.clone(),
-                n,
-                x: Vec::new(),
-                y: Vec::new(),
-                acts: Vec::new(),
-                delta: Vec::new(),
-                next_delta: Vec::new(),
-                fused,
-                single,
-            };
-        }
-        let widest = sizes.iter().copied().max().unwrap_or(0);
-        Workspace {
+        let (fused, single) = match sizes[..] {
+            [inputs, h1, h2, 1] if layout.fused() => match precision {
+                Precision::F64 => (Some(Fused::new(inputs, h1)), None),
+                Precision::F32 => (None, Some(single::Single::new(inputs, h1, h2))),
+            },
+            _ => (None, None),
+        };
+        let mut w = Workspace {
             sizes: sizes.clone(),
             n,
-            x: x.t().iter().copied().collect(),
-            y: y.to_vec(),
-            acts: sizes[1..].iter().map(|&o| vec![0.0; n * o]).collect(),
-            delta: vec![0.0; n * widest],
-            next_delta: vec![0.0; n * widest],
-            fused: None,
-            single: None,
+            x: Vec::new(),
+            y: Vec::new(),
+            acts: vec![Vec::new(); sizes.len() - 1],
+            delta: Vec::new(),
+            next_delta: Vec::new(),
+            fused,
+            single,
+        };
+        w.deal(x, y, &(0..n).collect::<Vec<_>>());
+        w
+    }
+
+    /// Replaces the rows by rows `rows` of `x` and targets `y` (indices into them, in the order given):
+    /// a mini-batch, dealt into the buffers already allocated (grown if the batch is larger), in the
+    /// same layout and arithmetic. The loss and gradient are then the batch's: its mean.
+    pub fn deal(&mut self, x: ArrayView2<'_, f64>, y: &[f64], rows: &[usize]) {
+        let n = rows.len();
+        self.n = n;
+        if self.fused.is_some() || self.single.is_some() {
+            // Rows as plain slices (ndarray's row views cost more than the copy itself here); borrowed,
+            // not copied, when `x` is in standard layout, as the fits' rows are.
+            let x = x.as_standard_layout();
+            let x = x.as_slice().unwrap_or_default();
+            match (self.fused.as_mut(), self.single.as_mut()) {
+                (Some(f), _) => f.deal(x, y, rows),
+                (_, Some(s)) => s.deal(x, y, rows),
+                _ => {}
+            }
+            return;
         }
+        self.x.clear();
+        for i in 0..x.ncols() {
+            self.x.extend(rows.iter().map(|&r| x[[r, i]]));
+        }
+        self.y.clear();
+        self.y.extend(rows.iter().map(|&r| y[r]));
+        let widest = self.sizes.iter().copied().max().unwrap_or(0);
+        for (a, &o) in self.acts.iter_mut().zip(&self.sizes[1..]) {
+            a.resize(n * o, 0.0);
+        }
+        self.delta.resize(n * widest, 0.0);
+        self.next_delta.resize(n * widest, 0.0);
     }
 
     /// The loss and gradient, as [`loss_grad`] (to rounding).
@@ -875,29 +896,38 @@ struct Fused {
 }
 
 impl Fused {
-    fn new(inputs: usize, h1: usize, x: ArrayView2<'_, f64>, y: &[f64]) -> Fused {
-        let n = x.nrows();
-        let blocks = n.div_ceil(FUSED_LANES);
-        let mut xb = vec![0.0; blocks * inputs * FUSED_LANES];
-        for (r, row) in x.rows().into_iter().enumerate() {
-            let (b, l) = (r / FUSED_LANES, r % FUSED_LANES);
-            for (i, v) in row.iter().enumerate() {
-                xb[(b * inputs + i) * FUSED_LANES + l] = *v;
-            }
-        }
-        let mut yb = vec![0.0; blocks * FUSED_LANES];
-        yb[..n].copy_from_slice(&y[..n]);
-        let mut last_mask = [0.0; FUSED_LANES];
-        last_mask[..n - blocks.saturating_sub(1) * FUSED_LANES].fill(1.0);
+    /// Buffers for `inputs` inputs and `h1` first-layer units, without rows yet ([`Fused::deal`]).
+    fn new(inputs: usize, h1: usize) -> Fused {
         Fused {
             inputs,
-            blocks,
-            x: xb,
-            y: yb,
-            last_mask,
+            blocks: 0,
+            x: Vec::new(),
+            y: Vec::new(),
+            last_mask: [0.0; FUSED_LANES],
             gacc1: vec![0.0; h1 * inputs * FUSED_LANES],
             w1t: vec![0.0; h1 * inputs],
         }
+    }
+
+    /// As [`single::Single::deal`]: rows `rows` of `x` (row-major) and `y`, in that order, in these
+    /// buffers.
+    fn deal(&mut self, x: &[f64], y: &[f64], rows: &[usize]) {
+        let (n, inputs) = (rows.len(), self.inputs);
+        let blocks = n.div_ceil(FUSED_LANES);
+        self.x.clear();
+        self.x.resize(blocks * inputs * FUSED_LANES, 0.0);
+        self.y.clear();
+        self.y.resize(blocks * FUSED_LANES, 0.0);
+        for (r, &src) in rows.iter().enumerate() {
+            let (b, l) = (r / FUSED_LANES, r % FUSED_LANES);
+            for (i, v) in x[src * inputs..][..inputs].iter().enumerate() {
+                self.x[(b * inputs + i) * FUSED_LANES + l] = *v;
+            }
+            self.y[r] = y[src];
+        }
+        self.last_mask = [0.0; FUSED_LANES];
+        self.last_mask[..n - blocks.saturating_sub(1) * FUSED_LANES].fill(1.0);
+        self.blocks = blocks;
     }
 
     /// The sums over rows of the loss's data term `Σ e²` and, with `g`, of its gradient `Σ e·∂f/∂θ`
@@ -1334,6 +1364,41 @@ impl Lbfgs {
 mod tests {
     use super::*;
     use ndarray::Array2;
+
+    /// Rows dealt into a workspace (a mini-batch, in any order, smaller or larger than the rows it held)
+    /// give the loss and gradient of a workspace built on those rows, bit for bit: fused f32 and f64
+    /// kernels and the column passes.
+    #[test]
+    fn dealt_rows_give_the_loss_and_gradient_of_a_workspace_on_those_rows() {
+        let x = Array2::from_shape_fn((53, 3), |(i, j)| ((i * (5 + 2 * j)) % 13) as f64 / 6.0 - 1.0);
+        let y: Vec<f64> = (0..53).map(|i| ((i * 7) % 11) as f64 / 5.0 - 1.0).collect();
+        let batches: [Vec<usize>; 4] = [
+            (0..20).map(|i| (i * 17) % 53).collect(),
+            vec![52, 0, 7],
+            (0..53).rev().collect(),
+            (10..47).collect(),
+        ];
+        for sizes in [vec![3, 4, 4, 1], vec![3, 8, 8, 1], vec![3, 5, 2, 1]] {
+            let layout = Layout { sizes: sizes.clone() };
+            let theta: Vec<f64> =
+                (0..layout.n_params()).map(|k| ((k * 37) % 19) as f64 / 10.0 - 0.9).collect();
+            for precision in [Precision::F32, Precision::F64] {
+                let mut dealt = Workspace::with_precision(&layout, x.view(), &y, precision);
+                for rows in &batches {
+                    dealt.deal(x.view(), &y, rows);
+                    let sel = x.select(ndarray::Axis(0), rows);
+                    let ys: Vec<f64> = rows.iter().map(|&r| y[r]).collect();
+                    let mut fresh = Workspace::with_precision(&layout, sel.view(), &ys, precision);
+                    let (la, ga) = dealt.loss_grad(&theta, 0.1);
+                    let (lb, gb) = fresh.loss_grad(&theta, 0.1);
+                    let what = format!("{sizes:?} {precision:?} {} rows", rows.len());
+                    assert_eq!(la.to_bits(), lb.to_bits(), "{what}");
+                    assert!(ga.iter().zip(&gb).all(|(a, b)| a.to_bits() == b.to_bits()), "{what}");
+                    assert_eq!(dealt.mse(&theta).to_bits(), fresh.mse(&theta).to_bits(), "{what}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn gradient_matches_finite_differences() {

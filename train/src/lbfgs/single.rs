@@ -175,39 +175,47 @@ unsafe fn add4<'a, B: Block32>(blocks: impl Iterator<Item = &'a [[f32; ROWS]]>, 
 }
 
 impl Single {
-    pub(super) fn new(
-        inputs: usize,
-        h1: usize,
-        h2: usize,
-        x: ndarray::ArrayView2<'_, f64>,
-        y: &[f64],
-    ) -> Single {
-        let n = x.nrows();
-        let blocks = n.div_ceil(ROWS);
-        let mut xb = vec![[0.0; ROWS]; blocks * inputs];
-        for (r, row) in x.rows().into_iter().enumerate() {
-            let (b, l) = (r / ROWS, r % ROWS);
-            for (i, v) in row.iter().enumerate() {
-                xb[b * inputs + i][l] = *v as f32;
-            }
-        }
-        let mut yb = vec![[0.0; ROWS]; blocks];
-        for (r, v) in y[..n].iter().enumerate() {
-            yb[r / ROWS][r % ROWS] = *v as f32;
-        }
-        let mut last_mask = [0.0; ROWS];
-        last_mask[..n - blocks.saturating_sub(1) * ROWS].fill(1.0);
+    /// Buffers for the network `inputs`-`h1`-`h2`-1, without rows yet ([`Single::deal`]).
+    pub(super) fn new(inputs: usize, h1: usize, h2: usize) -> Single {
         let params = h1 * inputs + h1 + h2 * h1 + h2 + h2 + 1;
         Single {
             inputs,
-            blocks,
-            x: xb,
-            y: yb,
-            last_mask,
+            blocks: 0,
+            x: Vec::new(),
+            y: Vec::new(),
+            last_mask: [0.0; ROWS],
             w1t: vec![0.0; h1 * inputs],
             group: vec![[0.0; ROWS]; FLUSH * (1 + 2 * h1 + 2 * h2)],
             sums_64: vec![[0.0; ROWS]; params + 1],
         }
+    }
+
+    /// Replaces the rows by rows `rows` of `x` (row-major, `inputs` values per row) and `y`, in that
+    /// order (a mini-batch), in the buffers already allocated where they are large enough.
+    pub(super) fn deal(&mut self, x: &[f64], y: &[f64], rows: &[usize]) {
+        let (n, inputs) = (rows.len(), self.inputs);
+        let blocks = n.div_ceil(ROWS);
+        // Every lane is written below but the last block's padding, zeroed here (as a fresh buffer's).
+        self.x.resize(blocks * inputs, [0.0; ROWS]);
+        self.y.resize(blocks, [0.0; ROWS]);
+        let real = n - blocks.saturating_sub(1) * ROWS;
+        if let (Some(xl), Some(yl)) = (self.x.rchunks_exact_mut(inputs).next(), self.y.last_mut()) {
+            for v in xl.iter_mut().chain([yl]) {
+                v[real..].fill(0.0);
+            }
+        }
+        for ((xb, yb), chunk) in self.x.chunks_exact_mut(inputs).zip(self.y.iter_mut()).zip(rows.chunks(ROWS))
+        {
+            for (l, &src) in chunk.iter().enumerate() {
+                for (xi, v) in xb.iter_mut().zip(&x[src * inputs..(src + 1) * inputs]) {
+                    xi[l] = *v as f32;
+                }
+                yb[l] = y[src] as f32;
+            }
+        }
+        self.last_mask = [0.0; ROWS];
+        self.last_mask[..real].fill(1.0);
+        self.blocks = blocks;
     }
 
     /// As [`super::Fused`]'s `sums`: `Σ e²` over the rows and, with `g`, `Σ e·∂f/∂θ` into `g`.
