@@ -32,6 +32,7 @@ import csv
 import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -200,7 +201,7 @@ def main():
                     help="more `gpumodel train` flags for our side, e.g. \"--batch-size 200\" (a recipe to time and "
                          "score; they reach every run of ours, CV and fit time alike)")
     a = ap.parse_args()
-    extra = a.extra.split()
+    extra = shlex.split(a.extra)
     if a.fit_repeats < 1:
         ap.error("--fit-repeats must be at least 1")
     data, exe = setup(a.gpumodel)

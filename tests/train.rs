@@ -1036,26 +1036,7 @@ fn l2_auto_is_recorded_on_the_standalone_networks_only_and_bad_values_are_one_li
     );
     assert!(!out.exists(), "nothing may be written on bad input");
 
-    json(&[
-        "train",
-        "--models",
-        "bpann-lbfgs,physical+bpann-lbfgs",
-        "--l2",
-        "auto",
-        "--restarts",
-        "1",
-        "--epochs",
-        "60",
-        "--folds",
-        "0",
-        "--group-folds",
-        "0",
-        "--no-test",
-        "--format",
-        "json",
-        "--out-dir",
-        o,
-    ]);
+    quick_fit("bpann-lbfgs,physical+bpann-lbfgs", &["--l2", "auto"], 60, o);
     let net = gpumodel_models_artifact(&out.join("titanx-bpann-lbfgs.json"));
     let rec = &net["training"]["bpann"];
     let grid: Vec<f64> = rec["l2_grid"].as_array().unwrap().iter().map(|a| a.as_f64().unwrap()).collect();
@@ -1066,4 +1047,40 @@ fn l2_auto_is_recorded_on_the_standalone_networks_only_and_bad_values_are_one_li
     let resid = gpumodel_models_artifact(&out.join("titanx-physical-bpann-lbfgs.json"));
     let rec = &resid["training"]["bpann"];
     assert_eq!((rec["l2"].as_f64(), rec.get("l2_grid")), (Some(1e-4), None), "{rec}");
+}
+
+/// `--batch-size` reaches the standalone Adam network only: its artifact records the batch, the
+/// `physical+bpann` network's records none; with no standalone Adam candidate the flag is one clear
+/// line and nothing is written.
+#[test]
+fn batch_size_is_recorded_on_the_standalone_adam_network_only_and_needs_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let o = out.to_str().unwrap();
+    fails_with(
+        &["train", "--batch-size", "200", "--models", "bpann-lbfgs,physical+bpann", "--out-dir", o],
+        "no candidate is one: add bpann to --models or drop --batch-size",
+    );
+    assert!(!out.exists(), "nothing may be written on bad input");
+
+    quick_fit("bpann,physical+bpann", &["--batch-size", "200"], 20, o);
+    let rec = &gpumodel_models_artifact(&out.join("titanx-bpann.json"))["training"]["bpann"];
+    assert_eq!(
+        (rec["batch_size"].as_u64(), rec["batch_learning_rate"].as_f64()),
+        (Some(200), Some(1e-3)),
+        "{rec}"
+    );
+    assert!(rec["backend"].as_str().unwrap().contains("batches of 200 rows"), "{rec}");
+    let resid = &gpumodel_models_artifact(&out.join("titanx-physical-bpann.json"))["training"]["bpann"];
+    assert_eq!(resid.get("batch_size"), None, "{resid}");
+}
+
+/// A short Titan X fit of `models` with `flags` (one restart, `epochs` epochs, no CV, no held-out file)
+/// whose artifacts go to `out`.
+fn quick_fit(models: &str, flags: &[&str], epochs: usize, out: &str) {
+    let epochs = epochs.to_string();
+    let mut args = vec!["train", "--models", models, "--restarts", "1", "--epochs", &epochs];
+    args.extend_from_slice(flags);
+    args.extend(["--folds", "0", "--group-folds", "0", "--no-test", "--format", "json", "--out-dir", out]);
+    json(&args);
 }

@@ -222,6 +222,7 @@ pub struct AdamArgs {
     /// training rows (each restart's own seeded RNG) and takes one Adam step per batch of N rows (the
     /// last one smaller), as scikit-learn's MLPRegressor does with N = 200; early stopping is checked
     /// every 10 epochs on the validation split as before. 0 (default): full batch, one step per epoch.
+    /// A training side of N rows or fewer is one full batch (unshuffled) at --batch-learning-rate.
     /// L-BFGS and the `physical+bpann…` networks keep full batches. Opt-in: with 0.001 and with 0.01 it
     /// fails the accuracy rule on the NV-DVFS files and does not win the GTX 980 grouped cell against
     /// scikit-learn (BENCHMARKS.md, issue 15, session 12).

@@ -670,7 +670,13 @@ fn bpann_record(b: &BpannParams) -> serde_json::Value {
         v["batch_learning_rate"] = b.batch_learning_rate.into();
         v["backend"] = b
             .backend_description()
-            .replace("full-batch Adam", "mini-batch Adam (rows reshuffled every epoch, one step per batch)")
+            .replace(
+                "full-batch Adam",
+                &format!(
+                    "Adam on batches of {} rows reshuffled every epoch, one step per batch (a training side of that many rows or fewer: one full batch, unshuffled)",
+                    b.batch_size
+                ),
+            )
             .into();
     }
     v

@@ -582,13 +582,15 @@ impl Workspace {
     /// a mini-batch, dealt into the buffers already allocated (grown if the batch is larger), in the
     /// same layout and arithmetic. The loss and gradient are then the batch's: its mean.
     pub fn deal(&mut self, x: ArrayView2<'_, f64>, y: &[f64], rows: &[usize]) {
+        debug_assert_eq!(x.ncols(), self.sizes[0], "one column per input");
+        debug_assert_eq!(x.nrows(), y.len(), "one target per row");
         let n = rows.len();
         self.n = n;
         if self.fused.is_some() || self.single.is_some() {
             // Rows as plain slices (ndarray's row views cost more than the copy itself here); borrowed,
             // not copied, when `x` is in standard layout, as the fits' rows are.
             let x = x.as_standard_layout();
-            let x = x.as_slice().unwrap_or_default();
+            let x = x.as_slice().expect("a standard-layout array is one slice");
             match (self.fused.as_mut(), self.single.as_mut()) {
                 (Some(f), _) => f.deal(x, y, rows),
                 (_, Some(s)) => s.deal(x, y, rows),
