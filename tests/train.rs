@@ -1070,7 +1070,7 @@ fn batch_size_is_recorded_on_the_standalone_adam_network_only_and_needs_one() {
         (Some(200), Some(1e-3)),
         "{rec}"
     );
-    assert!(rec["backend"].as_str().unwrap().contains("batches of 200 rows"), "{rec}");
+    assert!(rec["backend"].as_str().unwrap().contains("mini-batch Adam (batches of 200 rows"), "{rec}");
     let resid = &gpumodel_models_artifact(&out.join("titanx-physical-bpann.json"))["training"]["bpann"];
     assert_eq!(resid.get("batch_size"), None, "{resid}");
 }

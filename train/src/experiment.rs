@@ -673,8 +673,8 @@ fn bpann_record(b: &BpannParams) -> serde_json::Value {
             .replace(
                 "full-batch Adam",
                 &format!(
-                    "Adam on batches of {} rows reshuffled every epoch, one step per batch (a training side of that many rows or fewer: one full batch, unshuffled)",
-                    b.batch_size
+                    "mini-batch Adam (batches of {n} rows reshuffled every epoch, one step per batch; a training side of {n} rows or fewer: one unshuffled full batch)",
+                    n = b.batch_size
                 ),
             )
             .into();
