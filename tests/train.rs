@@ -1075,6 +1075,10 @@ fn batch_size_is_recorded_on_the_standalone_adam_network_only_and_needs_one() {
     assert_eq!(resid.get("batch_size"), None, "{resid}");
 }
 
+/// `--target log` reaches the standalone networks only: their artifact records the log target (field
+/// and `training.bpann.target`), a `physical+bpann` network's records none, and a default fit neither;
+/// with no standalone network, or a power that is not positive, it is one clear line and nothing is
+/// written.
 #[test]
 fn log_target_is_applied_to_the_standalone_networks_only_and_bad_input_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
