@@ -121,7 +121,8 @@ pub struct Args {
     /// `watts` (default; power, standardized) or `log` (ln(power), standardized: its squared error is
     /// about the squared relative error MAPE scores; the artifact records it and predicts exp of the
     /// network's output, in watts). Needs a positive power on every training row. `physical+bpann…`
-    /// networks are not affected (see --residual).
+    /// networks are not affected (see --residual). Opt-in: judged by grouped and random CV on the three
+    /// registry datasets and not adopted (BENCHMARKS.md, issue 15, session 12).
     #[arg(long, value_enum, default_value_t = TargetArg::Watts)]
     pub target: TargetArg,
     /// Whether the network of every `physical+bpann…` candidate is trusted only near its training
