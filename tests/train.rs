@@ -1075,6 +1075,46 @@ fn batch_size_is_recorded_on_the_standalone_adam_network_only_and_needs_one() {
     assert_eq!(resid.get("batch_size"), None, "{resid}");
 }
 
+/// `--target log` reaches the standalone networks only: their artifact records the log target (field
+/// and `training.bpann.target`), a `physical+bpann` network's records none, and a default fit neither;
+/// with no standalone network, or a power that is not positive, it is one clear line and nothing is
+/// written.
+#[test]
+fn log_target_is_applied_to_the_standalone_networks_only_and_bad_input_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let o = out.to_str().unwrap();
+    fails_with(
+        &["train", "--target", "log", "--models", "physical+bpann,mlr", "--out-dir", o],
+        "no candidate is one: add one to --models (e.g. bpann-lbfgs) or drop --target",
+    );
+    assert!(!out.exists(), "nothing may be written on bad input");
+    let zero = dir.path().join("zero.csv");
+    let mut s = String::from("kernel,power_w,a\n");
+    for i in 0..30 {
+        s += &format!("k{},{},{}\n", i % 5, if i == 12 { 0 } else { 100 + i }, i);
+    }
+    std::fs::write(&zero, &s).unwrap();
+    let fs_a = dir.path().join("a.toml");
+    std::fs::write(&fs_a, "name = 'a'\ninputs = ['a']\n").unwrap();
+    let (data, feats) = (zero.to_str().unwrap(), fs_a.to_str().unwrap());
+    let args = ["train", "--target", "log", "--models", "bpann", "--data", data, "--features", feats];
+    fails_with(&[&args[..], &["--out-dir", o]].concat(), "row 13 of the training data has power 0 W");
+    assert!(!out.exists(), "nothing may be written on bad input");
+
+    quick_fit("bpann-lbfgs,physical+bpann", &["--target", "log"], 20, o);
+    let net = gpumodel_models_artifact(&out.join("titanx-bpann-lbfgs.json"));
+    assert_eq!(net["target_transform"], "log");
+    assert!(net["training"]["bpann"]["target"].as_str().unwrap().starts_with("log: "), "{net}");
+    let resid = gpumodel_models_artifact(&out.join("titanx-physical-bpann.json"));
+    assert_eq!((resid.get("target_transform"), resid["training"]["bpann"].get("target")), (None, None));
+    // The default fits watts and records nothing new.
+    let watts = dir.path().join("w");
+    quick_fit("bpann", &[], 20, watts.to_str().unwrap());
+    let plain = gpumodel_models_artifact(&watts.join("titanx-bpann.json"));
+    assert_eq!((plain.get("target_transform"), plain["training"]["bpann"].get("target")), (None, None));
+}
+
 /// A short Titan X fit of `models` with `flags` (one restart, `epochs` epochs, no CV, no held-out file)
 /// whose artifacts go to `out`.
 fn quick_fit(models: &str, flags: &[&str], epochs: usize, out: &str) {

@@ -456,6 +456,37 @@ pub struct ModelArtifact {
     /// relative.
     #[serde(default, skip_serializing_if = "Residual::is_absolute")]
     pub residual: Residual,
+    /// What a standalone network was fitted to: power in watts (`identity`, the default, and every
+    /// artifact written before the field existed) or ln(power) (`log`, `train --target log`: the
+    /// prediction is exp of the un-standardized network output). Written only when `log`.
+    #[serde(default, skip_serializing_if = "TargetTransform::is_identity")]
+    pub target_transform: TargetTransform,
+}
+
+/// What a network's standardized output is, before un-standardizing ([`ModelArtifact::target_transform`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetTransform {
+    /// Power (W).
+    #[default]
+    Identity,
+    /// ln(power / W).
+    Log,
+}
+
+impl TargetTransform {
+    pub fn is_identity(&self) -> bool {
+        *self == TargetTransform::Identity
+    }
+
+    /// The power (W) of an un-standardized network output `y`.
+    #[inline(always)]
+    pub fn invert(self, y: f64) -> f64 {
+        match self {
+            TargetTransform::Identity => y,
+            TargetTransform::Log => y.exp(),
+        }
+    }
 }
 
 /// How a residual network's output combines with its physical model ([`ModelArtifact::residual`]).
@@ -586,6 +617,12 @@ impl ModelArtifact {
                 self.kind.name()
             )));
         }
+        if self.target_transform != TargetTransform::Identity && self.kind != ModelKind::Bpann {
+            return Err(Error::Mismatch(format!(
+                "a {} artifact cannot have a log target: only a standalone bpann network is fitted to ln(power)",
+                self.kind.name()
+            )));
+        }
         if self.kind == ModelKind::Physical {
             if !self.layers.is_empty() {
                 return Err(Error::Mismatch("a physical artifact has no network layers".into()));
@@ -707,7 +744,7 @@ impl ModelArtifact {
             width = layer.bias.len();
             std::mem::swap(&mut cur, &mut next);
         }
-        cur[0] * self.target_scaling.std[0] + self.target_scaling.mean[0]
+        self.target_transform.invert(cur[0] * self.target_scaling.std[0] + self.target_scaling.mean[0])
     }
 
     fn predict_one_alloc(&self, x: &[f64]) -> f64 {
@@ -726,7 +763,7 @@ impl ModelArtifact {
                 })
                 .collect();
         }
-        h[0] * self.target_scaling.std[0] + self.target_scaling.mean[0]
+        self.target_transform.invert(h[0] * self.target_scaling.std[0] + self.target_scaling.mean[0])
     }
 
     /// Predicts every row of `records` (columns in the order of `inputs`).
@@ -821,8 +858,17 @@ impl ModelArtifact {
                 width = layer.bias.len();
                 std::mem::swap(&mut cur, &mut next);
             }
-            for r in 0..m {
-                out[start + r] = cur[0][r] * t_std + t_mean;
+            match self.target_transform {
+                TargetTransform::Identity => {
+                    for r in 0..m {
+                        out[start + r] = cur[0][r] * t_std + t_mean;
+                    }
+                }
+                TargetTransform::Log => {
+                    for r in 0..m {
+                        out[start + r] = (cur[0][r] * t_std + t_mean).exp();
+                    }
+                }
             }
             start += m;
         }
@@ -866,6 +912,7 @@ mod tests {
             training: serde_json::Value::Null,
             arithmetic: None,
             residual: Residual::Absolute,
+            target_transform: Default::default(),
             physical: Some(PhysicalTerms {
                 core_clock: "core_mhz".into(),
                 mem_clock: "mem_mhz".into(),
@@ -1142,8 +1189,47 @@ mod tests {
             training: serde_json::Value::Null,
             arithmetic: None,
             residual: Residual::Absolute,
+            target_transform: Default::default(),
             physical: None,
         }
+    }
+
+    /// A log-target network predicts exp of its un-standardized output, on every path; the field is
+    /// written only when `log`, an artifact without it (every older one) is the identity, and only a
+    /// standalone network may carry it.
+    #[test]
+    fn a_log_target_predicts_exp_of_the_network_and_is_optional() {
+        let watts = tiny();
+        let log = ModelArtifact {
+            target_scaling: Scaling { mean: vec![4.5], std: vec![0.3] },
+            target_transform: TargetTransform::Log,
+            ..watts.clone()
+        };
+        let x = ndarray::Array2::from_shape_fn((19, 2), |(i, j)| {
+            (i as f64 * 0.41 - 4.0) * (1.0 - 1.7 * j as f64)
+        });
+        let batch = log.predict(x.view());
+        for (r, row) in x.rows().into_iter().enumerate() {
+            // By hand: z = ((a − 1)/2, b), h = σ(z0 − z1), output 2h − 1, then 4.5 + 0.3·output.
+            let (z0, z1) = ((row[0] - 1.0) / 2.0, row[1]);
+            let h = 1.0 / (1.0 + (-(z0 - z1)).exp());
+            let want = (4.5 + 0.3 * (2.0 * h - 1.0)).exp();
+            for got in [batch[r], log.predict_one(&row.to_vec()), log.predict_one_alloc(&row.to_vec())] {
+                assert!((got - want).abs() < 1e-9 * want, "row {r}: {got} vs {want}");
+            }
+        }
+        let text = serde_json::to_string(&watts).unwrap();
+        assert!(!text.contains("target_transform"), "{text}");
+        assert_eq!(
+            ModelArtifact::from_json_str(&text, "old.json").unwrap().target_transform,
+            TargetTransform::Identity
+        );
+        let text = serde_json::to_string(&log).unwrap();
+        assert!(text.contains(r#""target_transform":"log""#), "{text}");
+        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), log);
+        let bad = ModelArtifact { target_transform: TargetTransform::Log, ..physical_with_linear_net() };
+        let e = bad.check().unwrap_err().to_string();
+        assert!(e.contains("cannot have a log target"), "{e}");
     }
 
     #[test]

@@ -117,6 +117,14 @@ pub struct Args {
     /// training data (BENCHMARKS.md, issue 15, session 10).
     #[arg(long, value_enum)]
     pub residual: Option<PhysicalFitArg>,
+    /// What the standalone networks (`bpann…`, both solvers, ensembles and variants) are fitted to:
+    /// `watts` (default; power, standardized) or `log` (ln(power), standardized: its squared error is
+    /// about the squared relative error MAPE scores; the artifact records it and predicts exp of the
+    /// network's output, in watts). Needs a positive power on every training row. `physical+bpann…`
+    /// networks are not affected (see --residual). Opt-in: judged by grouped and random CV on the three
+    /// registry datasets and not adopted (BENCHMARKS.md, issue 15, session 12).
+    #[arg(long, value_enum, default_value_t = TargetArg::Watts)]
+    pub target: TargetArg,
     /// Whether the network of every `physical+bpann…` candidate is trusted only near its training
     /// kernels: `nearest` multiplies its output by g = min(1, (τ/d)²), d = the distance from the row's
     /// standardized activity inputs to the nearest training kernel's mean, τ = the largest distance
@@ -245,6 +253,22 @@ impl From<ValidationArg> for Validation {
         match v {
             ValidationArg::Group => Validation::GroupKfold,
             ValidationArg::Cluster => Validation::ClusterKfold,
+        }
+    }
+}
+
+/// `--target` values: what a standalone network is fitted to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetArg {
+    Watts,
+    Log,
+}
+
+impl From<TargetArg> for gpumodel_models::artifact::TargetTransform {
+    fn from(a: TargetArg) -> Self {
+        match a {
+            TargetArg::Watts => gpumodel_models::artifact::TargetTransform::Identity,
+            TargetArg::Log => gpumodel_models::artifact::TargetTransform::Log,
         }
     }
 }
@@ -567,6 +591,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ensemble: args.ensemble,
         solver: Solver::Adam,
         backend: args.backend.into(),
+        target: args.target.into(),
         ..BpannParams::default()
     }
     .check()?;
@@ -666,6 +691,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut candidates =
         names.iter().map(|n| CandidateSpec::new(n, &fs, &bp, &phys)).collect::<Result<Vec<_>, _>>()?;
+    if args.target == TargetArg::Log && !candidates.iter().any(|c| c.spec.kind == ModelKind::Bpann) {
+        // A fit option that would change nothing must not look as if it had been applied.
+        bail!(
+            "--target log applies to the standalone networks (`bpann…`), and no candidate is one: add one to --models (e.g. bpann-lbfgs) or drop --target"
+        );
+    }
     let residual_nets: Vec<&mut CandidateSpec> =
         candidates.iter_mut().filter(|c| c.spec.kind == ModelKind::PhysicalBpann).collect();
     for (flag, given) in [("--residual", args.residual.is_some()), ("--gate", args.gate.is_some())] {
@@ -693,6 +724,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let train = dataset(&mut train_opened.imported.table, &data_fs)
         .with_context(|| format!("training data {}", train_info.name))?;
+    if args.target == TargetArg::Log {
+        gpumodel_train::check_log_target(&train)
+            .with_context(|| format!("training data {}", train_info.name))?;
+    }
     // A constant feature-set input carries no information; catch it before any work. (The physical
     // model's own activity inputs may be constant: its non-negative fit then gives them β = 0.)
     if let Some((name, v)) = train.select_features(&fs.inputs)?.constant_inputs().into_iter().next() {

@@ -25,6 +25,7 @@ use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
 use gpumodel_models::artifact::{
     Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Residual, Scaling,
+    TargetTransform,
 };
 use gpumodel_models::{Dataset, Fold};
 use ndarray::{Array2, ArrayView2};
@@ -93,6 +94,10 @@ pub struct BpannParams {
     /// The arithmetic of the native training gradient (the validation error is always computed in
     /// f64): f32 activations with f64 sums (default; several times faster) or f64 throughout.
     pub precision: Precision,
+    /// What the network is fitted to: power in watts (`Identity`, the default) or ln(power) (`Log`,
+    /// `train --target log`; the standardization is then ln(power)'s, and so are the validation error,
+    /// early stopping and the restart choice). The artifact records it and predicts in watts either way.
+    pub target: TargetTransform,
 }
 
 /// Where the full-batch Adam steps run.
@@ -172,6 +177,7 @@ impl Default for BpannParams {
             l2_folds: 0,
             backend: Backend::Native,
             precision: Precision::F32,
+            target: TargetTransform::Identity,
         }
     }
 }
@@ -182,7 +188,7 @@ pub struct RestartReport {
     pub seed: u64,
     pub epochs_run: usize,
     pub best_epoch: usize,
-    /// Validation RMSE (W) of the kept weights of this restart.
+    /// Validation RMSE (W; in ln W under a log target) of the kept weights of this restart.
     pub validation_rmse_w: f64,
     /// The L2 penalty α its gradient used (0 for Adam with a fixed `l2`, which Adam does not use).
     pub l2: f64,
@@ -664,6 +670,7 @@ fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
         physical: None,
         arithmetic: None,
         residual: Default::default(),
+        target_transform: Default::default(),
     };
     art.predict(z.view()).to_vec()
 }
@@ -745,6 +752,9 @@ impl BpannParams {
                 "the BP-ANN needs at least 10 training rows; the data has {}",
                 ds.n_rows()
             )));
+        }
+        if self.target == TargetTransform::Log {
+            return self.fit_log(ds, progress);
         }
         ds.check_finite("training data")?;
         if let Some(grid) = self.l2_grid.as_ref().filter(|g| g.len() > 1)
@@ -857,8 +867,22 @@ impl BpannParams {
             physical: None,
             arithmetic: Some(self.arithmetic(&sizes)),
             residual: Default::default(),
+            target_transform: Default::default(),
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups, l2_choice })
+    }
+
+    /// The fit of ln(power): the same fit on `ds` with its targets replaced by their logarithms, whose
+    /// artifact then predicts exp of the network's (un-standardized) output. Every power must be
+    /// positive.
+    fn fit_log(&self, ds: &Dataset, progress: &mut dyn FnMut(u64)) -> Result<BpannFit> {
+        check_log_target(ds)?;
+        let mut logs = ds.clone();
+        logs.targets.mapv_inplace(f64::ln);
+        let inner = BpannParams { target: TargetTransform::Identity, ..self.clone() };
+        let mut fit = inner.fit_report(&logs, progress)?;
+        fit.artifact.target_transform = TargetTransform::Log;
+        Ok(fit)
     }
 
     /// The inner folds α is chosen by on `ds`: `l2_folds`, at most one per kernel (row, under random-row
@@ -1206,6 +1230,19 @@ impl BpannParams {
     }
 }
 
+/// Checks that every power of `ds` can be fitted as ln(power): finite and positive. The error names the
+/// first bad row and says what to do.
+pub fn check_log_target(ds: &Dataset) -> Result<()> {
+    match ds.targets.iter().position(|y| !(y.is_finite() && *y > 0.0)) {
+        None => Ok(()),
+        Some(i) => Err(Error::Invalid(format!(
+            "--target log fits ln(power), but row {} of the training data has power {} W: remove the rows whose power is not a positive number, or use --target watts",
+            i + 1,
+            ds.targets[i]
+        ))),
+    }
+}
+
 /// Evaluates an artifact's network with burn (Flex backend, f64), for checking that burn's forward pass
 /// and `ModelArtifact::predict` agree. `records` are raw inputs in the artifact's input order. A residual
 /// gate (`physical.residual_gate`, `train --gate nearest`) is not applied: for a gated artifact this is
@@ -1227,6 +1264,7 @@ pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64>
         .map(|(i, y)| {
             let net = y * s + m;
             match (&base, artifact.residual) {
+                (None, _) if artifact.target_transform == TargetTransform::Log => net.exp(),
                 (None, _) => net,
                 (Some(b), Residual::Absolute) => b[i] + net,
                 (Some(b), Residual::Relative) => b[i] * (1.0 + net),
@@ -1253,6 +1291,36 @@ mod tests {
             feature_names: vec!["a".into(), "b".into()],
             target_name: "power_w".into(),
             groups: (0..n).map(|i| format!("g{}", i % 10)).collect(),
+        }
+    }
+
+    /// `Log` is the fit of ln(power) with everything else unchanged: the same network and scalings as
+    /// the watts fit of the logged data, marked so that it predicts exp of its output. A power that is
+    /// not positive is one line that says what to do.
+    #[test]
+    fn a_log_target_fits_the_logarithm_and_refuses_non_positive_power() {
+        let ds = smooth(120);
+        let p = BpannParams { restarts: 2, max_epochs: 200, ..Default::default() };
+        let log = BpannParams { target: TargetTransform::Log, ..p.clone() }.fit(&ds).unwrap();
+        let mut logged = ds.clone();
+        logged.targets.mapv_inplace(f64::ln);
+        let plain = p.fit(&logged).unwrap();
+        assert_eq!(log.target_transform, TargetTransform::Log);
+        assert_eq!((&log.layers, &log.target_scaling), (&plain.layers, &plain.target_scaling));
+        // Standardized by ln(power)'s own mean: between ln 60 and ln 160.
+        assert!((60f64.ln()..160f64.ln()).contains(&log.target_scaling.mean[0]), "{:?}", log.target_scaling);
+        let got = log.predict(ds.records.view());
+        let net = plain.predict(ds.records.view());
+        for (g, n) in got.iter().zip(net.iter()) {
+            assert_eq!(*g, n.exp());
+        }
+        for bad in [0.0, -3.0, f64::INFINITY, f64::NAN] {
+            let mut d = ds.clone();
+            d.targets[7] = bad;
+            let e =
+                BpannParams { target: TargetTransform::Log, ..p.clone() }.fit(&d).unwrap_err().to_string();
+            assert!(e.contains("row 8") && e.contains("--target watts"), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
         }
     }
 

@@ -11,7 +11,7 @@ use crate::selection::{
     Complexity, FoldFigures, Rule, Scored, Validation, choose, fold_figures, fold_mape, seed_averaged,
 };
 use crate::{Error, Result};
-use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual};
+use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual, TargetTransform};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::{self, Locator, Opened};
@@ -380,6 +380,9 @@ impl CandidateSpec {
             // `physical+bpann…` network keeps the fixed `l2`.
             bp.l2_grid = None;
             bp.l2_folds = 0;
+            // ln(power) is the standalone networks' target (BENCHMARKS.md, issue 15, session 12): a
+            // `physical+bpann…` network fits its residual (relative by default) as before.
+            bp.target = TargetTransform::Identity;
         }
         if c.kind != ModelKind::Bpann || c.solver != Solver::Adam {
             // Mini-batches are the standalone Adam networks' (BENCHMARKS.md, issue 15, session 12).
@@ -664,6 +667,10 @@ fn bpann_record(b: &BpannParams) -> serde_json::Value {
         "ensemble_of_restarts": b.ensemble,
         "backend": b.backend_description(),
     });
+    if b.target == TargetTransform::Log {
+        // Only with a log target, so that the records of fits in watts are as before.
+        v["target"] = "log: the network fits ln(power), standardized; the model predicts exp(output); its validation errors (early stopping, restart choice, any l2_validation_rmse_w) are in ln(W)".into();
+    }
     if b.batch_size > 0 {
         // Only with mini-batches, so that the records of full-batch fits are as before.
         v["batch_size"] = b.batch_size.into();
@@ -1787,6 +1794,7 @@ mod tests {
             physical: None,
             arithmetic: None,
             residual: Default::default(),
+            target_transform: Default::default(),
         };
         let half = scale_residual(&a, 0.5);
         for x in [-1.0, 0.0, 2.5] {

@@ -34,7 +34,7 @@ pub mod mlr;
 pub mod physical;
 pub mod selection;
 
-pub use bpann::{BpannParams, Solver, burn_forward};
+pub use bpann::{BpannParams, Solver, burn_forward, check_log_target};
 
 pub use eval::{ModelSpec, Protocol, correlation_ranking, cross_validate, evaluate};
 pub use metrics::{KernelError, Metrics};

@@ -310,6 +310,7 @@ impl PhysicalParams {
             physical: Some(terms),
             arithmetic: None,
             residual: Default::default(),
+            target_transform: Default::default(),
         };
         artifact.check()?;
         Ok(PhysicalFit { artifact, iterations, training_rmse_w: (sse / n as f64).sqrt() })
