@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import statistics
 import sys
 import tempfile
@@ -32,7 +33,7 @@ def run_ours(exe, reg, models, folds, seed, folds_out, extra):
     import subprocess
     cmd = [exe, "train", "--data", reg, "--models", models, "--folds", str(folds), "--group-folds", str(folds),
            "--seed", str(seed), "--seeds", "1", "--no-test", "--no-write", "--format", "json",
-           "--folds-out", folds_out] + extra.split()
+           "--folds-out", folds_out] + shlex.split(extra)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)["models"]
 

@@ -492,7 +492,7 @@ struct Adam {
 
 impl Adam {
     fn new(p: &BpannParams) -> Adam {
-        let learning_rate = if p.batch_size > 0 { p.batch_learning_rate } else { p.learning_rate };
+        let learning_rate = p.adam_learning_rate();
         Adam { b1: 0.9, b2: 0.999, eps: p.epsilon as f32, learning_rate }
     }
 
@@ -1122,7 +1122,7 @@ impl BpannParams {
         let n = zt.nrows();
         let batch = self.mini_batch(n);
         let whole = if batch.is_none() { Some(rows(&(0..n).collect::<Vec<_>>())) } else { None };
-        let learning_rate = if self.batch_size > 0 { self.batch_learning_rate } else { self.learning_rate };
+        let learning_rate = self.adam_learning_rate();
         let mut order = Vec::new();
         let mut net = Net::from_layers(&init, device);
         let mut opt = AdamConfig::new().with_epsilon(self.epsilon as f32).init();
@@ -1164,6 +1164,12 @@ impl BpannParams {
         }
         progress(((self.max_epochs - epochs_run) / EVAL_EVERY * EVAL_EVERY) as u64);
         stop.outcome(epochs_run)
+    }
+
+    /// Adam's step size: `batch_learning_rate` once a batch size is given (also when the batch holds all
+    /// the rows), else `learning_rate`. The native and the burn paths take it from here.
+    fn adam_learning_rate(&self) -> f64 {
+        if self.batch_size > 0 { self.batch_learning_rate } else { self.learning_rate }
     }
 
     /// The mini-batch size of an Adam fit on `n` training rows: None for full batch (`batch_size` 0, or
