@@ -638,6 +638,10 @@ fn table_files(dir: &Path) {
 }
 
 fn cheap_table_run(dir: &Path, format: &str) -> std::process::Output {
+    cheap_table_run_with(dir, format, &[])
+}
+
+fn cheap_table_run_with(dir: &Path, format: &str, extra: &[&str]) -> std::process::Output {
     table_files(dir);
     gpumodel()
         .current_dir(dir)
@@ -661,8 +665,55 @@ fn cheap_table_run(dir: &Path, format: &str) -> std::process::Output {
             "--format",
             format,
         ])
+        .args(extra)
         .output()
         .unwrap()
+}
+
+/// The held-out figures' bootstrap intervals: the point figure is the one the models table reports
+/// (computed by another path), inside its interval; every model but the peer is compared with it;
+/// `--bootstrap 0` leaves the intervals out and a too-small count is one clear line.
+#[test]
+fn held_out_intervals_by_bootstrap_over_applications() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cheap_table_run(dir.path(), "json");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let u = &v["held_out_uncertainty"];
+    assert_eq!((u["applications"].as_u64(), u["resamples"].as_u64()), (Some(3), Some(2000)));
+    assert_eq!(u["reference"], "physical");
+    let models = u["models"].as_array().unwrap();
+    assert_eq!(models.len(), 3);
+    for m in models {
+        let name = m["model"].as_str().unwrap();
+        let reported = v["models"][name]["held-out"]["mape_pct"].as_f64().unwrap();
+        let (x, lo, hi) = (
+            m["mape_pct"].as_f64().unwrap(),
+            m["ci95_pct"]["lo"].as_f64().unwrap(),
+            m["ci95_pct"]["hi"].as_f64().unwrap(),
+        );
+        assert!((x - reported).abs() < 1e-9, "{name}: bootstrap point {x} vs reported {reported}");
+        assert!(lo <= x && x <= hi && lo < hi, "{name}: {lo} {x} {hi}");
+        let paired = &m["vs_reference"];
+        if name == "physical" {
+            assert!(paired.is_null());
+        } else {
+            let d = paired["difference_pct"].as_f64().unwrap();
+            let p = v["models"]["physical"]["held-out"]["mape_pct"].as_f64().unwrap();
+            assert!((d - (reported - p)).abs() < 1e-9, "{name}: difference {d}");
+            let share = paired["share_better"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&share));
+        }
+    }
+    let out = cheap_table_run_with(dir.path(), "json", &["--bootstrap", "0"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("held_out_uncertainty").is_none());
+    let out = cheap_table_run_with(dir.path(), "json", &["--bootstrap", "50"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--bootstrap 50") && err.trim().lines().count() == 1,
+        "{err}"
+    );
 }
 
 /// What users see, pinned on a cheap deterministic configuration (the physical model and MLR / MLR+ on a

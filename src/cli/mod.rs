@@ -34,7 +34,7 @@ pub enum Command {
     /// Turn a public measurement file into a training table.
     Import(import::Args),
     /// Fit the BP-ANN power model and the MLR / MLR+ baselines, and evaluate them.
-    Train(train::Args),
+    Train(Box<train::Args>),
     /// Predict a kernel's time, power, energy and bottleneck; sweep for the E^a·D^b optimum.
     Predict(predict::Args),
     /// Compare predicted and measured kernel time and E·D^n optima on measured data.
@@ -61,7 +61,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Dataset(a) => dataset::run(a),
         Command::Import(a) => import::run(a),
-        Command::Train(a) => train::run(a),
+        Command::Train(a) => train::run(*a),
         Command::Predict(a) => predict::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Cluster(a) => cluster::run(a),

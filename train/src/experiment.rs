@@ -10,6 +10,7 @@ use crate::physical::PhysicalParams;
 use crate::selection::{
     Complexity, FoldFigures, Rule, Scored, Validation, choose, fold_figures, fold_mape, seed_averaged,
 };
+use crate::uncertainty::{self, SeedPredictions, Uncertainty};
 use crate::{Error, Result};
 use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual, TargetTransform};
 use gpumodel_models::export::{Cell, Column, Export, Section};
@@ -530,6 +531,9 @@ pub struct RunParams {
     /// `--cluster-cv`: leave-cluster-out CV of every candidate even when it does not choose (it always
     /// runs when it chooses, `--select-by cluster`, or gives the outer folds, `--nested cluster`).
     pub cluster_cv: bool,
+    /// `--bootstrap N`: resamples of the test set's applications for the held-out figures' intervals
+    /// ([`crate::uncertainty`]); 0 = none.
+    pub bootstrap: usize,
 }
 
 /// The folds of one run's random, grouped and leave-cluster-out CV (`None`: skipped), computed once
@@ -642,6 +646,10 @@ pub struct TrainReport {
     /// Nested CV of the selection procedures (`--nested`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nested: Option<Nested>,
+    /// How precise the held-out figures are: a bootstrap over the test set's applications, with each
+    /// model's difference to the peer's (`--bootstrap`; held-out runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out_uncertainty: Option<Uncertainty>,
     /// The protocol of `rows` and `applications` (the headline one).
     pub rows_protocol: &'static str,
     pub rows: Vec<RowPrediction>,
@@ -906,6 +914,8 @@ impl RunParams {
         let mut reports: Vec<ModelReport> = vec![ModelReport::default(); n];
         let mut fitted: Vec<Option<ModelArtifact>> = vec![None; n];
         let mut held_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
+        // Every seed's held-out predictions, for the bootstrap of the median over seeds.
+        let mut held_pred_seeds: Vec<Vec<Vec<f64>>> = vec![Vec::new(); n];
         let mut group_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut cluster_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
         // inner_figs[outer fold][validation][candidate][selection seed] = its inner CV figures.
@@ -942,8 +952,9 @@ impl RunParams {
                         let p = predict(&a, t)?;
                         per_seed[j].push(Metrics::score(&p, &t.targets.to_vec(), &t.groups)?);
                         if k == 0 {
-                            held_pred[members[j]] = p;
+                            held_pred[members[j]] = p.clone();
                         }
+                        held_pred_seeds[members[j]].push(p);
                     }
                     if k == 0 {
                         fitted[members[j]] = Some(a);
@@ -1219,6 +1230,25 @@ impl RunParams {
             models.insert(c.name.clone(), r);
         }
         let peer = models.contains_key("physical").then(|| "physical".to_string());
+        let held_out_uncertainty = match test {
+            Some(t) if self.bootstrap > 0 => {
+                let held: Vec<SeedPredictions> = self
+                    .candidates
+                    .iter()
+                    .zip(held_pred_seeds)
+                    .map(|(c, per_seed)| SeedPredictions { model: c.name.clone(), per_seed })
+                    .collect();
+                Some(uncertainty::bootstrap(
+                    &held,
+                    &t.targets.to_vec(),
+                    &t.groups,
+                    peer.as_deref(),
+                    self.bootstrap,
+                    self.seed,
+                )?)
+            }
+            _ => None,
+        };
         let report = TrainReport {
             data: self.train_info.clone(),
             test: self.test_info.clone(),
@@ -1230,6 +1260,7 @@ impl RunParams {
             selection,
             physical_not_applicable: self.physical_not_applicable.clone(),
             nested,
+            held_out_uncertainty,
             rows_protocol,
             rows,
             applications,
@@ -1280,6 +1311,52 @@ fn per_row(
     }
     apps.sort_by(|a, b| a.kernel.cmp(&b.kernel));
     (rows, apps)
+}
+
+/// The held-out figures with their bootstrap intervals, and each model against the reference.
+fn uncertainty_section(u: &Uncertainty) -> Section {
+    let r = u.reference.as_deref().unwrap_or("the reference");
+    let mut s = Section::titled(
+        format!(
+            "Held-out MAPE with 95% intervals (bootstrap over the {} applications, {} resamples){}",
+            u.applications,
+            u.resamples,
+            u.reference
+                .as_ref()
+                .map_or(String::new(), |r| format!("; the difference to `{r}` on the same resamples")),
+        ),
+        vec![
+            Column::new("model", "model"),
+            Column::new("seeds", "seeds"),
+            Column::new("mape_pct", "MAPE %"),
+            Column::new("ci95_lo_pct", "95% from"),
+            Column::new("ci95_hi_pct", "95% to"),
+            Column::new("difference_pct", format!("− {r} (points)")),
+            Column::new("difference_ci95_lo_pct", "95% from"),
+            Column::new("difference_ci95_hi_pct", "95% to"),
+            Column::new("share_better", format!("below {r}, share of resamples")),
+        ],
+    );
+    for m in &u.models {
+        let mut row = vec![
+            Cell::text(&m.model),
+            Cell::int(m.seeds as i64),
+            Cell::num(m.mape_pct, 2),
+            Cell::num(m.ci95_pct.lo, 2),
+            Cell::num(m.ci95_pct.hi, 2),
+        ];
+        match &m.vs_reference {
+            Some(p) => row.extend([
+                Cell::num(p.difference_pct, 2),
+                Cell::num(p.ci95_pct.lo, 2),
+                Cell::num(p.ci95_pct.hi, 2),
+                Cell::num(p.share_better, 3),
+            ]),
+            None => row.extend([Cell::Empty, Cell::Empty, Cell::Empty, Cell::Empty]),
+        }
+        s.push(row);
+    }
+    s
 }
 
 fn metric_cells(x: &Metrics) -> Vec<Cell> {
@@ -1347,6 +1424,9 @@ impl Export for TrainReport {
             }
         }
         let mut out = vec![main];
+        if let Some(u) = &self.held_out_uncertainty {
+            out.push(uncertainty_section(u));
+        }
         if let Some(n) = &self.nested {
             let mut s = Section::titled(
                 format!("Selection procedures under nested CV (outer: {} × {})", n.outer, n.folds),

@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod mlr;
 pub mod physical;
 pub mod selection;
+pub mod uncertainty;
 
 pub use bpann::{BpannParams, Solver, burn_forward, check_log_target};
 
