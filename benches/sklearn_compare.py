@@ -150,12 +150,17 @@ def read_folds(path, g):
     return {p: np.array(v) for p, v in out.items()}
 
 
-def cv(kind, x, y, fold, seed):
+def cv_predict(kind, x, y, fold, seed):
+    """Out-of-fold predictions of every row."""
     pred = np.full(len(y), np.nan)
     for k in np.unique(fold):
         tr, te = np.where(fold != k)[0], np.where(fold == k)[0]
         pred[te], _ = fit_predict(kind, x[tr], y[tr], x[te], seed)
-    return mape(pred, y)
+    return pred
+
+
+def cv(kind, x, y, fold, seed):
+    return mape(cv_predict(kind, x, y, fold, seed), y)
 
 
 def ours(exe, data, folds, seeds, test, models, protocols, folds_out, extra=()):

@@ -255,3 +255,25 @@ fn split_fit_draws_each_fitted_law_over_its_measured_points() {
     }
     insta::assert_snapshot!("split_fit_structure", structure(&sec.figures));
 }
+
+/// The held-out bars of `train` carry their bootstrap intervals as whiskers (three strokes each, one per
+/// model the JSON gives an interval for), drawn over the bars; a result without intervals has none.
+#[test]
+fn train_held_out_bars_carry_their_bootstrap_intervals() {
+    let highlights = |json: &str| {
+        let figs = figures("train.json", json);
+        let f = figs.iter().find(|f| f.id == "train-model-error").expect("the model-error figure");
+        let start = f.svg.find("<g class=\"highlights\">").expect("layer");
+        let body = &f.svg[start..];
+        let body = &body[body.find('\n').unwrap() + 1..body.find("</g>").unwrap()];
+        body.lines().filter(|l| l.starts_with('<') && !l.starts_with("</")).count()
+    };
+    let args = ["train", "--models", "physical,mlr,mlr+", "--folds", "0", "--group-folds", "0", "--no-write"];
+    let json = run(&[&args[..], &["--format", "json"]].concat());
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let with = len(&v["held_out_uncertainty"]["models"]);
+    assert_eq!(with, 3);
+    assert_eq!(highlights(&json), 3 * with);
+    let json = run(&[&args[..], &["--format", "json", "--bootstrap", "0"]].concat());
+    assert_eq!(highlights(&json), 0);
+}

@@ -66,6 +66,7 @@ pub(crate) fn figures(file: &str, v: &Value, csv: Option<&Path>) -> Result<(Stri
                     categories: vec![meta.kernel.clone()],
                     series,
                     values: true,
+                    intervals: Vec::new(),
                 },
             )?);
         }

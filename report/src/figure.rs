@@ -556,6 +556,9 @@ pub(crate) struct Bars {
     pub series: Vec<(String, Vec<Option<f64>>)>,
     /// Draw the value at the end of each bar.
     pub values: bool,
+    /// Per series (in `series` order; missing or empty = none), per category: an interval (lo, hi) drawn
+    /// as a whisker over the bar.
+    pub intervals: Vec<Vec<Option<(f64, f64)>>>,
 }
 
 pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Figure> {
@@ -576,10 +579,17 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
     let height =
         (row_px * b.categories.len() as i32 + 24 + 46 + TITLE_H + LEGEND_H + CAPTION_H).max(240) as u32;
     let canvas = Canvas { width: 860, height, title: title.into(), caption: caption.into(), legend };
+    let interval = |j: usize, i: usize| {
+        b.intervals
+            .get(j)
+            .and_then(|v| v.get(i).copied().flatten())
+            .filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
+    };
     let max = b
         .series
         .iter()
         .flat_map(|(_, v)| v.iter().flatten().copied())
+        .chain(b.intervals.iter().flatten().flatten().map(|(_, hi)| *hi))
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
     let xmax = if max > 0.0 { max * if b.values { 1.15 } else { 1.04 } } else { 1.0 };
@@ -615,19 +625,37 @@ pub(crate) fn hbars(id: &str, title: &str, caption: &str, b: &Bars) -> Result<Fi
                         let y0 = top + j as i32 * bar_px;
                         let x0 = px.at((0.0, 0.0)).0;
                         let x1 = px.at((v.max(0.0), 0.0)).0.max(x0 + 1);
+                        let whisker_end =
+                            interval(j, i).map_or(x1, |(_, hi)| px.at((hi.max(0.0), 0.0)).0.max(x1));
                         if layer == Layer::Marks {
                             root.draw(&Rectangle::new(
                                 [(x0, y0), (x1, y0 + bar_px - 1)],
                                 series_color(j).filled(),
                             ))?;
                         } else if b.values {
-                            let at = (x1 + 3, y0 + bar_px / 2);
+                            let at = (whisker_end + 3, y0 + bar_px / 2);
                             text(&root, &tick_value(v), at, if ns == 1 { 11.0 } else { 9.0 }, left())?;
                         }
                     }
                 }
             }
-            Layer::Lines | Layer::Highlights => {}
+            Layer::Highlights => {
+                // Whiskers over the bars: one line from lo to hi through the bar's middle, with end caps.
+                for i in 0..b.categories.len() {
+                    let top = px.at((0.0, row_top(i))).1 + 4;
+                    for j in 0..b.series.len() {
+                        let Some((lo, hi)) = interval(j, i) else { continue };
+                        let (y0, y1) = (top + j as i32 * bar_px, top + (j as i32 + 1) * bar_px - 1);
+                        let ym = (y0 + y1) / 2;
+                        let (xl, xh) = (px.at((lo.max(0.0), 0.0)).0, px.at((hi.max(0.0), 0.0)).0);
+                        let ink = INK.stroke_width(1);
+                        root.draw(&PathElement::new(vec![(xl, ym), (xh, ym)], ink))?;
+                        root.draw(&PathElement::new(vec![(xl, y0), (xl, y1)], ink))?;
+                        root.draw(&PathElement::new(vec![(xh, y0), (xh, y1)], ink))?;
+                    }
+                }
+            }
+            Layer::Lines => {}
         }
         Ok(())
     })
@@ -1040,6 +1068,7 @@ mod tests {
             categories: vec!["idle".into(), LONG_KERNEL.into()],
             series: vec![("mlr".into(), vec![Some(3.0), Some(12.0)])],
             values: true,
+            intervals: Vec::new(),
         };
         let f = hbars("b", "T", "c", &b).unwrap();
         assert_well_formed(&f.svg);

@@ -31,6 +31,27 @@ struct TrainView {
     rows: Vec<Row>,
     #[serde(default)]
     applications: Vec<Application>,
+    /// The held-out figures' bootstrap intervals (absent in older results and with `--bootstrap 0`).
+    #[serde(default)]
+    held_out_uncertainty: Option<Uncertainty>,
+}
+
+#[derive(Deserialize)]
+struct Uncertainty {
+    applications: usize,
+    models: Vec<ModelInterval>,
+}
+
+#[derive(Deserialize)]
+struct ModelInterval {
+    model: String,
+    ci95_pct: Interval,
+}
+
+#[derive(Deserialize)]
+struct Interval {
+    lo: f64,
+    hi: f64,
 }
 
 #[derive(Deserialize)]
@@ -121,6 +142,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
     let categories: Vec<String> = names.iter().map(|n| model_label(n)).collect();
     let m = |n: &String| &t.models[n.as_str()];
     let mut series: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    let mut intervals: Vec<Vec<Option<(f64, f64)>>> = Vec::new();
     let evals: [(&str, Getter); 3] = [
         ("grouped CV (kernels held out)", |x| x.group_kfold.as_ref().map(|g| g.mape_pct)),
         ("random 10-fold (paper's protocol)", |x| x.random_kfold.as_ref().map(|g| g.mape_pct)),
@@ -136,15 +158,37 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
                 (true, Some(s)) if s > 1 => format!("{label} (BP-ANN: median of {s} seeds)"),
                 _ => label.to_string(),
             };
+            // The held-out bars carry their bootstrap intervals when the result has them.
+            let whiskers = match (&t.held_out_uncertainty, label.starts_with("held-out")) {
+                (Some(u), true) => names
+                    .iter()
+                    .map(|n| u.models.iter().find(|m| &m.model == *n).map(|m| (m.ci95_pct.lo, m.ci95_pct.hi)))
+                    .collect(),
+                _ => Vec::new(),
+            };
             series.push((label, vals));
+            intervals.push(whiskers);
         }
     }
     if !series.is_empty() {
+        let caption = match &t.held_out_uncertainty {
+            Some(u) => format!(
+                "Shorter is better; ours beside the peer's physical model. Whiskers: held-out 95% interval ({} apps).",
+                u.applications
+            ),
+            None => "Shorter is better; compare ours with the peer's physical model on the same evaluation (same colour).".into(),
+        };
         figs.push(figure::hbars(
             "train-model-error",
             &format!("Power MAPE per model: {}", t.data.name),
-            "Shorter is better; compare ours with the peer's physical model on the same evaluation (same colour).",
-            &Bars { x_label: "power MAPE (%)".into(), categories: categories.clone(), series, values: true },
+            &caption,
+            &Bars {
+                x_label: "power MAPE (%)".into(),
+                categories: categories.clone(),
+                series,
+                values: true,
+                intervals,
+            },
         )?);
     }
     // Per-application error: mean and worst, on the held-out set when there is one, else grouped CV.
@@ -167,6 +211,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
                 categories,
                 series: vec![("mean over applications".into(), mean), ("worst application".into(), worst)],
                 values: true,
+                intervals: Vec::new(),
             },
         )?);
     }
@@ -264,6 +309,7 @@ fn sorted_applications(t: &TrainView, shown: &[String], protocol: &str) -> Resul
             categories: apps.iter().map(|a| figure::shorten(&a.kernel, 28)).collect(),
             series,
             values: false,
+            intervals: Vec::new(),
         },
     )
 }

@@ -101,6 +101,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
             categories: categories.clone(),
             series,
             values: false,
+            intervals: Vec::new(),
         },
     )?);
     let objectives: Vec<String> =
@@ -120,7 +121,13 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
             "validate-regret",
             &format!("E·D^n regret of the predicted optimum per kernel ({})", r.arch),
             "How much more E·D^n the clocks we pick cost than the measured best; no bar means we picked the best.",
-            &Bars { x_label: "regret (% above the measured optimum)".into(), categories, series, values: false },
+            &Bars {
+                x_label: "regret (% above the measured optimum)".into(),
+                categories,
+                series,
+                values: false,
+                intervals: Vec::new(),
+            },
         )?);
     }
     Ok((subtitle, figs, notes))
