@@ -705,6 +705,34 @@ fn held_out_intervals_by_bootstrap_over_applications() {
             assert!((0.0..=1.0).contains(&share));
         }
     }
+    // Each written artifact records its own model's interval, as the run printed it.
+    let out_dir = dir.path().join("out");
+    let o = gpumodel()
+        .current_dir(dir.path())
+        .args([
+            "train",
+            "--data",
+            "train.csv",
+            "--test",
+            "test.csv",
+            "--import",
+            "table",
+            "--features",
+            "fs.toml",
+        ])
+        .args(["--models", "physical,mlr,mlr+", "--folds", "0", "--group-folds", "4", "--out-dir"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for m in models {
+        let name = m["model"].as_str().unwrap();
+        let file = out_dir.join(format!("train-{}.json", name.replace('+', "plus")));
+        let a: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let rec = &a["training"]["held_out_interval"];
+        assert_eq!(rec["ci95_pct"], m["ci95_pct"], "{name}");
+        assert_eq!(rec["vs_reference"], m.get("vs_reference").cloned().unwrap_or_default(), "{name}");
+    }
     let out = cheap_table_run_with(dir.path(), "json", &["--bootstrap", "0"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v.get("held_out_uncertainty").is_none());

@@ -1182,6 +1182,27 @@ impl RunParams {
             None => (Vec::new(), Vec::new()),
         };
 
+        // The peer's model fitted beside ours (Guerreiro et al.'s physical DVFS model), when it was.
+        let peer = self.candidates.iter().any(|c| c.name == "physical").then(|| "physical".to_string());
+        let held_out_uncertainty = match test {
+            Some(t) if self.bootstrap > 0 => {
+                let held: Vec<SeedPredictions> = self
+                    .candidates
+                    .iter()
+                    .zip(held_pred_seeds)
+                    .map(|(c, per_seed)| SeedPredictions { model: c.name.clone(), per_seed })
+                    .collect();
+                Some(uncertainty::bootstrap(
+                    &held,
+                    &t.targets.to_vec(),
+                    &t.groups,
+                    peer.as_deref(),
+                    self.bootstrap,
+                    self.seed,
+                )?)
+            }
+            _ => None,
+        };
         let mut out = Vec::new();
         let mut models = BTreeMap::new();
         for ((c, r), a) in self.candidates.iter().zip(reports).zip(fitted) {
@@ -1210,6 +1231,16 @@ impl RunParams {
                     "cv_restarts": self.cv_restarts,
                 },
             });
+            // Only with a test set and --bootstrap, so that the records of other runs are as before.
+            if let Some((u, m)) = held_out_uncertainty
+                .as_ref()
+                .and_then(|u| Some((u, u.models.iter().find(|m| m.model == c.name)?)))
+            {
+                artifact.training["held_out_interval"] = serde_json::json!({
+                    "bootstrap": format!("{} draws of the {} test applications, seed {}", u.resamples, u.applications, u.seed),
+                    "mape_pct": m.mape_pct, "ci95_pct": m.ci95_pct, "vs_reference": m.vs_reference,
+                });
+            }
             if k == ModelKind::PhysicalBpann && c.spec.gate == GateForm::Nearest {
                 artifact.training["residual_gate"] = serde_json::json!(
                     "nearest: the network's output is multiplied by g = min(1, (tau/d)^2), d = distance from the row's standardized activity inputs to the nearest training kernel's mean, tau = largest nearest-neighbour distance between training kernels"
@@ -1229,26 +1260,6 @@ impl RunParams {
             out.push(Fitted { name: c.name.clone(), artifact });
             models.insert(c.name.clone(), r);
         }
-        let peer = models.contains_key("physical").then(|| "physical".to_string());
-        let held_out_uncertainty = match test {
-            Some(t) if self.bootstrap > 0 => {
-                let held: Vec<SeedPredictions> = self
-                    .candidates
-                    .iter()
-                    .zip(held_pred_seeds)
-                    .map(|(c, per_seed)| SeedPredictions { model: c.name.clone(), per_seed })
-                    .collect();
-                Some(uncertainty::bootstrap(
-                    &held,
-                    &t.targets.to_vec(),
-                    &t.groups,
-                    peer.as_deref(),
-                    self.bootstrap,
-                    self.seed,
-                )?)
-            }
-            _ => None,
-        };
         let report = TrainReport {
             data: self.train_info.clone(),
             test: self.test_info.clone(),
