@@ -96,7 +96,9 @@ pub struct Args {
     /// How precise the held-out figures are: draw the test set's applications with replacement this many
     /// times, recompute each model's reported figure (the median over seeds of the MAPE) on every draw,
     /// and print its 95% percentile interval and its difference to the peer's `physical` model on the
-    /// same draws. Seeded by --seed. 0 = no intervals; otherwise at least 100.
+    /// same draws. Seeded by --seed. Only with a test set of two applications or more; the networks'
+    /// seeds stay fixed (the interval is over applications, not over initial weights). 0 = no
+    /// intervals; otherwise at least 100.
     #[arg(long, value_name = "N", default_value_t = 2000)]
     pub bootstrap: usize,
     /// Where Adam's steps run: `native` (default; our exact gradient, restarts on all cores) or `burn`

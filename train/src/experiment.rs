@@ -650,6 +650,9 @@ pub struct TrainReport {
     /// model's difference to the peer's (`--bootstrap`; held-out runs only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_out_uncertainty: Option<Uncertainty>,
+    /// Why there are no intervals although a test set was scored and --bootstrap asked for them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out_uncertainty_skipped: Option<String>,
     /// The protocol of `rows` and `applications` (the headline one).
     pub rows_protocol: &'static str,
     pub rows: Vec<RowPrediction>,
@@ -1184,8 +1187,11 @@ impl RunParams {
 
         // The peer's model fitted beside ours (Guerreiro et al.'s physical DVFS model), when it was.
         let peer = self.candidates.iter().any(|c| c.name == "physical").then(|| "physical".to_string());
+        // A test set of one application has no spread to draw from: no intervals, and a note says so.
+        let one_application =
+            test.is_some_and(|t| self.bootstrap > 0 && uncertainty::applications(&t.groups) < 2);
         let held_out_uncertainty = match test {
-            Some(t) if self.bootstrap > 0 => {
+            Some(t) if self.bootstrap > 0 && !one_application => {
                 let held: Vec<SeedPredictions> = self
                     .candidates
                     .iter()
@@ -1236,10 +1242,13 @@ impl RunParams {
                 .as_ref()
                 .and_then(|u| Some((u, u.models.iter().find(|m| m.model == c.name)?)))
             {
-                artifact.training["held_out_interval"] = serde_json::json!({
-                    "bootstrap": format!("{} draws of the {} test applications, seed {}", u.resamples, u.applications, u.seed),
-                    "mape_pct": m.mape_pct, "ci95_pct": m.ci95_pct, "vs_reference": m.vs_reference,
-                });
+                let mut rec = serde_json::to_value(m).map_err(|e| Error::Invalid(e.to_string()))?;
+                rec["bootstrap"] = format!(
+                    "{} draws of the {} test applications, seed {}",
+                    u.resamples, u.applications, u.seed
+                )
+                .into();
+                artifact.training["held_out_interval"] = rec;
             }
             if k == ModelKind::PhysicalBpann && c.spec.gate == GateForm::Nearest {
                 artifact.training["residual_gate"] = serde_json::json!(
@@ -1272,6 +1281,9 @@ impl RunParams {
             physical_not_applicable: self.physical_not_applicable.clone(),
             nested,
             held_out_uncertainty,
+            held_out_uncertainty_skipped: one_application.then(|| {
+                "no held-out intervals: the test set has one application, and the bootstrap draws whole applications".into()
+            }),
             rows_protocol,
             rows,
             applications,
@@ -1326,7 +1338,21 @@ fn per_row(
 
 /// The held-out figures with their bootstrap intervals, and each model against the reference.
 fn uncertainty_section(u: &Uncertainty) -> Section {
-    let r = u.reference.as_deref().unwrap_or("the reference");
+    let mut cols = vec![
+        Column::new("model", "model"),
+        Column::new("seeds", "seeds"),
+        Column::new("mape_pct", "MAPE %"),
+        Column::new("ci95_lo_pct", "95% from"),
+        Column::new("ci95_hi_pct", "95% to"),
+    ];
+    if let Some(r) = &u.reference {
+        cols.extend([
+            Column::new("difference_pct", format!("− {r} (points)")),
+            Column::new("difference_ci95_lo_pct", "95% from"),
+            Column::new("difference_ci95_hi_pct", "95% to"),
+            Column::new("share_better", format!("below {r}, share of resamples")),
+        ]);
+    }
     let mut s = Section::titled(
         format!(
             "Held-out MAPE with 95% intervals (bootstrap over the {} applications, {} resamples){}",
@@ -1336,17 +1362,7 @@ fn uncertainty_section(u: &Uncertainty) -> Section {
                 .as_ref()
                 .map_or(String::new(), |r| format!("; the difference to `{r}` on the same resamples")),
         ),
-        vec![
-            Column::new("model", "model"),
-            Column::new("seeds", "seeds"),
-            Column::new("mape_pct", "MAPE %"),
-            Column::new("ci95_lo_pct", "95% from"),
-            Column::new("ci95_hi_pct", "95% to"),
-            Column::new("difference_pct", format!("− {r} (points)")),
-            Column::new("difference_ci95_lo_pct", "95% from"),
-            Column::new("difference_ci95_hi_pct", "95% to"),
-            Column::new("share_better", format!("below {r}, share of resamples")),
-        ],
+        cols,
     );
     for m in &u.models {
         let mut row = vec![
@@ -1363,7 +1379,8 @@ fn uncertainty_section(u: &Uncertainty) -> Section {
                 Cell::num(p.ci95_pct.hi, 2),
                 Cell::num(p.share_better, 3),
             ]),
-            None => row.extend([Cell::Empty, Cell::Empty, Cell::Empty, Cell::Empty]),
+            None if u.reference.is_some() => row.extend([Cell::Empty, Cell::Empty, Cell::Empty, Cell::Empty]),
+            None => {}
         }
         s.push(row);
     }
@@ -1525,6 +1542,9 @@ impl Export for TrainReport {
         }
         if let Some(why) = &self.physical_not_applicable {
             v.push(format!("Physical DVFS model not fitted: {why}"));
+        }
+        if let Some(why) = &self.held_out_uncertainty_skipped {
+            v.push(format!("Held-out intervals: {why}"));
         }
         if let Some(n) = &self.nested {
             v.push(format!(

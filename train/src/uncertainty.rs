@@ -104,6 +104,11 @@ fn interval(mut v: Vec<f64>) -> Interval {
     Interval { lo: at(0.025), hi: at(0.975) }
 }
 
+/// The number of applications (distinct groups) in `groups`: the bootstrap needs at least two.
+pub fn applications(groups: &[String]) -> usize {
+    groups.iter().collect::<std::collections::BTreeSet<_>>().len()
+}
+
 /// Bootstraps every model's held-out figure over the test set's applications: `resamples` draws of as
 /// many applications as the test set has, with replacement (seeded: the same call gives the same
 /// figures). With a `reference` among the models, each other model's difference to it is computed on
@@ -127,9 +132,7 @@ pub fn bootstrap(
         )));
     }
     if resamples < 100 {
-        return Err(Error::Params(format!(
-            "--bootstrap {resamples}: a 95% interval needs at least 100 resamples (2000 is the default), or 0 for none"
-        )));
+        return Err(Error::Params(format!("{resamples} resamples: a 95% interval needs at least 100")));
     }
     let mut by_app: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
     for (r, g) in groups.iter().enumerate() {
@@ -276,7 +279,9 @@ mod tests {
                 .to_string()
                 .contains("MAPE is undefined")
         );
-        assert!(bootstrap(&m, &[1.0, 2.0], &g, None, 10, 1).unwrap_err().to_string().contains("--bootstrap"));
+        assert!(
+            bootstrap(&m, &[1.0, 2.0], &g, None, 10, 1).unwrap_err().to_string().contains("at least 100")
+        );
         let one = groups(&[("a", 2)]);
         assert!(
             bootstrap(&m, &[1.0, 2.0], &one, None, 200, 1)

@@ -58,18 +58,20 @@ fn every_shipped_artifact_reproduces_its_recorded_held_out_error() {
         let (want_mape, want_rmse) = (held["mape_pct"].as_f64().unwrap(), held["rmse_w"].as_f64().unwrap());
         assert!((mape - want_mape).abs() < 1e-6, "{name}: MAPE {mape} vs recorded {want_mape}");
         assert!((rmse - want_rmse).abs() < 1e-6, "{name}: RMSE {rmse} vs recorded {want_rmse}");
-        // The recorded interval is around the figure the artifact reports: the median over seeds for a
-        // network (its held-out-median), else this artifact's own MAPE, computed here.
+        // Every artifact with a held-out set records the interval of the figure it reports: the median
+        // over seeds for a network (its held-out-median), else this artifact's own MAPE, computed here.
         let interval = &model.training["held_out_interval"];
-        if !interval.is_null() {
-            let median = &model.training["metrics"]["held-out-median"]["mape_pct"];
-            let point = median.as_f64().unwrap_or(mape);
-            let got = interval["mape_pct"].as_f64().unwrap();
-            assert!((got - point).abs() < 1e-6, "{name}: interval around {got}, reported {point}");
-            let (lo, hi) =
-                (interval["ci95_pct"]["lo"].as_f64().unwrap(), interval["ci95_pct"]["hi"].as_f64().unwrap());
-            assert!(lo <= point && point <= hi, "{name}: {point} outside {lo}–{hi}");
-        }
+        assert!(
+            !interval.is_null(),
+            "{name}: no held_out_interval (regenerate with gpumodel train --bootstrap)"
+        );
+        let median = &model.training["metrics"]["held-out-median"]["mape_pct"];
+        let point = median.as_f64().unwrap_or(mape);
+        let got = interval["mape_pct"].as_f64().unwrap();
+        assert!((got - point).abs() < 1e-6, "{name}: interval around {got}, reported {point}");
+        let (lo, hi) =
+            (interval["ci95_pct"]["lo"].as_f64().unwrap(), interval["ci95_pct"]["hi"].as_f64().unwrap());
+        assert!(lo <= point && point <= hi, "{name}: {point} outside {lo}–{hi}");
         checked += 1;
     }
     assert!(checked >= 3, "only {checked} artifacts had held-out figures");
