@@ -643,28 +643,15 @@ fn cheap_table_run(dir: &Path, format: &str) -> std::process::Output {
 
 fn cheap_table_run_with(dir: &Path, format: &str, extra: &[&str]) -> std::process::Output {
     table_files(dir);
+    table_train(dir, "test.csv", "physical,mlr,mlr+", &[&["--no-write", "--format", format], extra].concat())
+}
+
+/// `gpumodel train` on the table files of `dir` (written by [`table_files`]), tested on `test`.
+fn table_train(dir: &Path, test: &str, models: &str, extra: &[&str]) -> std::process::Output {
     gpumodel()
         .current_dir(dir)
-        .args([
-            "train",
-            "--data",
-            "train.csv",
-            "--test",
-            "test.csv",
-            "--import",
-            "table",
-            "--features",
-            "fs.toml",
-            "--models",
-            "physical,mlr,mlr+",
-            "--folds",
-            "0",
-            "--group-folds",
-            "4",
-            "--no-write",
-            "--format",
-            format,
-        ])
+        .args(["train", "--data", "train.csv", "--test", test, "--import", "table", "--features", "fs.toml"])
+        .args(["--models", models, "--folds", "0", "--group-folds", "4"])
         .args(extra)
         .output()
         .unwrap()
@@ -707,23 +694,8 @@ fn held_out_intervals_by_bootstrap_over_applications() {
     }
     // Each written artifact records its own model's interval, as the run printed it.
     let out_dir = dir.path().join("out");
-    let o = gpumodel()
-        .current_dir(dir.path())
-        .args([
-            "train",
-            "--data",
-            "train.csv",
-            "--test",
-            "test.csv",
-            "--import",
-            "table",
-            "--features",
-            "fs.toml",
-        ])
-        .args(["--models", "physical,mlr,mlr+", "--folds", "0", "--group-folds", "4", "--out-dir"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let o =
+        table_train(dir.path(), "test.csv", "physical,mlr,mlr+", &["--out-dir", out_dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for m in models {
         let name = m["model"].as_str().unwrap();
@@ -747,32 +719,7 @@ fn held_out_intervals_by_bootstrap_over_applications() {
         text.lines().count()
     );
     std::fs::write(dir.path().join("one.csv"), one.join("\n") + "\n").unwrap();
-    let o = gpumodel()
-        .current_dir(dir.path())
-        .args([
-            "train",
-            "--data",
-            "train.csv",
-            "--test",
-            "one.csv",
-            "--import",
-            "table",
-            "--features",
-            "fs.toml",
-        ])
-        .args([
-            "--models",
-            "physical,mlr",
-            "--folds",
-            "0",
-            "--group-folds",
-            "4",
-            "--no-write",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let o = table_train(dir.path(), "one.csv", "physical,mlr", &["--no-write", "--format", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["test"]["kernels"], 1);
