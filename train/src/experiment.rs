@@ -916,8 +916,8 @@ impl RunParams {
         let n = self.candidates.len();
         let mut reports: Vec<ModelReport> = vec![ModelReport::default(); n];
         let mut fitted: Vec<Option<ModelArtifact>> = vec![None; n];
-        let mut held_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
-        // Every seed's held-out predictions, for the bootstrap of the median over seeds.
+        // Every seed's held-out predictions (the first seed's are the written artifact's), for the rows
+        // and for the bootstrap of the median over seeds.
         let mut held_pred_seeds: Vec<Vec<Vec<f64>>> = vec![Vec::new(); n];
         let mut group_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut cluster_pred: Vec<Vec<f64>> = vec![Vec::new(); n];
@@ -954,9 +954,6 @@ impl RunParams {
                     if let Some(t) = test {
                         let p = predict(&a, t)?;
                         per_seed[j].push(Metrics::score(&p, &t.targets.to_vec(), &t.groups)?);
-                        if k == 0 {
-                            held_pred[members[j]] = p.clone();
-                        }
                         held_pred_seeds[members[j]].push(p);
                     }
                     if k == 0 {
@@ -1175,13 +1172,21 @@ impl RunParams {
             None => None,
         };
 
-        let (rows_protocol, rows_ds, preds) = match test {
-            Some(t) => ("held-out", Some(t), &held_pred),
-            None => ("group-kfold", group_folds.as_ref().map(|_| train), &group_pred),
+        let (rows_protocol, rows_ds, preds): (_, _, Vec<&[f64]>) = match test {
+            Some(t) => (
+                "held-out",
+                Some(t),
+                held_pred_seeds.iter().map(|s| s.first().map_or(&[][..], |p| p)).collect(),
+            ),
+            None => (
+                "group-kfold",
+                group_folds.as_ref().map(|_| train),
+                group_pred.iter().map(|p| &p[..]).collect(),
+            ),
         };
         let names: Vec<String> = self.candidates.iter().map(|c| c.name.clone()).collect();
         let (rows, applications) = match rows_ds {
-            Some(ds) => per_row(ds, &names, preds),
+            Some(ds) => per_row(ds, &names, &preds),
             None => (Vec::new(), Vec::new()),
         };
 
@@ -1294,11 +1299,7 @@ impl RunParams {
 }
 
 /// The rows of `ds` with every model's prediction, and the per-application errors.
-fn per_row(
-    ds: &Dataset,
-    names: &[String],
-    preds: &[Vec<f64>],
-) -> (Vec<RowPrediction>, Vec<ApplicationError>) {
+fn per_row(ds: &Dataset, names: &[String], preds: &[&[f64]]) -> (Vec<RowPrediction>, Vec<ApplicationError>) {
     let core = column(ds, "core_mhz");
     let mem = column(ds, "mem_mhz");
     let mut rows = Vec::with_capacity(ds.n_rows());

@@ -159,7 +159,9 @@ pub fn bootstrap(
             d.push(statistic(s, &count));
         }
     }
+    // Each model's figure on the test set as it is (every application once).
     let ones = vec![1.0; k];
+    let point: Vec<f64> = all.iter().map(|s| statistic(s, &ones)).collect();
     let out = models
         .iter()
         .enumerate()
@@ -169,7 +171,7 @@ pub fn bootstrap(
                 let better = diff.iter().filter(|d| **d < 0.0).count() as f64 / resamples as f64;
                 Paired {
                     reference: models[r].model.clone(),
-                    difference_pct: statistic(&all[i], &ones) - statistic(&all[r], &ones),
+                    difference_pct: point[i] - point[r],
                     ci95_pct: interval(diff),
                     share_better: better,
                 }
@@ -177,7 +179,7 @@ pub fn bootstrap(
             ModelInterval {
                 model: m.model.clone(),
                 seeds: m.per_seed.len(),
-                mape_pct: statistic(&all[i], &ones),
+                mape_pct: point[i],
                 ci95_pct: interval(draws[i].clone()),
                 vs_reference,
             }
