@@ -59,18 +59,150 @@ fn structure(figs: &[gpumodel_report::Figure]) -> String {
     out
 }
 
+/// The body of one layer of a figure's SVG.
+fn layer<'a>(svg: &'a str, class: &str) -> &'a str {
+    let start = svg.find(&format!("<g class=\"{class}\">")).unwrap_or_else(|| panic!("no layer {class}"));
+    let body = &svg[start..];
+    &body[body.find('\n').unwrap() + 1..body.find("</g>").unwrap()]
+}
+
+/// The value of attribute `name` in an SVG element's line.
+fn attr(line: &str, name: &str) -> Option<String> {
+    let k = format!(" {name}=\"");
+    line.find(&k).map(|i| line[i + k.len()..].split('"').next().unwrap_or("").to_string())
+}
+
+/// The pixel points of a `points="x,y x,y …"` attribute.
+fn points(line: &str) -> Vec<(i64, i64)> {
+    attr(line, "points")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The component chart's line (the predicted time, after overlap) ends where the stacked bar ends or before:
+/// the overlap only takes time away from what the bar adds up.
+#[test]
+fn the_predicted_time_line_does_not_run_past_the_stacked_components() {
+    let p = run(&["predict", "--warps", "32", "--format", "json"]);
+    let figs = figures("predict.json", &p);
+    let f = figs.iter().find(|f| f.id == "predict-components").unwrap();
+    let bar_end = layer(&f.svg, "marks")
+        .lines()
+        .filter(|l| l.starts_with("<rect"))
+        .map(|l| {
+            let n = |k: &str| attr(l, k).unwrap().parse::<i64>().unwrap();
+            n("x") + n("width")
+        })
+        .max()
+        .unwrap();
+    let line: Vec<(i64, i64)> = layer(&f.svg, "highlights").lines().flat_map(points).collect();
+    assert_eq!(line.len(), 2, "one vertical line");
+    assert_eq!(line[0].0, line[1].0);
+    assert!(line[0].0 <= bar_end + 1, "the line at x = {} runs past the bar's end at {bar_end}", line[0].0);
+    let v: Value = serde_json::from_str(&p).unwrap();
+    let t = &v["prediction"]["detail"]["timing"];
+    assert!(t["overlapped_s"].as_f64().unwrap() > 0.0, "the example overlaps some work");
+}
+
+/// PEACH's time–energy figure: each objective's optimum (a diamond) is a vertex of the drawn Pareto front,
+/// so no optimum sits off the front as if the front had missed it.
+#[test]
+fn every_optimum_of_the_dvfs_split_lies_on_the_drawn_front() {
+    let json = split_example("peach_table_vii");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let figs = figures("peach_table_vii.json", &json);
+    let f = figs.iter().find(|f| f.id == "split-pareto").unwrap();
+    let front: Vec<(i64, i64)> = layer(&f.svg, "lines").lines().flat_map(points).collect();
+    assert!(front.len() >= 2, "a front is drawn");
+    // A diamond's first vertex is straight above its centre, its second straight right of it.
+    let diamonds: Vec<(i64, i64)> = layer(&f.svg, "highlights")
+        .lines()
+        .map(points)
+        .filter(|p| p.len() == 4)
+        .map(|p| (p[0].0, p[1].1))
+        .collect();
+    let distinct = {
+        let mut d: Vec<String> = v["global"].as_array().unwrap().iter().map(|g| g["point"].to_string()).collect();
+        d.sort();
+        d.dedup();
+        d.len()
+    };
+    assert_eq!(diamonds.len(), distinct, "one diamond per distinct optimum");
+    for d in &diamonds {
+        assert!(
+            front.iter().any(|p| (p.0 - d.0).abs() <= 1 && (p.1 - d.1).abs() <= 1),
+            "the optimum at {d:?} is not on the drawn front {front:?}"
+        );
+    }
+}
+
+/// The two GPU-share maps of PEACH (the time objective's and the chosen one's) use one colour scale: the
+/// same extremes on both colour bars, and the same share gets the same colour on both.
+#[test]
+fn the_share_maps_share_one_colour_scale() {
+    let json = split_example("peach_table_vii");
+    let figs = figures("peach_table_vii.json", &json);
+    let maps: Vec<&gpumodel_report::Figure> = figs.iter().filter(|f| f.id.starts_with("split-share-")).collect();
+    assert_eq!(maps.len(), 2);
+    let texts = |svg: &str| -> Vec<String> {
+        svg.split("<text").skip(1).map(|t| t.split_once('>').unwrap().1.split("</text>").next().unwrap().trim().to_string()).collect()
+    };
+    // The colour bar's two extremes are drawn just before its label.
+    let extremes = |f: &gpumodel_report::Figure| {
+        let t = texts(layer(&f.svg, "frame"));
+        let i = t.iter().position(|s| s == "GPU share %").expect("the colour bar's label");
+        (t[i - 2].clone(), t[i - 1].clone())
+    };
+    assert_eq!(extremes(maps[0]), extremes(maps[1]));
+    // Cell colour by printed share, over both maps: one colour per share.
+    let mut colour_of: std::collections::BTreeMap<String, String> = Default::default();
+    for f in &maps {
+        let fills: Vec<String> = layer(&f.svg, "marks").lines().filter_map(|l| attr(l, "fill")).collect();
+        let values: Vec<String> = texts(layer(&f.svg, "labels"));
+        assert_eq!(fills.len(), values.len());
+        for (v, c) in values.into_iter().zip(fills) {
+            let seen = colour_of.entry(v.clone()).or_insert_with(|| c.clone());
+            assert_eq!(*seen, c, "share {v}% drawn in two colours");
+        }
+    }
+}
+
+/// `--plot` onto an existing file: refused in one line, before anything is written; the file is kept.
+#[test]
+fn plot_keeps_an_existing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("mine.svg");
+    std::fs::write(&svg, "mine").unwrap();
+    let out = gpumodel()
+        .current_dir(root())
+        .args(["predict", "--sweep", "warps", "--format", "json", "--plot"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mine.svg") && err.contains("already exists"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), "mine", "the existing file is kept");
+}
+
 #[test]
 fn predict_marks_one_segment_per_component_and_one_point_per_sweep_step() {
     let p = run(&["predict", "--warps", "32", "--format", "json"]);
     let v: Value = serde_json::from_str(&p).unwrap();
     let figs = figures("predict.json", &p);
-    let nonzero = v["prediction"]["detail"]["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["time_s"].as_f64().unwrap() > 0.0)
-        .count();
-    assert_eq!(marks(&figs, "predict-components"), nonzero);
+    let detail = &v["prediction"]["detail"];
+    let nonzero =
+        detail["components"].as_array().unwrap().iter().filter(|c| c["time_s"].as_f64().unwrap() > 0.0).count();
+    // One segment per component with time, and one for the pipeline fill the model adds.
+    let fill = detail["timing"]["fill_s"].as_f64().unwrap();
+    assert!(fill > 0.0, "the example kernel has a pipeline fill");
+    assert_eq!(marks(&figs, "predict-components"), nonzero + 1);
     insta::assert_snapshot!("predict_structure", structure(&figs));
 
     let s = run(&["predict", "--sweep", "warps", "--format", "json"]);
@@ -99,7 +231,8 @@ fn split_marks_every_candidate_and_every_clock_cell() {
     let dvfs = split_example("peach_table_vii");
     let v: Value = serde_json::from_str(&dvfs).unwrap();
     let figs = figures("peach_table_vii.json", &dvfs);
-    assert_eq!(marks(&figs, "split-pareto"), len(&v["cells"]));
+    // Every clock pair once per objective, at that objective's share.
+    assert_eq!(marks(&figs, "split-pareto"), len(&v["cells"]) * len(&v["objectives"]));
     assert_eq!(marks(&figs, "split-share-time"), len(&v["cells"]));
     assert_eq!(marks(&figs, "split-share-energy"), len(&v["cells"]));
     insta::assert_snapshot!("split_dvfs_structure", structure(&figs));

@@ -160,7 +160,7 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
                 expected.push(k.iter().map(|x| len(&x["choices"])).sum());
             }
             "sweep.json" => expected.push(len(&v["sweep"]["points"]) * (2 + len(&v["sweep"]["optima"]))),
-            _ => expected.extend([len(&v["cells"]); 3]),
+            _ => expected.extend([len(&v["cells"]) * len(&v["objectives"]), len(&v["cells"]), len(&v["cells"])]),
         }
         let p = dir.path().join(name);
         std::fs::write(&p, json).unwrap();
@@ -223,4 +223,58 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
     if let Ok(keep) = std::env::var("GPUMODEL_KEEP_SCREENSHOT") {
         std::fs::copy(&png, keep).unwrap();
     }
+
+    // Every text of every figure inside its figure, as Chromium lays it out with its own font: titles,
+    // legends, captions, axis and cell labels. The report forbids scripts, so a copy of the page without its
+    // Content-Security-Policy, with the component chart and a split fit's figures added, measures them.
+    let more = [
+        ("predict.json", run(&["predict", "--warps", "32", "--format", "json"])),
+        (
+            "fit.json",
+            run(&["split", "fit", "datasets/examples/split/peach_table_vii_gpu_fit.toml", "--format", "json"]),
+        ),
+    ];
+    for (name, json) in &more {
+        let p = dir.path().join(name);
+        std::fs::write(&p, json).unwrap();
+        paths.push(p);
+    }
+    let all = dir.path().join("out/all.html");
+    Command::cargo_bin("gpumodel").unwrap().arg("report").args(&paths).arg("--out").arg(&all).assert().success();
+    let page = std::fs::read_to_string(&all).unwrap();
+    let csp_start = page.find("<meta http-equiv=\"Content-Security-Policy\"").expect("the page's CSP");
+    let csp_end = csp_start + page[csp_start..].find('>').unwrap() + 1;
+    let harness = format!("{}{}", &page[..csp_start], &page[csp_end..]).replace("</body>", MEASURE_TEXTS);
+    let harness_path = dir.path().join("out/measure.html");
+    std::fs::write(&harness_path, harness).unwrap();
+    let out = chromium(bin, profile.path(), &["--dump-dom".into(), format!("file://{}", harness_path.display())]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let report = dom.split("<pre id=\"extents\">").nth(1).and_then(|r| r.split("</pre>").next());
+    let report = report.expect("the measuring script ran");
+    let (checked, outside) = report.split_once('\n').unwrap_or((report, ""));
+    assert!(checked.trim().parse::<usize>().unwrap() > 100, "texts measured: {checked}");
+    assert!(outside.trim().is_empty(), "texts outside their figure (figure: text [left, right, top, bottom overflow px]):\n{outside}");
 }
+
+/// Appended to the report's body: for each figure's SVG, every non-empty `<text>` whose box (as laid out,
+/// rotation included) reaches more than 1 px past the SVG's box; printed into `<pre id="extents">` after
+/// the count of texts measured.
+const MEASURE_TEXTS: &str = r#"<script>
+const out = []; let n = 0;
+for (const svg of document.querySelectorAll("figure svg")) {
+  const b = svg.getBoundingClientRect();
+  const k = b.width / svg.viewBox.baseVal.width;
+  for (const t of svg.querySelectorAll("text")) {
+    if (!t.textContent.trim()) continue;
+    n++;
+    const r = t.getBoundingClientRect();
+    const over = [b.left - r.left, r.right - b.right, b.top - r.top, r.bottom - b.bottom].map(v => Math.round(v / k));
+    if (over.some(v => v > 1)) out.push(svg.id + ": " + JSON.stringify(t.textContent.trim()) + " " + JSON.stringify(over));
+  }
+}
+const pre = document.createElement("pre"); pre.id = "extents";
+pre.textContent = n + "\n" + out.join("\n");
+document.body.appendChild(pre);
+</script>
+</body>"#;

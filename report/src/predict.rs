@@ -25,6 +25,17 @@ struct Detail {
     bottleneck: String,
     time_s: f64,
     components: Vec<Component>,
+    #[serde(default)]
+    timing: Option<Timing>,
+}
+
+/// The timing model's terms beside the components: the predicted time is Σ components + fill − overlapped.
+#[derive(Deserialize)]
+struct Timing {
+    #[serde(default)]
+    fill_s: f64,
+    #[serde(default)]
+    overlapped_s: f64,
 }
 
 #[derive(Deserialize)]
@@ -93,16 +104,27 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
     let subtitle = format!("kernel {} on {}", p.kernel, p.arch);
     if let Some(pr) = &p.prediction {
         let d = &pr.detail;
-        let max = d.components.iter().map(|c| c.time_s).sum::<f64>().max(d.time_s);
+        let (fill, overlapped) = d.timing.as_ref().map_or((0.0, 0.0), |t| (t.fill_s, t.overlapped_s));
+        // The pipeline fill is time the model charges beside the components: stacked with them, the bar is
+        // everything the model adds up, and the predicted time is that less the overlapped work.
+        let parts: Vec<(&str, f64)> = d
+            .components
+            .iter()
+            .map(|c| (c.name.as_str(), c.time_s))
+            .chain((fill > 0.0).then_some(("pipeline fill", fill)))
+            .collect();
+        let max = parts.iter().map(|c| c.1).sum::<f64>().max(d.time_s);
         let (k, unit) = time_unit(max);
         // Components with no time would be invisible slivers; the caption says they are left out.
         let comps: Vec<(String, f64)> =
-            d.components.iter().filter(|c| c.time_s > 0.0).map(|c| (c.name.clone(), c.time_s * k)).collect();
-        let zero: Vec<&str> =
-            d.components.iter().filter(|c| c.time_s <= 0.0).map(|c| c.name.as_str()).collect();
+            parts.iter().filter(|c| c.1 > 0.0).map(|c| (c.0.to_string(), c.1 * k)).collect();
+        let zero: Vec<&str> = parts.iter().filter(|c| c.1 <= 0.0).map(|c| c.0).collect();
         let mut caption = format!(
-            "The longest segment is the bottleneck ({}); the black line is the predicted time after overlap, {:.1} W.",
-            d.bottleneck, pr.power_w
+            "Bottleneck: {}. The black line is the predicted time: the whole bar less the {:.3} {unit} of work \
+             the model overlaps with the bottleneck; {:.1} W.",
+            d.bottleneck,
+            overlapped * k,
+            pr.power_w
         );
         if !zero.is_empty() {
             caption = format!("{caption} Zero: {}.", zero.join(", "));

@@ -233,33 +233,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
         "dvfs" => {
             let d: Dvfs = view(file, "split", v)?;
             let ci = d.objectives.iter().position(|o| *o == chosen).unwrap_or(0);
-            let pick: Vec<(&Cell, Point)> =
-                d.cells.iter().filter_map(|c| c.best.get(ci).map(|p| (c, *p))).collect();
-            let (k, unit) = time_unit(pick.iter().map(|(_, p)| p.time_s).fold(0.0, f64::max));
-            let pts: Vec<(f64, f64)> = pick.iter().map(|(_, p)| (p.time_s * k, p.energy_j)).collect();
-            let hl = merge_highlights(
-                d.global
-                    .iter()
-                    .map(|g| {
-                        let l = format!(": {} GHz / {} MHz{}", g.cpu_clock, g.gpu_clock, share(&g.point));
-                        (g.objective.clone(), l, (g.point.time_s * k, g.point.energy_j))
-                    })
-                    .collect(),
-            );
-            figs.push(figure::scatter(
-                "split-pareto",
-                &format!("Time vs energy over the clock pairs: {}", shorten_title(&head.title)),
-                "One point per (CPU, GPU) clock pair at its best share for the chosen objective; the line is the Pareto front.",
-                &Scatter {
-                    x_label: format!("time ({unit})"),
-                    y_label: "energy (J)".into(),
-                    log: false,
-                    identity: false,
-                    series: vec![Series { label: format!("{} clock pairs, best share for {chosen}", pts.len()), points: pts.clone() }],
-                    line: pareto_front(&pts),
-                    highlights: hl,
-                },
-            )?);
+            figs.push(dvfs_pareto(&d, &head.title)?);
             let mut shown = vec![0];
             if ci != 0 {
                 shown.push(ci);
@@ -337,6 +311,55 @@ fn shorten_title(t: &str) -> String {
     figure::shorten(t, 70)
 }
 
+/// PEACH's time–energy plane: every clock pair once per objective, at the GPU share that objective picks
+/// there, and the Pareto front over all of them. Each objective's optimum is the lowest E^a·D^b among these
+/// points (the lowest over the shares at its clock pair, then over the pairs), and a point that another
+/// point beats on both time and energy cannot be the lowest E^a·D^b: so every optimum lies on the front
+/// drawn. (Over the points of one objective's shares alone, another objective's optimum, chosen at a
+/// different share, can sit off that front.)
+fn dvfs_pareto(d: &Dvfs, title: &str) -> Result<Figure> {
+    let all = d.cells.iter().flat_map(|c| &c.best);
+    let (k, unit) = time_unit(all.map(|p| p.time_s).fold(0.0, f64::max));
+    let series: Vec<Series> = d
+        .objectives
+        .iter()
+        .enumerate()
+        .map(|(oi, o)| Series {
+            label: format!("best share for {o}"),
+            points: d.cells.iter().filter_map(|c| c.best.get(oi)).map(|p| (p.time_s * k, p.energy_j)).collect(),
+        })
+        .collect();
+    let every: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).collect();
+    let hl = merge_highlights(
+        d.global
+            .iter()
+            .map(|g| {
+                let l = format!(": {} GHz / {} MHz{}", g.cpu_clock, g.gpu_clock, share(&g.point));
+                (g.objective.clone(), l, (g.point.time_s * k, g.point.energy_j))
+            })
+            .collect(),
+    );
+    figure::scatter(
+        "split-pareto",
+        &format!("Time vs energy over the clock pairs: {}", shorten_title(title)),
+        &format!(
+            "Each (CPU, GPU) clock pair {} times, at the share each objective picks there; the line is the Pareto \
+             front of all {} points, and each objective's optimum (diamond) lies on it.",
+            d.objectives.len(),
+            every.len()
+        ),
+        &Scatter {
+            x_label: format!("time ({unit})"),
+            y_label: "energy (J)".into(),
+            log: false,
+            identity: false,
+            line: pareto_front(&every),
+            series,
+            highlights: hl,
+        },
+    )
+}
+
 /// PEACH's table: the best GPU share for one objective at every (CPU clock, GPU clock) cell.
 fn share_grid(d: &Dvfs, oi: usize, obj: &str, title: &str) -> Result<Figure> {
     let mut gpu: Vec<f64> = d.cells.iter().map(|c| c.gpu_clock).collect();
@@ -362,6 +385,8 @@ fn share_grid(d: &Dvfs, oi: usize, obj: &str, title: &str) -> Result<Figure> {
         cells,
         value_label: "GPU share %".into(),
         decimals: 0,
+        // A share is 0–100% whatever the objective: every share map uses that one colour scale.
+        range: Some((0.0, 100.0)),
     };
     figure::heatmap(
         &format!("split-share-{obj}"),

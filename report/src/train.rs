@@ -112,25 +112,42 @@ struct Median {
     mape_pct: f64,
 }
 
-/// How people know each model; the physical model is the peer's.
-fn model_label(name: &str) -> String {
-    match name {
-        "physical" => "physical (peer: Guerreiro et al.)".into(),
-        "physical+bpann" => "physical+bpann (ours)".into(),
-        "bpann" => "bpann (ours, paper's ANN)".into(),
-        other => other.to_string(),
+/// How people know each model: the default the selection chose, the peer's physical model, the paper's
+/// network; the others by name.
+fn model_label(t: &TrainView, name: &str) -> String {
+    let chosen = t.selection.as_ref().is_some_and(|s| s.chosen == name);
+    let peer = t.peer.as_deref().unwrap_or("physical") == name;
+    if chosen {
+        format!("{name} (default, chosen by grouped CV)")
+    } else if peer {
+        format!("{name} (peer: Guerreiro et al.)")
+    } else if name == "bpann" {
+        "bpann (the paper's ANN)".into()
+    } else {
+        name.to_string()
     }
 }
 
-/// Ours first, then the peer, then the linear baselines.
-fn order(name: &str) -> usize {
-    ["physical+bpann", "bpann", "physical", "mlr+", "mlr"].iter().position(|n| *n == name).unwrap_or(9)
+/// The chosen default first, then the peer, the networks and the linear baselines.
+fn order(t: &TrainView, name: &str) -> usize {
+    if t.selection.as_ref().is_some_and(|s| s.chosen == name) {
+        return 0;
+    }
+    ["physical+bpann", "bpann", "physical", "mlr+", "mlr"].iter().position(|n| *n == name).map_or(9, |i| i + 1)
+}
+
+/// The dataset the per-row figures show: the test set for held-out rows, else the training set.
+fn rows_data<'t>(t: &'t TrainView, protocol: &str) -> &'t str {
+    match (&t.test, protocol) {
+        (Some(test), "held-out") => &test.name,
+        _ => &t.data.name,
+    }
 }
 
 pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec<Note>)> {
     let t: TrainView = view(file, "train", v)?;
     let mut names: Vec<&String> = t.models.keys().collect();
-    names.sort_by_key(|n| (order(n), n.to_string()));
+    names.sort_by_key(|n| (order(&t, n), n.to_string()));
     let subtitle = match &t.test {
         Some(test) => format!(
             "train on {} ({} rows, {} kernels), test on {} ({} rows, {} kernels)",
@@ -139,7 +156,7 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
         None => format!("{} ({} rows, {} kernels)", t.data.name, t.data.rows, t.data.kernels),
     };
     let mut figs = Vec::new();
-    let categories: Vec<String> = names.iter().map(|n| model_label(n)).collect();
+    let categories: Vec<String> = names.iter().map(|n| model_label(&t, n)).collect();
     let m = |n: &String| &t.models[n.as_str()];
     let mut series: Vec<(String, Vec<Option<f64>>)> = Vec::new();
     let mut intervals: Vec<Vec<Option<(f64, f64)>>> = Vec::new();
@@ -180,7 +197,10 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
         };
         figs.push(figure::hbars(
             "train-model-error",
-            &format!("Power MAPE per model: {}", t.data.name),
+            &match &t.test {
+                Some(test) => format!("Power MAPE per model: trained on {}, held out {}", t.data.name, test.name),
+                None => format!("Power MAPE per model: {}", t.data.name),
+            },
             &caption,
             &Bars {
                 x_label: "power MAPE (%)".into(),
@@ -192,11 +212,11 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
         )?);
     }
     // Per-application error: mean and worst, on the held-out set when there is one, else grouped CV.
-    let (which, pick): (&str, fn(&Model) -> Option<&Metrics>) =
+    let (which, pick): (String, fn(&Model) -> Option<&Metrics>) =
         if names.iter().any(|n| m(n).held_out.is_some()) {
-            ("held-out applications", |x| x.held_out.as_ref())
+            (format!("held-out applications ({})", rows_data(&t, "held-out")), |x| x.held_out.as_ref())
         } else {
-            ("grouped CV", |x| x.group_kfold.as_ref())
+            (format!("grouped CV ({})", t.data.name), |x| x.group_kfold.as_ref())
         };
     let mean: Vec<Option<f64>> = names.iter().map(|n| pick(m(n)).map(|x| x.kernel_error_pct)).collect();
     let worst: Vec<Option<f64>> =
@@ -257,27 +277,17 @@ fn shown_models(t: &TrainView) -> Vec<String> {
     out
 }
 
-fn chosen_label(t: &TrainView, name: &str) -> String {
-    let chosen = t.selection.as_ref().is_some_and(|s| s.chosen == name);
-    let peer = t.peer.as_deref() == Some(name);
-    match (chosen, peer) {
-        (true, _) => format!("{name} (default, chosen by grouped CV)"),
-        (false, true) => format!("{name} (peer: Guerreiro et al.)"),
-        _ => model_label(name),
-    }
-}
-
 fn scatter(t: &TrainView, shown: &[String], protocol: &str) -> Result<Figure> {
     let series = shown
         .iter()
         .map(|m| figure::Series {
-            label: chosen_label(t, m),
+            label: model_label(t, m),
             points: t.rows.iter().filter_map(|r| Some((r.measured_w, *r.predicted_w.get(m)?))).collect(),
         })
         .collect();
     figure::scatter(
         "train-predicted-vs-measured",
-        &format!("Predicted vs measured power, {protocol} rows ({})", t.data.name),
+        &format!("Predicted vs measured power, {protocol} rows ({})", rows_data(t, protocol)),
         "Points on the grey y = x line are exact; a cloud above it over-predicts. Compare how tightly each model hugs it.",
         &figure::Scatter {
             x_label: "measured power (W)".into(),
@@ -299,10 +309,10 @@ fn sorted_applications(t: &TrainView, shown: &[String], protocol: &str) -> Resul
         err(b, key).unwrap_or(f64::NEG_INFINITY).total_cmp(&err(a, key).unwrap_or(f64::NEG_INFINITY))
     });
     let series =
-        shown.iter().map(|m| (chosen_label(t, m), apps.iter().map(|a| err(a, m)).collect())).collect();
+        shown.iter().map(|m| (model_label(t, m), apps.iter().map(|a| err(a, m)).collect())).collect();
     figure::hbars(
         "train-application-error-sorted",
-        &format!("Average-power error per application, {protocol}, worst first"),
+        &format!("Average-power error per application, {protocol} ({}), worst first", rows_data(t, protocol)),
         "The top rows are the applications to distrust; where the peer's bar is shorter, it predicts that application better.",
         &Bars {
             x_label: "|mean predicted − mean measured| / mean measured (%)".into(),
@@ -352,12 +362,73 @@ fn clock_grid(t: &TrainView, model: &str, protocol: &str) -> Result<Option<Figur
         cells,
         value_label: "MAPE %".into(),
         decimals: 1,
+        range: None,
     };
     Ok(Some(figure::heatmap(
         "train-clock-error",
-        &format!("{} power MAPE over the clock grid, {protocol}", chosen_label(t, model)),
+        &format!("{} power MAPE over the clock grid, {protocol} ({})", model_label(t, model), rows_data(t, protocol)),
         "Bright cells are the clock pairs the model gets wrong; a bright edge means it extrapolates poorly there.",
         &heat,
         860,
     )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::figures;
+    use serde_json::json;
+
+    /// A held-out train result: trained on one dataset, rows from another; the selection chose `chosen`.
+    fn result(chosen: &str) -> serde_json::Value {
+        let metrics = |m: f64| json!({"mape_pct": m, "kernel_error_pct": m, "worst_kernel_error_pct": 2.0 * m});
+        let mut models = serde_json::Map::new();
+        for (i, name) in ["physical+bpann", "bpann", "physical", "mlr+"].iter().enumerate() {
+            let m = 5.0 + i as f64;
+            models.insert(name.to_string(), json!({"group-kfold": metrics(m), "held-out": metrics(m + 1.0)}));
+        }
+        let predicted = json!({"physical+bpann": 101.0, "bpann": 99.0, "physical": 98.0, "mlr+": 97.0});
+        let rows: Vec<serde_json::Value> = [(1000.0, 3000.0), (1000.0, 4000.0), (1200.0, 3000.0)]
+            .iter()
+            .map(|(c, m)| json!({"core_mhz": c, "mem_mhz": m, "measured_w": 100.0, "predicted_w": predicted}))
+            .collect();
+        json!({
+            "command": "train", "format_version": 1,
+            "data": {"name": "micro-benchmarks", "rows": 300, "kernels": 10},
+            "test": {"name": "real-applications", "rows": 3, "kernels": 1},
+            "models": models, "selection": {"chosen": chosen}, "peer": "physical",
+            "rows_protocol": "held-out", "rows": rows,
+            "applications": [{"kernel": "app", "models": {"mlr+": {"error_pct": 3.0}, "physical": {"error_pct": 2.0}}}],
+        })
+    }
+
+    /// The per-row figures of a held-out run show the test set's rows: their titles name the test set.
+    #[test]
+    fn held_out_figures_are_titled_with_the_test_set() {
+        let (_, figs, _) = figures("train.json", &result("mlr+")).unwrap();
+        for id in ["train-predicted-vs-measured", "train-application-error-sorted", "train-clock-error"] {
+            let f = figs.iter().find(|f| f.id == id).unwrap_or_else(|| panic!("no {id}"));
+            assert!(f.title.contains("real-applications"), "{id}: {}", f.title);
+            assert!(!f.title.contains("micro-benchmarks"), "{id}: {}", f.title);
+        }
+        let err = figs.iter().find(|f| f.id == "train-model-error").unwrap();
+        assert!(err.title.contains("trained on micro-benchmarks") && err.title.contains("real-applications"));
+    }
+
+    /// The model the selection chose is the one marked as the default, whichever it is; no other model is
+    /// singled out as ours.
+    #[test]
+    fn the_chosen_model_is_marked_as_the_default_and_no_other() {
+        for chosen in ["mlr+", "physical+bpann"] {
+            let (_, figs, _) = figures("train.json", &result(chosen)).unwrap();
+            let mark = format!("{chosen} (default");
+            for f in &figs {
+                assert!(!f.svg.contains("(ours"), "{}: a model marked as ours", f.id);
+                assert_eq!(f.svg.matches("(default").count(), f.svg.matches(&mark).count(), "{}", f.id);
+            }
+            let bars = figs.iter().find(|f| f.id == "train-model-error").unwrap();
+            assert!(bars.svg.contains(&mark), "{chosen} not marked");
+            let scatter = figs.iter().find(|f| f.id == "train-predicted-vs-measured").unwrap();
+            assert!(scatter.svg.contains(&mark), "{chosen} not marked in the scatter's legend");
+        }
+    }
 }

@@ -3,6 +3,7 @@
 use gpumodel_models::export::{self, Export, Format};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 
 /// `--format` of the commands on the one output layer (`gpumodel_models::export`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -58,13 +59,35 @@ pub fn progress_bar(len: u64, message: &str) -> ProgressBar {
     pb
 }
 
+/// The one overwrite rule of every file a command writes: an existing file is kept unless `force`
+/// (`--force`). Commands call it before their work, so that a refusal costs nothing.
+pub fn refuse_existing(path: &Path, force: bool) -> anyhow::Result<()> {
+    if path.exists() && !force {
+        return Err(gpumodel_report::Error::Exists(path.display().to_string()).into());
+    }
+    Ok(())
+}
+
 /// `--plot FILE.svg`: the command's headline figure (the first one `gpumodel report` draws for this
-/// result) as one SVG file; the directory is created and an existing file is replaced, like an output.
-/// The other figures: `gpumodel report RESULT.json --svg FILE --figure ID`.
-pub fn plot<E: Export>(result: &E, path: &std::path::Path) -> anyhow::Result<()> {
+/// result) as one SVG file; the directory is created, and an existing file is kept unless `force`
+/// (nothing is written then). The other figures: `gpumodel report RESULT.json --svg FILE --figure ID`.
+pub fn plot_svg<E: Export>(result: &E, path: &Path, force: bool) -> anyhow::Result<()> {
+    refuse_existing(path, force)?;
     let json = export::render_json(result)?;
     let svg = gpumodel_report::figure_for(&json)?;
-    gpumodel_report::write_output(path, &svg, true)?;
+    gpumodel_report::write_output(path, &svg, force)?;
     eprintln!("wrote {} (figure)", path.display());
     Ok(())
+}
+
+/// [`plot_svg`] for a command without `--force`: an existing file is kept, and the message says to remove
+/// it or choose another file.
+pub fn plot<E: Export>(result: &E, path: &Path) -> anyhow::Result<()> {
+    if path.exists() {
+        anyhow::bail!(
+            "{}: already exists; remove it or choose another --plot file (nothing was written)",
+            path.display()
+        );
+    }
+    plot_svg(result, path, false)
 }

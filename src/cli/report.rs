@@ -31,9 +31,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let out = args.svg.clone().unwrap_or_else(|| args.out.clone());
     // Refuse before the work, not after it.
-    if out.exists() && !args.force {
-        bail!("{}: already exists; pass --force to overwrite it (nothing was written)", out.display());
-    }
+    super::output::refuse_existing(&out, args.force)?;
     let sources = args.results.iter().map(|p| read_source(p)).collect::<Result<Vec<_>, _>>()?;
     let sections = sources.iter().map(section).collect::<Result<Vec<_>, _>>()?;
     if args.svg.is_some() {
