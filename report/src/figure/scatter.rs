@@ -148,7 +148,6 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::*;
     use super::*;
 
     #[test]
