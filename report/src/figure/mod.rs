@@ -561,6 +561,54 @@ mod tests {
     use super::testing::*;
     use super::*;
 
+    /// A caption longer than the figure is wide is wrapped onto more lines with every word kept, a legend
+    /// wider than the figure is wrapped into rows with every label whole and inside the figure, and the
+    /// figure grows by those lines while the chart keeps its height.
+    #[test]
+    fn long_captions_and_legends_wrap_instead_of_being_cut() {
+        let caption = format!("{} end.", "word ".repeat(60).trim());
+        let legend: Vec<Key> = (0..8)
+            .map(|i| Key { label: format!("a rather long series label {i}"), color: series_color(i), shape: Shape::Bar })
+            .collect();
+        let canvas = |caption: &str, legend: Vec<Key>| Canvas {
+            width: 400,
+            height: 300,
+            title: "T".into(),
+            caption: caption.into(),
+            legend,
+        };
+        let mut body_h = Vec::new();
+        let mut draw = |layer: Layer, area: &Area| {
+            if layer == Layer::Frame {
+                body_h.push(area.dim_in_pixel().1);
+            }
+            Ok(())
+        };
+        let short = layered("s", &canvas("c", legend[..1].to_vec()), &mut draw).unwrap();
+        let long = layered("l", &canvas(&caption, legend.clone()), &mut draw).unwrap();
+        assert_eq!(body_h[0], body_h[1], "the chart keeps its height");
+        let t = texts(&long.svg);
+        let lines: Vec<&str> =
+            t.iter().filter(|x| x.1 == "middle" && x.2 != "T").map(|x| x.2.as_str()).collect();
+        assert!(lines.len() > 1, "wrapped onto several lines: {lines:?}");
+        assert_eq!(lines.join(" "), caption, "every word of the caption, none cut");
+        for k in &legend {
+            let (x, _, _) = t.iter().find(|x| x.2 == k.label).expect("every legend label whole");
+            assert!(x + f64::from(text_width(&k.label, LEGEND_PX)) <= 400.0, "{} runs past the edge", k.label);
+        }
+        let height = |svg: &str| -> u32 {
+            svg.split(" height=\"").nth(1).and_then(|h| h.split('"').next()).unwrap().parse().unwrap()
+        };
+        assert!(height(&long.svg) > height(&short.svg) + 3 * CAPTION_LINE_H as u32);
+    }
+
+    #[test]
+    fn wrap_keeps_every_word_and_shortens_only_a_word_longer_than_a_line() {
+        assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(wrap("", 5), [""]);
+        assert_eq!(wrap("abcdefgh x", 4), ["abc…", "x"]);
+    }
+
     #[test]
     fn ticks_are_short() {
         assert_eq!(tick(0.5), "0.5");
