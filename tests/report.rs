@@ -127,7 +127,8 @@ fn every_optimum_of_the_dvfs_split_lies_on_the_drawn_front() {
         .map(|p| (p[0].0, p[1].1))
         .collect();
     let distinct = {
-        let mut d: Vec<String> = v["global"].as_array().unwrap().iter().map(|g| g["point"].to_string()).collect();
+        let mut d: Vec<String> =
+            v["global"].as_array().unwrap().iter().map(|g| g["point"].to_string()).collect();
         d.sort();
         d.dedup();
         d.len()
@@ -147,10 +148,14 @@ fn every_optimum_of_the_dvfs_split_lies_on_the_drawn_front() {
 fn the_share_maps_share_one_colour_scale() {
     let json = split_example("peach_table_vii");
     let figs = figures("peach_table_vii.json", &json);
-    let maps: Vec<&gpumodel_report::Figure> = figs.iter().filter(|f| f.id.starts_with("split-share-")).collect();
+    let maps: Vec<&gpumodel_report::Figure> =
+        figs.iter().filter(|f| f.id.starts_with("split-share-")).collect();
     assert_eq!(maps.len(), 2);
     let texts = |svg: &str| -> Vec<String> {
-        svg.split("<text").skip(1).map(|t| t.split_once('>').unwrap().1.split("</text>").next().unwrap().trim().to_string()).collect()
+        svg.split("<text")
+            .skip(1)
+            .map(|t| t.split_once('>').unwrap().1.split("</text>").next().unwrap().trim().to_string())
+            .collect()
     };
     // The colour bar's two extremes are drawn just before its label.
     let extremes = |f: &gpumodel_report::Figure| {
@@ -197,8 +202,12 @@ fn predict_marks_one_segment_per_component_and_one_point_per_sweep_step() {
     let v: Value = serde_json::from_str(&p).unwrap();
     let figs = figures("predict.json", &p);
     let detail = &v["prediction"]["detail"];
-    let nonzero =
-        detail["components"].as_array().unwrap().iter().filter(|c| c["time_s"].as_f64().unwrap() > 0.0).count();
+    let nonzero = detail["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["time_s"].as_f64().unwrap() > 0.0)
+        .count();
     // One segment per component with time, and one for the pipeline fill the model adds.
     let fill = detail["timing"]["fill_s"].as_f64().unwrap();
     assert!(fill > 0.0, "the example kernel has a pipeline fill");

@@ -160,7 +160,11 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
                 expected.push(k.iter().map(|x| len(&x["choices"])).sum());
             }
             "sweep.json" => expected.push(len(&v["sweep"]["points"]) * (2 + len(&v["sweep"]["optima"]))),
-            _ => expected.extend([len(&v["cells"]) * len(&v["objectives"]), len(&v["cells"]), len(&v["cells"])]),
+            _ => expected.extend([
+                len(&v["cells"]) * len(&v["objectives"]),
+                len(&v["cells"]),
+                len(&v["cells"]),
+            ]),
         }
         let p = dir.path().join(name);
         std::fs::write(&p, json).unwrap();
@@ -231,7 +235,13 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
         ("predict.json", run(&["predict", "--warps", "32", "--format", "json"])),
         (
             "fit.json",
-            run(&["split", "fit", "datasets/examples/split/peach_table_vii_gpu_fit.toml", "--format", "json"]),
+            run(&[
+                "split",
+                "fit",
+                "datasets/examples/split/peach_table_vii_gpu_fit.toml",
+                "--format",
+                "json",
+            ]),
         ),
     ];
     for (name, json) in &more {
@@ -240,21 +250,32 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
         paths.push(p);
     }
     let all = dir.path().join("out/all.html");
-    Command::cargo_bin("gpumodel").unwrap().arg("report").args(&paths).arg("--out").arg(&all).assert().success();
+    Command::cargo_bin("gpumodel")
+        .unwrap()
+        .arg("report")
+        .args(&paths)
+        .arg("--out")
+        .arg(&all)
+        .assert()
+        .success();
     let page = std::fs::read_to_string(&all).unwrap();
     let csp_start = page.find("<meta http-equiv=\"Content-Security-Policy\"").expect("the page's CSP");
     let csp_end = csp_start + page[csp_start..].find('>').unwrap() + 1;
     let harness = format!("{}{}", &page[..csp_start], &page[csp_end..]).replace("</body>", MEASURE_TEXTS);
     let harness_path = dir.path().join("out/measure.html");
     std::fs::write(&harness_path, harness).unwrap();
-    let out = chromium(bin, profile.path(), &["--dump-dom".into(), format!("file://{}", harness_path.display())]);
+    let out =
+        chromium(bin, profile.path(), &["--dump-dom".into(), format!("file://{}", harness_path.display())]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let dom = String::from_utf8_lossy(&out.stdout);
     let report = dom.split("<pre id=\"extents\">").nth(1).and_then(|r| r.split("</pre>").next());
     let report = report.expect("the measuring script ran");
     let (checked, outside) = report.split_once('\n').unwrap_or((report, ""));
     assert!(checked.trim().parse::<usize>().unwrap() > 100, "texts measured: {checked}");
-    assert!(outside.trim().is_empty(), "texts outside their figure (figure: text [left, right, top, bottom overflow px]):\n{outside}");
+    assert!(
+        outside.trim().is_empty(),
+        "texts outside their figure (figure: text [left, right, top, bottom overflow px]):\n{outside}"
+    );
 }
 
 /// Appended to the report's body: for each figure's SVG, every non-empty `<text>` whose box (as laid out,

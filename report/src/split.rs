@@ -326,7 +326,12 @@ fn dvfs_pareto(d: &Dvfs, title: &str) -> Result<Figure> {
         .enumerate()
         .map(|(oi, o)| Series {
             label: format!("best share for {o}"),
-            points: d.cells.iter().filter_map(|c| c.best.get(oi)).map(|p| (p.time_s * k, p.energy_j)).collect(),
+            points: d
+                .cells
+                .iter()
+                .filter_map(|c| c.best.get(oi))
+                .map(|p| (p.time_s * k, p.energy_j))
+                .collect(),
         })
         .collect();
     let every: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).collect();

@@ -133,7 +133,10 @@ fn order(t: &TrainView, name: &str) -> usize {
     if t.selection.as_ref().is_some_and(|s| s.chosen == name) {
         return 0;
     }
-    ["physical+bpann", "bpann", "physical", "mlr+", "mlr"].iter().position(|n| *n == name).map_or(9, |i| i + 1)
+    ["physical+bpann", "bpann", "physical", "mlr+", "mlr"]
+        .iter()
+        .position(|n| *n == name)
+        .map_or(9, |i| i + 1)
 }
 
 /// The dataset the per-row figures show: the test set for held-out rows, else the training set.
@@ -198,7 +201,9 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
         figs.push(figure::hbars(
             "train-model-error",
             &match &t.test {
-                Some(test) => format!("Power MAPE per model: trained on {}, held out {}", t.data.name, test.name),
+                Some(test) => {
+                    format!("Power MAPE per model: trained on {}, held out {}", t.data.name, test.name)
+                }
                 None => format!("Power MAPE per model: {}", t.data.name),
             },
             &caption,
@@ -366,7 +371,11 @@ fn clock_grid(t: &TrainView, model: &str, protocol: &str) -> Result<Option<Figur
     };
     Ok(Some(figure::heatmap(
         "train-clock-error",
-        &format!("{} power MAPE over the clock grid, {protocol} ({})", model_label(t, model), rows_data(t, protocol)),
+        &format!(
+            "{} power MAPE over the clock grid, {protocol} ({})",
+            model_label(t, model),
+            rows_data(t, protocol)
+        ),
         "Bright cells are the clock pairs the model gets wrong; a bright edge means it extrapolates poorly there.",
         &heat,
         860,
@@ -380,7 +389,8 @@ mod tests {
 
     /// A held-out train result: trained on one dataset, rows from another; the selection chose `chosen`.
     fn result(chosen: &str) -> serde_json::Value {
-        let metrics = |m: f64| json!({"mape_pct": m, "kernel_error_pct": m, "worst_kernel_error_pct": 2.0 * m});
+        let metrics =
+            |m: f64| json!({"mape_pct": m, "kernel_error_pct": m, "worst_kernel_error_pct": 2.0 * m});
         let mut models = serde_json::Map::new();
         for (i, name) in ["physical+bpann", "bpann", "physical", "mlr+"].iter().enumerate() {
             let m = 5.0 + i as f64;

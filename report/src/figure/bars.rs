@@ -3,7 +3,6 @@
 
 use super::*;
 
-
 pub(crate) struct Bars {
     pub x_label: String,
     pub categories: Vec<String>,
@@ -126,8 +125,6 @@ fn tick_value(v: f64) -> String {
     }
 }
 
-
-
 pub(crate) fn stacked_bar(
     id: &str,
     title: &str,
@@ -191,7 +188,6 @@ pub(crate) fn stacked_bar(
         Ok(())
     })
 }
-
 
 #[cfg(test)]
 mod tests {

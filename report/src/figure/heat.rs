@@ -2,7 +2,6 @@
 
 use super::*;
 
-
 pub(crate) struct Heat {
     pub x_label: String,
     pub y_label: String,
@@ -121,7 +120,6 @@ pub(crate) fn heatmap(id: &str, title: &str, caption: &str, h: &Heat, width: u32
         Ok(())
     })
 }
-
 
 #[cfg(test)]
 mod tests {

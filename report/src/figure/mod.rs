@@ -492,7 +492,6 @@ pub(crate) fn log_span(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
     (10f64.powf(lo.floor()), 10f64.powf(hi.ceil().max(lo.floor() + 1.0)))
 }
 
-
 mod bars;
 mod heat;
 mod panels;
@@ -568,7 +567,11 @@ mod tests {
     fn long_captions_and_legends_wrap_instead_of_being_cut() {
         let caption = format!("{} end.", "word ".repeat(60).trim());
         let legend: Vec<Key> = (0..8)
-            .map(|i| Key { label: format!("a rather long series label {i}"), color: series_color(i), shape: Shape::Bar })
+            .map(|i| Key {
+                label: format!("a rather long series label {i}"),
+                color: series_color(i),
+                shape: Shape::Bar,
+            })
             .collect();
         let canvas = |caption: &str, legend: Vec<Key>| Canvas {
             width: 400,
@@ -594,7 +597,11 @@ mod tests {
         assert_eq!(lines.join(" "), caption, "every word of the caption, none cut");
         for k in &legend {
             let (x, _, _) = t.iter().find(|x| x.2 == k.label).expect("every legend label whole");
-            assert!(x + f64::from(text_width(&k.label, LEGEND_PX)) <= 400.0, "{} runs past the edge", k.label);
+            assert!(
+                x + f64::from(text_width(&k.label, LEGEND_PX)) <= 400.0,
+                "{} runs past the edge",
+                k.label
+            );
         }
         let height = |svg: &str| -> u32 {
             svg.split(" height=\"").nth(1).and_then(|h| h.split('"').next()).unwrap().parse().unwrap()

@@ -2,7 +2,6 @@
 
 use super::*;
 
-
 pub(crate) struct Panel {
     pub y_label: String,
     pub points: Vec<(f64, f64)>,
@@ -90,4 +89,3 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
         Ok(())
     })
 }
-

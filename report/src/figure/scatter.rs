@@ -2,7 +2,6 @@
 
 use super::*;
 
-
 pub(crate) struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
@@ -144,7 +143,6 @@ where
     }
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {
