@@ -105,7 +105,8 @@ pub struct Args {
     /// No progress bar and no notes on stderr (errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
-    #[arg(long, value_enum, default_value_t)]
+    /// Output on stdout: table, csv, json (the whole result) or markdown.
+    #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     pub format: ExportFormat,
 }
 
