@@ -178,7 +178,7 @@ fn the_default_table_prints_all_three_models() {
             "1",
             "--epochs",
             "100",
-            ])
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -267,10 +267,7 @@ fn bad_input_is_one_clear_line() {
     std::fs::write(&nan, &s).unwrap();
     let fs_a = dir.path().join("a.toml");
     std::fs::write(&fs_a, "name = 'a'\ninputs = ['a']\n").unwrap();
-    fails_with(
-        &["train", "--data", nan.to_str().unwrap(), "--features", fs_a.to_str().unwrap()],
-        "NaN",
-    );
+    fails_with(&["train", "--data", nan.to_str().unwrap(), "--features", fs_a.to_str().unwrap()], "NaN");
 
     let zero = dir.path().join("zero.csv");
     let s = s.replace("NaN", "7").replace("k2,102,", "k2,0,");
@@ -282,7 +279,7 @@ fn bad_input_is_one_clear_line() {
             zero.to_str().unwrap(),
             "--features",
             fs_a.to_str().unwrap(),
-                "--folds",
+            "--folds",
             "3",
             "--group-folds",
             "0",
@@ -432,17 +429,8 @@ fn physical_model_and_default_choice_on_a_small_file() {
 /// mlr 22.498524717599057 % / 29.429742356056384 W, mlr+ 12.28970953770693 % / 16.24335862695827 W.
 #[test]
 fn mlr_works_like_scikit_learn() {
-    let v = json(&[
-        "train",
-        "--models",
-        "mlr,mlrplus",
-        "--folds",
-        "0",
-        "--group-folds",
-        "0",
-        "--format",
-        "json",
-    ]);
+    let v =
+        json(&["train", "--models", "mlr,mlrplus", "--folds", "0", "--group-folds", "0", "--format", "json"]);
     for (model, mape, rmse) in
         [("mlr", 22.498524717599057, 29.429742356056384), ("mlrplus", 12.28970953770693, 16.24335862695827)]
     {
@@ -558,8 +546,12 @@ fn held_out_intervals_by_bootstrap_over_applications() {
     }
     // Each written artifact records its own model's interval, as the run printed it.
     let out_dir = dir.path().join("out");
-    let o =
-        table_train(dir.path(), "test.csv", "physical,mlr,mlrplus", &["--out-dir", out_dir.to_str().unwrap()]);
+    let o = table_train(
+        dir.path(),
+        "test.csv",
+        "physical,mlr,mlrplus",
+        &["--out-dir", out_dir.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for m in models {
         let name = m["model"].as_str().unwrap();
@@ -756,12 +748,7 @@ fn leave_cluster_out_cv_runs_only_when_asked_for() {
 fn selection_seeds_average_each_network_candidate_over_its_seeds_and_are_recorded() {
     let (v, _dir, out, good) = train_on_four_levels(
         "60",
-        &[
-            "--models",
-            "physical,physical-bpann-lbfgs,physical-bpann-lbfgs-half",
-            "--selection-seeds",
-            "2",
-        ],
+        &["--models", "physical,physical-bpann-lbfgs,physical-bpann-lbfgs-half", "--selection-seeds", "2"],
     );
     let sel = &v["selection"];
     assert_eq!(sel["selection_seeds"], 2);
@@ -840,7 +827,10 @@ fn a_constant_column_of_the_default_input_set_is_left_out_with_a_note() {
         args.extend(extra);
         let o = gpumodel().args(&args).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        (serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
+        (
+            serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap(),
+            String::from_utf8(o.stderr).unwrap(),
+        )
     };
     let (v, err) = run(&[]);
     let notes: Vec<&str> = err.lines().filter(|l| l.contains("'DP'")).collect();
@@ -865,8 +855,10 @@ fn train_writes_no_file_unless_asked() {
     let dir = tempfile::tempdir().unwrap();
     let out = cheap_table_run(dir.path(), "json");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut left: Vec<String> =
-        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     left.sort();
     assert_eq!(left, ["fs.toml", "test.csv", "train.csv"]);
 }

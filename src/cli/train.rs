@@ -192,7 +192,12 @@ fn install_dir() -> anyhow::Result<PathBuf> {
 }
 
 /// Writes every artifact, and the chosen one again as `<prefix>-default.json`, into `dir`.
-fn write_artifacts(dir: &Path, prefix: &str, fitted: &[Fitted], report: &mut TrainReport) -> anyhow::Result<()> {
+fn write_artifacts(
+    dir: &Path,
+    prefix: &str,
+    fitted: &[Fitted],
+    report: &mut TrainReport,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating the output folder {}", dir.display()))?;
     for f in fitted {
         let path = dir.join(format!("{prefix}-{}.json", f.name));

@@ -98,7 +98,7 @@ impl Backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Solver {
-    /// Adam: full batch (one step = one epoch), or one step per mini-batch ([`BpannParams::batch_size`]).
+    /// Full-batch Adam (one step = one epoch).
     #[default]
     Adam,
     /// Full-batch L-BFGS with a hand-written gradient (one step = one iteration, see [`crate::lbfgs`]).
@@ -122,7 +122,6 @@ impl Solver {
         }
     }
 }
-
 
 impl Default for BpannParams {
     fn default() -> Self {
@@ -255,7 +254,6 @@ pub fn average_networks(nets: &[Vec<Dense>]) -> Vec<Dense> {
         .collect()
 }
 
-
 impl BpannParams {
     /// Validates the hyper-parameters; each error says which one and what is allowed.
     pub fn check(self) -> Result<BpannParams> {
@@ -357,7 +355,8 @@ impl BpannParams {
             return Err(Error::Invalid("no restart finished".into()));
         }
         // The restart with the lowest validation MSE (the first of equals), or the average of all of them.
-        let chosen = (0..kept_layers.len()).fold(0, |i, j| if kept_layers[j].0 < kept_layers[i].0 { j } else { i });
+        let chosen =
+            (0..kept_layers.len()).fold(0, |i, j| if kept_layers[j].0 < kept_layers[i].0 { j } else { i });
         let layers = if self.ensemble && kept_layers.len() > 1 {
             average_networks(&kept_layers.iter().map(|k| k.1.clone()).collect::<Vec<_>>())
         } else {

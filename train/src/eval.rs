@@ -70,13 +70,7 @@ impl ModelSpec {
         bpann.feature_set = fs.name.clone();
         let mut physical = physical.clone();
         physical.feature_set = fs.name.clone();
-        ModelSpec {
-            kind,
-            bpann,
-            inputs,
-            feature_set: fs.name.clone(),
-            physical,
-        }
+        ModelSpec { kind, bpann, inputs, feature_set: fs.name.clone(), physical }
     }
 
     /// Fits this model on `ds` (which must hold at least `self.inputs`).

@@ -1,8 +1,8 @@
 //! burn's side of the BP-ANN: the network as a burn module, Adam through burn's autodiff
 //! (`Backend::Burn`, the general path), and burn's forward pass of an artifact for checking ours.
 
-use super::{BpannParams, EVAL_EVERY, Outcome};
 use super::native::EarlyStop;
+use super::{BpannParams, EVAL_EVERY, Outcome};
 use crate::mlr::standardize;
 use burn::module::{Module, Param};
 use burn::nn::Linear;
@@ -117,7 +117,6 @@ impl BpannParams {
     }
 }
 
-
 /// Evaluates an artifact's network with burn (Flex backend, f64), for checking that burn's forward pass
 /// and `ModelArtifact::predict` agree. `records` are raw inputs in the artifact's input order. A residual
 /// gate (`physical.residual_gate`) is not applied: for a gated artifact this is the ungated model, and
@@ -150,6 +149,12 @@ pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64>
 /// Mean squared error of `layers` on standardized rows `z` and targets `y` (standardized units), by the
 /// artifact's forward pass (the validation error of burn's fits).
 pub(super) fn std_mse(layers: &[Dense], z: &Array2<f64>, y: &[f64]) -> f64 {
+    let p = forward_std(layers, z);
+    p.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / y.len().max(1) as f64
+}
+
+/// The artifact's forward pass of standardized rows through `layers` (standardized output).
+pub(super) fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
     let art = ModelArtifact {
         format_version: FORMAT_VERSION,
         kind: ModelKind::Bpann,
@@ -166,6 +171,5 @@ pub(super) fn std_mse(layers: &[Dense], z: &Array2<f64>, y: &[f64]) -> f64 {
         residual: Default::default(),
         target_transform: Default::default(),
     };
-    let p = art.predict(z.view());
-    p.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / y.len().max(1) as f64
+    art.predict(z.view()).to_vec()
 }

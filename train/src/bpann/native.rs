@@ -133,21 +133,7 @@ impl NativeRun {
         slice: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Option<Outcome> {
-        let NativeRun {
-            seed,
-            alpha,
-            theta,
-            g,
-            m1,
-            m2,
-            steps,
-            opt,
-            f,
-            stop,
-            init,
-            done,
-            reported,
-        } = self;
+        let NativeRun { seed, alpha, theta, g, m1, m2, steps, opt, f, stop, init, done, reported } = self;
         #[cfg(not(test))]
         let _ = seed;
         let max = p.max_epochs;
@@ -219,7 +205,7 @@ impl NativeRun {
 }
 
 /// burn's Adam step (β 0.9 and 0.999, ε from the params) on burn's loss `mean((f − y)²)`, written out
-/// for the native path, at the learning rate of the fit (full batch or mini-batch).
+/// for the native path.
 struct Adam {
     b1: f32,
     b2: f32,
@@ -267,10 +253,9 @@ impl BpannParams {
         threads: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Vec<std::result::Result<Outcome, String>> {
-        // The restart's initial weights, and its RNG after drawing them (mini-batch Adam's shuffles).
-        let init = |r: usize| {
-            init_layers(sizes, &mut ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(r as u64)))
-        };
+        // The restart's initial weights.
+        let init =
+            |r: usize| init_layers(sizes, &mut ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(r as u64)));
         let jobs = self.jobs();
         if self.solver == Solver::Adam && self.backend == Backend::Burn {
             let (zv, yv) = val;
@@ -302,14 +287,9 @@ impl BpannParams {
                     // reuse them after a panic.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         loop {
-                            if let Some(out) = run.advance(
-                                self,
-                                &layout,
-                                &mut tr,
-                                &mut va,
-                                self.max_epochs,
-                                progress,
-                            ) {
+                            if let Some(out) =
+                                run.advance(self, &layout, &mut tr, &mut va, self.max_epochs, progress)
+                            {
                                 return out;
                             }
                         }
@@ -373,16 +353,9 @@ impl BpannParams {
                         // The buffers are scratch that every evaluation rewrites, so this worker may go on
                         // with the other restarts after a panic in this one.
                         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            run.advance(
-                                self,
-                                layout,
-                                &mut tr,
-                                &mut va,
-                                SLICE,
-                                &mut |u| {
-                                    let _ = tx.send(Msg::Progress(u));
-                                },
-                            )
+                            run.advance(self, layout, &mut tr, &mut va, SLICE, &mut |u| {
+                                let _ = tx.send(Msg::Progress(u));
+                            })
                         }));
                         let mut l = lock();
                         match out {

@@ -1,5 +1,6 @@
 //! The BP-ANN's tests: fits of smooth functions, the native path against burn's, restarts in parallel.
 
+use super::burn::forward_std;
 use super::native::PANICKING_SEED;
 use super::*;
 use crate::lbfgs::Precision;
@@ -115,10 +116,7 @@ fn native_follows_burn(ds: &Dataset, p: &BpannParams, what: &str) -> Vec<f64> {
     }
     let init = init_layers(&[2, 4, 4, 1], &mut ChaCha8Rng::seed_from_u64(p.seed));
     let moved = a.iter().zip(init.iter().flat_map(|d| d.weights.iter().flatten().chain(&d.bias)));
-    assert!(
-        moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1,
-        "{what}: the weights did not move"
-    );
+    assert!(moved.map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) > 0.1, "{what}: the weights did not move");
     a
 }
 
@@ -141,10 +139,9 @@ fn parallel_restarts_equal_sequential_ones() {
         let p = BpannParams { restarts: 3, max_epochs: 120, solver, ..Default::default() };
         let run = |threads| {
             let mut units = 0;
-            let out =
-                p.restarts_run(&[2, 4, 4, 1], (&zt, &y[..100]), (&zv, &y[100..]), threads, &mut |u| {
-                    units += u
-                });
+            let out = p.restarts_run(&[2, 4, 4, 1], (&zt, &y[..100]), (&zv, &y[100..]), threads, &mut |u| {
+                units += u
+            });
             (out, units)
         };
         let (one, units_one) = run(1);
@@ -202,8 +199,13 @@ fn a_panicking_restart_fails_the_fit_alone_and_the_others_finish() {
             let failed = out[1].as_ref().expect_err("restart 2 panicked");
             assert!(failed.contains("forced panic"), "{failed}");
             for r in [0, 2] {
-                let alone = BpannParams { restarts: 1, seed: p.seed + r as u64, ..p.clone() }
-                    .restarts_run(&[2, 4, 4, 1], (&zt, &y[..100]), (&zv, &y[100..]), 1, &mut |_| {});
+                let alone = BpannParams { restarts: 1, seed: p.seed + r as u64, ..p.clone() }.restarts_run(
+                    &[2, 4, 4, 1],
+                    (&zt, &y[..100]),
+                    (&zv, &y[100..]),
+                    1,
+                    &mut |_| {},
+                );
                 assert_eq!(
                     out[r],
                     alone[0],

@@ -135,7 +135,12 @@ pub struct CandidateSpec {
 
 impl CandidateSpec {
     /// The candidate `name` on feature set `fs`, with the run's network settings and physical roles.
-    pub fn new(name: &str, fs: &FeatureSet, bp: &BpannParams, phys: &PhysicalParams) -> Result<CandidateSpec> {
+    pub fn new(
+        name: &str,
+        fs: &FeatureSet,
+        bp: &BpannParams,
+        phys: &PhysicalParams,
+    ) -> Result<CandidateSpec> {
         let c = CandidateName::parse(name)?;
         let mut bp = BpannParams { solver: c.solver, ..bp.clone() };
         let members = c.members.unwrap_or(1);
@@ -232,5 +237,28 @@ mod tests {
             let msg = CandidateName::parse(bad).unwrap_err().to_string();
             assert!(msg.contains("unknown model") && msg.contains("physical-bpann"), "{bad}: {msg}");
         }
+    }
+
+    #[test]
+    fn simpler_candidates_rank_lower_and_averages_count_every_network() {
+        let fs = gpumodel_models::features::builtin("titanx-utilizations").unwrap();
+        let phys = PhysicalParams::from_activities(
+            &["SP", "INT", "DP", "SFU", "CF", "L2", "Shared", "DRAM"].map(String::from),
+            &fs.name,
+        );
+        let spec = |n: &str| CandidateSpec::new(n, &fs, &BpannParams::default(), &phys).unwrap();
+        // Ranks: linear < physical < half a residual = a network < a whole residual.
+        let ranks: Vec<Complexity> = ["mlr", "mlrplus", "physical", "bpann", "physical-bpann"]
+            .iter()
+            .map(|n| spec(n).complexity())
+            .collect();
+        assert!(ranks.windows(2).all(|w| w[0] < w[1]), "{ranks:?}");
+        assert_eq!(spec("physical-bpann-half").complexity().rank, spec("bpann").complexity().rank);
+        // 10 inputs → 4 → 4 → 1: 44 + 20 + 5 weights; the mean of five networks counts five.
+        assert_eq!(spec("bpann-lbfgs").complexity().params, 69);
+        let avg = spec("physical-bpann-lbfgs-avg5-half");
+        assert_eq!((avg.spec.bpann.restarts, avg.spec.bpann.ensemble, avg.members), (5, true, 5));
+        assert_eq!(avg.fit_key(), "physical-bpann-lbfgs-avg5");
+        assert_eq!(avg.complexity().params, 5 * spec("physical-bpann-lbfgs").complexity().params);
     }
 }

@@ -127,7 +127,11 @@ impl TrainParams {
                     .map_err(|_| Error::Params(format!("--select {m}: use cv or one of {CANDIDATE_HELP}")))?
                     .name();
                 if !names.contains(&m) {
-                    let list = if models_given { "--models; add it there" } else { "the default list; name it in --models" };
+                    let list = if models_given {
+                        "--models; add it there"
+                    } else {
+                        "the default list; name it in --models"
+                    };
                     return bad(format!("--select {m}: that model is not in {list}"));
                 }
                 Some(m)
@@ -151,7 +155,9 @@ impl TrainParams {
         }
         let chooses_by_cv = self.group_folds > 0 && fixed.is_none();
         let selection_seeds = match self.selection_seeds {
-            Some(k) if k == 0 || k > 20 => return bad(format!("--selection-seeds {k} must be between 1 and 20")),
+            Some(k) if k == 0 || k > 20 => {
+                return bad(format!("--selection-seeds {k} must be between 1 and 20"));
+            }
             Some(k) if k > 1 && !chooses_by_cv => {
                 return bad(
                     "--selection-seeds averages the CV figures --select cv chooses by: keep --group-folds ≥ 2 and --select cv"
@@ -256,7 +262,10 @@ impl CheckedParams {
         if let Some(m) = &fixed
             && !names.contains(m)
         {
-            return bad(format!("--select {m}: {}", physical_not_applicable.as_deref().unwrap_or("not fitted")));
+            return bad(format!(
+                "--select {m}: {}",
+                physical_not_applicable.as_deref().unwrap_or("not fitted")
+            ));
         }
         let candidates =
             names.iter().map(|n| CandidateSpec::new(n, &fs, &p.bpann, &phys)).collect::<Result<Vec<_>>>()?;

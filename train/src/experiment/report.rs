@@ -137,10 +137,13 @@ pub struct Fitted {
 }
 
 /// The rows of `ds` with every model's prediction, and the per-application errors.
-pub(super) fn per_row(ds: &Dataset, names: &[String], preds: &[&[f64]]) -> (Vec<RowPrediction>, Vec<ApplicationError>) {
-    let column = |name: &str| {
-        ds.feature_names.iter().position(|f| f == name).map(|j| ds.records.column(j).to_vec())
-    };
+pub(super) fn per_row(
+    ds: &Dataset,
+    names: &[String],
+    preds: &[&[f64]],
+) -> (Vec<RowPrediction>, Vec<ApplicationError>) {
+    let column =
+        |name: &str| ds.feature_names.iter().position(|f| f == name).map(|j| ds.records.column(j).to_vec());
     let core = column("core_mhz");
     let mem = column("mem_mhz");
     let mut rows = Vec::with_capacity(ds.n_rows());
@@ -455,7 +458,6 @@ pub fn select_default(
         candidates,
     })
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -4,9 +4,7 @@
 
 use super::candidates::CandidateSpec;
 use super::data::DataInfo;
-use super::report::{
-    Candidate, Fitted, Median, ModelReport, TrainReport, per_row, select_default,
-};
+use super::report::{Candidate, Fitted, Median, ModelReport, TrainReport, per_row, select_default};
 use crate::bpann::BpannParams;
 use crate::eval::{ModelSpec, cross_validate_scaled, evaluate, predict};
 use crate::metrics::Metrics;
@@ -240,9 +238,11 @@ impl RunParams {
         let selection = self.choose(&fits)?;
         let names: Vec<String> = self.candidates.iter().map(|c| c.name.clone()).collect();
         let (rows_protocol, rows_ds, preds): (_, _, Vec<&[f64]>) = match test {
-            Some(t) => {
-                ("held-out", Some(t), fits.held_out.iter().map(|s| s.first().map_or(&[][..], |p| p)).collect())
-            }
+            Some(t) => (
+                "held-out",
+                Some(t),
+                fits.held_out.iter().map(|s| s.first().map_or(&[][..], |p| p)).collect(),
+            ),
             None => (
                 "group-kfold",
                 folds.grouped.as_ref().map(|_| train),
@@ -349,7 +349,8 @@ impl RunParams {
         }
         for (j, &i) in members.iter().enumerate() {
             let c = &self.candidates[i];
-            let model = fits.artifacts[i].as_ref().ok_or_else(|| Error::Invalid("no model was fitted".into()))?;
+            let model =
+                fits.artifacts[i].as_ref().ok_or_else(|| Error::Invalid("no model was fitted".into()))?;
             let r = &mut fits.reports[i];
             r.inputs = c.spec.inputs.clone();
             r.solver = is_net.then(|| c.spec.bpann.solver.name());
@@ -411,7 +412,12 @@ impl RunParams {
     }
 
     /// The held-out figures' intervals: a bootstrap over the test set's applications.
-    fn bootstrap(&self, test: &Dataset, held_out: Vec<Vec<Vec<f64>>>, peer: Option<&str>) -> Result<Uncertainty> {
+    fn bootstrap(
+        &self,
+        test: &Dataset,
+        held_out: Vec<Vec<Vec<f64>>>,
+        peer: Option<&str>,
+    ) -> Result<Uncertainty> {
         let held: Vec<SeedPredictions> = self
             .candidates
             .iter()
@@ -462,7 +468,8 @@ impl RunParams {
                     "relative: the network fits y/P - 1 of the physical model P; the model predicts P*(1 + network)"
                 );
             }
-            if let Some((u, m)) = uncertainty.and_then(|u| Some((u, u.models.iter().find(|m| m.model == c.name)?)))
+            if let Some((u, m)) =
+                uncertainty.and_then(|u| Some((u, u.models.iter().find(|m| m.model == c.name)?)))
             {
                 let mut rec = serde_json::to_value(m).map_err(|e| Error::Invalid(e.to_string()))?;
                 rec["bootstrap"] = format!(
