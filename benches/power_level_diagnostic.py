@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Where a power model's held-out error sits: each application's level, or its response to the clocks.
 
-A diagnostic, not a procedure (the power twin of the timing diagnostic in BENCHMARKS.md, issue 14, session
-11). It reads the per-row predictions of `gpumodel train --format json` (`rows`, the headline protocol:
+A diagnostic, not a procedure (the power twin of the timing model's diagnostic). It reads the per-row predictions of `gpumodel train --format json` (`rows`, the headline protocol:
 held-out when the run has a test set; the first seed's artifact for networks) and, for each application
 and model, multiplies the predictions over all the application's clock pairs by one factor: the median of
 measured / predicted over its rows, an *oracle* that looks at the application's own measurements. What is
@@ -10,7 +9,7 @@ left is the error in how the application's power moves with the core and memory 
 removed is the error in its level (what its utilizations say it draws). Prints, per model, the MAPE as
 it is and with the oracle level, and the applications with the largest level errors.
 
-Usage: gpumodel train --seeds 5 --no-write --format json > train.json
+Usage: gpumodel train --seeds 5 --format json > train.json
        python3 benches/power_level_diagnostic.py train.json [--models a,b,c] [--top 5]
 """
 import argparse

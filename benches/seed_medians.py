@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Cross-validation MAPE over several seeds, ours and (optionally) scikit-learn's MLP(4,4) on the same
-folds: the figures an accuracy acceptance rule compares (BENCHMARKS.md, issue 15, session 8 fit time).
+folds: the figures BENCHMARKS.md compares.
 
 For each dataset and seed S: `gpumodel train --data D --models M --folds K --group-folds K --seed S
---seeds 1 --no-test --no-write --format json --folds-out F` (training data only), and, with --sklearn,
+--seeds 1 --no-test --format json --folds-out F` (training data only), and, with --sklearn,
 benches/sklearn_compare.py's MLPRegressor(4,4) (random_state = S) on exactly the folds in F. Prints the
 per-seed figures, the median over seeds and SE = sd / sqrt(seeds) of each column; --json writes them.
 scikit-learn's figures do not depend on our code, so --sklearn-cache keeps them between runs.
@@ -42,7 +42,7 @@ PROTOCOLS = ["group-kfold", "random-kfold"]
 def run_ours(exe, reg, models, folds, seed, folds_out, extra):
     import subprocess
     cmd = [exe, "train", "--data", reg, "--models", models, "--folds", str(folds), "--group-folds", str(folds),
-           "--seed", str(seed), "--seeds", "1", "--no-test", "--no-write", "--format", "json",
+           "--seed", str(seed), "--seeds", "1", "--no-test", "--format", "json",
            "--folds-out", folds_out] + shlex.split(extra)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
@@ -88,7 +88,7 @@ def main():
     ap.add_argument("--sklearn-cache", default=None)
     ap.add_argument("--gpumodel", default=None)
     ap.add_argument("--json", default=None)
-    ap.add_argument("--extra", default="", help="more `gpumodel train` flags, e.g. \"--l2 1\" (a recipe to compare)")
+    ap.add_argument("--extra", default="", help="more `gpumodel train` flags, e.g. \"--l2 1\"")
     ap.add_argument("--paired", type=int, default=0, metavar="N",
                     help="with --sklearn: paired bootstrap over kernels (N resamples) of each of our models "
                          "against scikit-learn's MLP on grouped CV")

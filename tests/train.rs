@@ -29,7 +29,7 @@ fn fails_with(args: &[&str], needle: &str) {
 const CI_ARGS: &[&str] = &[
     "train",
     "--models",
-    "bpann,physical,mlr,mlr+",
+    "bpann,physical,mlr,mlrplus",
     "--folds",
     "0",
     "--group-folds",
@@ -40,7 +40,6 @@ const CI_ARGS: &[&str] = &[
     "1000",
     "--seed",
     "1",
-    "--no-write",
     "--format",
     "json",
 ];
@@ -50,7 +49,7 @@ const COMMITTED: &[(&str, f64, f64)] = &[
     // The peer's model (deterministic): Guerreiro et al.'s physical DVFS form fitted by our code.
     ("physical", PHYSICAL_MAPE, PHYSICAL_RMSE),
     ("mlr", 22.50, 29.43),
-    ("mlr+", 12.29, 16.24),
+    ("mlrplus", 12.29, 16.24),
 ];
 const BPANN_MAPE: f64 = 11.08;
 const BPANN_RMSE: f64 = 15.49;
@@ -72,7 +71,7 @@ fn titanx_held_out_error_does_not_regress() {
     }
     // The paper's claim on this data, as a floor: the network beats both linear baselines.
     let mape = |m: &str| v["models"][m]["held-out"]["mape_pct"].as_f64().unwrap();
-    assert!(mape("bpann") < mape("mlr+") && mape("bpann") < mape("mlr"));
+    assert!(mape("bpann") < mape("mlrplus") && mape("bpann") < mape("mlr"));
 }
 
 #[test]
@@ -82,7 +81,7 @@ fn json_document_has_every_model_and_protocol_and_artifacts_load() {
     let v = json(&[
         "train",
         "--models",
-        "bpann,mlr,mlr+",
+        "bpann,mlr,mlrplus",
         "--folds",
         "3",
         "--group-folds",
@@ -101,7 +100,7 @@ fn json_document_has_every_model_and_protocol_and_artifacts_load() {
     assert_eq!(v["data"]["rows"], 6528);
     assert_eq!(v["test"]["kernels"], 35);
     assert_eq!(v["headline"], "held-out");
-    for model in ["bpann", "mlr", "mlr+"] {
+    for model in ["bpann", "mlr", "mlrplus"] {
         for p in ["held-out", "group-kfold", "random-kfold"] {
             let m = &v["models"][model][p];
             for k in ["mape_pct", "rmse_w", "kernel_error_pct", "worst_kernel_error_pct"] {
@@ -111,7 +110,7 @@ fn json_document_has_every_model_and_protocol_and_artifacts_load() {
         }
     }
     assert_eq!(v["models"]["mlr"]["inputs"].as_array().unwrap().len(), 8, "MLR: utilizations only");
-    assert_eq!(v["models"]["mlr+"]["inputs"].as_array().unwrap().len(), 10);
+    assert_eq!(v["models"]["mlrplus"]["inputs"].as_array().unwrap().len(), 10);
     for f in ["titanx-bpann.json", "titanx-mlr.json", "titanx-mlrplus.json"] {
         let a = gpumodel_models_artifact(&out.join(f));
         assert_eq!(a["training"]["dataset"]["sha256"].as_str().unwrap().len(), 64);
@@ -170,7 +169,7 @@ fn the_default_table_prints_all_three_models() {
         .args([
             "train",
             "--models",
-            "bpann,mlr,mlr+",
+            "bpann,mlr,mlrplus",
             "--folds",
             "0",
             "--group-folds",
@@ -179,13 +178,12 @@ fn the_default_table_prints_all_three_models() {
             "1",
             "--epochs",
             "100",
-            "--no-write",
         ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let s = String::from_utf8_lossy(&out.stdout);
-    for needle in ["bpann", "mlr ", "mlr+", "held-out", "MAPE %", "guerreiro-titanx-real"] {
+    for needle in ["bpann", "mlr ", "mlrplus", "held-out", "MAPE %", "guerreiro-titanx-real"] {
         assert!(s.contains(needle), "{needle} missing in\n{s}");
     }
     // stdout is not a terminal here: no progress bar escape codes.
@@ -204,7 +202,6 @@ fn nvdvfs_trains_with_grouped_cv_as_the_headline() {
         "1",
         "--epochs",
         "300",
-        "--no-write",
         "--format",
         "json",
     ]);
@@ -213,30 +210,6 @@ fn nvdvfs_trains_with_grouped_cv_as_the_headline() {
     assert_eq!(v["feature_set"]["name"], "nvdvfs-rates");
     assert_eq!(v["feature_set"]["inputs"].as_array().unwrap().len(), 12, "ten counter rates + 2 clocks");
     assert!(v["models"]["bpann"]["group-kfold"]["mape_pct"].as_f64().unwrap().is_finite());
-}
-
-/// The correlation analysis stays available, but the NV-DVFS feature set is fixed a priori: it is not the
-/// top ten of a ranking computed on the very kernels grouped CV then scores (the selection leak of #15).
-#[test]
-fn explain_features_ranks_by_correlation_and_the_feature_set_is_not_taken_from_it() {
-    let v = json(&["train", "--data", "nvdvfs-gtx1080ti", "--explain-features", "--format", "json"]);
-    let r = v["ranking"].as_array().unwrap();
-    let abs: Vec<f64> = r.iter().map(|x| x["pearson_r"].as_f64().unwrap().abs()).collect();
-    assert!(abs.windows(2).all(|w| w[0] >= w[1]));
-    assert_eq!(v["chosen_counters"].as_array().unwrap().len(), 10);
-    let chosen: Vec<&str> =
-        v["chosen_counters"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
-    let inputs: Vec<&str> =
-        v["feature_set_inputs"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
-    assert_ne!(&inputs[..10], &chosen[..], "nvdvfs-rates must not be the correlation top ten");
-    for i in [
-        "gld_transactions/time_ms",
-        "gst_transactions/time_ms",
-        "inst_executed/time_ms",
-        "cf_executed/time_ms",
-    ] {
-        assert!(inputs.contains(&i), "{i}: one of the paper's event classes");
-    }
 }
 
 #[test]
@@ -264,7 +237,6 @@ fn a_guerreiro_file_with_other_utilizations_gets_its_own_default_set() {
         "1",
         "--epochs",
         "100",
-        "--no-write",
         "--format",
         "json",
     ]);
@@ -278,14 +250,14 @@ fn bad_input_is_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let fs = dir.path().join("fs.toml");
     std::fs::write(&fs, "name = 'x'\ninputs = ['SP', 'nope']\n").unwrap();
-    fails_with(&["train", "--features", fs.to_str().unwrap(), "--no-write"], "column 'nope'");
-    fails_with(&["train", "--features", "no-such-set", "--no-write"], "unknown feature set 'no-such-set'");
-    fails_with(&["train", "--hidden", "0", "--no-write"], "--hidden");
-    fails_with(&["train", "--models", "svm", "--no-write"], "unknown model 'svm'");
+    fails_with(&["train", "--features", fs.to_str().unwrap()], "column 'nope'");
+    fails_with(&["train", "--features", "no-such-set"], "unknown feature set 'no-such-set'");
+    fails_with(&["train", "--hidden", "0"], "--hidden");
+    fails_with(&["train", "--models", "svm"], "unknown model 'svm'");
 
     let empty = dir.path().join("empty.csv");
     std::fs::write(&empty, "2\n975,3505\n1,1\nSP,DRAM\n").unwrap();
-    fails_with(&["train", "--data", empty.to_str().unwrap(), "--no-write"], "no data rows");
+    fails_with(&["train", "--data", empty.to_str().unwrap()], "no data rows");
 
     let nan = dir.path().join("nan.csv");
     let mut s = String::from("kernel,power_w,a\n");
@@ -295,10 +267,7 @@ fn bad_input_is_one_clear_line() {
     std::fs::write(&nan, &s).unwrap();
     let fs_a = dir.path().join("a.toml");
     std::fs::write(&fs_a, "name = 'a'\ninputs = ['a']\n").unwrap();
-    fails_with(
-        &["train", "--data", nan.to_str().unwrap(), "--features", fs_a.to_str().unwrap(), "--no-write"],
-        "NaN",
-    );
+    fails_with(&["train", "--data", nan.to_str().unwrap(), "--features", fs_a.to_str().unwrap()], "NaN");
 
     let zero = dir.path().join("zero.csv");
     let s = s.replace("NaN", "7").replace("k2,102,", "k2,0,");
@@ -310,7 +279,6 @@ fn bad_input_is_one_clear_line() {
             zero.to_str().unwrap(),
             "--features",
             fs_a.to_str().unwrap(),
-            "--no-write",
             "--folds",
             "3",
             "--group-folds",
@@ -322,7 +290,7 @@ fn bad_input_is_one_clear_line() {
         ],
         "MAPE is undefined",
     );
-    fails_with(&["train", "--data", nan.to_str().unwrap(), "--no-write"], "--features");
+    fails_with(&["train", "--data", nan.to_str().unwrap()], "--features");
 }
 
 /// A small Guerreiro-format file: 12 kernels × `core` clocks × 2 memory clocks, power from the physical
@@ -386,8 +354,11 @@ fn physical_model_bad_input_is_one_clear_line_and_writes_nothing() {
     let mut args = vec!["train", "--data", one_level.to_str().unwrap(), "--models", "physical"];
     args.extend(quick);
     fails_with(&args, "single core clock level (900 MHz)");
+    // A constant input the user named in a feature set is an error (a default set leaves it out).
     let constant = guerreiro_file(dir.path(), &[800, 1000, 1200], true);
-    let mut args = vec!["train", "--data", constant.to_str().unwrap()];
+    let fs = dir.path().join("abz.toml");
+    std::fs::write(&fs, "name = 'abz'\ninputs = ['A', 'B', 'Z', 'core_mhz', 'mem_mhz']\n").unwrap();
+    let mut args = vec!["train", "--data", constant.to_str().unwrap(), "--features", fs.to_str().unwrap()];
     args.extend(quick);
     fails_with(&args, "input 'Z' is 0.5 on every row");
     let good = guerreiro_file(dir.path(), &[800, 1000, 1200], false);
@@ -406,27 +377,15 @@ fn physical_model_bad_input_is_one_clear_line_and_writes_nothing() {
 /// records the choice and the CV figures, and the artifacts carry no path of this machine.
 #[test]
 fn physical_model_and_default_choice_on_a_small_file() {
-    let (v, dir, out, good) =
-        train_on_four_levels("50", &["--select-by", "group", "--rule", "min", "--variants"]);
+    let (v, dir, out, good) = train_on_four_levels("50", &[]);
     let cv = |m: &str| v["models"][m]["group-kfold"]["mape_pct"].as_f64().unwrap();
     assert!(cv("physical") < 0.5, "the data follows the physical form exactly: {}", cv("physical"));
-    assert!(cv("physical") < cv("mlr+"));
+    assert!(cv("physical") < cv("mlrplus"));
     let sel = &v["selection"];
     let chosen = sel["chosen"].as_str().unwrap();
-    let best = sel["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .min_by(|a, b| a["cv_mape_pct"].as_f64().unwrap().total_cmp(&b["cv_mape_pct"].as_f64().unwrap()))
-        .unwrap();
-    assert_eq!(
-        chosen,
-        best["model"].as_str().unwrap(),
-        "--rule min --select-by group: the lowest grouped-CV MAPE (averaged over the selection seeds) wins"
-    );
-    assert_eq!((sel["validation"].as_str(), sel["rule"].as_str()), (Some("group-kfold"), Some("min")));
-    // The default list also holds width and seed-averaging variants, each recorded with the figures
-    // and the complexity the one-standard-error rule orders them by.
+    assert_eq!((sel["validation"].as_str(), sel["rule"].as_str()), (Some("group-kfold"), Some("1se")));
+    // Every default candidate is recorded with the figures and the complexity the one-standard-error
+    // rule orders them by, and written under its own name.
     let rec = |m: &str| {
         sel["candidates"]
             .as_array()
@@ -436,24 +395,17 @@ fn physical_model_and_default_choice_on_a_small_file() {
             .cloned()
             .unwrap_or_else(|| panic!("{m} is not among the candidates: {}", sel["candidates"]))
     };
-    let (one, avg, wide) =
-        (rec("physical+bpann-lbfgs"), rec("physical+bpann-lbfgs*5"), rec("physical+bpann-lbfgs@8x8/4"));
+    let (one, avg) = (rec("physical-bpann-lbfgs"), rec("physical-bpann-lbfgs-avg5"));
     assert_eq!(
         avg["complexity"]["params"].as_u64().unwrap(),
         5 * one["complexity"]["params"].as_u64().unwrap()
     );
-    assert!(
-        wide["complexity"]["rank"].as_u64() < one["complexity"]["rank"].as_u64(),
-        "a quarter residual ranks lower"
-    );
-    assert!(avg["cv_mape_pct"].as_f64().unwrap().is_finite());
-    assert!(
-        out.join(format!(
-            "{}-physical-bpann-lbfgs-avg5-half.json",
-            good.file_stem().unwrap().to_str().unwrap()
-        ))
-        .exists()
-    );
+    assert_eq!(sel["candidates"].as_array().unwrap().len(), 11);
+    let prefix = good.file_stem().unwrap().to_str().unwrap();
+    for c in sel["candidates"].as_array().unwrap() {
+        let name = c["model"].as_str().unwrap();
+        assert!(out.join(format!("{prefix}-{name}.json")).exists(), "{name}");
+    }
     let prefix = good.file_stem().unwrap().to_str().unwrap();
     let default = std::fs::read_to_string(out.join(format!("{prefix}-default.json"))).unwrap();
     let a: serde_json::Value = serde_json::from_str(&default).unwrap();
@@ -471,121 +423,21 @@ fn physical_model_and_default_choice_on_a_small_file() {
     }
 }
 
-/// `--physical-fit relative` reaches the physical model and is recorded in its artifact (the default,
-/// `absolute`, too), so that a shipped model says which error its βs were fitted to.
-#[test]
-fn physical_fit_weighting_is_applied_and_recorded() {
-    let dir = tempfile::tempdir().unwrap();
-    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
-    let out = dir.path().join("out");
-    let run = |fit: &str| {
-        let o = out.join(fit);
-        let args = [
-            "train",
-            "--data",
-            good.to_str().unwrap(),
-            "--models",
-            "physical",
-            "--folds",
-            "0",
-            "--group-folds",
-            "3",
-        ];
-        let mut all = args.to_vec();
-        all.extend(["--physical-fit", fit, "--format", "json", "--out-dir", o.to_str().unwrap()]);
-        let v = json(&all);
-        let prefix = good.file_stem().unwrap().to_str().unwrap();
-        let a = gpumodel_models_artifact(&o.join(format!("{prefix}-physical.json")));
-        (v["models"]["physical"]["training_fit"]["mape_pct"].as_f64().unwrap(), a)
-    };
-    let (abs_mape, abs) = run("absolute");
-    let (rel_mape, rel) = run("relative");
-    assert_eq!(abs["training"]["physical"]["error"], "absolute");
-    assert_eq!(rel["training"]["physical"]["error"], "relative");
-    // The file follows the model's form, so both fits are near exact (the objectives' difference is
-    // guarded by the unit test `relative_fit_minimizes_relative_error_where_the_absolute_fit_does_not`).
-    assert!(abs_mape < 0.5 && rel_mape < 0.5, "{abs_mape} {rel_mape}");
-}
-
-/// `--physical-fit relative` without a physical candidate would change nothing, so it is refused rather
-/// than silently ignored.
-#[test]
-fn physical_fit_without_a_physical_candidate_is_one_clear_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let good = guerreiro_file(dir.path(), &[800, 900, 1000, 1200], false);
-    let out = dir.path().join("out");
-    fails_with(
-        &[
-            "train",
-            "--data",
-            good.to_str().unwrap(),
-            "--models",
-            "mlr",
-            "--physical-fit",
-            "relative",
-            "--out-dir",
-            out.to_str().unwrap(),
-        ],
-        "--physical-fit applies only to the physical model",
-    );
-    assert!(!out.exists(), "nothing is written on error");
-}
-
 /// MLR / MLR+ checked against an external reference: scikit-learn 1.9.1 `LinearRegression` on the same
 /// split (train guerreiro-titanx-micro, test guerreiro-titanx-real; MLR = 8 utilizations, MLR+ = + the two
 /// clocks), computed with the loader of `benches/sklearn_compare.py`:
 /// mlr 22.498524717599057 % / 29.429742356056384 W, mlr+ 12.28970953770693 % / 16.24335862695827 W.
 #[test]
 fn mlr_works_like_scikit_learn() {
-    let v = json(&[
-        "train",
-        "--models",
-        "mlr,mlr+",
-        "--folds",
-        "0",
-        "--group-folds",
-        "0",
-        "--no-write",
-        "--format",
-        "json",
-    ]);
+    let v =
+        json(&["train", "--models", "mlr,mlrplus", "--folds", "0", "--group-folds", "0", "--format", "json"]);
     for (model, mape, rmse) in
-        [("mlr", 22.498524717599057, 29.429742356056384), ("mlr+", 12.28970953770693, 16.24335862695827)]
+        [("mlr", 22.498524717599057, 29.429742356056384), ("mlrplus", 12.28970953770693, 16.24335862695827)]
     {
         let m = &v["models"][model]["held-out"];
         assert!((m["mape_pct"].as_f64().unwrap() - mape).abs() < 1e-6, "{model}: {m}");
         assert!((m["rmse_w"].as_f64().unwrap() - rmse).abs() < 1e-6, "{model}: {m}");
     }
-}
-
-#[test]
-fn ensemble_writes_one_wider_network() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("m");
-    let v = json(&[
-        "train",
-        "--models",
-        "bpann",
-        "--ensemble",
-        "--restarts",
-        "2",
-        "--epochs",
-        "100",
-        "--folds",
-        "0",
-        "--group-folds",
-        "0",
-        "--format",
-        "json",
-        "--out-dir",
-        out.to_str().unwrap(),
-    ]);
-    assert!(v["models"]["bpann"]["held-out"]["mape_pct"].as_f64().unwrap().is_finite());
-    let a = gpumodel_models_artifact(&out.join("titanx-bpann.json"));
-    let widths: Vec<usize> =
-        a["layers"].as_array().unwrap().iter().map(|l| l["bias"].as_array().unwrap().len()).collect();
-    assert_eq!(widths, vec![8, 8, 1], "two 10-4-4-1 restarts side by side");
-    assert_eq!(a["training"]["bpann"]["ensemble_of_restarts"], true);
 }
 
 /// A small table-format training file and a held-out file whose kernel names are templated C++
@@ -643,7 +495,7 @@ fn cheap_table_run(dir: &Path, format: &str) -> std::process::Output {
 
 fn cheap_table_run_with(dir: &Path, format: &str, extra: &[&str]) -> std::process::Output {
     table_files(dir);
-    table_train(dir, "test.csv", "physical,mlr,mlr+", &[&["--no-write", "--format", format], extra].concat())
+    table_train(dir, "test.csv", "physical,mlr,mlrplus", &[&["--format", format], extra].concat())
 }
 
 /// `gpumodel train` on the table files of `dir` (written by [`table_files`]), tested on `test`.
@@ -694,12 +546,16 @@ fn held_out_intervals_by_bootstrap_over_applications() {
     }
     // Each written artifact records its own model's interval, as the run printed it.
     let out_dir = dir.path().join("out");
-    let o =
-        table_train(dir.path(), "test.csv", "physical,mlr,mlr+", &["--out-dir", out_dir.to_str().unwrap()]);
+    let o = table_train(
+        dir.path(),
+        "test.csv",
+        "physical,mlr,mlrplus",
+        &["--out-dir", out_dir.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for m in models {
         let name = m["model"].as_str().unwrap();
-        let file = out_dir.join(format!("train-{}.json", name.replace('+', "plus")));
+        let file = out_dir.join(format!("train-{}.json", name.to_string()));
         let a: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let rec = &a["training"]["held_out_interval"];
         assert_eq!(rec["ci95_pct"], m["ci95_pct"], "{name}");
@@ -719,7 +575,7 @@ fn held_out_intervals_by_bootstrap_over_applications() {
         text.lines().count()
     );
     std::fs::write(dir.path().join("one.csv"), one.join("\n") + "\n").unwrap();
-    let o = table_train(dir.path(), "one.csv", "physical,mlr", &["--no-write", "--format", "json"]);
+    let o = table_train(dir.path(), "one.csv", "physical,mlr", &["--format", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["test"]["kernels"], 1);
@@ -821,12 +677,11 @@ fn folds_out_writes_every_row_once_per_protocol_with_whole_kernels() {
         "--data",
         good.to_str().unwrap(),
         "--models",
-        "physical,mlr+",
+        "physical,mlrplus",
         "--folds",
         "4",
         "--group-folds",
         "3",
-        "--no-write",
         "--format",
         "json",
         "--folds-out",
@@ -856,7 +711,7 @@ fn folds_out_writes_every_row_once_per_protocol_with_whole_kernels() {
     }
 }
 
-/// Leave-cluster-out CV is optional: without `--cluster-cv` (and without choosing by it) it is neither
+/// Leave-cluster-out CV is optional: without `--cluster-cv` it is neither
 /// run nor written to `--folds-out`; with it, every candidate reports it.
 #[test]
 fn leave_cluster_out_cv_runs_only_when_asked_for() {
@@ -864,8 +719,8 @@ fn leave_cluster_out_cv_runs_only_when_asked_for() {
     let good = guerreiro_file(dir.path(), &[800, 1000, 1200], false);
     let folds = dir.path().join("folds.csv");
     let args = |extra: &[&'static str]| {
-        let mut a = vec!["train", "--data", good.to_str().unwrap(), "--models", "physical,mlr+"];
-        a.extend(["--folds", "0", "--group-folds", "3", "--no-write", "--format", "json"]);
+        let mut a = vec!["train", "--data", good.to_str().unwrap(), "--models", "physical,mlrplus"];
+        a.extend(["--folds", "0", "--group-folds", "3", "--format", "json"]);
         a.extend(["--folds-out", folds.to_str().unwrap()]);
         a.extend(extra);
         a.into_iter().map(String::from).collect::<Vec<_>>()
@@ -877,9 +732,9 @@ fn leave_cluster_out_cv_runs_only_when_asked_for() {
     let v = run(&[]);
     assert!(v["models"]["physical"].get("cluster-kfold").is_none(), "{}", v["models"]["physical"]);
     assert!(!std::fs::read_to_string(&folds).unwrap().contains("cluster-kfold"));
-    for extra in [&["--cluster-cv"][..], &["--select-by", "cluster"][..]] {
+    for extra in [&["--cluster-cv"][..]] {
         let v = run(extra);
-        for m in ["physical", "mlr+"] {
+        for m in ["physical", "mlrplus"] {
             assert!(v["models"][m]["cluster-kfold"]["mape_pct"].as_f64().is_some(), "{extra:?}: {m}");
         }
         assert!(std::fs::read_to_string(&folds).unwrap().contains("cluster-kfold"), "{extra:?}");
@@ -888,19 +743,12 @@ fn leave_cluster_out_cv_runs_only_when_asked_for() {
 
 /// `--selection-seeds K`: a network candidate is cross-validated with K seeds on the same folds and the
 /// rule compares the mean (recorded per seed in the selection and in the default artifact); a model
-/// without a network has one figure; nested CV scores the procedures with 1 seed and with K.
+/// without a network has one figure.
 #[test]
 fn selection_seeds_average_each_network_candidate_over_its_seeds_and_are_recorded() {
     let (v, _dir, out, good) = train_on_four_levels(
         "60",
-        &[
-            "--models",
-            "physical,physical+bpann-lbfgs,physical+bpann-lbfgs/2",
-            "--selection-seeds",
-            "2",
-            "--nested",
-            "group",
-        ],
+        &["--models", "physical,physical-bpann-lbfgs,physical-bpann-lbfgs-half", "--selection-seeds", "2"],
     );
     let sel = &v["selection"];
     assert_eq!(sel["selection_seeds"], 2);
@@ -910,32 +758,21 @@ fn selection_seeds_average_each_network_candidate_over_its_seeds_and_are_recorde
     let per_seed = |m: &str| -> Vec<f64> {
         rec(m)["cv_mape_pct_per_seed"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
     };
-    let net = per_seed("physical+bpann-lbfgs");
+    let net = per_seed("physical-bpann-lbfgs");
     assert_eq!(net.len(), 2);
     assert_ne!(net[0], net[1], "the second seed must fit other networks");
-    let mean = rec("physical+bpann-lbfgs")["cv_mape_pct"].as_f64().unwrap();
+    let mean = rec("physical-bpann-lbfgs")["cv_mape_pct"].as_f64().unwrap();
     assert!((mean - (net[0] + net[1]) / 2.0).abs() < 1e-9, "{mean} vs {net:?}");
     // The first seed's figure is the run's own grouped CV (the reported one, of the written artifact).
-    let reported = v["models"]["physical+bpann-lbfgs"]["group-kfold"]["mape_pct"].as_f64().unwrap();
+    let reported = v["models"]["physical-bpann-lbfgs"]["group-kfold"]["mape_pct"].as_f64().unwrap();
     assert!((net[0] - reported).abs() < 1e-9, "{} vs {reported}", net[0]);
     assert_eq!(per_seed("physical").len(), 1, "no network: one figure");
-    assert_eq!(per_seed("physical+bpann-lbfgs/2").len(), 2);
+    assert_eq!(per_seed("physical-bpann-lbfgs-half").len(), 2);
     let prefix = good.file_stem().unwrap().to_str().unwrap();
     let a: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join(format!("{prefix}-default.json"))).unwrap())
             .unwrap();
     assert_eq!(a["training"]["selection"]["selection_seeds"], 2);
-    let procs = v["nested"]["procedures"].as_array().unwrap();
-    let seeds: std::collections::BTreeSet<u64> =
-        procs.iter().map(|p| p["selection_seeds"].as_u64().unwrap()).collect();
-    assert_eq!(seeds.into_iter().collect::<Vec<_>>(), [1, 2]);
-    let in_use: Vec<&serde_json::Value> = procs.iter().filter(|p| p["in_use"] == true).collect();
-    assert_eq!(in_use.len(), 1);
-    assert_eq!((in_use[0]["selection_seeds"].as_u64(), in_use[0]["rule"].as_str()), (Some(2), Some("1se")));
-    assert!(
-        procs.iter().all(|p| p["validation"] == "group-kfold" && p["candidate_list"] == "all"),
-        "{procs:?}"
-    );
 }
 
 /// `--selection-seeds` out of range, or with nothing to average: one line, nothing written.
@@ -954,244 +791,117 @@ fn selection_seeds_bad_input_is_one_line_and_writes_nothing() {
     assert!(!out.exists(), "nothing may be written on bad input");
 }
 
-/// `--roofline` adds the roofline twins of the physical candidates; their artifacts carry the clocks the
-/// utilizations were measured at (the file's default clocks) and say so in the training record, while
-/// the plain physical artifact stays as before. Data whose activities are measured at every clock pair
-/// (NV-DVFS) has nothing to rescale: asking for it there is one clear line and writes nothing.
-#[test]
-fn roofline_twins_are_fitted_recorded_and_refused_where_nothing_is_rescaled() {
-    let (v, _dir, out, good) = train_on_four_levels("20", &["--models", "physical", "--roofline"]);
-    let names: Vec<&str> = v["models"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
-    for t in [
-        "physical",
-        "physical.roofline",
-        "physical.roofline+bpann-lbfgs*5",
-        "physical.roofline+bpann-lbfgs*5/2",
-    ] {
-        assert!(names.contains(&t), "{t} missing from {names:?}");
+/// The public Titan X microbenchmark file with its DP utilization set to 0 on every row (the layout of
+/// the Titan Xp, K40c and Titan V files of the same authors, whose DP column is 0), written into `dir`.
+fn titanx_without_dp(dir: &Path) -> std::path::PathBuf {
+    let src = common::data_dir().join("guerreiro-titanx/titanx_micro_names_peak_idle_HPCAandCF.csv");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.by_ref().take(4).collect();
+    let names: Vec<&str> = header[3].split(',').collect();
+    // Rows: kernel, power, core clock, memory clock, then the utilizations in the header's order.
+    let dp = 4 + names.iter().position(|n| *n == "DP").unwrap();
+    let mut out = header.join("\n") + "\n";
+    for l in lines {
+        let mut f: Vec<&str> = l.split(',').collect();
+        f[dp] = "0";
+        out += &(f.join(",") + "\n");
     }
-    let prefix = good.file_stem().unwrap().to_str().unwrap();
-    let twin = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-roofline.json")));
-    assert_eq!(twin["physical"]["roofline"], serde_json::json!({"core_mhz": 1000.0, "mem_mhz": 3000.0}));
-    assert!(twin["training"]["physical"]["utilizations"].as_str().unwrap().contains("roofline"));
-    let ens =
-        gpumodel_models_artifact(&out.join(format!("{prefix}-physical-roofline-bpann-lbfgs-avg5-half.json")));
-    assert_eq!(ens["physical"]["roofline"], twin["physical"]["roofline"]);
-    let plain = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
-    assert!(
-        plain["physical"].get("roofline").is_none()
-            && plain["training"]["physical"].get("utilizations").is_none()
-    );
-    // The file's power follows the plain form, which the rescaling does not: the twin fits it worse.
-    let fit = |m: &str| v["models"][m]["training_fit"]["mape_pct"].as_f64().unwrap();
-    assert!(fit("physical") < fit("physical.roofline"), "{} {}", fit("physical"), fit("physical.roofline"));
-
-    let dir = tempfile::tempdir().unwrap();
-    let o = dir.path().join("out");
-    let quick = ["--folds", "0", "--group-folds", "3", "--epochs", "20", "--out-dir", o.to_str().unwrap()];
-    let mut args = vec!["train", "--data", "nvdvfs-gtx980", "--roofline"];
-    args.extend(quick);
-    fails_with(&args, "drop --roofline");
-    let mut args = vec!["train", "--data", "nvdvfs-gtx980", "--models", "physical.roofline"];
-    args.extend(quick);
-    fails_with(&args, "drop .roofline");
-    assert!(!o.exists(), "a failed run wrote {}", o.display());
+    let p = dir.join("no-dp.csv");
+    std::fs::write(&p, out).unwrap();
+    p
 }
 
-/// `--gate nearest` gates every residual network: its artifact carries the gate (one signature per training
-/// kernel) and says so in its training record, the plain physical model has none, the default writes none;
-/// without a residual network the flag is one clear line, a bad value is refused, and neither writes.
+/// A Guerreiro-layout file whose default input set holds a constant column trains without a features
+/// file: the column is left out of the inputs (and of the physical model's activities) with a one-line
+/// note on stderr, recorded in the result and in every artifact; `--quiet` leaves the note out.
 #[test]
-fn the_residual_gate_is_written_recorded_and_refused_without_a_residual_network() {
-    let (v, _dir, out, good) =
-        train_on_four_levels("20", &["--models", "physical,physical+bpann-lbfgs/2", "--gate", "nearest"]);
-    let prefix = good.file_stem().unwrap().to_str().unwrap();
-    let kernels = v["data"]["kernels"].as_u64().unwrap() as usize;
-    assert!(kernels >= 2, "{}", v["data"]);
-    let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
-    let gate = &net["physical"]["residual_gate"];
-    assert_eq!(gate["signatures"].as_array().unwrap().len(), kernels, "{gate}");
-    assert!(gate["tau"].as_f64().unwrap() > 0.0, "{gate}");
-    assert!(net["training"]["residual_gate"].as_str().unwrap().starts_with("nearest"));
-    let phys = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
-    assert!(
-        phys["physical"].get("residual_gate").is_none() && phys["training"].get("residual_gate").is_none()
-    );
-    let (_, _dir, out, good) = train_on_four_levels("20", &["--models", "physical+bpann-lbfgs/2"]);
-    let prefix = good.file_stem().unwrap().to_str().unwrap();
-    let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
-    assert!(net["physical"].get("residual_gate").is_none(), "the default is ungated");
-
+fn a_constant_column_of_the_default_input_set_is_left_out_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
-    let o = dir.path().join("out");
-    let mut args = vec!["train", "--data", good.to_str().unwrap(), "--out-dir", o.to_str().unwrap()];
-    args.extend(["--models", "physical,mlr", "--gate", "nearest"]);
-    fails_with(&args, "--gate applies to the network of `physical+bpann…` candidates");
-    let out = gpumodel().args(["train", "--data", good.to_str().unwrap(), "--gate", "far"]).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("'far'") && err.contains("none, nearest"), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(!o.exists(), "a failed run wrote {}", o.display());
+    let data = titanx_without_dp(dir.path());
+    let out = dir.path().join("out");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["train", "--data", data.to_str().unwrap(), "--import", "guerreiro"];
+        args.extend(["--models", "physical,mlr,mlrplus", "--folds", "0", "--group-folds", "3"]);
+        args.extend(["--format", "json", "--out-dir", out.to_str().unwrap()]);
+        args.extend(extra);
+        let o = gpumodel().args(&args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap(),
+            String::from_utf8(o.stderr).unwrap(),
+        )
+    };
+    let (v, err) = run(&[]);
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("'DP'")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(notes[0].contains("0 on every row") && notes[0].contains("left out"), "{err}");
+    assert_eq!(v["dropped_inputs"], serde_json::json!(["DP"]));
+    let inputs = v["feature_set"]["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 9, "seven utilizations and two clocks: {inputs:?}");
+    assert!(!inputs.contains(&serde_json::json!("DP")));
+    assert!(!v["models"]["physical"]["inputs"].as_array().unwrap().contains(&serde_json::json!("DP")));
+    assert!(v["models"]["physical"]["group-kfold"]["mape_pct"].as_f64().unwrap().is_finite());
+    let a = gpumodel_models_artifact(&out.join("no-dp-physical.json"));
+    assert_eq!(a["training"]["dropped_constant_inputs"], serde_json::json!(["DP"]));
+    let (_, quiet) = run(&["--quiet"]);
+    assert!(!quiet.contains("'DP'"), "{quiet}");
 }
 
-/// `--residual relative` makes every residual network fit y/P − 1 of its physical model: the artifacts say
-/// so (and predict P·(1 + network), guarded by the artifact's unit test), the plain physical model is
-/// untouched, and without a residual network the flag is one clear line that writes nothing.
+/// `train` writes files only where it is asked to: without `--out-dir` or `--install` the working
+/// folder is left as it was (no `gpumodel-models/`).
 #[test]
-fn relative_residual_is_applied_recorded_and_refused_without_a_residual_network() {
-    let (v, _dir, out, good) = train_on_four_levels(
-        "50",
-        &["--models", "physical,physical+bpann-lbfgs/2", "--residual", "relative"],
-    );
-    let prefix = good.file_stem().unwrap().to_str().unwrap();
-    let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
-    assert_eq!(net["residual"], "relative");
-    assert!(net["training"]["residual"].as_str().unwrap().starts_with("relative"));
-    let phys = gpumodel_models_artifact(&out.join(format!("{prefix}-physical.json")));
-    assert!(phys.get("residual").is_none() && phys["training"].get("residual").is_none());
-    // The file follows the physical form: the relative residual network keeps that fit near exact.
-    let fit = v["models"]["physical+bpann-lbfgs/2"]["training_fit"]["mape_pct"].as_f64().unwrap();
-    assert!(fit < 1.0, "{fit}");
-    // Without the flag the default applies (relative, `DEFAULT_RESIDUAL`); `absolute` writes the
-    // artifact as before the field existed.
-    for (flag, relative) in [(None, true), (Some("absolute"), false)] {
-        let mut args = vec!["--models", "physical+bpann-lbfgs/2"];
-        args.extend(flag.map(|f| ["--residual", f]).iter().flatten());
-        let (_, _dir, out, good) = train_on_four_levels("20", &args);
-        let prefix = good.file_stem().unwrap().to_str().unwrap();
-        let net = gpumodel_models_artifact(&out.join(format!("{prefix}-physical-bpann-lbfgs-half.json")));
-        assert_eq!(net.get("residual").is_some(), relative, "{flag:?}");
-        assert_eq!(net["training"].get("residual").is_some(), relative, "{flag:?}");
+fn train_writes_no_file_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cheap_table_run(dir.path(), "json");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["fs.toml", "test.csv", "train.csv"]);
+}
+
+/// Runs `gpumodel ARGS > stdout.json` with stderr on a pseudo-terminal (util-linux `script`), as a user
+/// at a terminal who redirects the result: what the terminal showed.
+fn on_a_terminal(dir: &Path, args: &str) -> String {
+    let bin = env!("CARGO_BIN_EXE_gpumodel");
+    let cmd = format!("'{bin}' {args} > '{}'", dir.join("stdout.json").display());
+    let o = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(dir)
+        .env("GPUMODEL_DATA_DIR", common::data_dir())
+        .output()
+        .expect("util-linux `script` runs the command on a pseudo-terminal");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// On a terminal, training shows its progress with an estimate of the time left on stderr, also when
+/// stdout goes to a file; `--quiet` shows none.
+#[test]
+fn progress_with_eta_on_a_terminal_unless_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    table_files(dir.path());
+    let args = "train --data train.csv --test test.csv --import table --features fs.toml \
+                --models bpann-lbfgs,physical --folds 0 --group-folds 3 --epochs 200 --format json";
+    let shown = on_a_terminal(dir.path(), args);
+    assert!(shown.contains("training") && shown.contains("eta"), "{shown:?}");
+    let quiet = on_a_terminal(dir.path(), &format!("{args} --quiet"));
+    assert!(!quiet.contains("eta"), "{quiet:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("stdout.json")).unwrap()).unwrap();
+    assert_eq!(v["command"], "train");
+}
+
+/// `train --help` is a page a user reads: at most 120 lines, one entry per flag.
+#[test]
+fn train_help_fits_on_a_page() {
+    let o = gpumodel().args(["train", "--help"]).output().unwrap();
+    let help = String::from_utf8(o.stdout).unwrap();
+    assert!(help.lines().count() <= 120, "{} lines:\n{help}", help.lines().count());
+    for flag in ["--models", "--out-dir", "--quiet", "--hidden", "--epochs", "--learning-rate", "--l2"] {
+        assert!(help.contains(flag), "{flag}");
     }
-
-    let dir = tempfile::tempdir().unwrap();
-    let o = dir.path().join("out");
-    let args =
-        ["train", "--data", good.to_str().unwrap(), "--models", "physical,mlr", "--residual", "relative"];
-    let mut all = args.to_vec();
-    all.extend(["--out-dir", o.to_str().unwrap()]);
-    fails_with(&all, "--residual applies to the network of `physical+bpann…` candidates");
-    assert!(!o.exists(), "a failed run wrote {}", o.display());
-}
-
-/// `--l2 auto` with `--l2-folds 5` (its default with a grid): the standalone network records the α it
-/// chose from the grid (one of the grid) and how, the `physical+bpann…` network keeps the fixed α 1e-4 and
-/// records no grid; a malformed `--l2`, `--l2-folds` without a grid or a grid with no standalone network
-/// to apply it to is one clear line and writes nothing.
-#[test]
-fn l2_auto_is_recorded_on_the_standalone_networks_only_and_bad_values_are_one_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("m");
-    let o = out.to_str().unwrap();
-    for (v, needle) in [
-        ("0.01,x", "--l2 0.01,x: give one number"),
-        ("often", "--l2 often: give one number"),
-        ("1e-4,,1", "--l2 1e-4,,1"),
-        ("inf", "--l2 inf"),
-        ("-1", "must be in [0, 1e6)"),
-        ("1,-1", "every α must be in [0, 1e6)"),
-    ] {
-        fails_with(&["train", &format!("--l2={v}"), "--models", "bpann", "--out-dir", o], needle);
-    }
-    fails_with(
-        &["train", "--l2", "auto", "--models", "physical+bpann-lbfgs,mlr", "--out-dir", o],
-        "no candidate",
-    );
-    fails_with(
-        &["train", "--l2", "1e-4", "--l2-folds", "5", "--out-dir", o],
-        "--l2-folds 5 chooses α from several",
-    );
-    fails_with(
-        &["train", "--l2", "auto", "--l2-folds", "1", "--out-dir", o],
-        "must be 0 (the validation split) or 3 to 20",
-    );
-    assert!(!out.exists(), "nothing may be written on bad input");
-
-    quick_fit("bpann-lbfgs,physical+bpann-lbfgs", &["--l2", "auto"], 60, o);
-    let net = gpumodel_models_artifact(&out.join("titanx-bpann-lbfgs.json"));
-    let rec = &net["training"]["bpann"];
-    let grid: Vec<f64> = rec["l2_grid"].as_array().unwrap().iter().map(|a| a.as_f64().unwrap()).collect();
-    assert_eq!(grid, vec![1e-4, 0.01, 1.0]);
-    assert!(grid.contains(&rec["l2"].as_f64().unwrap()), "{rec}");
-    assert_eq!(rec["l2_validation_rmse_w"].as_array().unwrap().len(), 3);
-    assert_eq!(rec["l2_folds"], 5, "{rec}");
-    let resid = gpumodel_models_artifact(&out.join("titanx-physical-bpann-lbfgs.json"));
-    let rec = &resid["training"]["bpann"];
-    assert_eq!((rec["l2"].as_f64(), rec.get("l2_grid")), (Some(1e-4), None), "{rec}");
-}
-
-/// `--batch-size` reaches the standalone Adam network only: its artifact records the batch, the
-/// `physical+bpann` network's records none; with no standalone Adam candidate the flag is one clear
-/// line and nothing is written.
-#[test]
-fn batch_size_is_recorded_on_the_standalone_adam_network_only_and_needs_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("m");
-    let o = out.to_str().unwrap();
-    fails_with(
-        &["train", "--batch-size", "200", "--models", "bpann-lbfgs,physical+bpann", "--out-dir", o],
-        "no candidate is one: add bpann to --models or drop --batch-size",
-    );
-    assert!(!out.exists(), "nothing may be written on bad input");
-
-    quick_fit("bpann,physical+bpann", &["--batch-size", "200"], 20, o);
-    let rec = &gpumodel_models_artifact(&out.join("titanx-bpann.json"))["training"]["bpann"];
-    assert_eq!(
-        (rec["batch_size"].as_u64(), rec["batch_learning_rate"].as_f64()),
-        (Some(200), Some(1e-3)),
-        "{rec}"
-    );
-    assert!(rec["backend"].as_str().unwrap().contains("mini-batch Adam (batches of 200 rows"), "{rec}");
-    let resid = &gpumodel_models_artifact(&out.join("titanx-physical-bpann.json"))["training"]["bpann"];
-    assert_eq!(resid.get("batch_size"), None, "{resid}");
-}
-
-/// `--target log` reaches the standalone networks only: their artifact records the log target (field
-/// and `training.bpann.target`), a `physical+bpann` network's records none, and a default fit neither;
-/// with no standalone network, or a power that is not positive, it is one clear line and nothing is
-/// written.
-#[test]
-fn log_target_is_applied_to_the_standalone_networks_only_and_bad_input_is_one_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("m");
-    let o = out.to_str().unwrap();
-    fails_with(
-        &["train", "--target", "log", "--models", "physical+bpann,mlr", "--out-dir", o],
-        "no candidate is one: add one to --models (e.g. bpann-lbfgs) or drop --target",
-    );
-    assert!(!out.exists(), "nothing may be written on bad input");
-    let zero = dir.path().join("zero.csv");
-    let mut s = String::from("kernel,power_w,a\n");
-    for i in 0..30 {
-        s += &format!("k{},{},{}\n", i % 5, if i == 12 { 0 } else { 100 + i }, i);
-    }
-    std::fs::write(&zero, &s).unwrap();
-    let fs_a = dir.path().join("a.toml");
-    std::fs::write(&fs_a, "name = 'a'\ninputs = ['a']\n").unwrap();
-    let (data, feats) = (zero.to_str().unwrap(), fs_a.to_str().unwrap());
-    let args = ["train", "--target", "log", "--models", "bpann", "--data", data, "--features", feats];
-    fails_with(&[&args[..], &["--out-dir", o]].concat(), "row 13 of the training data has power 0 W");
-    assert!(!out.exists(), "nothing may be written on bad input");
-
-    quick_fit("bpann-lbfgs,physical+bpann", &["--target", "log"], 20, o);
-    let net = gpumodel_models_artifact(&out.join("titanx-bpann-lbfgs.json"));
-    assert_eq!(net["target_transform"], "log");
-    assert!(net["training"]["bpann"]["target"].as_str().unwrap().starts_with("log: "), "{net}");
-    let resid = gpumodel_models_artifact(&out.join("titanx-physical-bpann.json"));
-    assert_eq!((resid.get("target_transform"), resid["training"]["bpann"].get("target")), (None, None));
-    // The default fits watts and records nothing new.
-    let watts = dir.path().join("w");
-    quick_fit("bpann", &[], 20, watts.to_str().unwrap());
-    let plain = gpumodel_models_artifact(&watts.join("titanx-bpann.json"));
-    assert_eq!((plain.get("target_transform"), plain["training"]["bpann"].get("target")), (None, None));
-}
-
-/// A short Titan X fit of `models` with `flags` (one restart, `epochs` epochs, no CV, no held-out file)
-/// whose artifacts go to `out`.
-fn quick_fit(models: &str, flags: &[&str], epochs: usize, out: &str) {
-    let epochs = epochs.to_string();
-    let mut args = vec!["train", "--models", models, "--restarts", "1", "--epochs", &epochs];
-    args.extend_from_slice(flags);
-    args.extend(["--folds", "0", "--group-folds", "0", "--no-test", "--format", "json", "--out-dir", out]);
-    json(&args);
 }

@@ -1,4 +1,4 @@
-//! Evaluation protocols (DESIGN.md): (a) the paper's k-fold cross-validation over random samples,
+//! Evaluation protocols: (a) the paper's k-fold cross-validation over random samples,
 //! (b) grouped k-fold that leaves whole kernels out, (c) a held-out test set. Cross-validation pools the
 //! out-of-fold predictions of every fold and scores them once.
 
@@ -7,7 +7,7 @@ use crate::metrics::Metrics;
 use crate::mlr::fit_mlr;
 use crate::physical::PhysicalParams;
 use crate::{Error, Result};
-use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual, ResidualGate};
+use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual};
 use gpumodel_models::{Dataset, FeatureSet, Fold};
 use serde::Serialize;
 
@@ -45,31 +45,6 @@ pub struct ModelSpec {
     pub feature_set: String,
     /// Physical DVFS model roles (used by `physical` and `physical+bpann`).
     pub physical: PhysicalParams,
-    /// What `physical+bpann`'s network fits: the residual in watts, `y − P` (absolute), or relative to
-    /// the physical model, `y/P − 1` (the network's squared error is then the squared relative error
-    /// MAPE scores); the artifact applies it as `P + net` or `P·(1 + net)`.
-    pub residual: Residual,
-    /// Whether `physical+bpann`'s network is trusted only near its training kernels (`--gate`).
-    pub gate: GateForm,
-}
-
-/// How much of a `physical+bpann` network's output a row gets (`--gate`): all of it everywhere (`none`),
-/// or a share that falls with the distance from the row's activity inputs to the nearest training
-/// kernel (`nearest`, [`ResidualGate`]), built from each fit's own training rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum GateForm {
-    #[default]
-    None,
-    Nearest,
-}
-
-impl GateForm {
-    pub fn name(self) -> &'static str {
-        match self {
-            GateForm::None => "none",
-            GateForm::Nearest => "nearest",
-        }
-    }
 }
 
 impl ModelSpec {
@@ -95,15 +70,7 @@ impl ModelSpec {
         bpann.feature_set = fs.name.clone();
         let mut physical = physical.clone();
         physical.feature_set = fs.name.clone();
-        ModelSpec {
-            kind,
-            bpann,
-            inputs,
-            feature_set: fs.name.clone(),
-            physical,
-            residual: Residual::Absolute,
-            gate: GateForm::None,
-        }
+        ModelSpec { kind, bpann, inputs, feature_set: fs.name.clone(), physical }
     }
 
     /// Fits this model on `ds` (which must hold at least `self.inputs`).
@@ -113,26 +80,19 @@ impl ModelSpec {
             ModelKind::Bpann => Ok(self.bpann.fit_report(&sub, progress)?.artifact),
             ModelKind::Physical => self.physical.fit(&sub),
             ModelKind::PhysicalBpann => {
-                // The network learns what the physical model leaves: fit the physics, then the BP-ANN on
-                // the residual of the same training rows; the artifact adds the two.
+                // The network learns what the physical model leaves, relative to it: fit the physics,
+                // then the BP-ANN on `y/P − 1` of the same training rows (its squared error is the
+                // squared relative error MAPE scores); the artifact predicts `P·(1 + network)`.
                 let phys = self.physical.fit(&sub)?;
                 let base = predict(&phys, &sub)?;
                 let mut resid = sub.clone();
                 for (t, b) in resid.targets.iter_mut().zip(&base) {
-                    *t = residual_target(self.residual, *t, *b)?;
+                    *t = relative_residual(*t, *b)?;
                 }
                 let mut net = self.bpann.fit_report(&resid, progress)?.artifact;
                 net.kind = ModelKind::PhysicalBpann;
                 net.physical = phys.physical;
-                net.residual = self.residual;
-                if self.gate == GateForm::Nearest
-                    && let Some(p) = net.physical.as_mut()
-                {
-                    // From this fit's training rows only: in CV, the fold's training kernels.
-                    let activities: Vec<String> =
-                        p.core_inputs.iter().chain(&p.mem_inputs).cloned().collect();
-                    p.residual_gate = ResidualGate::from_training(&sub, &activities)?;
-                }
+                net.residual = Residual::Relative;
                 net.check()?;
                 Ok(net)
             }
@@ -157,21 +117,16 @@ pub fn predict(model: &ModelArtifact, ds: &Dataset) -> Result<Vec<f64>> {
 }
 
 /// What a `physical+bpann` network is fitted to on a row with power `y` and physical-model power `p`:
-/// `y − p` (absolute) or `y/p − 1` (relative, applied back as `p·(1 + network)`). The relative form needs
-/// a positive, finite `p` and a finite quotient (a `p` so small that `y/p` overflows is refused too).
-fn residual_target(residual: Residual, y: f64, p: f64) -> Result<f64> {
-    match residual {
-        Residual::Absolute => Ok(y - p),
-        Residual::Relative => {
-            let r = y / p - 1.0;
-            if p > 0.0 && p.is_finite() && r.is_finite() {
-                Ok(r)
-            } else {
-                Err(Error::Invalid(format!(
-                    "the relative residual needs a positive physical-model power; the fit gives {p} W on a training row (measured {y} W): use --residual absolute"
-                )))
-            }
-        }
+/// `y/p − 1`, applied back as `p·(1 + network)`. It needs a positive, finite `p` and a finite quotient
+/// (a `p` so small that `y/p` overflows is refused too).
+fn relative_residual(y: f64, p: f64) -> Result<f64> {
+    let r = y / p - 1.0;
+    if p > 0.0 && p.is_finite() && r.is_finite() {
+        Ok(r)
+    } else {
+        Err(Error::Invalid(format!(
+            "the physical model predicts {p} W on a training row (measured {y} W), so the residual network cannot fit its relative error there: leave physical-bpann out of --models"
+        )))
     }
 }
 
@@ -235,58 +190,6 @@ pub fn cross_validate_scaled(
     Ok((metrics, pred))
 }
 
-/// Pearson correlation of each candidate column with the target, sorted by |r| descending
-/// (Curtis-Maury et al.'s correlation analysis, as the paper used to choose its events).
-pub fn correlation_ranking(ds: &Dataset) -> Vec<(String, f64)> {
-    let y = &ds.targets;
-    let (my, sy) = (y.mean().unwrap_or(0.0), y.std(0.0));
-    let mut out: Vec<(String, f64)> = ds
-        .feature_names
-        .iter()
-        .enumerate()
-        .map(|(j, name)| {
-            let x = ds.records.column(j);
-            let (mx, sx) = (x.mean().unwrap_or(0.0), x.std(0.0));
-            let cov =
-                x.iter().zip(y.iter()).map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / x.len().max(1) as f64;
-            let r = if sx > 0.0 && sy > 0.0 { cov / (sx * sy) } else { 0.0 };
-            (name.clone(), r)
-        })
-        .collect();
-    out.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
-    out
-}
-
-/// Pearson correlation of two columns (0 when either is constant).
-fn pearson(a: ndarray::ArrayView1<'_, f64>, b: ndarray::ArrayView1<'_, f64>) -> f64 {
-    let (ma, mb) = (a.mean().unwrap_or(0.0), b.mean().unwrap_or(0.0));
-    let (sa, sb) = (a.std(0.0), b.std(0.0));
-    if sa == 0.0 || sb == 0.0 {
-        return 0.0;
-    }
-    a.iter().zip(b.iter()).map(|(x, y)| (x - ma) * (y - mb)).sum::<f64>() / a.len() as f64 / (sa * sb)
-}
-
-/// Chooses up to `k` inputs in order of |correlation with the target|, skipping any input whose
-/// |correlation| with an already chosen one exceeds `redundancy` (a near-duplicate counter, e.g.
-/// `l2_tex_read_transactions` next to `l2_read_transactions`, adds no information).
-pub fn select_by_correlation(ds: &Dataset, k: usize, redundancy: f64) -> Vec<String> {
-    let ranking = correlation_ranking(ds);
-    let col = |n: &str| ds.feature_names.iter().position(|f| f == n).map(|j| ds.records.column(j));
-    let mut chosen: Vec<String> = Vec::new();
-    for (name, _) in ranking {
-        if chosen.len() == k {
-            break;
-        }
-        let Some(c) = col(&name) else { continue };
-        let redundant = chosen.iter().any(|o| col(o).is_some_and(|oc| pearson(c, oc).abs() > redundancy));
-        if !redundant {
-            chosen.push(name);
-        }
-    }
-    chosen
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,8 +241,8 @@ mod tests {
     }
 
     /// A one-restart L-BFGS relative-residual network on the physical model of [`multiplicative`]'s
-    /// inputs, trained for `epochs` epochs, gated by `gate`.
-    fn relative_residual_spec(epochs: usize, gate: GateForm) -> ModelSpec {
+    /// inputs, trained for `epochs` epochs.
+    fn relative_residual_spec(epochs: usize) -> ModelSpec {
         let physical = PhysicalParams {
             ref_core_mhz: Some(1000.0),
             ref_mem_mhz: Some(3000.0),
@@ -360,8 +263,6 @@ mod tests {
             inputs: physical.inputs(),
             feature_set: "t".into(),
             physical,
-            residual: Residual::Relative,
-            gate,
         }
     }
 
@@ -371,7 +272,7 @@ mod tests {
     #[test]
     fn a_relative_residual_network_is_applied_as_it_was_fitted() {
         let ds = multiplicative();
-        let spec = relative_residual_spec(400, GateForm::None);
+        let spec = relative_residual_spec(400);
         let physical = spec.physical.clone();
         let model = spec.fit(&ds, &mut |_| {}).unwrap();
         assert_eq!(model.residual, Residual::Relative);
@@ -391,78 +292,12 @@ mod tests {
         );
     }
 
-    /// The gate of a fit knows only that fit's training kernels: in cross-validation a held-out kernel's
-    /// rows never enter it. A kernel far from the others (U1 = 4, the others ≤ 1) is trusted fully by
-    /// the fit on every kernel (it is one of its signatures) and hardly at all by the fold that holds it
-    /// out; the CV's out-of-fold predictions are those of the fold's own gated fit.
-    #[test]
-    fn the_gate_is_built_from_the_folds_training_kernels_only() {
-        let mut ds = multiplicative();
-        let far: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] == ds.groups[0]).collect();
-        let mut extra = ds.select_rows(&far);
-        extra.records.column_mut(0).fill(4.0);
-        extra.groups.iter_mut().for_each(|g| *g = "far".into());
-        ds.records = ndarray::concatenate![ndarray::Axis(0), ds.records, extra.records];
-        ds.targets = ndarray::concatenate![ndarray::Axis(0), ds.targets, extra.targets];
-        ds.groups.extend(extra.groups);
-        let spec = relative_residual_spec(60, GateForm::Nearest);
-        let test: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] == "far").collect();
-        let train: Vec<usize> = (0..ds.n_rows()).filter(|&i| ds.groups[i] != "far").collect();
-        let fold = Fold { train: train.clone(), test: test.clone() };
-        let held = ds.select_rows(&test);
-        let x = held.select_features(&spec.inputs).unwrap().records;
-        let gate_of = |m: &ModelArtifact| m.physical.as_ref().unwrap().residual_gate.clone().unwrap();
-
-        let all = spec.fit(&ds, &mut |_| {}).unwrap();
-        assert_eq!(gate_of(&all).signatures.len(), 13);
-        assert!(all.gate_weights(x.view()).unwrap().iter().all(|&g| g == 1.0));
-
-        let part = spec.fit(&ds.select_rows(&train), &mut |_| {}).unwrap();
-        let g = gate_of(&part);
-        assert_eq!(g.signatures.len(), 12, "only the fold's training kernels");
-        let w = part.gate_weights(x.view()).unwrap();
-        assert!(w.iter().all(|&g| g < 0.5), "{w:?}");
-        // The scaling is the training rows' too (U1's mean over the twelve kernels is 0.5, not with 4).
-        assert!((g.scaling.mean[0] - 0.5).abs() < 1e-12, "{}", g.scaling.mean[0]);
-
-        let (_, pred) = cross_validate_scaled(&spec, &ds, &[fold], &[1.0], &mut |_| {}).unwrap();
-        let own = predict(&part, &held).unwrap();
-        for (k, &i) in test.iter().enumerate() {
-            assert_eq!(pred[0][i], own[k], "row {i}");
-        }
-    }
-
     #[test]
     fn a_relative_residual_target_needs_a_positive_finite_physical_power() {
-        assert_eq!(residual_target(Residual::Absolute, 110.0, 100.0).unwrap(), 10.0);
-        assert!((residual_target(Residual::Relative, 110.0, 100.0).unwrap() - 0.1).abs() < 1e-12);
+        assert!((relative_residual(110.0, 100.0).unwrap() - 0.1).abs() < 1e-12);
         for p in [0.0, -5.0, f64::NAN, f64::INFINITY, 1e-320] {
-            let msg = residual_target(Residual::Relative, 110.0, p).unwrap_err().to_string();
-            assert!(msg.contains("--residual absolute") && !msg.contains('\n'), "{p}: {msg}");
+            let msg = relative_residual(110.0, p).unwrap_err().to_string();
+            assert!(msg.contains("leave physical-bpann out") && !msg.contains('\n'), "{p}: {msg}");
         }
-    }
-
-    #[test]
-    fn ranking_and_selection_skip_duplicates() {
-        // y = a; b = 2a (a duplicate); c = noise-like, weakly related.
-        let n = 50;
-        let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let records = Array2::from_shape_fn((n, 3), |(i, j)| match j {
-            0 => a[i],
-            1 => 2.0 * a[i],
-            _ => ((i * 7) % 11) as f64 + 0.1 * a[i],
-        });
-        let ds = Dataset {
-            records,
-            targets: Array1::from(a.clone()),
-            feature_names: vec!["a".into(), "b".into(), "c".into()],
-            target_name: "power_w".into(),
-            groups: (0..n).map(|i| i.to_string()).collect(),
-        };
-        let r = correlation_ranking(&ds);
-        assert!((r[0].1 - 1.0).abs() < 1e-12);
-        let chosen = select_by_correlation(&ds, 2, 0.95);
-        assert_eq!(chosen.len(), 2);
-        assert!(chosen.contains(&"c".to_string()));
     }
 }

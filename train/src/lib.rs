@@ -35,9 +35,9 @@ pub mod physical;
 pub mod selection;
 pub mod uncertainty;
 
-pub use bpann::{BpannParams, Solver, burn_forward, check_log_target};
+pub use bpann::{BpannParams, Solver, burn_forward};
 
-pub use eval::{ModelSpec, Protocol, correlation_ranking, cross_validate, evaluate};
+pub use eval::{ModelSpec, Protocol, cross_validate, evaluate};
 pub use metrics::{KernelError, Metrics};
 pub use mlr::fit_mlr;
 pub use physical::PhysicalParams;

@@ -1,5 +1,5 @@
 //! Guerreiro et al.'s physical DVFS power model (TPDS'19 form) as a built-in model, so that the peer's
-//! model is a baseline inside `gpumodel train` (DESIGN.md "Peers as baselines"):
+//! model is a baseline inside `gpumodel train`:
 //!
 //! `P = β0·V_c + V_c²·f_c·(β_c + Σ_i β_i·U_i) + β1·V_m + V_m²·f_m·(β_m + Σ_j β_j·U_j)`
 //!
@@ -18,54 +18,13 @@
 use crate::{Error, Result};
 use gpumodel_models::Dataset;
 use gpumodel_models::artifact::{
-    FORMAT_VERSION, ModelArtifact, ModelKind, PhysicalTerms, Roofline, Scaling, VoltageLevel,
+    FORMAT_VERSION, ModelArtifact, ModelKind, PhysicalTerms, Scaling, VoltageLevel,
 };
 use serde::Serialize;
 
 /// Lowest and highest relative voltage a level may take (the outermost levels' free bounds).
 const V_MIN: f64 = 0.2;
 const V_MAX: f64 = 3.0;
-
-/// Which squared error the fit minimizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Weighting {
-    /// Σ (y − P)²: absolute watts (the peer's least squares).
-    #[default]
-    Absolute,
-    /// Σ ((y − P)/y)²: relative error, the quantity MAPE scores — every row weighs 1/y², so the
-    /// low-power rows (low clocks, idle-ish kernels) are not sacrificed to the high-power ones.
-    Relative,
-}
-
-impl Weighting {
-    pub fn name(self) -> &'static str {
-        match self {
-            Weighting::Absolute => "absolute",
-            Weighting::Relative => "relative",
-        }
-    }
-
-    /// Row weights of the squared error for targets `y`.
-    fn weights(self, y: &[f64]) -> Result<Vec<f64>> {
-        match self {
-            Weighting::Absolute => Ok(vec![1.0; y.len()]),
-            Weighting::Relative => {
-                if let Some(bad) = y.iter().find(|v| v.is_nan() || **v <= 0.0) {
-                    return Err(Error::Invalid(format!(
-                        "the relative fit of the physical model needs positive power; the data has {bad} W: \
-                         repair the power column or use --physical-fit absolute"
-                    )));
-                }
-                Ok(y.iter().map(|v| 1.0 / (v * v)).collect())
-            }
-        }
-    }
-}
-
-const ROOFLINE_NEEDS_CLOCKS: &str = "the roofline rescaling (`physical.roofline…`) applies to utilizations \
-measured once, at one clock pair (a Guerreiro file's default clocks); this data's activities are measured \
-at every clock pair already: drop .roofline from --models";
 
 /// Unfitted physical-model parameters: which inputs play which role.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,14 +43,6 @@ pub struct PhysicalParams {
     /// Relative fall of the training squared error below which the alternation stops.
     pub tolerance: f64,
     pub feature_set: String,
-    /// The squared error both alternating steps minimize.
-    pub weighting: Weighting,
-    /// The clocks the activity inputs were measured at, when the data took them once for every clock
-    /// pair (Guerreiro et al.'s files: the default clocks); `None` when they are per clock pair already.
-    pub utilization_clocks: Option<Roofline>,
-    /// Rescale the activities to each row's clocks by the roofline of [`Roofline`] (needs
-    /// `utilization_clocks`), in the fit and in the artifact's predictions alike.
-    pub roofline: bool,
 }
 
 impl Default for PhysicalParams {
@@ -106,9 +57,6 @@ impl Default for PhysicalParams {
             max_iterations: 2000,
             tolerance: 1e-9,
             feature_set: "custom".into(),
-            weighting: Weighting::Absolute,
-            utilization_clocks: None,
-            roofline: false,
         }
     }
 }
@@ -168,17 +116,7 @@ impl PhysicalParams {
                 )));
             }
         }
-        self.roofline()?;
         Ok(self)
-    }
-
-    /// The roofline the fit and the artifact apply, if asked for.
-    fn roofline(&self) -> Result<Option<Roofline>> {
-        match (self.roofline, self.utilization_clocks) {
-            (false, _) => Ok(None),
-            (true, Some(r)) => Ok(Some(r)),
-            (true, None) => Err(Error::Params(ROOFLINE_NEEDS_CLOCKS.into())),
-        }
     }
 
     /// Fits the model on `ds` (which must hold [`PhysicalParams::inputs`]).
@@ -225,24 +163,10 @@ impl PhysicalParams {
         let (ref_c, ref_m) = (nearest(&core_levels, ref_core), nearest(&mem_levels, ref_mem));
         let fc: Vec<f64> = core_mhz.iter().map(|f| f / ref_core).collect();
         let fm: Vec<f64> = mem_mhz.iter().map(|f| f / ref_mem).collect();
-        let mut uc: Vec<Vec<f64>> = (0..kc).map(|j| col(j).to_vec()).collect();
-        let mut um: Vec<Vec<f64>> = (kc..kc + km).map(|j| col(j).to_vec()).collect();
-        let roofline = self.roofline()?;
-        if let Some(rl) = &roofline {
-            // The activities each row's clocks see, as the artifact will compute them.
-            let (mut c, mut m) = (vec![0.0; kc], vec![0.0; km]);
-            for r in 0..n {
-                c.iter_mut().zip(&uc).for_each(|(x, u)| *x = u[r]);
-                m.iter_mut().zip(&um).for_each(|(x, u)| *x = u[r]);
-                rl.rescale(&mut c, &mut m, core_mhz[r], mem_mhz[r]);
-                uc.iter_mut().zip(&c).for_each(|(u, x)| u[r] = *x);
-                um.iter_mut().zip(&m).for_each(|(u, x)| u[r] = *x);
-            }
-        }
+        let uc: Vec<Vec<f64>> = (0..kc).map(|j| col(j).to_vec()).collect();
+        let um: Vec<Vec<f64>> = (kc..kc + km).map(|j| col(j).to_vec()).collect();
         let y: Vec<f64> = sub.targets.to_vec();
-        let w = self.weighting.weights(&y)?;
-        let data =
-            Data { y: &y, w: &w, fc: &fc, fm: &fm, uc: &uc, um: &um, core_of: &core_of, mem_of: &mem_of };
+        let data = Data { y: &y, fc: &fc, fm: &fm, uc: &uc, um: &um, core_of: &core_of, mem_of: &mem_of };
 
         // Two starting voltage curves (V rising with f at half and at full slope); the one with the lower
         // training error is kept. A flat start (every V = 1) would pin every level between neighbours at 1.
@@ -266,9 +190,7 @@ impl PhysicalParams {
             }
         }
         let (_, beta, vc, vm, iterations) = best.ok_or_else(|| Error::Invalid("no fit".into()))?;
-        // The training RMSE in watts whatever the weighting.
-        let ones = vec![1.0; n];
-        let sse = Data { w: &ones, ..data }.sse(&beta, &vc, &vm);
+        let sse = data.sse(&beta, &vc, &vm);
         let terms = PhysicalTerms {
             core_clock: self.core_clock.clone(),
             mem_clock: self.mem_clock.clone(),
@@ -292,7 +214,7 @@ impl PhysicalParams {
                 .zip(&vm)
                 .map(|(&mhz, &v)| VoltageLevel { mhz, relative_v: v })
                 .collect(),
-            roofline,
+            roofline: None,
             residual_gate: None,
         };
         let k = names.len();
@@ -328,8 +250,6 @@ fn levels(x: &[f64]) -> (Vec<f64>, Vec<usize>) {
 
 struct Data<'a> {
     y: &'a [f64],
-    /// Weight of each row's squared error (1, or 1/y² for the relative fit).
-    w: &'a [f64],
     fc: &'a [f64],
     fm: &'a [f64],
     uc: &'a [Vec<f64>],
@@ -388,7 +308,7 @@ impl Data<'_> {
                     + v * v * self.core_dyn(beta, r)
                     + beta[2 + kc] * w
                     + w * w * self.mem_dyn(beta, r);
-                self.w[r] * (self.y[r] - p).powi(2)
+                (self.y[r] - p).powi(2)
             })
             .sum()
     }
@@ -409,7 +329,7 @@ fn alternate(
     let mut it = 0;
     while it < p.max_iterations {
         it += 1;
-        let beta = weighted_nnls(&d.design(vc, vm), d.y, d.w)?;
+        let beta = nnls_columns(&d.design(vc, vm), d.y)?;
         // Core levels: P = a·V + b_r·V² + c_r on the level's rows.
         let a = beta[0];
         let core_b: Vec<f64> = (0..d.n()).map(|r| d.core_dyn(&beta, r)).collect();
@@ -419,7 +339,7 @@ fn alternate(
                 beta[2 + kc] * w + w * w * d.mem_dyn(&beta, r)
             })
             .collect();
-        update_levels(vc, ref_c, a, &core_b, &core_rest, d.y, d.w, d.core_of);
+        update_levels(vc, ref_c, a, &core_b, &core_rest, d.y, d.core_of);
         let a = beta[2 + kc];
         let mem_b: Vec<f64> = (0..d.n()).map(|r| d.mem_dyn(&beta, r)).collect();
         let mem_rest: Vec<f64> = (0..d.n())
@@ -428,7 +348,7 @@ fn alternate(
                 beta[0] * v + v * v * core_b[r]
             })
             .collect();
-        update_levels(vm, ref_m, a, &mem_b, &mem_rest, d.y, d.w, d.mem_of);
+        update_levels(vm, ref_m, a, &mem_b, &mem_rest, d.y, d.mem_of);
         let sse = d.sse(&beta, vc, vm);
         if !sse.is_finite() {
             return Err(Error::Invalid("the physical model's fit diverged (non-finite error)".into()));
@@ -440,35 +360,25 @@ fn alternate(
         }
     }
     // The βs for the final voltages (one more NNLS can only lower the error).
-    let beta = weighted_nnls(&d.design(vc, vm), d.y, d.w)?;
+    let beta = nnls_columns(&d.design(vc, vm), d.y)?;
     Ok((d.sse(&beta, vc, vm), beta, it))
 }
 
 /// Gauss–Seidel over the levels of one domain: each level (but the reference) takes the voltage in
-/// [lower neighbour's V, upper neighbour's V] that minimizes Σ w·(y − c − a·V − b·V²)² over its rows.
-#[allow(clippy::too_many_arguments)]
-fn update_levels(
-    v: &mut [f64],
-    fixed: usize,
-    a: f64,
-    b: &[f64],
-    c: &[f64],
-    y: &[f64],
-    w: &[f64],
-    of: &[usize],
-) {
+/// [lower neighbour's V, upper neighbour's V] that minimizes Σ (y − c − a·V − b·V²)² over its rows.
+fn update_levels(v: &mut [f64], fixed: usize, a: f64, b: &[f64], c: &[f64], y: &[f64], of: &[usize]) {
     let nl = v.len();
     // Six sums per level make the level's error a quartic in V.
     let mut s = vec![[0.0f64; 6]; nl];
     for r in 0..y.len() {
-        let (e, wr) = (y[r] - c[r], w[r]);
+        let e = y[r] - c[r];
         let l = &mut s[of[r]];
-        l[0] += wr;
-        l[1] += wr * e;
-        l[2] += wr * e * e;
-        l[3] += wr * b[r];
-        l[4] += wr * e * b[r];
-        l[5] += wr * b[r] * b[r];
+        l[0] += 1.0;
+        l[1] += e;
+        l[2] += e * e;
+        l[3] += b[r];
+        l[4] += e * b[r];
+        l[5] += b[r] * b[r];
     }
     for l in 0..nl {
         if l == fixed || s[l][0] == 0.0 {
@@ -511,17 +421,6 @@ fn minimize_1d(f: impl Fn(f64) -> f64, lo: f64, hi: f64, current: f64) -> f64 {
     let x = 0.5 * (a + b);
     let cur = current.clamp(lo, hi);
     if f(x) <= f(cur) { x } else { cur }
-}
-
-/// NNLS of Σ w·(y − Xβ)²: the ordinary problem on rows scaled by √w.
-fn weighted_nnls(cols: &[Vec<f64>], y: &[f64], w: &[f64]) -> Result<Vec<f64>> {
-    if w.iter().all(|&x| x == 1.0) {
-        return nnls_columns(cols, y);
-    }
-    let sw: Vec<f64> = w.iter().map(|x| x.sqrt()).collect();
-    let cols: Vec<Vec<f64>> = cols.iter().map(|c| c.iter().zip(&sw).map(|(a, s)| a * s).collect()).collect();
-    let y: Vec<f64> = y.iter().zip(&sw).map(|(a, s)| a * s).collect();
-    nnls_columns(&cols, &y)
 }
 
 /// Non-negative least squares (Lawson & Hanson 1974) of `y` on the columns `cols`, through the Gram
@@ -680,11 +579,10 @@ mod tests {
         (ds, v_core.to_vec(), v_mem.to_vec())
     }
 
-    fn params(weighting: Weighting) -> PhysicalParams {
+    fn params() -> PhysicalParams {
         PhysicalParams {
             ref_core_mhz: Some(1000.0),
             ref_mem_mhz: Some(3000.0),
-            weighting,
             ..PhysicalParams::from_activities(&["U1".into(), "U2".into(), "DRAM".into()], "t")
         }
         .check()
@@ -693,14 +591,8 @@ mod tests {
 
     #[test]
     fn recovers_known_betas_and_voltages() {
-        for weighting in [Weighting::Absolute, Weighting::Relative] {
-            recovers_known_betas_and_voltages_with(weighting);
-        }
-    }
-
-    fn recovers_known_betas_and_voltages_with(weighting: Weighting) {
         let (ds, v_core, v_mem) = synthetic();
-        let p = params(weighting);
+        let p = params();
         assert_eq!(p.mem_inputs, vec!["DRAM".to_string()]);
         let fit = p.fit_report(&ds).unwrap();
         assert!(
@@ -737,100 +629,5 @@ mod tests {
         let p = PhysicalParams::from_activities(&["U1".into(), "U2".into(), "DRAM".into()], "t");
         let msg = p.fit(&one).unwrap_err().to_string();
         assert!(msg.contains("at least two core clock levels") && msg.contains("900"), "{msg}");
-    }
-
-    /// Σ((y − P)/y)² and Σ(y − P)² of a fitted artifact on `ds`.
-    fn relative_and_absolute_sse(a: &ModelArtifact, ds: &Dataset) -> (f64, f64) {
-        let pred = a.predict(ds.records.view());
-        pred.iter()
-            .zip(ds.targets.iter())
-            .fold((0.0, 0.0), |(r, s), (p, y)| (r + ((y - p) / y).powi(2), s + (y - p).powi(2)))
-    }
-
-    #[test]
-    fn relative_fit_minimizes_relative_error_where_the_absolute_fit_does_not() {
-        // The model's own data, then a kernel-dependent multiplicative error that no β or voltage can
-        // represent, larger on the low-power kernels: the two fits must then differ, each better on its
-        // own objective.
-        let (mut ds, _, _) = synthetic();
-        for r in 0..ds.n_rows() {
-            let k = r / 10;
-            let low = ds.targets[r] < 60.0;
-            ds.targets[r] *= 1.0 + if low { 0.25 } else { 0.04 } * if k % 2 == 0 { 1.0 } else { -1.0 };
-        }
-        let abs = params(Weighting::Absolute).fit(&ds).unwrap();
-        let rel = params(Weighting::Relative).fit(&ds).unwrap();
-        let (rel_of_abs, sq_of_abs) = relative_and_absolute_sse(&abs, &ds);
-        let (rel_of_rel, sq_of_rel) = relative_and_absolute_sse(&rel, &ds);
-        assert!(
-            rel_of_rel < 0.99 * rel_of_abs,
-            "relative error: relative fit {rel_of_rel}, absolute {rel_of_abs}"
-        );
-        assert!(
-            sq_of_abs < 0.99 * sq_of_rel,
-            "squared watts: absolute fit {sq_of_abs}, relative {sq_of_rel}"
-        );
-        // The constraints hold under the weighting too: βs ≥ 0, voltage never falls as the clock rises.
-        let t = rel.physical.as_ref().unwrap();
-        assert!(t.core_betas.iter().chain(&t.mem_betas).all(|b| *b >= 0.0), "{t:?}");
-        assert!([t.beta0_w, t.beta_core_w, t.beta1_w, t.beta_mem_w].iter().all(|b| *b >= 0.0), "{t:?}");
-        for lv in [&t.core_levels, &t.mem_levels] {
-            assert!(lv.windows(2).all(|w| w[0].relative_v <= w[1].relative_v), "{lv:?}");
-        }
-    }
-
-    #[test]
-    fn relative_fit_of_non_positive_power_is_a_clear_error() {
-        let (mut ds, _, _) = synthetic();
-        ds.targets[3] = 0.0;
-        let msg = params(Weighting::Relative).fit(&ds).unwrap_err().to_string();
-        assert!(msg.contains("positive power") && msg.contains("--physical-fit absolute"), "{msg}");
-        assert!(!msg.contains('\n'), "{msg}");
-        // The absolute fit takes the same data.
-        params(Weighting::Absolute).fit(&ds).unwrap();
-    }
-
-    /// Data whose power follows the model on the roofline-rescaled utilizations of [`synthetic`]'s
-    /// kernels (measured at 1000 / 3000 MHz): the roofline fit recovers it, the plain fit cannot.
-    #[test]
-    fn roofline_fit_recovers_power_of_rescaled_utilizations() {
-        let (mut ds, _, _) = synthetic();
-        let rl = Roofline { core_mhz: 1000.0, mem_mhz: 3000.0 };
-        let p = |roofline: bool| PhysicalParams {
-            utilization_clocks: Some(rl),
-            roofline,
-            ..params(Weighting::Absolute)
-        };
-        // An artifact of the right shape, given synthetic()'s true βs and voltages and the roofline.
-        let (_, v_core, v_mem) = synthetic();
-        let mut truth = p(false).fit(&ds).unwrap();
-        let t = truth.physical.as_mut().unwrap();
-        (t.beta0_w, t.beta_core_w, t.beta1_w, t.beta_mem_w) = (30.0, 20.0, 8.0, 5.0);
-        (t.core_betas, t.mem_betas) = (vec![60.0, 25.0], vec![30.0]);
-        t.core_levels.iter_mut().zip(&v_core).for_each(|(l, v)| l.relative_v = *v);
-        t.mem_levels.iter_mut().zip(&v_mem).for_each(|(l, v)| l.relative_v = *v);
-        t.roofline = Some(rl);
-        ds.targets = truth.predict(ds.records.view());
-        let fit = p(true).fit_report(&ds).unwrap();
-        assert!(fit.training_rmse_w < 0.05, "rmse {}", fit.training_rmse_w);
-        assert_eq!(fit.artifact.physical.as_ref().unwrap().roofline, Some(rl));
-        // The artifact predicts what the fit saw (the same rescaling at prediction time).
-        let pred = fit.artifact.predict(ds.records.view());
-        let rmse = crate::metrics::rmse(pred.as_slice().unwrap(), ds.targets.as_slice().unwrap()).unwrap();
-        assert!((rmse - fit.training_rmse_w).abs() < 1e-9);
-        let plain = p(false).fit_report(&ds).unwrap();
-        assert!(
-            plain.training_rmse_w > 10.0 * fit.training_rmse_w.max(0.01),
-            "plain {}",
-            plain.training_rmse_w
-        );
-        assert_eq!(plain.artifact.physical.unwrap().roofline, None);
-    }
-
-    #[test]
-    fn roofline_without_measurement_clocks_is_a_clear_error() {
-        let p = PhysicalParams { roofline: true, ..params(Weighting::Absolute) };
-        let msg = p.check().unwrap_err().to_string();
-        assert!(msg.contains("drop .roofline") && !msg.contains('\n'), "{msg}");
     }
 }

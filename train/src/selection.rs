@@ -1,23 +1,16 @@
-//! How `gpumodel train` chooses its default model, and how that *procedure* is itself measured.
+//! How `gpumodel train` chooses its default model, on the training data only.
 //!
-//! Session 4 chose the lowest grouped-CV MAPE on the Titan X microbenchmarks, and the flexible model it
-//! picked transferred worst to the real applications: random grouped folds leave out microbenchmarks that
-//! look like others still in training, while applications are new mixtures of the components. Two
-//! tools answer that here, both on training data only:
-//! - **leave-cluster-out folds** ([`cluster_kfold`]): the kernels are clustered by what they do (mean
-//!   standardized activity inputs, k-means), and each fold leaves a whole cluster out, so the validation
-//!   asks a model to extrapolate to a kind of workload it has not seen — the shift the applications bring;
+//! The lowest grouped-CV MAPE favours flexible models that transfer worst to new programs: random grouped
+//! folds leave out microbenchmarks that look like others still in training, while applications are new
+//! mixtures of the components. The tools here:
 //! - **selection rules** ([`Rule`]): the lowest CV error, or the one-standard-error rule (Breiman et al.;
 //!   Hastie et al. §7.10) that takes the simplest candidate whose CV error is within one standard error
-//!   of the lowest.
-//!
-//! A third tool makes the choice robust to the networks' seeds: **seed-averaged CV figures**
-//! ([`seed_averaged`], `--selection-seeds`), since one seed's grouped CV of an L-BFGS residual network
-//! moves by more than the one-SE margins the rule decides on.
-//!
-//! Nested CV (`gpumodel train --nested`) scores each (validation, rule, selection seeds, candidate list)
-//! procedure: outer folds hold data out, the procedure chooses on the outer training side by its inner
-//! folds, and the chosen candidate's outer predictions are scored.
+//!   of the lowest (the default);
+//! - **seed-averaged CV figures** ([`seed_averaged`], `--selection-seeds`): one seed's grouped CV of a
+//!   network moves by more than the one-SE margins the rule decides on;
+//! - **leave-cluster-out folds** ([`cluster_kfold`], `--cluster-cv`): the kernels are clustered by what
+//!   they do (mean standardized activity inputs, k-means), and each fold leaves a whole cluster out, so
+//!   the validation asks a model to extrapolate to a kind of workload it has not seen.
 
 use crate::{Error, Result};
 use gpumodel_models::{Dataset, Fold};
@@ -140,7 +133,7 @@ pub fn fold_mape(pred: &[f64], targets: &[f64], folds: &[Fold]) -> (f64, f64) {
 /// The figure a rule compares for a candidate cross-validated with K seeds on the same folds (`--selection-seeds`):
 /// the mean over seeds of the pooled MAPE, and the standard error over folds of the per-fold MAPEs
 /// averaged over seeds. A network's seed (initial weights, early-stopping split) moves one seed's CV
-/// figure by more than the one-SE margins between candidates (BENCHMARKS.md, issue 15, session 6);
+/// figure by more than the one-SE margins between candidates;
 /// averaging over seeds takes that noise out of the comparison, and taking the SE over the
 /// seed-averaged folds keeps it the spread *between folds*, which is what the rule is about. One seed:
 /// that seed's pooled MAPE and the SE of its folds. NaN when there is no seed.
@@ -305,7 +298,7 @@ mod tests {
     }
 
     /// Guards the point of `--selection-seeds`: one lucky seed of the complex candidate takes it below
-    /// the simple one's one-SE band (session 6's flip), the average over three seeds does not.
+    /// the simple one's one-SE band, the average over three seeds does not.
     #[test]
     fn averaging_cv_over_seeds_keeps_one_lucky_seed_from_flipping_the_one_se_choice() {
         let ff = |pooled_pct: f64, per_fold_pct: &[f64]| FoldFigures {
