@@ -19,13 +19,18 @@
 use crate::lbfgs::{Precision, Workspace};
 use crate::mlr::{input_scaling, standardize};
 use crate::{Error, Result};
+#[cfg(feature = "burn")]
 use burn::module::{Module, Param};
+#[cfg(feature = "burn")]
 use burn::nn::Linear;
+#[cfg(feature = "burn")]
 use burn::optim::{AdamConfig, GradientsParams};
+#[cfg(feature = "burn")]
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
+#[cfg(feature = "burn")]
+use gpumodel_models::artifact::Residual;
 use gpumodel_models::artifact::{
-    Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Residual, Scaling,
-    TargetTransform,
+    Activation, Arithmetic, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Scaling, TargetTransform,
 };
 use gpumodel_models::{Dataset, Fold};
 use ndarray::{Array2, ArrayView2};
@@ -243,6 +248,10 @@ macro_rules! burn_backend {
     };
 }
 const BURN_BACKEND: &str = burn_backend!();
+/// Why `Backend::Burn` is refused by a build without the `burn` feature, and what to do.
+#[cfg(not(feature = "burn"))]
+const BURN_NOT_BUILT: &str =
+    "--backend burn: this gpumodel was built without burn; rebuild it with `--features burn`";
 
 /// One restart's result: (validation MSE, layers, epoch) of its best weights, and the epochs it ran.
 type Outcome = ((f64, Vec<Dense>, usize), usize);
@@ -523,11 +532,13 @@ fn reshuffle(order: &mut Vec<usize>, n: usize, rng: &mut ChaCha8Rng) {
     order.shuffle(rng);
 }
 
+#[cfg(feature = "burn")]
 #[derive(Module, Debug)]
 struct Net {
     layers: Vec<Linear>,
 }
 
+#[cfg(feature = "burn")]
 impl Net {
     fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let last = self.layers.len() - 1;
@@ -675,6 +686,7 @@ fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
     art.predict(z.view()).to_vec()
 }
 
+#[cfg(feature = "burn")]
 fn tensor2(a: &Array2<f64>, device: &Device) -> Tensor<2> {
     let data = TensorData::new(a.iter().copied().collect::<Vec<f64>>(), [a.nrows(), a.ncols()]);
     Tensor::<2>::from_data(data, (device, DType::F64))
@@ -737,6 +749,10 @@ impl BpannParams {
         if !(self.validation_fraction > 0.0 && self.validation_fraction < 0.9) {
             return bad(format!("--validation {} must be in (0, 0.9)", self.validation_fraction));
         }
+        #[cfg(not(feature = "burn"))]
+        if self.backend == Backend::Burn {
+            return bad(BURN_NOT_BUILT.into());
+        }
         Ok(self)
     }
 
@@ -747,6 +763,10 @@ impl BpannParams {
 
     /// Fits the network, calling `progress(epochs)` as epochs complete, and reports every restart.
     pub fn fit_report(&self, ds: &Dataset, progress: &mut dyn FnMut(u64)) -> Result<BpannFit> {
+        #[cfg(not(feature = "burn"))]
+        if self.backend == Backend::Burn {
+            return Err(Error::Params(BURN_NOT_BUILT.into()));
+        }
         if ds.n_rows() < 10 {
             return Err(Error::Invalid(format!(
                 "the BP-ANN needs at least 10 training rows; the data has {}",
@@ -959,6 +979,7 @@ impl BpannParams {
             (init_layers(sizes, &mut rng), rng)
         };
         let jobs = self.jobs();
+        #[cfg(feature = "burn")]
         if self.solver == Solver::Adam && self.backend == Backend::Burn {
             let (zv, yv) = val;
             let device = Device::flex().autodiff();
@@ -1105,6 +1126,7 @@ impl BpannParams {
     /// One restart of Adam (full batch, or mini-batches dealt as the native path deals them) from
     /// `init` with burn's autodiff on the standardized rows `zt`, `yt` (the general path, kept for
     /// reference and for networks the native path does not cover).
+    #[cfg(feature = "burn")]
     fn adam_burn(
         &self,
         device: &Device,
@@ -1254,6 +1276,7 @@ pub fn check_log_target(ds: &Dataset) -> Result<()> {
 /// gate (`physical.residual_gate`, `train --gate nearest`) is not applied: for a gated artifact this is
 /// the ungated model, and callers that compare gated artifacts apply the gate themselves (the agreement
 /// test does).
+#[cfg(feature = "burn")]
 pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64> {
     let device = Device::flex();
     let net = Net::from_layers(&artifact.layers, &device);
@@ -1375,8 +1398,8 @@ mod tests {
         );
         let f64_net = BpannParams { hidden: vec![3], ..p.clone() }.arithmetic(&[2, 3, 1]);
         assert_eq!(f64_net.precision, "f64", "layouts without the fused kernel run in f64");
-        let burn = burn_forward(&a.artifact, &ds.records);
-        for (x, y) in burn.iter().zip(pred.iter()) {
+        #[cfg(feature = "burn")]
+        for (x, y) in burn_forward(&a.artifact, &ds.records).iter().zip(pred.iter()) {
             assert!((x - y).abs() < 1e-9);
         }
     }
@@ -1386,6 +1409,7 @@ mod tests {
     /// missing bias correction or the loss off by the factor 2 would drift by far more), and to f32
     /// rounding with the default single-precision gradient (measured 6e-7 here; bound 1e-5) — without
     /// a penalty and with an α chosen from a grid (the penalty on the same scale on both paths).
+    #[cfg(feature = "burn")]
     #[test]
     fn native_adam_follows_burns_adam() {
         let ds = smooth(120);
@@ -1411,6 +1435,7 @@ mod tests {
     }
 
     /// An artifact's weights and biases, flattened.
+    #[cfg(feature = "burn")]
     fn flat(a: &ModelArtifact) -> Vec<f64> {
         a.layers
             .iter()
@@ -1421,6 +1446,7 @@ mod tests {
     /// Fits `p` on our gradient (f64 and f32) and on burn's autodiff, checks that the fits agree (f64 to
     /// 1e-7, f32 to 1e-5, relative to burn's weights) and that the weights moved away from their initial
     /// values; returns the native f64 weights.
+    #[cfg(feature = "burn")]
     fn native_follows_burn(ds: &Dataset, p: &BpannParams, what: &str) -> Vec<f64> {
         let fit = |q: BpannParams| flat(&q.check().unwrap().fit(ds).unwrap());
         let a = fit(p.clone());
@@ -1727,8 +1753,8 @@ mod tests {
         let rmse = crate::metrics::rmse(pred.as_slice().unwrap(), ds.targets.as_slice().unwrap()).unwrap();
         // The target spans ~60-160 W; the mean predictor would have an RMSE of ~25 W.
         assert!(rmse < 3.0, "rmse {rmse}");
-        let burn = burn_forward(&a, &ds.records);
-        for (x, y) in burn.iter().zip(pred.iter()) {
+        #[cfg(feature = "burn")]
+        for (x, y) in burn_forward(&a, &ds.records).iter().zip(pred.iter()) {
             assert!((x - y).abs() < 1e-9);
         }
     }
@@ -1849,6 +1875,7 @@ mod tests {
 
     /// Mini-batch Adam on our gradient follows mini-batch Adam on burn's autodiff (the same batches:
     /// both deal them from the restart's RNG) to rounding, as the full-batch paths do.
+    #[cfg(feature = "burn")]
     #[test]
     fn native_mini_batch_adam_follows_burns() {
         let ds = smooth(120);

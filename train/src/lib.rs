@@ -35,7 +35,9 @@ pub mod physical;
 pub mod selection;
 pub mod uncertainty;
 
-pub use bpann::{BpannParams, Solver, burn_forward, check_log_target};
+#[cfg(feature = "burn")]
+pub use bpann::burn_forward;
+pub use bpann::{BpannParams, Solver, check_log_target};
 
 pub use eval::{ModelSpec, Protocol, correlation_ranking, cross_validate, evaluate};
 pub use metrics::{KernelError, Metrics};
