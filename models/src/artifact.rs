@@ -13,8 +13,10 @@ mod physical;
 
 pub use physical::{PhysicalTerms, ResidualGate, Roofline, VoltageLevel, physical_input_names, voltage_at};
 
-/// Version of the artifact format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the artifact format this build reads and writes. Version 2 rejects fields it does not
+/// know (a misspelt or foreign field is an error, not silently ignored); version 1 artifacts are not
+/// read: re-run `gpumodel train` to make them again.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Which model family an artifact holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +59,7 @@ pub enum Activation {
 
 /// `y = act(W x + b)`, with `weights[out][in]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Dense {
     pub weights: Vec<Vec<f64>>,
     pub bias: Vec<f64>,
@@ -65,6 +68,7 @@ pub struct Dense {
 
 /// `(x − mean) / std`, per input; the output is `y · std + mean`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Scaling {
     pub mean: Vec<f64>,
     pub std: Vec<f64>,
@@ -72,6 +76,7 @@ pub struct Scaling {
 
 /// A trained model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelArtifact {
     pub format_version: u32,
     pub kind: ModelKind,
@@ -176,6 +181,7 @@ impl Residual {
 /// How a network's training arithmetic ran ([`ModelArtifact::arithmetic`]). Plain strings, so that an
 /// artifact naming a path this version does not know still loads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Arithmetic {
     /// The instruction path of the training gradient: `avx2+fma`, `portable` (unfused multiply-adds),
     /// `portable+fma`, or the library that computed it (`burn …`).
@@ -205,10 +211,23 @@ impl ModelArtifact {
 
     /// Parses an artifact; `source` names it in errors.
     pub fn from_json_str(text: &str, source: &str) -> Result<ModelArtifact> {
-        let a: ModelArtifact = serde_json::from_str(text).map_err(|e| Error::Document {
-            file: source.to_string(),
-            message: format!("not a gpumodel model artifact: {e}"),
-        })?;
+        let doc = |message: String| Error::Document { file: source.to_string(), message };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| doc(format!("not a gpumodel model artifact: {e}")))?;
+        // The version first, so that an artifact of another version gets one line saying what to do
+        // rather than the first field this version does not know.
+        match value.get("format_version").map(|v| v.as_u64()) {
+            Some(Some(v)) if v == u64::from(FORMAT_VERSION) => {}
+            Some(Some(v)) => {
+                return Err(doc(format!(
+                    "artifact format version {v}, this gpumodel reads version {FORMAT_VERSION}: re-run \
+                     `gpumodel train` to make it again (models/trained/README.md shows how)"
+                )));
+            }
+            _ => return Err(doc("not a gpumodel model artifact: no format_version".into())),
+        }
+        let a: ModelArtifact =
+            serde_json::from_value(value).map_err(|e| doc(format!("not a gpumodel model artifact: {e}")))?;
         a.check().map_err(|e| Error::Document { file: source.to_string(), message: e.to_string() })?;
         Ok(a)
     }
@@ -429,6 +448,45 @@ mod tests {
         bad.layers[1].weights[0].push(1.0);
         let text = serde_json::to_string(&bad).unwrap();
         assert!(ModelArtifact::from_json_str(&text, "m.json").unwrap_err().to_string().contains("layer 1"));
+    }
+
+    /// An artifact of another format version is refused with one line that names both versions and the
+    /// command that makes it again, before any field of that version is looked at (a version 1 file
+    /// carries fields version 2 does not know, which would otherwise be the message).
+    #[test]
+    fn another_format_version_is_refused_with_what_to_do() {
+        let mut v: serde_json::Value = serde_json::to_value(tiny()).unwrap();
+        v["format_version"] = 1.into();
+        v["a_field_of_version_1"] = true.into();
+        let e = ModelArtifact::from_json_str(&v.to_string(), "old.json").unwrap_err().to_string();
+        assert!(e.contains("old.json") && e.contains("version 1") && e.contains("version 2"), "{e}");
+        assert!(
+            e.contains("gpumodel train") && !e.contains("a_field_of_version_1") && !e.contains('\n'),
+            "{e}"
+        );
+        v.as_object_mut().unwrap().remove("format_version");
+        let e = ModelArtifact::from_json_str(&v.to_string(), "x.json").unwrap_err().to_string();
+        assert!(e.contains("no format_version"), "{e}");
+    }
+
+    /// Version 2 rejects a field it does not know, at the top and inside nested records, naming it:
+    /// a misspelt field is an error instead of a silently different model.
+    #[test]
+    fn unknown_fields_are_rejected_by_name() {
+        let base: serde_json::Value = serde_json::to_value(physical_with_linear_net()).unwrap();
+        assert!(ModelArtifact::from_json_str(&base.to_string(), "ok.json").is_ok());
+        for (path, field) in [
+            ("", "residual_gates"),
+            ("/physical", "beta_0_w"),
+            ("/layers/0", "activations"),
+            ("/input_scaling", "scale"),
+            ("/physical/core_levels/0", "volts"),
+        ] {
+            let mut v = base.clone();
+            v.pointer_mut(path).unwrap().as_object_mut().unwrap().insert(field.into(), 1.into());
+            let e = ModelArtifact::from_json_str(&v.to_string(), "m.json").unwrap_err().to_string();
+            assert!(e.contains(&format!("unknown field `{field}`")), "{path}: {e}");
+        }
     }
 
     /// The arithmetic record is optional both ways: an artifact written before it existed (no such key)

@@ -5,8 +5,7 @@
 //!
 //! Why here and not burn: the network is so small that burn's per-step overhead dominates a full-batch
 //! step, and a quasi-Newton method reaches a much lower training loss in a few hundred steps where
-//! full-batch Adam needs thousands (DESIGN.md: L-BFGS "gave the most consistent results in a
-//! prototype"). burn stays the training library of the general path (`bpann::Backend::Burn`); the default
+//! full-batch Adam needs thousands. burn stays the training library of the general path (`bpann::Backend::Burn`); the default
 //! Adam path uses [`Workspace`]'s gradient too.
 //!
 //! Loss (scikit-learn's `MLPRegressor` form, on the standardized target):

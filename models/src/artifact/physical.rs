@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// One clock level of a domain and its voltage relative to the reference (default) clocks.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VoltageLevel {
     pub mhz: f64,
     /// Voltage relative to the voltage at the reference clock (1 at the reference level).
@@ -23,6 +24,7 @@ pub struct VoltageLevel {
 /// memory-domain ones (DRAM). Every β is non-negative and voltage never falls as the clock rises.
 /// Between and beyond the fitted levels the voltage is interpolated / extrapolated linearly in MHz.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PhysicalTerms {
     /// Input names of the core and memory clocks (MHz).
     pub core_clock: String,
@@ -72,14 +74,14 @@ pub struct PhysicalTerms {
 ///   of another);
 /// - `g = min(1, (τ/d)²)`: fully trusted within that spacing, fading beyond it (g = 1 at d = 0).
 ///
-/// τ is the largest, not the median, nearest-neighbour distance (BENCHMARKS.md, issue 15, session 11:
-/// chosen on the training microbenchmarks' grouped and leave-cluster-out CV before any nested run). The
-/// microbenchmarks come in families of near-duplicates (one kernel at several sizes), so their median
+/// τ is the largest, not the median, nearest-neighbour distance (chosen on the training
+/// microbenchmarks' grouped and leave-cluster-out CV). The microbenchmarks come in families of near-duplicates (one kernel at several sizes), so their median
 /// spacing is a family's and turned the network off for most unseen kernels, even in grouped CV.
 ///
 /// It is built from the training rows of each fit only ([`ResidualGate::from_training`]), so in
 /// cross-validation a held-out kernel never shapes the gate that judges it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ResidualGate {
     /// The activity inputs the distance is measured over (among the artifact's inputs).
     pub inputs: Vec<String>,
@@ -208,6 +210,7 @@ fn distance(a: &[f64], b: &[f64]) -> f64 {
 /// load), so no cap is needed. At the measurement clocks it is the identity; a kernel with no activity
 /// at all is left as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Roofline {
     /// Core and memory clocks (MHz) the utilizations were measured at.
     pub core_mhz: f64,

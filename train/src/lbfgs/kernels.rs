@@ -545,9 +545,9 @@ mod tests {
         }
     }
 
-    /// The two-phase f32 kernel (session 8) gives the one-phase kernel's loss and gradient bit for bit
+    /// The two-phase f32 kernel gives the one-phase kernel's loss and gradient bit for bit
     /// (the same operations in the same order per sum, only scheduled differently), so fits on it are
-    /// the session-7 fits: in both portable forms and, this CPU permitting, AVX2; on the fused layouts,
+    /// the one-phase kernel's fits: in both portable forms and, this CPU permitting, AVX2; on the fused layouts,
     /// with one partial group, several groups of [`single::ROWS`]-row blocks and a partial last block.
     #[test]
     fn two_phase_single_kernel_is_bit_identical_to_the_one_phase_one() {

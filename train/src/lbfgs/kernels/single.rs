@@ -225,7 +225,7 @@ impl Single {
     /// then every sum over the group's blocks, a few sums at a time with their accumulators in
     /// registers. Why: the ~70 per-lane gradient sums of
     /// 10-4-4-1 (two vectors each) do not fit in the 16 vector registers, so the one-phase kernel
-    /// (every block's sums added as the block is done, session 7) spilled and reloaded them on every
+    /// (every block's sums added as the block is done) spilled and reloaded them on every
     /// block and spent more of its time on those stores than on arithmetic. Every sum sees the same
     /// operations in the same order as in that kernel (an FMA or add per block, from zero at the start
     /// of each group), and every stored value is the one the block's own pass computed (the same
@@ -385,7 +385,7 @@ impl Single {
     }
 }
 
-/// The one-phase kernel of session 7 (every block's gradient terms added into the per-lane sums as the
+/// The one-phase kernel (every block's gradient terms added into the per-lane sums as the
 /// block is done), kept as the reference the two-phase [`Single::sums`] must match bit for bit.
 /// Safety: as [`super::simd::exp_block`].
 #[cfg(test)]
