@@ -75,8 +75,9 @@ pub struct PhysicalTerms {
 /// - `g = min(1, (τ/d)²)`: fully trusted within that spacing, fading beyond it (g = 1 at d = 0).
 ///
 /// τ is the largest, not the median, nearest-neighbour distance (chosen on the training
-/// microbenchmarks' grouped and leave-cluster-out CV). The microbenchmarks come in families of near-duplicates (one kernel at several sizes), so their median
-/// spacing is a family's and turned the network off for most unseen kernels, even in grouped CV.
+/// microbenchmarks' grouped and leave-cluster-out CV). The microbenchmarks come in families of
+/// near-duplicates (one kernel at several sizes), so their median spacing is a family's and turned the
+/// network off for most unseen kernels, even in grouped CV.
 ///
 /// It is built from the training rows of each fit only ([`ResidualGate::from_training`]), so in
 /// cross-validation a held-out kernel never shapes the gate that judges it.
