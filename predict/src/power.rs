@@ -1,7 +1,7 @@
 //! From a kernel profile and a predicted time to the base values a trained power model reads.
 //!
-//! The paper feeds its ANN counter *rates*, and at an unmeasured configuration "counter rates = totals /
-//! predicted time" (DESIGN.md), so power and time stay consistent. Two families of base values:
+//! The paper feeds its ANN counter *rates*; at an unmeasured configuration the rates are the counter
+//! totals over the predicted time, so that power and time stay consistent. Two families of base values:
 //!
 //! * **Guerreiro's eight utilizations** (`SP INT DP SFU CF L2 Shared DRAM`), each the fraction of the unit's
 //!   peak throughput, taken — as in their dataset — at the architecture's *default* clocks: totals / the

@@ -1,8 +1,8 @@
 //! Fit time of the BP-ANN on the Titan X microbenchmarks (6528 rows, 10 inputs, 10-4-4-1): one loss and
 //! gradient evaluation (the ndarray reference, the fused f64 `Workspace` kernel and the f32 one the fits
 //! use by default), and one whole default fit (3 restarts, early stopping) with L-BFGS and with native
-//! Adam.
-//! Run: `cargo bench -p gpumodel-train --bench fit` (results in BENCHMARKS.md, issue 15).
+//! Adam (and with Adam on burn's autodiff when built with `--features burn`).
+//! Run: `cargo bench -p gpumodel-train --bench fit [--features burn]` (results in BENCHMARKS.md).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpumodel_train::bpann::Backend;
@@ -35,6 +35,7 @@ fn fit(c: &mut Criterion) {
     for (name, solver, backend) in [
         ("lbfgs", Solver::Lbfgs, Backend::Native),
         ("adam_native", Solver::Adam, Backend::Native),
+        #[cfg(feature = "burn")]
         ("adam_burn", Solver::Adam, Backend::Burn),
     ] {
         let p = BpannParams { solver, backend, ..Default::default() }.check().unwrap();

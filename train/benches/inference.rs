@@ -1,9 +1,10 @@
 //! Batched inference throughput of a trained 10-4-4-1 artifact (the plain-Rust forward pass that
-//! `predict` uses) on the 2240 Titan X real-application rows, and burn's forward pass for comparison.
-//! Run: `cargo bench -p gpumodel-train --bench inference` (results in BENCHMARKS.md).
+//! `predict` uses) on the 2240 Titan X real-application rows, and burn's forward pass for comparison
+//! when built with `--features burn`.
+//! Run: `cargo bench -p gpumodel-train --bench inference [--features burn]` (results in BENCHMARKS.md).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gpumodel_train::{BpannParams, burn_forward};
+use gpumodel_train::BpannParams;
 
 #[path = "common.rs"]
 mod common;
@@ -19,7 +20,8 @@ fn inference(c: &mut Criterion) {
     let mut g = c.benchmark_group("predict_titanx_real");
     g.throughput(Throughput::Elements(test.n_rows() as u64));
     g.bench_function("models_artifact_predict", |b| b.iter(|| model.predict(test.records.view())));
-    g.bench_function("burn_flex_forward", |b| b.iter(|| burn_forward(&model, &test.records)));
+    #[cfg(feature = "burn")]
+    g.bench_function("burn_flex_forward", |b| b.iter(|| gpumodel_train::burn_forward(&model, &test.records)));
     g.finish();
 }
 

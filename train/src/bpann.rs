@@ -14,11 +14,13 @@
 //! validation split of the training data (whole kernels held out), with early stopping on that split.
 //! The test set is never seen here.
 
+#[cfg(feature = "burn")]
 mod burn;
 mod native;
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "burn")]
 pub use burn::burn_forward;
 
 use crate::lbfgs::Precision;
@@ -191,6 +193,10 @@ macro_rules! burn_backend {
     };
 }
 const BURN_BACKEND: &str = burn_backend!();
+/// Why `Backend::Burn` is refused by a build without the `burn` feature, and what to do.
+#[cfg(not(feature = "burn"))]
+const BURN_NOT_BUILT: &str =
+    "--backend burn: this gpumodel was built without burn; rebuild it with `--features burn`";
 
 /// One restart's result: (validation MSE, layers, epoch) of its best weights, and the epochs it ran.
 type Outcome = ((f64, Vec<Dense>, usize), usize);
@@ -282,6 +288,10 @@ impl BpannParams {
         if !(self.validation_fraction > 0.0 && self.validation_fraction < 0.9) {
             return bad(format!("--validation {} must be in (0, 0.9)", self.validation_fraction));
         }
+        #[cfg(not(feature = "burn"))]
+        if self.backend == Backend::Burn {
+            return bad(BURN_NOT_BUILT.into());
+        }
         Ok(self)
     }
 
@@ -292,6 +302,10 @@ impl BpannParams {
 
     /// Fits the network, calling `progress(epochs)` as epochs complete, and reports every restart.
     pub fn fit_report(&self, ds: &Dataset, progress: &mut dyn FnMut(u64)) -> Result<BpannFit> {
+        #[cfg(not(feature = "burn"))]
+        if self.backend == Backend::Burn {
+            return Err(Error::Params(BURN_NOT_BUILT.into()));
+        }
         if ds.n_rows() < 10 {
             return Err(Error::Invalid(format!(
                 "the BP-ANN needs at least 10 training rows; the data has {}",
@@ -424,4 +438,25 @@ impl BpannParams {
         let a = if self.solver == Solver::Lbfgs { self.l2 } else { 0.0 };
         (0..self.restarts).map(|r| (a, r)).collect()
     }
+}
+
+/// The artifact's forward pass of standardized rows through `layers` (standardized output).
+fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
+    let art = ModelArtifact {
+        format_version: FORMAT_VERSION,
+        kind: ModelKind::Bpann,
+        inputs: vec![String::new(); z.ncols()],
+        target: String::new(),
+        feature_set: String::new(),
+        input_scaling: Scaling { mean: vec![0.0; z.ncols()], std: vec![1.0; z.ncols()] },
+        target_scaling: Scaling { mean: vec![0.0], std: vec![1.0] },
+        layers: layers.to_vec(),
+        base_columns: Vec::new(),
+        training: serde_json::Value::Null,
+        physical: None,
+        arithmetic: None,
+        residual: Default::default(),
+        target_transform: Default::default(),
+    };
+    art.predict(z.view()).to_vec()
 }

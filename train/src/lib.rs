@@ -35,7 +35,9 @@ pub mod physical;
 pub mod selection;
 pub mod uncertainty;
 
-pub use bpann::{BpannParams, Solver, burn_forward};
+#[cfg(feature = "burn")]
+pub use bpann::burn_forward;
+pub use bpann::{BpannParams, Solver};
 
 pub use eval::{ModelSpec, Protocol, cross_validate, evaluate};
 pub use metrics::{KernelError, Metrics};

@@ -1,6 +1,7 @@
-//! The committed default BP-ANN models, evaluated two ways on the whole held-out test set: burn's forward
-//! pass (the training stack) and `ModelArtifact::predict` (what `predict` uses, without burn). They must
-//! agree to 1e-4 W on every row, or `predict` would not be using the model that was trained and scored.
+//! The shipped models, evaluated two ways on the whole held-out test set: burn's forward pass (the
+//! training stack) and `ModelArtifact::predict` (what `predict` uses, without burn). They must agree to
+//! 1e-4 W on every row, or `predict` would not be using the model that was trained and scored. Built with
+//! `--features burn` (`cargo test -p gpumodel-train --features burn`).
 
 use gpumodel_models::artifact::{ModelArtifact, ModelKind, Residual, TargetTransform};
 use gpumodel_models::features::input_vector;
@@ -79,21 +80,10 @@ fn titanx_bpann_burn_and_models_agree_on_the_whole_test_set() {
 }
 
 #[test]
-fn titanx_linear_models_agree_too() {
-    check("titanx-mlr.json", "guerreiro-titanx-real");
-    check("titanx-mlrplus.json", "guerreiro-titanx-real");
-}
-
-#[test]
-fn gtx1080ti_bpann_burn_and_models_agree() {
-    check("gtx1080ti-bpann.json", "nvdvfs-gtx1080ti");
-}
-
-#[test]
-fn the_residual_network_on_the_physical_model_agrees_too() {
-    // burn's pass of the residual network plus the physical terms, against ModelArtifact::predict.
-    check("titanx-physical-bpann.json", "guerreiro-titanx-real");
-    check("gtx1080ti-physical-bpann.json", "nvdvfs-gtx1080ti");
+fn the_default_residual_network_on_the_physical_model_agrees_too() {
+    // burn's pass of the residual network (the mean of five) plus the physical terms, against
+    // ModelArtifact::predict.
+    check("titanx-default.json", "guerreiro-titanx-real");
 }
 
 /// The same with a residual gate (`--gate nearest`) built from the training microbenchmarks on the
@@ -101,7 +91,7 @@ fn the_residual_network_on_the_physical_model_agrees_too() {
 /// carries a gate: the test applications lie at various distances from them.
 #[test]
 fn a_gated_residual_network_agrees_too() {
-    let mut model = shipped("titanx-physical-bpann.json");
+    let mut model = shipped("titanx-default.json");
     let micro = table("guerreiro-titanx-micro");
     let p = model.physical.as_ref().unwrap();
     let activities: Vec<String> = p.core_inputs.iter().chain(&p.mem_inputs).cloned().collect();
@@ -127,16 +117,16 @@ fn a_gated_residual_network_agrees_too() {
     assert!(weights.iter().any(|&g| g < 0.9), "every application row is fully trusted");
     model.physical.as_mut().unwrap().residual_gate = Some(gate);
     model.check().unwrap();
-    check_model(&model, "titanx-physical-bpann.json (gated)", "guerreiro-titanx-real");
+    check_model(&model, "titanx-default.json (gated)", "guerreiro-titanx-real");
 }
 
 /// A network fitted to ln(power) (`train --target log`): burn's pass, which applies exp itself
-/// (written out in `burn_forward`), and `ModelArtifact::predict` agree on the whole GTX 1080 Ti file; and
+/// (written out in `burn_forward`), and `ModelArtifact::predict` agree on the whole Titan X test file; and
 /// the log artifact predicts exactly exp of its own network's un-standardized output.
 #[test]
 fn a_log_target_network_agrees_and_predicts_exp_of_its_output() {
-    let like = shipped("gtx1080ti-bpann.json");
-    let t = table("nvdvfs-gtx1080ti");
+    let like = shipped("titanx-bpann.json");
+    let t = table("guerreiro-titanx-real");
     let rows: Vec<Vec<f64>> = (0..t.n_rows())
         .map(|r| input_vector(&like, |c| t.column_index(c).map(|k| t.data[[r, k]])).unwrap())
         .collect();
@@ -153,7 +143,7 @@ fn a_log_target_network_agrees_and_predicts_exp_of_its_output() {
     let mut model = p.fit(&ds).unwrap();
     model.base_columns = like.base_columns.clone();
     assert_eq!(model.target_transform, TargetTransform::Log);
-    check_model(&model, "a log-target network", "nvdvfs-gtx1080ti");
+    check_model(&model, "a log-target network", "guerreiro-titanx-real");
     let net = ModelArtifact { target_transform: TargetTransform::Identity, ..model.clone() };
     let (ours, raw) = (model.predict(x.view()), burn_forward(&net, &x));
     for (o, r) in ours.iter().zip(&raw) {

@@ -74,5 +74,6 @@ fn every_shipped_artifact_reproduces_its_recorded_held_out_error() {
         assert!(lo <= point && point <= hi, "{name}: {point} outside {lo}–{hi}");
         checked += 1;
     }
-    assert!(checked >= 3, "only {checked} artifacts had held-out figures");
+    // Both shipped artifacts (the default and the paper's network) have held-out figures.
+    assert!(checked >= 2, "only {checked} artifacts had held-out figures");
 }

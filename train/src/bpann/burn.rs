@@ -149,27 +149,6 @@ pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64>
 /// Mean squared error of `layers` on standardized rows `z` and targets `y` (standardized units), by the
 /// artifact's forward pass (the validation error of burn's fits).
 pub(super) fn std_mse(layers: &[Dense], z: &Array2<f64>, y: &[f64]) -> f64 {
-    let p = forward_std(layers, z);
+    let p = super::forward_std(layers, z);
     p.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / y.len().max(1) as f64
-}
-
-/// The artifact's forward pass of standardized rows through `layers` (standardized output).
-pub(super) fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
-    let art = ModelArtifact {
-        format_version: FORMAT_VERSION,
-        kind: ModelKind::Bpann,
-        inputs: vec![String::new(); z.ncols()],
-        target: String::new(),
-        feature_set: String::new(),
-        input_scaling: Scaling { mean: vec![0.0; z.ncols()], std: vec![1.0; z.ncols()] },
-        target_scaling: Scaling { mean: vec![0.0], std: vec![1.0] },
-        layers: layers.to_vec(),
-        base_columns: Vec::new(),
-        training: serde_json::Value::Null,
-        physical: None,
-        arithmetic: None,
-        residual: Default::default(),
-        target_transform: Default::default(),
-    };
-    art.predict(z.view()).to_vec()
 }

@@ -257,6 +257,7 @@ impl BpannParams {
         let init =
             |r: usize| init_layers(sizes, &mut ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(r as u64)));
         let jobs = self.jobs();
+        #[cfg(feature = "burn")]
         if self.solver == Solver::Adam && self.backend == Backend::Burn {
             let (zv, yv) = val;
             let device = burn::tensor::Device::flex().autodiff();

@@ -1,6 +1,5 @@
 //! The BP-ANN's tests: fits of smooth functions, the native path against burn's, restarts in parallel.
 
-use super::burn::forward_std;
 use super::native::PANICKING_SEED;
 use super::*;
 use crate::lbfgs::Precision;
@@ -68,8 +67,8 @@ fn lbfgs_learns_a_smooth_function_reproducibly() {
     );
     let f64_net = BpannParams { hidden: vec![3], ..p.clone() }.arithmetic(&[2, 3, 1]);
     assert_eq!(f64_net.precision, "f64", "layouts without the fused kernel run in f64");
-    let burn = burn_forward(&a.artifact, &ds.records);
-    for (x, y) in burn.iter().zip(pred.iter()) {
+    #[cfg(feature = "burn")]
+    for (x, y) in burn_forward(&a.artifact, &ds.records).iter().zip(pred.iter()) {
         assert!((x - y).abs() < 1e-9);
     }
 }
@@ -78,6 +77,7 @@ fn lbfgs_learns_a_smooth_function_reproducibly() {
 /// the weights after a few hundred steps agree to many digits in f64 (a wrong step formula, a
 /// missing bias correction or the loss off by the factor 2 would drift by far more), and to f32
 /// rounding with the default single-precision gradient (measured 6e-7 here; bound 1e-5).
+#[cfg(feature = "burn")]
 #[test]
 fn native_adam_follows_burns_adam() {
     let ds = smooth(120);
@@ -92,6 +92,7 @@ fn native_adam_follows_burns_adam() {
 }
 
 /// An artifact's weights and biases, flattened.
+#[cfg(feature = "burn")]
 fn flat(a: &ModelArtifact) -> Vec<f64> {
     a.layers
         .iter()
@@ -102,6 +103,7 @@ fn flat(a: &ModelArtifact) -> Vec<f64> {
 /// Fits `p` on our gradient (f64 and f32) and on burn's autodiff, checks that the fits agree (f64 to
 /// 1e-7, f32 to 1e-5, relative to burn's weights) and that the weights moved away from their initial
 /// values; returns the native f64 weights.
+#[cfg(feature = "burn")]
 fn native_follows_burn(ds: &Dataset, p: &BpannParams, what: &str) -> Vec<f64> {
     let fit = |q: BpannParams| flat(&q.check().unwrap().fit(ds).unwrap());
     let a = fit(p.clone());
@@ -235,8 +237,8 @@ fn learns_a_smooth_function_reproducibly_and_burn_agrees() {
     let rmse = crate::metrics::rmse(pred.as_slice().unwrap(), ds.targets.as_slice().unwrap()).unwrap();
     // The target spans ~60-160 W; the mean predictor would have an RMSE of ~25 W.
     assert!(rmse < 3.0, "rmse {rmse}");
-    let burn = burn_forward(&a, &ds.records);
-    for (x, y) in burn.iter().zip(pred.iter()) {
+    #[cfg(feature = "burn")]
+    for (x, y) in burn_forward(&a, &ds.records).iter().zip(pred.iter()) {
         assert!((x - y).abs() < 1e-9);
     }
 }

@@ -94,11 +94,11 @@ pub(super) mod avx2 {
     }
 }
 
-/// `exp` of one value by [`super::exp_block`] in f32 (for the tests).
+/// `exp` of one value by [`super::simd::exp_block`] in f32 (for the tests).
 #[cfg(test)]
 pub(super) fn exp32(x: f32) -> f32 {
     // SAFETY: `Portable32` needs no CPU features.
-    unsafe { super::exp_block(Portable32::<false>::splat(x)).0[0] }
+    unsafe { super::simd::exp_block(Portable32::<false>::splat(x)).0[0] }
 }
 
 /// The rows in f32, block-major, and the sums' buffers.
@@ -137,7 +137,7 @@ impl<const H1: usize, const H2: usize> Stored<H1, H2> {
 /// Four sums over a group's blocks at once, each in block order as one f32 chain per lane: for each
 /// block's pair of value slices `(u, v)`, `sum_k += v[each + k] · u[shared]` (one FMA). Four independent
 /// chains of two vectors keep the FMA units busy, and the shared factor is loaded once for the four.
-/// Safety: as [`super::exp_block`].
+/// Safety: as [`super::simd::exp_block`].
 #[inline(always)]
 unsafe fn fma4<'a, B: Block32>(
     blocks: impl Iterator<Item = (&'a [[f32; ROWS]], &'a [[f32; ROWS]])>,
@@ -225,12 +225,12 @@ impl Single {
     /// then every sum over the group's blocks, a few sums at a time with their accumulators in
     /// registers. Why: the ~70 per-lane gradient sums of
     /// 10-4-4-1 (two vectors each) do not fit in the 16 vector registers, so the one-phase kernel
-    /// (every block's sums added as the block is done, session 7) spilled and reloaded them on every
+    /// (every block's sums added as the block is done) spilled and reloaded them on every
     /// block and spent more of its time on those stores than on arithmetic. Every sum sees the same
     /// operations in the same order as in that kernel (an FMA or add per block, from zero at the start
     /// of each group), and every stored value is the one the block's own pass computed (the same
     /// operations on the same lanes), so the two agree bit for bit (tested).
-    /// Safety: as [`super::exp_block`].
+    /// Safety: as [`super::simd::exp_block`].
     #[inline(always)]
     pub(super) unsafe fn sums<B: Block32, const H1: usize, const H2: usize>(
         &mut self,
@@ -385,16 +385,16 @@ impl Single {
     }
 }
 
-/// The one-phase kernel of session 7 (every block's gradient terms added into the per-lane sums as the
+/// The one-phase kernel (every block's gradient terms added into the per-lane sums as the
 /// block is done), kept as the reference the two-phase [`Single::sums`] must match bit for bit.
-/// Safety: as [`super::exp_block`].
+/// Safety: as [`super::simd::exp_block`].
 #[cfg(test)]
 pub(super) unsafe fn one_phase_sums<B: Block32, const H1: usize, const H2: usize>(
     s: &Single,
     theta: &[f64],
     g: &mut [f64],
 ) -> f64 {
-    use super::Grads;
+    use super::fused::Grads;
     // SAFETY (every block below): the caller's contract.
     unsafe {
         let ni = s.inputs;
