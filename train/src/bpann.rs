@@ -441,7 +441,8 @@ impl BpannParams {
 }
 
 /// The artifact's forward pass of standardized rows through `layers` (standardized output).
-fn forward_std(layers: &[Dense], z: &Array2<f64>) -> Vec<f64> {
+#[cfg(any(test, feature = "burn"))]
+fn forward_std(layers: &[Dense], z: &ndarray::Array2<f64>) -> Vec<f64> {
     let art = ModelArtifact {
         format_version: FORMAT_VERSION,
         kind: ModelKind::Bpann,

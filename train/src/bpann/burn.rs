@@ -9,7 +9,7 @@ use burn::nn::Linear;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
 use gpumodel_models::artifact::{
-    Activation, Dense, FORMAT_VERSION, ModelArtifact, ModelKind, Residual, Scaling, TargetTransform,
+    Activation, Dense, ModelArtifact, Residual, TargetTransform,
 };
 use ndarray::Array2;
 

@@ -1,7 +1,9 @@
 //! The BP-ANN's restarts on our own gradient: full-batch Adam (burn's step) or L-BFGS, each restart
 //! advanced a slice of iterations at a time, the restarts spread over the cores.
 
-use super::{Backend, BpannParams, EVAL_EVERY, Outcome, Solver, init_layers};
+#[cfg(feature = "burn")]
+use super::Backend;
+use super::{BpannParams, EVAL_EVERY, Outcome, Solver, init_layers};
 use crate::lbfgs::Workspace;
 use gpumodel_models::artifact::Dense;
 use ndarray::Array2;

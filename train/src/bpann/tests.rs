@@ -2,6 +2,7 @@
 
 use super::native::PANICKING_SEED;
 use super::*;
+#[cfg(feature = "burn")]
 use crate::lbfgs::Precision;
 use ndarray::{Array1, Array2};
 use std::sync::mpsc;
