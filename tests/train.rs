@@ -555,7 +555,7 @@ fn held_out_intervals_by_bootstrap_over_applications() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for m in models {
         let name = m["model"].as_str().unwrap();
-        let file = out_dir.join(format!("train-{}.json", name.to_string()));
+        let file = out_dir.join(format!("train-{name}.json"));
         let a: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let rec = &a["training"]["held_out_interval"];
         assert_eq!(rec["ci95_pct"], m["ci95_pct"], "{name}");
