@@ -34,6 +34,7 @@ pub mod mlr;
 pub mod physical;
 pub mod selection;
 pub mod uncertainty;
+pub mod utilization;
 
 pub use bpann::{BpannParams, Solver, burn_forward, check_log_target};
 

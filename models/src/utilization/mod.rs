@@ -230,6 +230,11 @@ impl UtilizationProfile {
         Ok(())
     }
 
+    /// The profile as a TOML document (what [`UtilizationProfile::from_document`] reads).
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self).map_err(|e| Error::Invalid(format!("cannot render '{}' as TOML: {e}", self.name)))
+    }
+
     /// Reads a profile document (JSON, or TOML when the text is not JSON).
     pub fn from_document(text: &str, origin: &str) -> Result<UtilizationProfile> {
         let p: UtilizationProfile = if text.trim_start().starts_with('{') {
