@@ -308,7 +308,10 @@ pub fn select(
 // Own-clock power (model (a))
 
 /// P = a_l + g_l·(β·U) on every training run (alternating least squares, relative weights; g = 1 at the
-/// reference level). Returns per-level (a_l, g_l) and the weights.
+/// reference level). Physics constraints: no dynamic power without activity (no free dynamic constant),
+/// every activity weight ≥ 0 (a field whose weight goes negative is dropped and the rest refitted, an
+/// active-set non-negative least squares), idle-and-static power a_l ≥ 0. Returns per-level (a_l, g_l), the
+/// bias (0) and the weights.
 pub fn fit_own_clock(
     rows: &[(usize, &UtilizationProfile, f64)],
     n_levels: usize,
@@ -318,37 +321,55 @@ pub fn fit_own_clock(
     let d = inputs.len();
     let mut g = g_init.to_vec();
     let mut a = vec![0.0; n_levels];
-    let mut beta = vec![0.0; d + 1];
+    let mut beta = vec![0.0; d];
     for _ in 0..60 {
-        // β given g: unknowns a_l (per level) and β (bias + fields), linear.
-        let m = n_levels + d + 1;
-        let mut ata = vec![vec![0.0; m]; m];
-        let mut atb = vec![0.0; m];
-        for &(li, p, y) in rows {
+        // β given g: unknowns a_l (per level) and the non-negative activity weights, linear.
+        let mut active: Vec<bool> = vec![true; d];
+        loop {
+            let idx: Vec<usize> = (0..d).filter(|&k| active[k]).collect();
+            let m = n_levels + idx.len();
+            let mut ata = vec![vec![0.0; m]; m];
+            let mut atb = vec![0.0; m];
             let mut x = vec![0.0; m];
-            x[li] = 1.0;
-            x[n_levels] = g[li];
-            for (k, f) in inputs.iter().enumerate() {
-                x[n_levels + 1 + k] = g[li] * p.get(*f);
+            for &(li, p, y) in rows {
+                x.iter_mut().for_each(|v| *v = 0.0);
+                x[li] = 1.0;
+                for (c, &k) in idx.iter().enumerate() {
+                    x[n_levels + c] = g[li] * p.get(inputs[k]);
+                }
+                let w = 1.0 / (y * y);
+                for i in 0..m {
+                    if x[i] == 0.0 {
+                        continue;
+                    }
+                    for j in 0..m {
+                        ata[i][j] += w * x[i] * x[j];
+                    }
+                    atb[i] += w * x[i] * y;
+                }
             }
-            let w = 1.0 / (y * y);
-            for i in 0..m {
-                if x[i] == 0.0 {
-                    continue;
+            for (i, row) in ata.iter_mut().enumerate() {
+                row[i] += 1e-9;
+            }
+            let Some(sol) = solve(ata, atb) else { break };
+            let worst = idx
+                .iter()
+                .enumerate()
+                .filter(|(c, _)| sol[n_levels + c] < 0.0)
+                .min_by(|x, y| sol[n_levels + x.0].total_cmp(&sol[n_levels + y.0]))
+                .map(|(_, &k)| k);
+            match worst {
+                Some(k) => active[k] = false,
+                None => {
+                    a.copy_from_slice(&sol[..n_levels]);
+                    beta.iter_mut().for_each(|b| *b = 0.0);
+                    for (c, &k) in idx.iter().enumerate() {
+                        beta[k] = sol[n_levels + c];
+                    }
+                    break;
                 }
-                for j in 0..m {
-                    ata[i][j] += w * x[i] * x[j];
-                }
-                atb[i] += w * x[i] * y;
             }
         }
-        // a_l and the bias are collinear at each level up to g: a small ridge on the bias keeps it solvable.
-        for (i, row) in ata.iter_mut().enumerate() {
-            row[i] += 1e-9;
-        }
-        let Some(sol) = solve(ata, atb) else { break };
-        a.copy_from_slice(&sol[..n_levels]);
-        beta.copy_from_slice(&sol[n_levels..]);
         // g given β: per level, (a_l, g_l) by 2-parameter least squares on the dynamic term.
         for li in 0..n_levels {
             let (mut s11, mut s12, mut s22, mut b1, mut b2) = (0.0, 0.0, 0.0, 0.0, 0.0);
@@ -356,7 +377,7 @@ pub fn fit_own_clock(
                 if lj != li {
                     continue;
                 }
-                let dyn_ = beta[0] + inputs.iter().enumerate().map(|(k, f)| beta[k + 1] * p.get(*f)).sum::<f64>();
+                let dyn_ = inputs.iter().zip(&beta).map(|(f, b)| b * p.get(*f)).sum::<f64>();
                 let w = 1.0 / (y * y);
                 s11 += w;
                 s12 += w * dyn_;
@@ -366,8 +387,8 @@ pub fn fit_own_clock(
             }
             let det = s11 * s22 - s12 * s12;
             if det.abs() > 1e-12 {
-                a[li] = (b1 * s22 - b2 * s12) / det;
-                g[li] = ((s11 * b2 - s12 * b1) / det).max(1e-3);
+                a[li] = ((b1 * s22 - b2 * s12) / det).max(0.0);
+                g[li] = ((b2 - a[li] * s12) / s22).max(1e-3);
             }
         }
         // Scale so that g = 1 at the reference level.
@@ -380,7 +401,7 @@ pub fn fit_own_clock(
         }
     }
     let levels = a.into_iter().zip(g).collect();
-    (levels, beta[0], beta[1..].to_vec())
+    (levels, 0.0, beta)
 }
 
 fn own_clock_rows<'a>(curves: &'a [Curve], jobs: &'a [Job], mhz: &[f64]) -> Vec<(usize, &'a UtilizationProfile, f64)> {
