@@ -284,15 +284,16 @@ impl Export for ClockSweep {
             at(self.optima.fastest)
         ));
         if let Some((b, i)) = self.optima.within_slowdown {
-            let f = &self.points[self.optima.fastest];
+            // Against the highest clock, where a job runs without DVFS.
+            let top = &self.points[self.points.len() - 1];
             let q = &self.points[i];
             n.push(format!(
-                "within {:.1}% slowdown: {:.0} MHz saves {:.1}% energy against {:.0} MHz ({:.1}% slower)",
+                "within {:.1}% slowdown: {:.0} MHz uses {:.1}% less energy than {:.0} MHz and is {:.1}% slower",
                 b * 100.0,
                 q.core_mhz,
-                100.0 * (1.0 - q.energy_j / f.energy_j),
-                f.core_mhz,
-                100.0 * (q.slowdown - 1.0)
+                100.0 * (1.0 - q.energy_j / top.energy_j),
+                top.core_mhz,
+                100.0 * (q.time_s / top.time_s - 1.0)
             ));
         }
         if !self.power_from_profile {
