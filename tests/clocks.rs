@@ -97,7 +97,10 @@ fn the_example_profile_gives_a_sweep_with_its_optima_and_a_bounded_pick() {
     // Lower clocks draw less power; the pick within 5% is at most 5% slower than the fastest.
     let powers: Vec<f64> = pts.iter().map(|p| p["power_w"].as_f64().unwrap()).collect();
     assert!(powers.windows(2).all(|w| w[0] <= w[1] + 1e-9), "{powers:?}");
-    let (b, i) = (v["optima"]["within_slowdown"][0].as_f64().unwrap(), v["optima"]["within_slowdown"][1].as_u64().unwrap());
+    let (b, i) = (
+        v["optima"]["within_slowdown"][0].as_f64().unwrap(),
+        v["optima"]["within_slowdown"][1].as_u64().unwrap(),
+    );
     assert_eq!(b, 0.05);
     assert!(pts[i as usize]["slowdown"].as_f64().unwrap() <= 1.05 + 1e-12);
     let e = |k: &str| pts[v["optima"][k].as_u64().unwrap() as usize]["energy_j"].as_f64().unwrap();
@@ -107,12 +110,8 @@ fn the_example_profile_gives_a_sweep_with_its_optima_and_a_bounded_pick() {
 
 #[test]
 fn a_profile_of_another_gpu_is_refused_by_the_v100_model() {
-    let o = gpumodel()
-        .args(["predict", "--profile"])
-        .arg(example())
-        .args(["--gpu", "H100"])
-        .output()
-        .unwrap();
+    let o =
+        gpumodel().args(["predict", "--profile"]).arg(example()).args(["--gpu", "H100"]).output().unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("H100") && err.contains("--model"), "{err}");
@@ -136,7 +135,8 @@ fn training_on_the_v100_microbenchmarks_scores_dso_as_its_authors_did() {
     let ev = &v["evaluation"];
     assert_eq!(ev["test_jobs"], 20);
     let methods = ev["methods"].as_array().unwrap();
-    let row = |prefix: &str| methods.iter().find(|m| m["method"].as_str().unwrap().starts_with(prefix)).unwrap();
+    let row =
+        |prefix: &str| methods.iter().find(|m| m["method"].as_str().unwrap().starts_with(prefix)).unwrap();
     // The authors' published figures (arXiv:2407.13096 parameters, their protocol): time 4.78%, power
     // 6.38%, energy regret median 4.44% / mean 4.10% — the scoring must reproduce them.
     let dso = row("DSO published");
@@ -149,10 +149,12 @@ fn training_on_the_v100_microbenchmarks_scores_dso_as_its_authors_did() {
     assert!(fixed["time_mape"].is_null());
     assert!(row("gpumodel clock model")["time_mape"].as_f64().unwrap() > 0.0);
     // The artifact written reads back as a clock model of the training data's GPU and clocks.
-    let art: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("nvdvfs-dcgm-v100-micro-clock.json")).unwrap())
-            .unwrap();
+    let art: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("nvdvfs-dcgm-v100-micro-clock.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(art["ref_core_mhz"], 1380.0);
-    let lv: Vec<f64> = art["levels"].as_array().unwrap().iter().map(|l| l["core_mhz"].as_f64().unwrap()).collect();
+    let lv: Vec<f64> =
+        art["levels"].as_array().unwrap().iter().map(|l| l["core_mhz"].as_f64().unwrap()).collect();
     assert!(lv.iter().all(|m| *m > 700.0), "{lv:?}");
 }

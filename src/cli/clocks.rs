@@ -54,7 +54,10 @@ impl ReadArgs {
     fn options(&self, skip_bad_rows: bool) -> anyhow::Result<(Option<ProfileFormat>, ReadOptions)> {
         let format = self.profile_format.as_deref().map(ProfileFormat::from_name).transpose()?;
         if !(self.dmon_interval_ms.is_finite() && self.dmon_interval_ms > 0.0) {
-            bail!("--dmon-interval-ms {}: the interval must be a positive number of milliseconds", self.dmon_interval_ms);
+            bail!(
+                "--dmon-interval-ms {}: the interval must be a positive number of milliseconds",
+                self.dmon_interval_ms
+            );
         }
         if let Some(c) = self.profile_core_mhz
             && !(c.is_finite() && c > 0.0)
@@ -168,8 +171,9 @@ fn profiles_section(ps: &[UtilizationProfile]) -> Vec<Section> {
 
 /// `gpumodel import dcgm FILE [--out FILE.csv|.json|.toml]`: reads the profile(s), checks them, and
 /// writes them only when all is well.
-pub fn import(file: &Path, out: Option<&Path>, skip_bad_rows: bool, args: &ImportArgs, format: ExportFormat) -> anyhow::Result<ExitCode> {
-    let (fmt, opts) = args.read.options(skip_bad_rows)?;
+pub fn import(args: &crate::cli::import::Args) -> anyhow::Result<ExitCode> {
+    let (file, out, format) = (args.file.as_path(), args.out.as_deref(), args.format);
+    let (fmt, opts) = args.dcgm.read.options(args.skip_bad_rows)?;
     let set = read_file(file, fmt, &opts)?;
     let summary = ImportSummary {
         file: file.display().to_string(),
@@ -259,8 +263,10 @@ impl Export for ClockSweep {
     }
     fn preamble(&self) -> Vec<String> {
         let p = &self.profile;
-        let fields: Vec<String> =
-            Field::ALL.iter().filter_map(|f| p.fields.get(f).map(|v| format!("{} {v:.2}", f.name()))).collect();
+        let fields: Vec<String> = Field::ALL
+            .iter()
+            .filter_map(|f| p.fields.get(f).map(|v| format!("{} {v:.2}", f.name())))
+            .collect();
         vec![
             format!(
                 "profile '{}' ({}{}) at {:.0} MHz: {}",
@@ -297,7 +303,9 @@ impl Export for ClockSweep {
             ));
         }
         if !self.power_from_profile {
-            n.push("the profile has no power: its power at its own clock is predicted from its fields".into());
+            n.push(
+                "the profile has no power: its power at its own clock is predicted from its fields".into(),
+            );
         }
         if !self.time_in_seconds {
             n.push("the profile has no run time: times are relative to the profiled run".into());
@@ -310,7 +318,8 @@ fn load_model(spec: Option<&str>) -> anyhow::Result<ClockModel> {
     match spec {
         None => Ok(ClockModel::from_json(V100_MODEL, "the shipped V100 clock model")?),
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading the clock model {path}"))?;
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("reading the clock model {path}"))?;
             Ok(ClockModel::from_json(&text, path)?)
         }
     }
@@ -353,7 +362,11 @@ fn gpu_matches(a: &str, b: &str) -> bool {
     let key = |s: &str| {
         s.to_ascii_uppercase()
             .split(|c: char| !c.is_ascii_alphanumeric())
-            .find(|w| w.len() >= 3 && w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(|c| c.is_ascii_alphabetic()))
+            .find(|w| {
+                w.len() >= 3
+                    && w.chars().any(|c| c.is_ascii_digit())
+                    && w.chars().any(|c| c.is_ascii_alphabetic())
+            })
             .map(String::from)
     };
     match (key(a), key(b)) {
@@ -369,11 +382,14 @@ fn pick(set: &ProfileSet, job: Option<&str>) -> anyhow::Result<UtilizationProfil
             .iter()
             .find(|p| p.name == j || p.device.as_deref() == Some(j))
             .cloned()
-            .with_context(|| {
-                format!("--job {j}: not in {}; it holds {}", set.origin, names(set))
-            }),
+            .with_context(|| format!("--job {j}: not in {}; it holds {}", set.origin, names(set))),
         None if set.profiles.len() == 1 => Ok(set.profiles[0].clone()),
-        None => bail!("{} holds {} profiles ({}): choose one with --job", set.origin, set.profiles.len(), names(set)),
+        None => bail!(
+            "{} holds {} profiles ({}): choose one with --job",
+            set.origin,
+            set.profiles.len(),
+            names(set)
+        ),
     }
 }
 
@@ -508,17 +524,9 @@ impl Export for ClockTraining {
 
 /// `gpumodel train --data <profiles>`: fits the clock model, scores it beside DSO's form, the published
 /// DSO parameters (with --peer-params) and fixed clocks on the test set, and writes the artifact.
-#[allow(clippy::too_many_arguments)]
-pub fn train(
-    data: &str,
-    test: Option<&str>,
-    no_test: bool,
-    out_dir: &Path,
-    prefix: Option<&str>,
-    no_write: bool,
-    args: &TrainArgs,
-    format: ExportFormat,
-) -> anyhow::Result<ExitCode> {
+pub fn train(all: &crate::cli::train::Args) -> anyhow::Result<ExitCode> {
+    let (data, test, no_test, out_dir) = (all.data.as_str(), all.test.as_deref(), all.no_test, &all.out_dir);
+    let (prefix, no_write, args, format) = (all.prefix.as_deref(), all.no_write, &all.clocks, all.format);
     if let Some(m) = args.min_core_mhz
         && !(m.is_finite() && m >= 0.0)
     {
@@ -543,7 +551,13 @@ pub fn train(
         args.min_core_mhz.map(|m| format!(" --min-core-mhz {m}")).unwrap_or_default(),
         prefix.map(|p| format!(" --prefix {p}")).unwrap_or_default()
     );
-    let params = ClockFitParams { gpu: gpu.clone(), dataset: name.clone(), dataset_sha256: sha, command, ..Default::default() };
+    let params = ClockFitParams {
+        gpu: gpu.clone(),
+        dataset: name.clone(),
+        dataset_sha256: sha,
+        command,
+        ..Default::default()
+    };
     let fit = fit_clock_model(&train_jobs, &params)?;
     for l in &fit.left_out {
         notes.push(format!("training job {l} has no run at the highest clock: left out"));
@@ -558,7 +572,14 @@ pub fn train(
                 notes.push(format!("{} test row(s) skipped; first: {}", tset.skipped.len(), tset.skipped[0]));
             }
             let test_jobs = jobs(&tset, args.min_core_mhz);
-            Some(evaluate(&fit.model, &dso, &train_jobs, &test_jobs, published.as_ref(), args.score_max_slowdown))
+            Some(evaluate(
+                &fit.model,
+                &dso,
+                &train_jobs,
+                &test_jobs,
+                published.as_ref(),
+                args.score_max_slowdown,
+            ))
         }
         None => None,
     };

@@ -45,7 +45,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let args = &args;
     if args.source == "dcgm" {
-        return crate::cli::clocks::import(&args.file, args.out.as_deref(), args.skip_bad_rows, &args.dcgm, args.format);
+        return crate::cli::clocks::import(args);
     }
     if args.source == "ncu" || args.source == "nvprof" {
         return run_profiler(args);

@@ -538,8 +538,7 @@ fn parse_l2(v: &str) -> anyhow::Result<(f64, Option<Vec<f64>>)> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if crate::cli::clocks::is_profile_data(&args.data) {
-        let (test, out) = (args.test.as_deref(), &args.out_dir);
-        return crate::cli::clocks::train(&args.data, test, args.no_test, out, args.prefix.as_deref(), args.no_write, &args.clocks, args.format);
+        return crate::cli::clocks::train(&args);
     }
     // Stage 1: flags only.
     let models_given = !args.models.is_empty();

@@ -92,7 +92,9 @@ impl Field {
         match self {
             Field::Gract => "fraction of time the graphics/compute engine was active",
             Field::Smact => "fraction of cycles an SM had at least one warp resident (mean over SMs)",
-            Field::Smocc => "resident warps per SM relative to the maximum, per elapsed cycle (mean over SMs)",
+            Field::Smocc => {
+                "resident warps per SM relative to the maximum, per elapsed cycle (mean over SMs)"
+            }
             Field::Tenso => "fraction of cycles the tensor pipe was active",
             Field::Drama => "fraction of cycles the device-memory interface was sending or receiving",
             Field::Fp64a => "fraction of cycles the FP64 pipe was active",
@@ -121,7 +123,9 @@ impl Field {
     pub fn parse(s: &str) -> Option<Field> {
         let t = s.trim();
         Field::ALL.into_iter().find(|f| {
-            t.eq_ignore_ascii_case(f.name()) || t.eq_ignore_ascii_case(f.dcgm_name()) || t == f.id().to_string()
+            t.eq_ignore_ascii_case(f.name())
+                || t.eq_ignore_ascii_case(f.dcgm_name())
+                || t == f.id().to_string()
         })
     }
 }
@@ -224,7 +228,10 @@ impl UtilizationProfile {
             if let Some(v) = v
                 && !(v.is_finite() && v > 0.0)
             {
-                return Err(Error::Invalid(format!("{origin}: '{}' has {what} {v}: it must be positive", self.name)));
+                return Err(Error::Invalid(format!(
+                    "{origin}: '{}' has {what} {v}: it must be positive",
+                    self.name
+                )));
             }
         }
         Ok(())
@@ -232,7 +239,8 @@ impl UtilizationProfile {
 
     /// The profile as a TOML document (what [`UtilizationProfile::from_document`] reads).
     pub fn to_toml(&self) -> Result<String> {
-        toml::to_string(self).map_err(|e| Error::Invalid(format!("cannot render '{}' as TOML: {e}", self.name)))
+        toml::to_string(self)
+            .map_err(|e| Error::Invalid(format!("cannot render '{}' as TOML: {e}", self.name)))
     }
 
     /// Reads a profile document (JSON, or TOML when the text is not JSON).
@@ -296,7 +304,11 @@ impl ProfileSet {
         let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
         for p in &self.profiles {
             let q = |t: &str| {
-                if t.contains([',', '"', '\n']) { format!("\"{}\"", t.replace('"', "\"\"")) } else { t.to_string() }
+                if t.contains([',', '"', '\n']) {
+                    format!("\"{}\"", t.replace('"', "\"\""))
+                } else {
+                    t.to_string()
+                }
             };
             s.push_str(&format!(
                 "{},{},{},{},{}",
@@ -358,7 +370,10 @@ mod tests {
         let mut p = profile();
         p.fields.insert(Field::Drama, 45.0);
         let msg = p.check("f.csv").unwrap_err().to_string();
-        assert!(msg.contains("DRAMA (1005)") && msg.contains("outside [0, 1]") && !msg.contains('\n'), "{msg}");
+        assert!(
+            msg.contains("DRAMA (1005)") && msg.contains("outside [0, 1]") && !msg.contains('\n'),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -373,8 +388,12 @@ mod tests {
     fn mixed_gpus_in_one_set_are_refused() {
         let mut q = profile();
         q.gpu = Some("H100".into());
-        let set =
-            ProfileSet { origin: "f".into(), source: Source::Document, profiles: vec![profile(), q], skipped: vec![] };
+        let set = ProfileSet {
+            origin: "f".into(),
+            source: Source::Document,
+            profiles: vec![profile(), q],
+            skipped: vec![],
+        };
         let msg = set.check().unwrap_err().to_string();
         assert!(msg.contains("H100") && msg.contains("V100"), "{msg}");
     }

@@ -39,7 +39,8 @@ impl Linear {
     }
 
     pub fn eval(&self, p: &UtilizationProfile) -> f64 {
-        let y = self.intercept + self.inputs.iter().zip(&self.weights).map(|(f, w)| w * p.get(*f)).sum::<f64>();
+        let y =
+            self.intercept + self.inputs.iter().zip(&self.weights).map(|(f, w)| w * p.get(*f)).sum::<f64>();
         y.clamp(self.min, self.max)
     }
 }
@@ -123,8 +124,10 @@ pub struct Optima {
 impl ClockModel {
     /// Reads an artifact and checks it.
     pub fn from_json(text: &str, origin: &str) -> Result<ClockModel> {
-        let m: ClockModel = serde_json::from_str(text)
-            .map_err(|e| Error::Document { file: origin.to_string(), message: format!("not a clock model: {e}") })?;
+        let m: ClockModel = serde_json::from_str(text).map_err(|e| Error::Document {
+            file: origin.to_string(),
+            message: format!("not a clock model: {e}"),
+        })?;
         if m.format != CLOCK_MODEL_FORMAT {
             return Err(Error::Mismatch(format!(
                 "{origin}: format '{}', expected '{CLOCK_MODEL_FORMAT}': retrain with this version",
@@ -186,7 +189,8 @@ impl ClockModel {
     pub fn own_clock_power_w(&self, p: &UtilizationProfile) -> f64 {
         let o = &self.own_clock_power;
         let dynamic = o.bias_w + o.inputs.iter().zip(&o.weights_w).map(|(f, w)| w * p.get(*f)).sum::<f64>();
-        self.interp(p.core_mhz, |l| l.static_w) + self.interp(p.core_mhz, |l| l.dynamic_factor) * dynamic.max(0.0)
+        self.interp(p.core_mhz, |l| l.static_w)
+            + self.interp(p.core_mhz, |l| l.dynamic_factor) * dynamic.max(0.0)
     }
 
     /// Time (s, or relative to the profiled run when it has no time) and power (W) at each level.
@@ -202,7 +206,13 @@ impl ClockModel {
             .map(|l| {
                 let time_s = t_p * self.r(knee, slope, l.core_mhz) / r_p;
                 let power_w = p_p * (s + (1.0 - s) * l.v2f) / q_p;
-                ClockPoint { core_mhz: l.core_mhz, time_s, power_w, energy_j: time_s * power_w, slowdown: 1.0 }
+                ClockPoint {
+                    core_mhz: l.core_mhz,
+                    time_s,
+                    power_w,
+                    energy_j: time_s * power_w,
+                    slowdown: 1.0,
+                }
             })
             .collect();
         let fastest = pts.iter().map(|q| q.time_s).fold(f64::INFINITY, f64::min);
@@ -239,17 +249,33 @@ mod tests {
     use crate::utilization::Source;
 
     fn model() -> ClockModel {
-        let lv = |mhz: f64, v2f: f64| Level { core_mhz: mhz, v2f, voltage: 1.0, static_w: 40.0, dynamic_factor: v2f };
+        let lv = |mhz: f64, v2f: f64| Level {
+            core_mhz: mhz,
+            v2f,
+            voltage: 1.0,
+            static_w: 40.0,
+            dynamic_factor: v2f,
+        };
         ClockModel {
             format: CLOCK_MODEL_FORMAT.into(),
             gpu: "test".into(),
             ref_core_mhz: 1000.0,
             mem_mhz: None,
             levels: vec![lv(500.0, 0.3), lv(800.0, 0.65), lv(1000.0, 1.0)],
-            knee: Linear { inputs: vec![Field::Drama], intercept: 1.0, weights: vec![1.0], min: 1.0, max: 3.0 },
+            knee: Linear {
+                inputs: vec![Field::Drama],
+                intercept: 1.0,
+                weights: vec![1.0],
+                min: 1.0,
+                max: 3.0,
+            },
             slope: Linear::constant(1.0),
             static_share: Linear::constant(0.4),
-            own_clock_power: OwnClockPower { inputs: vec![Field::Smact], bias_w: 10.0, weights_w: vec![100.0] },
+            own_clock_power: OwnClockPower {
+                inputs: vec![Field::Smact],
+                bias_w: 10.0,
+                weights_w: vec![100.0],
+            },
             provenance: Provenance::default(),
         }
     }

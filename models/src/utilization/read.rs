@@ -92,7 +92,10 @@ pub fn read_file(path: &Path, format: Option<ProfileFormat>, opts: &ReadOptions)
         Some(f) => f,
         None => ProfileFormat::guess(&text).ok_or_else(|| Error::Format {
             file: origin.clone(),
-            message: format!("cannot tell the utilization-profile format: name it ({})", ProfileFormat::NAMES),
+            message: format!(
+                "cannot tell the utilization-profile format: name it ({})",
+                ProfileFormat::NAMES
+            ),
         })?,
     };
     let mut opts = opts.clone();
@@ -177,8 +180,12 @@ fn number(s: &str) -> Option<f64> {
 
 fn nvdvfs_csv(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
     let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
-    let header: Vec<String> =
-        r.headers().map_err(|e| crate::table::csv_error(origin, e))?.iter().map(|h| h.trim().to_string()).collect();
+    let header: Vec<String> = r
+        .headers()
+        .map_err(|e| crate::table::csv_error(origin, e))?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
     let pos = |c: &str| header.iter().position(|h| h == c);
     let need = |c: &str| {
         pos(c).ok_or_else(|| Error::Format {
@@ -186,12 +193,18 @@ fn nvdvfs_csv(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet
             message: format!("no '{c}' column: not an NV-DVFS DCGM profile file"),
         })
     };
-    let (bench, arg, core, mem) = (need("benchmark")?, pos("argNo"), need("core_frequency")?, pos("memory_frequency"));
+    let (bench, arg, core, mem) =
+        (need("benchmark")?, pos("argNo"), need("core_frequency")?, pos("memory_frequency"));
     let (power, time) = (pos("average_power"), pos("time"));
-    let fields: Vec<(Field, usize)> =
-        Field::ALL.iter().filter_map(|f| header.iter().position(|h| h == f.name()).map(|j| (*f, j))).collect();
+    let fields: Vec<(Field, usize)> = Field::ALL
+        .iter()
+        .filter_map(|f| header.iter().position(|h| h == f.name()).map(|j| (*f, j)))
+        .collect();
     if fields.is_empty() {
-        return Err(Error::Format { file: origin.to_string(), message: "no DCGM field columns (SMACT, DRAMA, …)".into() });
+        return Err(Error::Format {
+            file: origin.to_string(),
+            message: "no DCGM field columns (SMACT, DRAMA, …)".into(),
+        });
     }
     let mut profiles = Vec::new();
     let mut skipped = Vec::new();
@@ -271,7 +284,14 @@ struct Acc {
 impl Acc {
     /// Adds one sample with weight `w`. A sample is *active* when the engine (GRACT, else SMACT) is
     /// above zero: idle stretches before and after a job are left out of its profile and its time.
-    fn add(&mut self, fields: &[(Field, f64)], core: Option<f64>, mem: Option<f64>, power: Option<f64>, w: f64) {
+    fn add(
+        &mut self,
+        fields: &[(Field, f64)],
+        core: Option<f64>,
+        mem: Option<f64>,
+        power: Option<f64>,
+        w: f64,
+    ) {
         self.n_all += 1;
         if let Some(c) = core {
             self.all_core.0 += c * w;
@@ -298,7 +318,13 @@ impl Acc {
         }
     }
 
-    fn profile(&self, name: String, source: Source, gpu: Option<String>, time_s: Option<f64>) -> UtilizationProfile {
+    fn profile(
+        &self,
+        name: String,
+        source: Source,
+        gpu: Option<String>,
+        time_s: Option<f64>,
+    ) -> UtilizationProfile {
         let mean = |s: (f64, f64)| (s.1 > 0.0).then(|| s.0 / s.1);
         let core = mean(self.core).or(mean(self.all_core)).unwrap_or(f64::NAN);
         UtilizationProfile {
@@ -367,7 +393,12 @@ fn dmon(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
             continue;
         }
         if columns.is_empty() {
-            return Err(parse_err(origin, i + 1, "Entity", "a sample before any '# Entity' header line".into()));
+            return Err(parse_err(
+                origin,
+                i + 1,
+                "Entity",
+                "a sample before any '# Entity' header line".into(),
+            ));
         }
         vals.clear();
         vals.extend(toks.map(number));
@@ -376,7 +407,11 @@ fn dmon(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
                 origin,
                 i + 1,
                 "*",
-                format!("{} values under a header of {} columns: a truncated line?", vals.len(), columns.len()),
+                format!(
+                    "{} values under a header of {} columns: a truncated line?",
+                    vals.len(),
+                    columns.len()
+                ),
             );
             reject(opts, &mut skipped, e)?;
             continue;
@@ -396,7 +431,8 @@ fn dmon(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
             continue;
         }
         if let Some(&(f, v)) = fv.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
-            let e = parse_err(origin, i + 1, f.name(), format!("{v} is outside [0, 1]: DCGM fields are ratios"));
+            let e =
+                parse_err(origin, i + 1, f.name(), format!("{v} is outside [0, 1]: DCGM fields are ratios"));
             reject(opts, &mut skipped, e)?;
             continue;
         }
@@ -470,7 +506,13 @@ fn prometheus(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet
         let fv: Vec<(Field, f64)> =
             Field::ALL.iter().filter_map(|f| d.cur.get(f.dcgm_name()).map(|v| (*f, *v))).collect();
         let g = |k: &str| d.cur.get(k).copied();
-        d.acc.add(&fv, g("DCGM_FI_DEV_SM_CLOCK"), g("DCGM_FI_DEV_MEM_CLOCK"), g("DCGM_FI_DEV_POWER_USAGE"), 1.0);
+        d.acc.add(
+            &fv,
+            g("DCGM_FI_DEV_SM_CLOCK"),
+            g("DCGM_FI_DEV_MEM_CLOCK"),
+            g("DCGM_FI_DEV_POWER_USAGE"),
+            1.0,
+        );
         d.cur.clear();
     }
     let mut devs: BTreeMap<String, Dev> = BTreeMap::new();
@@ -494,7 +536,11 @@ fn prometheus(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet
             }
         };
         let Some(value) = rest.split_whitespace().next().and_then(number) else {
-            reject(opts, &mut skipped, parse_err(origin, i + 1, name, format!("'{}' is not a number", rest.trim())))?;
+            reject(
+                opts,
+                &mut skipped,
+                parse_err(origin, i + 1, name, format!("'{}' is not a number", rest.trim())),
+            )?;
             continue;
         };
         if let Some(f) = Field::parse(name)
@@ -508,7 +554,11 @@ fn prometheus(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet
         let gpu = lab.get("gpu").cloned().unwrap_or_else(|| "0".into());
         let key = if host.is_empty() { format!("GPU {gpu}") } else { format!("{host} GPU {gpu}") };
         let model = lab.get("modelName").cloned();
-        let d = devs.entry(key).or_insert_with(|| Dev { gpu: model.clone(), acc: Acc::default(), cur: BTreeMap::new() });
+        let d = devs.entry(key).or_insert_with(|| Dev {
+            gpu: model.clone(),
+            acc: Acc::default(),
+            cur: BTreeMap::new(),
+        });
         if d.gpu.is_none() {
             d.gpu = model;
         }
@@ -631,7 +681,10 @@ fn ncu(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
             };
             if let Some(v) = v {
                 if !(0.0..=1.0 + 1e-9).contains(&v) {
-                    let e = Error::Invalid(format!("{origin}: kernel '{name}': {} is {v}, outside [0, 1]", f.name()));
+                    let e = Error::Invalid(format!(
+                        "{origin}: kernel '{name}': {} is {v}, outside [0, 1]",
+                        f.name()
+                    ));
                     reject(opts, &mut skipped, e)?;
                     continue;
                 }
@@ -640,7 +693,8 @@ fn ncu(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
                 s.1 += w_or_one;
             }
         }
-        if let Some((u, v)) = l.get("sm__cycles_elapsed.avg.per_second").or(l.get("smsp__cycles_elapsed.avg.per_second"))
+        if let Some((u, v)) =
+            l.get("sm__cycles_elapsed.avg.per_second").or(l.get("smsp__cycles_elapsed.avg.per_second"))
         {
             core.0 += mhz(u, *v) * w_or_one;
             core.1 += w_or_one;
@@ -687,17 +741,24 @@ fn ncu(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
 
 fn collector(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
     let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
-    let header: Vec<String> =
-        r.headers().map_err(|e| crate::table::csv_error(origin, e))?.iter().map(|h| h.trim().to_string()).collect();
+    let header: Vec<String> = r
+        .headers()
+        .map_err(|e| crate::table::csv_error(origin, e))?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
     let pos = |c: &str| header.iter().position(|h| h == c);
-    let fields: Vec<(Field, usize)> =
-        Field::ALL.iter().filter_map(|f| header.iter().position(|h| h == f.name()).map(|j| (*f, j))).collect();
+    let fields: Vec<(Field, usize)> = Field::ALL
+        .iter()
+        .filter_map(|f| header.iter().position(|h| h == f.name()).map(|j| (*f, j)))
+        .collect();
     if fields.is_empty() {
         return Err(Error::Format {
             file: origin.to_string(),
-            message: "the trace has no DCGM-named columns (GRACT, SMACT, …): collect it with the utilization \
+            message:
+                "the trace has no DCGM-named columns (GRACT, SMACT, …): collect it with the utilization \
                       counters"
-                .into(),
+                    .into(),
         });
     }
     let (dt, pw, cc, mc) = (pos("dt_s"), pos("power_w"), pos("core_mhz"), pos("mem_mhz"));
@@ -809,9 +870,10 @@ DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla 
     #[test]
     fn exporter_text_of_two_gpu_models_is_refused() {
         let other = PROM.replace("gpu=\"0\"", "gpu=\"1\"").replace("V100-SXM2-16GB", "H100 80GB HBM3");
-        let msg = read_text(&format!("{PROM}{other}"), "m", ProfileFormat::Prometheus, &ReadOptions::default())
-            .unwrap_err()
-            .to_string();
+        let msg =
+            read_text(&format!("{PROM}{other}"), "m", ProfileFormat::Prometheus, &ReadOptions::default())
+                .unwrap_err()
+                .to_string();
         assert!(msg.contains("different GPU models"), "{msg}");
     }
 
@@ -848,7 +910,9 @@ DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla 
         let text = "DRAMA,FP16A,FP32A,FP64A,SMACT,SMOCC,TENSO,argNo,average_power,benchmark,core_frequency,kernel,memory_frequency,time\n\
 0.5,0,0.3,0,0.9,0.8,0,input000,150,app,1380,k,877,1.5\n\
 ,,,,,,,input001,90,app,1380,k,877,2.0\n";
-        let msg = read_text(text, "v.csv", ProfileFormat::NvdvfsCsv, &ReadOptions::default()).unwrap_err().to_string();
+        let msg = read_text(text, "v.csv", ProfileFormat::NvdvfsCsv, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("v.csv:3"), "{msg}");
         let skip = ReadOptions { skip_bad_rows: true, gpu: Some("V100".into()), ..ReadOptions::default() };
         let set = read_text(text, "v.csv", ProfileFormat::NvdvfsCsv, &skip).unwrap();

@@ -174,8 +174,9 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         b.swap(i, p);
         for r in i + 1..n {
             let f = a[r][i] / a[i][i];
-            for c in i..n {
-                a[r][c] -= f * a[i][c];
+            let (top, bottom) = a.split_at_mut(r);
+            for (x, y) in bottom[0][i..].iter_mut().zip(&top[i][i..]) {
+                *x -= f * y;
             }
             b[r] -= f * b[i];
         }
@@ -242,12 +243,14 @@ impl Candidate {
 /// physical order of what holds a job's time (memory traffic first) — restricted to fields that vary in
 /// the training profiles.
 pub fn candidates(curves: &[Curve], ridge: &[f64]) -> Vec<Candidate> {
-    let order = [Field::Drama, Field::Smact, Field::Smocc, Field::Fp32a, Field::Fp64a, Field::Fp16a, Field::Tenso];
+    let order =
+        [Field::Drama, Field::Smact, Field::Smocc, Field::Fp32a, Field::Fp64a, Field::Fp16a, Field::Tenso];
     let varying: Vec<Field> = order
         .into_iter()
         .filter(|f| {
             let v: Vec<f64> = curves.iter().map(|c| c.profile.get(*f)).collect();
-            let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, x| (a.0.min(*x), a.1.max(*x)));
+            let (lo, hi) =
+                v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, x| (a.0.min(*x), a.1.max(*x)));
             hi - lo > 1e-6
         })
         .collect();
@@ -404,12 +407,17 @@ pub fn fit_own_clock(
     (levels, 0.0, beta)
 }
 
-fn own_clock_rows<'a>(curves: &'a [Curve], jobs: &'a [Job], mhz: &[f64]) -> Vec<(usize, &'a UtilizationProfile, f64)> {
+fn own_clock_rows<'a>(
+    curves: &'a [Curve],
+    jobs: &'a [Job],
+    mhz: &[f64],
+) -> Vec<(usize, &'a UtilizationProfile, f64)> {
     let names: BTreeSet<&str> = curves.iter().map(|c| c.name.as_str()).collect();
     let mut rows = Vec::new();
     for j in jobs.iter().filter(|j| names.contains(j.name.as_str())) {
         for r in &j.runs {
-            if let (Some(li), Some(p)) = (mhz.iter().position(|m| (m - r.core_mhz.round()).abs() < 0.5), r.power_w)
+            if let (Some(li), Some(p)) =
+                (mhz.iter().position(|m| (m - r.core_mhz.round()).abs() < 0.5), r.power_w)
             {
                 rows.push((li, r, p));
             }
@@ -418,7 +426,14 @@ fn own_clock_rows<'a>(curves: &'a [Curve], jobs: &'a [Job], mhz: &[f64]) -> Vec<
     rows
 }
 
-fn own_clock_eval(levels: &[(f64, f64)], bias: f64, w: &[f64], inputs: &[Field], li: usize, p: &UtilizationProfile) -> f64 {
+fn own_clock_eval(
+    levels: &[(f64, f64)],
+    bias: f64,
+    w: &[f64],
+    inputs: &[Field],
+    li: usize,
+    p: &UtilizationProfile,
+) -> f64 {
     let d = bias + inputs.iter().zip(w).map(|(f, w)| w * p.get(*f)).sum::<f64>();
     levels[li].0 + levels[li].1 * d.max(0.0)
 }
@@ -446,7 +461,9 @@ pub fn fit_clock_model(jobs: &[Job], params: &ClockFitParams) -> Result<ClockFit
     let (mhz, curves, left_out) = curves(jobs)?;
     let n = mhz.len();
     if n < 2 {
-        return Err(Error::Invalid("the training jobs were measured at one clock only: a clock model needs several".into()));
+        return Err(Error::Invalid(
+            "the training jobs were measured at one clock only: a clock model needs several".into(),
+        ));
     }
     let f_ref = mhz[n - 1];
     let (g, s) = fit_v2f(n, &curves, &mhz);
@@ -470,7 +487,13 @@ pub fn fit_clock_model(jobs: &[Job], params: &ClockFitParams) -> Result<ClockFit
 
     let power_loss = |j: usize, th: &[f64]| {
         let c = &curves[j];
-        100.0 * mean(&c.points.iter().map(|&(li, _, _, q)| ((th[0] + (1.0 - th[0]) * g[li]) - q).abs() / q).collect::<Vec<_>>())
+        100.0
+            * mean(
+                &c.points
+                    .iter()
+                    .map(|&(li, _, _, q)| ((th[0] + (1.0 - th[0]) * g[li]) - q).abs() / q)
+                    .collect::<Vec<_>>(),
+            )
     };
     let (pm, pcand, pcv) = select(&curves, std::slice::from_ref(&s), &cands, &power_loss);
 
@@ -487,7 +510,10 @@ pub fn fit_clock_model(jobs: &[Job], params: &ClockFitParams) -> Result<ClockFit
             continue;
         }
         let (lv, b, ww) = fit_own_clock(&tr, n, &own_inputs, &g);
-        own_err.extend(te.iter().map(|&(li, p, y)| 100.0 * (own_clock_eval(&lv, b, &ww, &own_inputs, li, p) - y).abs() / y));
+        own_err.extend(
+            te.iter()
+                .map(|&(li, p, y)| 100.0 * (own_clock_eval(&lv, b, &ww, &own_inputs, li, p) - y).abs() / y),
+        );
     }
 
     let levels = mhz
@@ -529,7 +555,14 @@ pub fn fit_clock_model(jobs: &[Job], params: &ClockFitParams) -> Result<ClockFit
             command: params.command.clone(),
         },
     };
-    Ok(ClockFit { model, cv_time_mape: tcv, cv_power_mape: pcv, cv_own_clock_mape: mean(&own_err), curves, left_out })
+    Ok(ClockFit {
+        model,
+        cv_time_mape: tcv,
+        cv_power_mape: pcv,
+        cv_own_clock_mape: mean(&own_err),
+        curves,
+        left_out,
+    })
 }
 
 // -----------------------------------------------------------------------------------------------------
@@ -577,8 +610,13 @@ pub fn fit_dso_job(f: &[f64], t_norm: &[f64], p_norm: &[f64]) -> [f64; 5] {
             b2 += w * h * y;
         }
         let det = s11 * s22 - s12 * s12;
-        let (t0, delta) = if det.abs() > 1e-12 { ((b1 * s22 - b2 * s12) / det, (s11 * b2 - s12 * b1) / det) } else { (b1 / s11, 0.0) };
-        let err: f64 = f.iter().zip(t_norm).map(|(x, y)| ((t0 + delta * (1.0 / x - fc).max(0.0) - y) / y).powi(2)).sum();
+        let (t0, delta) = if det.abs() > 1e-12 {
+            ((b1 * s22 - b2 * s12) / det, (s11 * b2 - s12 * b1) / det)
+        } else {
+            (b1 / s11, 0.0)
+        };
+        let err: f64 =
+            f.iter().zip(t_norm).map(|(x, y)| ((t0 + delta * (1.0 / x - fc).max(0.0) - y) / y).powi(2)).sum();
         if err < best.0 - 1e-15 {
             best = (err, [fc, delta, t0]);
         }
@@ -594,7 +632,11 @@ pub fn fit_dso_job(f: &[f64], t_norm: &[f64], p_norm: &[f64]) -> [f64; 5] {
         b2 += w * z * y;
     }
     let det = s11 * s22 - s12 * s12;
-    let (p0, cg) = if det.abs() > 1e-12 { ((b1 * s22 - b2 * s12) / det, (s11 * b2 - s12 * b1) / det) } else { (b1 / s11, 0.0) };
+    let (p0, cg) = if det.abs() > 1e-12 {
+        ((b1 * s22 - b2 * s12) / det, (s11 * b2 - s12 * b1) / det)
+    } else {
+        (b1 / s11, 0.0)
+    };
     [best.1[0], best.1[1], best.1[2], p0, cg]
 }
 

@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 /// Predicted time and power of one job at the evaluated clocks.
 pub type Prediction = Vec<(f64, f64)>;
 
+/// Per job and method: (time MAPE, power MAPE, energy regret).
+pub type PerJob = BTreeMap<String, BTreeMap<String, (Option<f64>, Option<f64>, f64)>>;
+
 /// One method's scores over the test jobs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MethodScore {
@@ -47,7 +50,7 @@ pub struct ClockEvaluation {
     pub own_clock_power_median: f64,
     pub own_clock_worst: (String, f64),
     /// Per job and method: (time MAPE, power MAPE, energy regret) — for the JSON output.
-    pub per_job: BTreeMap<String, BTreeMap<String, (Option<f64>, Option<f64>, f64)>>,
+    pub per_job: PerJob,
     pub notes: Vec<String>,
 }
 
@@ -62,8 +65,9 @@ struct Measured {
 
 fn regret(meas: &Measured, pred: &[(f64, f64)], k: i32) -> f64 {
     let metric = |t: f64, p: f64| t * p * t.powi(k);
-    let pick =
-        (0..pred.len()).min_by(|&a, &b| metric(pred[a].0, pred[a].1).total_cmp(&metric(pred[b].0, pred[b].1))).unwrap_or(0);
+    let pick = (0..pred.len())
+        .min_by(|&a, &b| metric(pred[a].0, pred[a].1).total_cmp(&metric(pred[b].0, pred[b].1)))
+        .unwrap_or(0);
     let best = (0..meas.t.len()).map(|i| metric(meas.t[i], meas.p[i])).fold(f64::INFINITY, f64::min);
     100.0 * (metric(meas.t[pick], meas.p[pick]) / best - 1.0)
 }
@@ -91,7 +95,7 @@ fn score(
     preds: &[Prediction],
     has_curve: bool,
     bound: f64,
-    per_job: &mut BTreeMap<String, BTreeMap<String, (Option<f64>, Option<f64>, f64)>>,
+    per_job: &mut PerJob,
 ) -> MethodScore {
     let (mut tm, mut tmo, mut pm, mut pmo) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut e, mut ed, mut ed2, mut sv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -154,10 +158,11 @@ pub fn read_published(text: &str) -> Result<Published, String> {
         let cells: Vec<&str> = l.split(',').map(str::trim).collect();
         let mut th = [0.0; 5];
         for (k, &j) in idx.iter().enumerate() {
-            th[k] = cells
-                .get(j)
-                .and_then(|s| s.parse::<f64>().ok())
-                .ok_or(format!("line {}: column {} is not a number", i + 2, header[j]))?;
+            th[k] = cells.get(j).and_then(|s| s.parse::<f64>().ok()).ok_or(format!(
+                "line {}: column {} is not a number",
+                i + 2,
+                header[j]
+            ))?;
         }
         out.insert(cells.get(name).unwrap_or(&"").to_string(), th);
     }
@@ -230,7 +235,11 @@ pub fn evaluate(
             let sw = model.sweep(p);
             m.mhz
                 .iter()
-                .map(|c| sw.iter().find(|q| (q.core_mhz - c).abs() < 0.5).map_or((f64::NAN, f64::NAN), |q| (q.time_s, q.power_w)))
+                .map(|c| {
+                    sw.iter()
+                        .find(|q| (q.core_mhz - c).abs() < 0.5)
+                        .map_or((f64::NAN, f64::NAN), |q| (q.time_s, q.power_w))
+                })
                 .collect()
         })
         .collect();
@@ -252,7 +261,14 @@ pub fn evaluate(
         .zip(&refs)
         .map(|(m, p)| dso_pred(m, &dso.predict(p), m.t[m.ref_index], m.p[m.ref_index], f_ref / dso.f_max))
         .collect();
-    methods.push(score("DSO form, fitted here (same profile and regressor)", &ms, &fitted, true, max_slowdown, &mut per_job));
+    methods.push(score(
+        "DSO form, fitted here (same profile and regressor)",
+        &ms,
+        &fitted,
+        true,
+        max_slowdown,
+        &mut per_job,
+    ));
 
     if let Some(pubd) = published {
         // The authors' normalization: predicted ratio × the job's measured fastest time and highest power.
@@ -265,33 +281,65 @@ pub fn evaluate(
             };
             let tmin = m.t.iter().copied().fold(f64::INFINITY, f64::min);
             let pmax = m.p.iter().copied().fold(0.0, f64::max);
-            preds.push(m.mhz.iter().map(|c| {
-                let (r, q) = dso_curve(th, c / dso.f_max);
-                (tmin * r, pmax * q)
-            }).collect::<Prediction>());
+            preds.push(
+                m.mhz
+                    .iter()
+                    .map(|c| {
+                        let (r, q) = dso_curve(th, c / dso.f_max);
+                        (tmin * r, pmax * q)
+                    })
+                    .collect::<Prediction>(),
+            );
             kept.push(m.name.clone());
         }
         if kept.len() == ms.len() {
-            methods.push(score("DSO published (authors' predictions)", &ms, &preds, true, max_slowdown, &mut per_job));
+            methods.push(score(
+                "DSO published (authors' predictions)",
+                &ms,
+                &preds,
+                true,
+                max_slowdown,
+                &mut per_job,
+            ));
         } else {
             notes.push("published DSO parameters do not cover every test job: their row is left out".into());
         }
     }
 
-    for (label, jobs) in [("chosen on the training jobs", train), ("chosen in hindsight on the test jobs (a bound)", test)] {
+    for (label, jobs) in
+        [("chosen on the training jobs", train), ("chosen in hindsight on the test jobs (a bound)", test)]
+    {
         if let Some(c) = best_fixed_clock(jobs, &clocks, 0) {
             let preds: Vec<Prediction> = ms
                 .iter()
-                .map(|m| m.mhz.iter().map(|x| if (x - c).abs() < 0.5 { (1.0, 1.0) } else { (2.0, 2.0) }).collect())
+                .map(|m| {
+                    m.mhz.iter().map(|x| if (x - c).abs() < 0.5 { (1.0, 1.0) } else { (2.0, 2.0) }).collect()
+                })
                 .collect();
-            methods.push(score(&format!("fixed clock {c:.0} MHz, {label}"), &ms, &preds, false, max_slowdown, &mut per_job));
+            methods.push(score(
+                &format!("fixed clock {c:.0} MHz, {label}"),
+                &ms,
+                &preds,
+                false,
+                max_slowdown,
+                &mut per_job,
+            ));
         }
     }
     let highest: Vec<Prediction> = ms
         .iter()
-        .map(|m| m.mhz.iter().map(|x| if (x - f_ref).abs() < 0.5 { (1.0, 1.0) } else { (2.0, 2.0) }).collect())
+        .map(|m| {
+            m.mhz.iter().map(|x| if (x - f_ref).abs() < 0.5 { (1.0, 1.0) } else { (2.0, 2.0) }).collect()
+        })
         .collect();
-    methods.push(score(&format!("highest clock {f_ref:.0} MHz (no DVFS)"), &ms, &highest, false, max_slowdown, &mut per_job));
+    methods.push(score(
+        &format!("highest clock {f_ref:.0} MHz (no DVFS)"),
+        &ms,
+        &highest,
+        false,
+        max_slowdown,
+        &mut per_job,
+    ));
 
     let oracle = mean(
         &ms.iter()
