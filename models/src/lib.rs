@@ -34,6 +34,7 @@ pub mod table;
 pub mod timing;
 pub mod trace;
 pub mod units;
+pub mod utilization;
 
 pub use dataset::{Dataset, Fold};
 pub use error::{Error, Result};

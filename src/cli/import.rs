@@ -10,7 +10,7 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Source format.
-    #[arg(value_name = "FORMAT", value_parser = ["guerreiro", "nvdvfs", "ncu", "nvprof"])]
+    #[arg(value_name = "FORMAT", value_parser = ["guerreiro", "nvdvfs", "ncu", "nvprof", "dcgm"])]
     pub source: String,
     /// The file to import.
     pub file: PathBuf,
@@ -38,10 +38,15 @@ pub struct Args {
     /// How to print the summary of what was written with --out (without --out, stdout is the table's CSV).
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
+    #[command(flatten)]
+    pub dcgm: crate::cli::clocks::ImportArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let args = &args;
+    if args.source == "dcgm" {
+        return crate::cli::clocks::import(args);
+    }
     if args.source == "ncu" || args.source == "nvprof" {
         return run_profiler(args);
     }

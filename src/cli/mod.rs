@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod calibrate;
+pub mod clocks;
 pub mod cluster;
 pub mod collect;
 pub mod counters;

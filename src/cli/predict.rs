@@ -64,6 +64,8 @@ pub struct Args {
     pub plot: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
+    #[command(flatten)]
+    pub clocks: crate::cli::clocks::ProfileArgs,
 }
 
 fn load_kernel(spec: &str) -> anyhow::Result<KernelProfile> {
@@ -95,6 +97,10 @@ fn load_model(spec: &str) -> anyhow::Result<ModelArtifact> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.clocks.profile.is_some() {
+        let model = (args.model != examples::DEFAULT_MODEL).then_some(args.model.as_str());
+        return crate::cli::clocks::predict(&args.clocks, model, args.format);
+    }
     // Flags first: objectives and clocks are checked before any file is read.
     let objectives = if args.objectives.is_empty() {
         Objective::DEFAULTS.to_vec()

@@ -108,6 +108,8 @@ pub struct Args {
     /// Output on stdout: table, csv, json (the whole result) or markdown.
     #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     pub format: ExportFormat,
+    #[command(flatten)]
+    pub clocks: crate::cli::clocks::TrainArgs,
 }
 
 /// `--backend` values.
@@ -215,6 +217,9 @@ fn write_artifacts(
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if crate::cli::clocks::is_profile_data(&args.data) {
+        return crate::cli::clocks::train(&args);
+    }
     // Stage 1: the flags alone; stage 2: the data. Nothing is fitted before both have passed.
     let checked = args.params()?.check()?;
     let out_dir = if args.install { Some(install_dir()?) } else { args.out_dir.clone() };

@@ -34,6 +34,7 @@ pub mod mlr;
 pub mod physical;
 pub mod selection;
 pub mod uncertainty;
+pub mod utilization;
 
 #[cfg(feature = "burn")]
 pub use bpann::burn_forward;

@@ -1,0 +1,925 @@
+//! Readers of utilization profiles: the NV-DVFS DCGM profile CSV, `dcgmi dmon` text, dcgm-exporter's
+//! Prometheus text, Nsight Compute CSV exports and `gpumodel collect` traces with DCGM-named columns.
+//!
+//! Each reader returns a [`ProfileSet`] that has passed [`ProfileSet::check`]: a field outside [0, 1], a
+//! missing clock or several GPU models in one file is an error of one line, and nothing is returned.
+
+use super::{Field, ProfileSet, Source, UtilizationProfile};
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The formats [`read_file`] knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileFormat {
+    /// NV-DVFS-Benchmark's `v100-dvfs-*-profile.csv` (and the PTX-merged files of the same rows).
+    NvdvfsCsv,
+    /// `dcgmi dmon -e 1001,…` output.
+    Dmon,
+    /// dcgm-exporter's `/metrics` text.
+    Prometheus,
+    /// `ncu --csv --page raw` (one row per launch) or the long `--page details` layout.
+    Ncu,
+    /// A `gpumodel collect` trace (CSV with a JSON sidecar) with DCGM-named columns.
+    Collector,
+    /// A profile document (TOML or JSON) as `gpumodel import dcgm --format json` writes one profile.
+    Document,
+}
+
+impl ProfileFormat {
+    /// The registry's importer name for NV-DVFS DCGM profile files.
+    pub const REGISTRY_IMPORTER: &'static str = "dcgm-profile";
+
+    /// Names accepted on the command line.
+    pub const NAMES: &'static str = "dmon, exporter, ncu, collector, nvdvfs, document";
+
+    pub fn from_name(name: &str) -> Result<ProfileFormat> {
+        match name {
+            "dmon" | "dcgmi" => Ok(ProfileFormat::Dmon),
+            "exporter" | "prometheus" => Ok(ProfileFormat::Prometheus),
+            "ncu" => Ok(ProfileFormat::Ncu),
+            "collector" | "trace" => Ok(ProfileFormat::Collector),
+            "nvdvfs" | "dcgm-profile" => Ok(ProfileFormat::NvdvfsCsv),
+            "document" | "toml" | "json" => Ok(ProfileFormat::Document),
+            other => Err(Error::Invalid(format!(
+                "unknown utilization-profile format '{other}': use one of {}",
+                ProfileFormat::NAMES
+            ))),
+        }
+    }
+
+    /// Tells the format from the text, when it is unambiguous.
+    pub fn guess(text: &str) -> Option<ProfileFormat> {
+        let head: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(40).collect();
+        let first = head.first().copied().unwrap_or("").trim_start_matches('\u{feff}');
+        if head.iter().any(|l| l.trim_start().starts_with('#') && l.contains("Entity")) {
+            Some(ProfileFormat::Dmon)
+        } else if head.iter().any(|l| l.starts_with("DCGM_FI_")) {
+            Some(ProfileFormat::Prometheus)
+        } else if head.iter().any(|l| l.contains("\"Kernel Name\"")) {
+            Some(ProfileFormat::Ncu)
+        } else if first.contains("SMACT") && first.contains("core_frequency") {
+            Some(ProfileFormat::NvdvfsCsv)
+        } else if first.starts_with("t_s,") {
+            Some(ProfileFormat::Collector)
+        } else if first.starts_with('{') || first.contains('=') {
+            Some(ProfileFormat::Document)
+        } else {
+            None
+        }
+    }
+}
+
+/// What the file does not say, given by the user.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadOptions {
+    /// The GPU model (dmon and ncu files do not name it; a file that names another is an error).
+    pub gpu: Option<String>,
+    /// Core clock when the file has none, MHz.
+    pub core_mhz: Option<f64>,
+    /// dmon's sampling interval (`-d`, default 1000 ms), s: the active samples times it is the run time.
+    pub interval_s: Option<f64>,
+    /// Skip malformed rows (each named in [`ProfileSet::skipped`]) instead of failing at the first.
+    pub skip_bad_rows: bool,
+}
+
+/// Reads a file in `format` (guessed from the text when `None`).
+pub fn read_file(path: &Path, format: Option<ProfileFormat>, opts: &ReadOptions) -> Result<ProfileSet> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let origin = path.display().to_string();
+    let format = match format {
+        Some(f) => f,
+        None => ProfileFormat::guess(&text).ok_or_else(|| Error::Format {
+            file: origin.clone(),
+            message: format!(
+                "cannot tell the utilization-profile format: name it ({})",
+                ProfileFormat::NAMES
+            ),
+        })?,
+    };
+    let mut opts = opts.clone();
+    if format == ProfileFormat::Collector && opts.gpu.is_none() {
+        opts.gpu = sidecar_gpu(path);
+    }
+    read_text(&text, &origin, format, &opts)
+}
+
+/// Reads text in `format`; `origin` names it in errors.
+pub fn read_text(text: &str, origin: &str, format: ProfileFormat, opts: &ReadOptions) -> Result<ProfileSet> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut set = match format {
+        ProfileFormat::NvdvfsCsv => nvdvfs_csv(text, origin, opts)?,
+        ProfileFormat::Dmon => dmon(text, origin, opts)?,
+        ProfileFormat::Prometheus => prometheus(text, origin, opts)?,
+        ProfileFormat::Ncu => ncu(text, origin, opts)?,
+        ProfileFormat::Collector => collector(text, origin, opts)?,
+        ProfileFormat::Document => ProfileSet {
+            origin: origin.to_string(),
+            source: Source::Document,
+            profiles: vec![UtilizationProfile::from_document(text, origin)?],
+            skipped: vec![],
+        },
+    };
+    for p in &mut set.profiles {
+        if let Some(g) = &opts.gpu {
+            match &p.gpu {
+                Some(have) if !same_gpu(have, g) => {
+                    return Err(Error::Invalid(format!(
+                        "{origin}: the file names GPU '{have}', not '{g}': drop --gpu or use the right file"
+                    )));
+                }
+                _ => p.gpu = Some(g.clone()),
+            }
+        }
+        if p.core_mhz.is_nan()
+            && let Some(c) = opts.core_mhz
+        {
+            p.core_mhz = c;
+        }
+    }
+    set.check()?;
+    Ok(set)
+}
+
+fn same_gpu(a: &str, b: &str) -> bool {
+    let n = |s: &str| s.to_ascii_lowercase().replace(['-', ' ', '_'], "");
+    n(a).contains(&n(b)) || n(b).contains(&n(a))
+}
+
+fn sidecar_gpu(csv: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(csv.with_extension("json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("gpu")?.as_str().map(String::from)
+}
+
+fn parse_err(origin: &str, line: usize, column: &str, message: String) -> Error {
+    Error::Parse { file: origin.to_string(), line: line as u64, column: column.to_string(), message }
+}
+
+/// Routes a bad row: an error, or a note when skipping.
+fn reject(opts: &ReadOptions, skipped: &mut Vec<String>, e: Error) -> Result<()> {
+    if opts.skip_bad_rows {
+        skipped.push(e.to_string());
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+fn number(s: &str) -> Option<f64> {
+    let t = s.trim();
+    if t.is_empty() || t.eq_ignore_ascii_case("n/a") {
+        return None;
+    }
+    t.replace(',', "").parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// NV-DVFS profile CSV
+
+fn nvdvfs_csv(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+    let header: Vec<String> = r
+        .headers()
+        .map_err(|e| crate::table::csv_error(origin, e))?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    let pos = |c: &str| header.iter().position(|h| h == c);
+    let need = |c: &str| {
+        pos(c).ok_or_else(|| Error::Format {
+            file: origin.to_string(),
+            message: format!("no '{c}' column: not an NV-DVFS DCGM profile file"),
+        })
+    };
+    let (bench, arg, core, mem) =
+        (need("benchmark")?, pos("argNo"), need("core_frequency")?, pos("memory_frequency"));
+    let (power, time) = (pos("average_power"), pos("time"));
+    let fields: Vec<(Field, usize)> = Field::ALL
+        .iter()
+        .filter_map(|f| header.iter().position(|h| h == f.name()).map(|j| (*f, j)))
+        .collect();
+    if fields.is_empty() {
+        return Err(Error::Format {
+            file: origin.to_string(),
+            message: "no DCGM field columns (SMACT, DRAMA, …)".into(),
+        });
+    }
+    let mut profiles = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, rec) in r.records().enumerate() {
+        let line = i + 2;
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                reject(opts, &mut skipped, crate::table::csv_error(origin, e))?;
+                continue;
+            }
+        };
+        let cell = |j: usize| rec.get(j).unwrap_or("");
+        let program = cell(bench).trim().to_string();
+        let name = match arg {
+            Some(a) => format!("{program}_{}", cell(a).trim()),
+            None => program.clone(),
+        };
+        let mut fv = BTreeMap::new();
+        let mut bad = None;
+        for &(f, j) in &fields {
+            match number(cell(j)) {
+                Some(v) => {
+                    fv.insert(f, v);
+                }
+                None => {
+                    bad = Some(parse_err(
+                        origin,
+                        line,
+                        f.name(),
+                        format!("'{}' is not a number (the row of {name} has no DCGM sample)", cell(j)),
+                    ));
+                    break;
+                }
+            }
+        }
+        let opt = |j: Option<usize>| j.and_then(|j| number(cell(j)));
+        let core_mhz = number(cell(core)).unwrap_or(f64::NAN);
+        let p = UtilizationProfile {
+            name,
+            program: Some(program),
+            source: Source::NvdvfsCsv,
+            gpu: None,
+            device: None,
+            fields: fv,
+            core_mhz,
+            mem_mhz: opt(mem),
+            power_w: opt(power),
+            time_s: opt(time),
+            samples: 1,
+        };
+        let bad = bad.map(Err).unwrap_or_else(|| p.check(&format!("{origin}:{line}")));
+        match bad {
+            Ok(()) => profiles.push(p),
+            Err(e) => reject(opts, &mut skipped, e)?,
+        }
+    }
+    Ok(ProfileSet { origin: origin.to_string(), source: Source::NvdvfsCsv, profiles, skipped })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Sample accumulation shared by the time-series readers (dmon, exporter, collector)
+
+/// Running sums of one device's samples.
+#[derive(Default)]
+struct Acc {
+    n_all: usize,
+    n: usize,
+    weight: f64,
+    sums: BTreeMap<Field, f64>,
+    core: (f64, f64),
+    mem: (f64, f64),
+    power: (f64, f64),
+    all_core: (f64, f64),
+}
+
+impl Acc {
+    /// Adds one sample with weight `w`. A sample is *active* when the engine (GRACT, else SMACT) is
+    /// above zero: idle stretches before and after a job are left out of its profile and its time.
+    fn add(
+        &mut self,
+        fields: &[(Field, f64)],
+        core: Option<f64>,
+        mem: Option<f64>,
+        power: Option<f64>,
+        w: f64,
+    ) {
+        self.n_all += 1;
+        if let Some(c) = core {
+            self.all_core.0 += c * w;
+            self.all_core.1 += w;
+        }
+        let engine = fields
+            .iter()
+            .find(|(f, _)| *f == Field::Gract)
+            .or_else(|| fields.iter().find(|(f, _)| *f == Field::Smact))
+            .map(|x| x.1);
+        if engine.is_none_or(|e| e <= 0.0) {
+            return;
+        }
+        self.n += 1;
+        self.weight += w;
+        for &(f, v) in fields {
+            *self.sums.entry(f).or_default() += v * w;
+        }
+        for (slot, v) in [(&mut self.core, core), (&mut self.mem, mem), (&mut self.power, power)] {
+            if let Some(v) = v {
+                slot.0 += v * w;
+                slot.1 += w;
+            }
+        }
+    }
+
+    fn profile(
+        &self,
+        name: String,
+        source: Source,
+        gpu: Option<String>,
+        time_s: Option<f64>,
+    ) -> UtilizationProfile {
+        let mean = |s: (f64, f64)| (s.1 > 0.0).then(|| s.0 / s.1);
+        let core = mean(self.core).or(mean(self.all_core)).unwrap_or(f64::NAN);
+        UtilizationProfile {
+            device: Some(name.clone()),
+            name,
+            program: None,
+            source,
+            gpu,
+            fields: self.sums.iter().map(|(f, s)| (*f, s / self.weight)).collect(),
+            core_mhz: core,
+            mem_mhz: mean(self.mem),
+            power_w: mean(self.power),
+            time_s,
+            samples: self.n,
+        }
+    }
+}
+
+fn no_active(origin: &str, device: &str, n: usize) -> Error {
+    Error::Invalid(format!(
+        "{origin}: {device} has {n} sample(s) but none with the engine active (GRACT or SMACT above 0): \
+         nothing ran while it was sampled"
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// dcgmi dmon
+
+/// Column names of dmon's non-profiling fields the profile uses: SM clock (100; app clock 110), memory
+/// clock (101; app clock 111), power (155).
+const DMON_CORE: &[&str] = &["SMCLK", "SACLK"];
+const DMON_MEM: &[&str] = &["MMCLK", "MACLK"];
+const DMON_POWER: &[&str] = &["POWER"];
+
+fn dmon(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
+    let interval = opts.interval_s.unwrap_or(1.0);
+    let mut columns: Vec<String> = Vec::new();
+    let mut map: Vec<Option<Field>> = Vec::new();
+    let (mut ci, mut mi, mut pi) = (None, None, None);
+    let mut devices: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    let mut vals: Vec<Option<f64>> = Vec::new();
+    let mut fv: Vec<(Field, f64)> = Vec::with_capacity(8);
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if t.starts_with('#') {
+            if !t.contains("Entity") {
+                continue;
+            }
+            // "# Entity  GRACT …" (older dcgmi) or "#Entity   GRACT …" (newer): the names after "Entity".
+            let toks: Vec<&str> = t.split_whitespace().collect();
+            let start = toks.iter().position(|x| x.ends_with("Entity")).map_or(1, |p| p + 1);
+            columns = toks[start..].iter().map(|s| s.to_string()).collect();
+            map = columns.iter().map(|c| Field::parse(c)).collect();
+            let find = |names: &[&str]| names.iter().find_map(|n| columns.iter().position(|c| c == n));
+            (ci, mi, pi) = (find(DMON_CORE), find(DMON_MEM), find(DMON_POWER));
+            continue;
+        }
+        let mut toks = t.split_whitespace();
+        let (Some(kind), Some(id)) = (toks.next(), toks.next()) else { continue };
+        // The units line under the header ("Id … W mJ") has no entity id.
+        if kind.eq_ignore_ascii_case("id") || id.parse::<u32>().is_err() {
+            continue;
+        }
+        if columns.is_empty() {
+            return Err(parse_err(
+                origin,
+                i + 1,
+                "Entity",
+                "a sample before any '# Entity' header line".into(),
+            ));
+        }
+        vals.clear();
+        vals.extend(toks.map(number));
+        if vals.len() != columns.len() {
+            let e = parse_err(
+                origin,
+                i + 1,
+                "*",
+                format!(
+                    "{} values under a header of {} columns: a truncated line?",
+                    vals.len(),
+                    columns.len()
+                ),
+            );
+            reject(opts, &mut skipped, e)?;
+            continue;
+        }
+        fv.clear();
+        let mut missing = false;
+        for (j, f) in map.iter().enumerate() {
+            if let Some(f) = f {
+                match vals[j] {
+                    Some(v) => fv.push((*f, v)),
+                    None => missing = true,
+                }
+            }
+        }
+        // A sample with N/A profiling cells (the first seconds of a watch) carries no utilization.
+        if missing || fv.is_empty() {
+            continue;
+        }
+        if let Some(&(f, v)) = fv.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
+            let e =
+                parse_err(origin, i + 1, f.name(), format!("{v} is outside [0, 1]: DCGM fields are ratios"));
+            reject(opts, &mut skipped, e)?;
+            continue;
+        }
+        let device = format!("{kind} {id}");
+        let get = |j: Option<usize>| j.and_then(|j| vals[j]);
+        let acc = match devices.get_mut(&device) {
+            Some(a) => a,
+            None => devices.entry(device).or_default(),
+        };
+        acc.add(&fv, get(ci), get(mi), get(pi), 1.0);
+    }
+    let mut profiles = Vec::new();
+    for (device, acc) in &devices {
+        if acc.n == 0 {
+            return Err(no_active(origin, device, acc.n_all));
+        }
+        let mut p = acc.profile(device.clone(), Source::DcgmiDmon, None, Some(acc.n as f64 * interval));
+        if p.core_mhz.is_nan() && opts.core_mhz.is_none() {
+            return Err(Error::Invalid(format!(
+                "{origin}: no core clock column (SMCLK or SACLK): record it with `dcgmi dmon -e …,100` or give \
+                 --core-mhz"
+            )));
+        }
+        p.name = device.clone();
+        profiles.push(p);
+    }
+    Ok(ProfileSet { origin: origin.to_string(), source: Source::DcgmiDmon, profiles, skipped })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// dcgm-exporter (Prometheus text exposition format)
+
+fn labels(s: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut rest = s;
+    while let Some(eq) = rest.find('=') {
+        let key = rest[..eq].trim().trim_start_matches(',').trim().to_string();
+        let after = &rest[eq + 1..];
+        let Some(after) = after.strip_prefix('"') else { break };
+        let mut end = None;
+        let mut escaped = false;
+        for (k, c) in after.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '"' if !escaped => {
+                    end = Some(k);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let Some(end) = end else { break };
+        out.insert(key, after[..end].replace("\\\"", "\""));
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+fn prometheus(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
+    // One scrape gives one value per metric and GPU; concatenated scrapes give several: a device's sample
+    // closes when a metric it already has comes again.
+    struct Dev {
+        gpu: Option<String>,
+        acc: Acc,
+        cur: BTreeMap<String, f64>,
+    }
+    fn flush(d: &mut Dev) {
+        if d.cur.is_empty() {
+            return;
+        }
+        let fv: Vec<(Field, f64)> =
+            Field::ALL.iter().filter_map(|f| d.cur.get(f.dcgm_name()).map(|v| (*f, *v))).collect();
+        let g = |k: &str| d.cur.get(k).copied();
+        d.acc.add(
+            &fv,
+            g("DCGM_FI_DEV_SM_CLOCK"),
+            g("DCGM_FI_DEV_MEM_CLOCK"),
+            g("DCGM_FI_DEV_POWER_USAGE"),
+            1.0,
+        );
+        d.cur.clear();
+    }
+    let mut devs: BTreeMap<String, Dev> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') || !t.starts_with("DCGM_FI_") {
+            continue;
+        }
+        let (name, lab, rest) = match t.find('{') {
+            Some(b) => match t[b..].find('}') {
+                Some(e) => (&t[..b], labels(&t[b + 1..b + e]), &t[b + e + 1..]),
+                None => {
+                    reject(opts, &mut skipped, parse_err(origin, i + 1, "labels", "unclosed '{'".into()))?;
+                    continue;
+                }
+            },
+            None => {
+                let mut it = t.splitn(2, char::is_whitespace);
+                (it.next().unwrap_or(""), BTreeMap::new(), it.next().unwrap_or(""))
+            }
+        };
+        let Some(value) = rest.split_whitespace().next().and_then(number) else {
+            reject(
+                opts,
+                &mut skipped,
+                parse_err(origin, i + 1, name, format!("'{}' is not a number", rest.trim())),
+            )?;
+            continue;
+        };
+        if let Some(f) = Field::parse(name)
+            && !(0.0..=1.0).contains(&value)
+        {
+            let e = parse_err(origin, i + 1, f.dcgm_name(), format!("{value} is outside [0, 1]"));
+            reject(opts, &mut skipped, e)?;
+            continue;
+        }
+        let host = lab.get("Hostname").cloned().unwrap_or_default();
+        let gpu = lab.get("gpu").cloned().unwrap_or_else(|| "0".into());
+        let key = if host.is_empty() { format!("GPU {gpu}") } else { format!("{host} GPU {gpu}") };
+        let model = lab.get("modelName").cloned();
+        let d = devs.entry(key).or_insert_with(|| Dev {
+            gpu: model.clone(),
+            acc: Acc::default(),
+            cur: BTreeMap::new(),
+        });
+        if d.gpu.is_none() {
+            d.gpu = model;
+        }
+        if d.cur.contains_key(name) {
+            flush(d);
+        }
+        d.cur.insert(name.to_string(), value);
+    }
+    let mut profiles = Vec::new();
+    for (key, d) in devs.iter_mut() {
+        flush(d);
+        if d.acc.n == 0 {
+            return Err(no_active(origin, key, d.acc.n_all));
+        }
+        profiles.push(d.acc.profile(key.clone(), Source::DcgmExporter, d.gpu.clone(), None));
+    }
+    Ok(ProfileSet { origin: origin.to_string(), source: Source::DcgmExporter, profiles, skipped })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Nsight Compute
+
+/// One launch's metrics: name → (unit, value).
+type Launch = BTreeMap<String, (String, f64)>;
+
+fn ncu_launches(text: &str, origin: &str) -> Result<Vec<(String, Launch)>> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("==")).collect();
+    let start = lines.iter().position(|l| l.contains("\"Kernel Name\"")).ok_or_else(|| Error::Format {
+        file: origin.to_string(),
+        message: "no \"Kernel Name\" header: export with `ncu --csv --page raw` (or --page details)".into(),
+    })?;
+    let body = lines[start..].join("\n");
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(body.as_bytes());
+    let header: Vec<String> =
+        r.headers().map_err(|e| crate::table::csv_error(origin, e))?.iter().map(String::from).collect();
+    let pos = |c: &str| header.iter().position(|h| h == c);
+    let recs: Vec<csv::StringRecord> = r.records().filter_map(|x| x.ok()).collect();
+    let kname = pos("Kernel Name").unwrap_or(0);
+    let mut out: Vec<(String, Launch)> = Vec::new();
+    if let (Some(mn), Some(mv)) = (pos("Metric Name"), pos("Metric Value")) {
+        // Long layout: one row per launch and metric, launches by ID.
+        let mu = pos("Metric Unit");
+        let id = pos("ID");
+        let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
+        for rec in &recs {
+            let key = id.and_then(|j| rec.get(j)).unwrap_or("0").to_string();
+            let k = *by_id.entry(key).or_insert_with(|| {
+                out.push((rec.get(kname).unwrap_or("").to_string(), Launch::new()));
+                out.len() - 1
+            });
+            if let Some(v) = rec.get(mv).and_then(number) {
+                let unit = mu.and_then(|j| rec.get(j)).unwrap_or("").to_string();
+                out[k].1.insert(rec.get(mn).unwrap_or("").to_string(), (unit, v));
+            }
+        }
+    } else {
+        // Raw layout: one column per metric; the first row under the header holds the units.
+        let mut units: Vec<String> = vec![String::new(); header.len()];
+        let mut iter = recs.iter().peekable();
+        if let Some(first) = iter.peek()
+            && first.get(kname).is_some_and(|s| s.trim().is_empty())
+        {
+            units = first.iter().map(String::from).collect();
+            iter.next();
+        }
+        for rec in iter {
+            let mut l = Launch::new();
+            for (j, h) in header.iter().enumerate() {
+                if let Some(v) = rec.get(j).and_then(number) {
+                    l.insert(h.clone(), (units.get(j).cloned().unwrap_or_default(), v));
+                }
+            }
+            out.push((rec.get(kname).unwrap_or("").to_string(), l));
+        }
+    }
+    Ok(out)
+}
+
+/// A duration in seconds from ncu's unit.
+fn seconds(unit: &str, v: f64) -> f64 {
+    match unit.trim() {
+        "nsecond" | "ns" => v * 1e-9,
+        "usecond" | "us" => v * 1e-6,
+        "msecond" | "ms" => v * 1e-3,
+        _ => v,
+    }
+}
+
+/// A clock in MHz from ncu's rate unit (`cycle/nsecond` = GHz, `cycle/usecond` = MHz, `cycle/second`).
+fn mhz(unit: &str, v: f64) -> f64 {
+    let u = unit.trim();
+    if u.ends_with("nsecond") || u.eq_ignore_ascii_case("ghz") {
+        v * 1e3
+    } else if u.ends_with("usecond") || u.eq_ignore_ascii_case("mhz") {
+        v
+    } else if u.ends_with("msecond") {
+        v * 1e-3
+    } else {
+        v * 1e-6
+    }
+}
+
+fn ncu(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
+    let launches = ncu_launches(text, origin)?;
+    let mut sums: BTreeMap<Field, (f64, f64)> = BTreeMap::new();
+    let (mut core, mut mem, mut total) = ((0.0, 0.0), (0.0, 0.0), 0.0);
+    let mut skipped = Vec::new();
+    for (name, l) in &launches {
+        // Launches are weighted by their duration, as a sampler over the run would weight them.
+        let w = l.get("gpu__time_duration.sum").map(|(u, v)| seconds(u, *v));
+        let w_or_one = w.unwrap_or(1.0);
+        for f in Field::ALL {
+            let v = match f.ncu_metric() {
+                (None, _) => Some(1.0),
+                (Some(num), Some(den)) => match (l.get(num), l.get(den)) {
+                    (Some(a), Some(b)) if b.1 > 0.0 => Some(a.1 / b.1),
+                    _ => None,
+                },
+                (Some(pct), None) => l.get(pct).map(|x| x.1 / 100.0),
+            };
+            if let Some(v) = v {
+                if !(0.0..=1.0 + 1e-9).contains(&v) {
+                    let e = Error::Invalid(format!(
+                        "{origin}: kernel '{name}': {} is {v}, outside [0, 1]",
+                        f.name()
+                    ));
+                    reject(opts, &mut skipped, e)?;
+                    continue;
+                }
+                let s = sums.entry(f).or_default();
+                s.0 += v.min(1.0) * w_or_one;
+                s.1 += w_or_one;
+            }
+        }
+        if let Some((u, v)) =
+            l.get("sm__cycles_elapsed.avg.per_second").or(l.get("smsp__cycles_elapsed.avg.per_second"))
+        {
+            core.0 += mhz(u, *v) * w_or_one;
+            core.1 += w_or_one;
+        }
+        if let Some((u, v)) = l.get("dram__cycles_elapsed.avg.per_second") {
+            mem.0 += mhz(u, *v) * w_or_one;
+            mem.1 += w_or_one;
+        }
+        total += w.unwrap_or(0.0);
+    }
+    if sums.keys().all(|f| *f == Field::Gract) {
+        return Err(Error::Format {
+            file: origin.to_string(),
+            message: "no launch has the metrics behind the DCGM fields: profile with `ncu --csv --page raw \
+                      --metrics sm__cycles_active.avg,sm__cycles_elapsed.avg,sm__warps_active.avg.pct_of_peak_sustained_elapsed,dram__cycles_active.avg.pct_of_peak_sustained_elapsed,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum`"
+                .into(),
+        });
+    }
+    let core_mhz = if core.1 > 0.0 { core.0 / core.1 } else { opts.core_mhz.unwrap_or(f64::NAN) };
+    if core_mhz.is_nan() {
+        return Err(Error::Invalid(format!(
+            "{origin}: no core clock: add the metric sm__cycles_elapsed.avg.per_second to the ncu run or give --core-mhz"
+        )));
+    }
+    let stem = Path::new(origin).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let p = UtilizationProfile {
+        name: stem,
+        program: None,
+        source: Source::Ncu,
+        gpu: None,
+        device: None,
+        fields: sums.iter().map(|(f, (s, w))| (*f, s / w)).collect(),
+        core_mhz,
+        mem_mhz: (mem.1 > 0.0).then(|| mem.0 / mem.1),
+        power_w: None,
+        time_s: (total > 0.0).then_some(total),
+        samples: launches.len(),
+    };
+    Ok(ProfileSet { origin: origin.to_string(), source: Source::Ncu, profiles: vec![p], skipped })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// gpumodel collect traces
+
+fn collector(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+    let header: Vec<String> = r
+        .headers()
+        .map_err(|e| crate::table::csv_error(origin, e))?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    let pos = |c: &str| header.iter().position(|h| h == c);
+    let fields: Vec<(Field, usize)> = Field::ALL
+        .iter()
+        .filter_map(|f| header.iter().position(|h| h == f.name()).map(|j| (*f, j)))
+        .collect();
+    if fields.is_empty() {
+        return Err(Error::Format {
+            file: origin.to_string(),
+            message:
+                "the trace has no DCGM-named columns (GRACT, SMACT, …): collect it with the utilization \
+                      counters"
+                    .into(),
+        });
+    }
+    let (dt, pw, cc, mc) = (pos("dt_s"), pos("power_w"), pos("core_mhz"), pos("mem_mhz"));
+    let mut acc = Acc::default();
+    let mut skipped = Vec::new();
+    let mut fv = Vec::with_capacity(8);
+    for (i, rec) in r.records().enumerate() {
+        let Ok(rec) = rec else { break };
+        let get = |j: Option<usize>| j.and_then(|j| rec.get(j)).and_then(number);
+        fv.clear();
+        let mut missing = false;
+        for &(f, j) in &fields {
+            match rec.get(j).and_then(number) {
+                Some(v) => fv.push((f, v)),
+                None => missing = true,
+            }
+        }
+        if missing {
+            continue;
+        }
+        if let Some(&(f, v)) = fv.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
+            let e = parse_err(origin, i + 2, f.name(), format!("{v} is outside [0, 1]"));
+            reject(opts, &mut skipped, e)?;
+            continue;
+        }
+        let w = get(dt).filter(|w| *w > 0.0).unwrap_or(1.0);
+        acc.add(&fv, get(cc), get(mc), get(pw), w);
+    }
+    if acc.n == 0 {
+        return Err(no_active(origin, "the trace", acc.n_all));
+    }
+    let stem = Path::new(origin).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let mut p = acc.profile(stem, Source::Collector, None, Some(acc.weight));
+    p.device = None;
+    Ok(ProfileSet { origin: origin.to_string(), source: Source::Collector, profiles: vec![p], skipped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DMON: &str = "\
+# Entity  GRACT  SMACT  SMOCC  TENSO  DRAMA  FP64A  FP32A  FP16A   POWER  SACLK
+      Id                                                              W
+     GPU 0  0.000  0.000  0.000  0.000  0.000  0.000  0.000  0.000  24.1   1380
+     GPU 0  0.900  0.800  0.400  0.000  0.500  0.000  0.300  0.000  200.0  1380
+     GPU 1  0.500  0.500  0.200  0.000  0.100  0.000  0.100  0.000  100.0  1230
+     GPU 0  1.000  0.600  0.400  0.000  0.300  0.000  0.100  0.000  180.0  1380
+#Entity   GRACT  SMACT  SMOCC  TENSO  DRAMA  FP64A  FP32A  FP16A   POWER  SACLK
+ID                                                                    W
+GPU 1     N/A    N/A    N/A    N/A    N/A    N/A    N/A    N/A     99.0   1230
+";
+
+    #[test]
+    fn dmon_averages_active_samples_per_device_under_both_header_spellings() {
+        let set = read_text(DMON, "d.txt", ProfileFormat::Dmon, &ReadOptions::default()).unwrap();
+        assert_eq!(set.profiles.len(), 2);
+        let g0 = &set.profiles[0];
+        assert_eq!(g0.name, "GPU 0");
+        assert_eq!(g0.samples, 2, "the idle first sample is not part of the job");
+        assert!((g0.get(Field::Smact) - 0.7).abs() < 1e-12);
+        assert!((g0.power_w.unwrap() - 190.0).abs() < 1e-12);
+        assert_eq!(g0.core_mhz, 1380.0);
+        assert_eq!(g0.time_s, Some(2.0));
+        assert_eq!(set.profiles[1].core_mhz, 1230.0);
+        assert_eq!(ProfileFormat::guess(DMON), Some(ProfileFormat::Dmon));
+    }
+
+    #[test]
+    fn dmon_without_a_clock_column_asks_for_one() {
+        let text = "# Entity GRACT SMACT\n Id\n GPU 0 0.5 0.5\n";
+        let msg = read_text(text, "d", ProfileFormat::Dmon, &ReadOptions::default()).unwrap_err().to_string();
+        assert!(msg.contains("SMCLK") && msg.contains("--core-mhz"), "{msg}");
+        let ok = ReadOptions { core_mhz: Some(1000.0), ..ReadOptions::default() };
+        assert_eq!(read_text(text, "d", ProfileFormat::Dmon, &ok).unwrap().profiles[0].core_mhz, 1000.0);
+    }
+
+    #[test]
+    fn dmon_percentages_are_refused_with_the_line() {
+        let text = "# Entity GRACT SMACT SMCLK\n GPU 0 50 45 1380\n";
+        let msg = read_text(text, "d", ProfileFormat::Dmon, &ReadOptions::default()).unwrap_err().to_string();
+        assert!(msg.contains("d:2") && msg.contains("outside [0, 1]"), "{msg}");
+    }
+
+    const PROM: &str = r#"# HELP DCGM_FI_PROF_SM_ACTIVE The ratio of cycles an SM has at least 1 warp assigned.
+# TYPE DCGM_FI_PROF_SM_ACTIVE gauge
+DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 1380
+DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 210.5
+DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 0.98
+DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 0.75
+DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 0.25
+DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 1380
+DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 0.96
+DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 0.65
+DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",UUID="GPU-1",device="nvidia0",modelName="Tesla V100-SXM2-16GB",Hostname="n1"} 0.35
+"#;
+
+    #[test]
+    fn exporter_text_gives_the_mean_of_its_scrapes_and_the_model_name() {
+        let set = read_text(PROM, "m.prom", ProfileFormat::Prometheus, &ReadOptions::default()).unwrap();
+        let p = &set.profiles[0];
+        assert_eq!(p.gpu.as_deref(), Some("Tesla V100-SXM2-16GB"));
+        assert_eq!(p.samples, 2);
+        assert!((p.get(Field::Smact) - 0.70).abs() < 1e-12 && (p.get(Field::Drama) - 0.30).abs() < 1e-12);
+        assert_eq!(p.power_w, Some(210.5));
+        assert_eq!(ProfileFormat::guess(PROM), Some(ProfileFormat::Prometheus));
+    }
+
+    #[test]
+    fn exporter_text_of_two_gpu_models_is_refused() {
+        let other = PROM.replace("gpu=\"0\"", "gpu=\"1\"").replace("V100-SXM2-16GB", "H100 80GB HBM3");
+        let msg =
+            read_text(&format!("{PROM}{other}"), "m", ProfileFormat::Prometheus, &ReadOptions::default())
+                .unwrap_err()
+                .to_string();
+        assert!(msg.contains("different GPU models"), "{msg}");
+    }
+
+    #[test]
+    fn ncu_raw_export_maps_the_documented_metrics_and_weights_by_duration() {
+        let text = "==PROF== Connected\n\
+\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"sm__cycles_active.avg\",\"sm__cycles_elapsed.avg\",\"dram__cycles_active.avg.pct_of_peak_sustained_elapsed\",\"sm__cycles_elapsed.avg.per_second\"\n\
+\"\",\"\",\"usecond\",\"cycle\",\"cycle\",\"%\",\"cycle/nsecond\"\n\
+\"0\",\"k1\",\"30\",\"900\",\"1000\",\"20\",\"1.38\"\n\
+\"1\",\"k2\",\"10\",\"500\",\"1000\",\"60\",\"1.38\"\n";
+        let set = read_text(text, "run.csv", ProfileFormat::Ncu, &ReadOptions::default()).unwrap();
+        let p = &set.profiles[0];
+        assert!((p.get(Field::Smact) - 0.8).abs() < 1e-12, "{p:?}");
+        assert!((p.get(Field::Drama) - 0.3).abs() < 1e-12);
+        assert!((p.core_mhz - 1380.0).abs() < 1e-9);
+        assert!((p.time_s.unwrap() - 40e-6).abs() < 1e-15);
+        assert_eq!(p.get(Field::Gract), 1.0);
+    }
+
+    #[test]
+    fn collector_trace_weights_rows_by_their_interval() {
+        let text = "t_s,dt_s,power_w,core_mhz,mem_mhz,GRACT,SMACT,SMOCC,TENSO,DRAMA,FP64A,FP32A,FP16A\n\
+0.1,0.1,100,1380,877,1,0.9,0.5,0,0.2,0,0.4,0\n\
+0.4,0.3,200,1380,877,1,0.5,0.5,0,0.6,0,0.4,0\n";
+        let set = read_text(text, "t.csv", ProfileFormat::Collector, &ReadOptions::default()).unwrap();
+        let p = &set.profiles[0];
+        assert!((p.get(Field::Smact) - 0.6).abs() < 1e-12);
+        assert!((p.power_w.unwrap() - 175.0).abs() < 1e-9);
+        assert!((p.time_s.unwrap() - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn nvdvfs_rows_become_one_profile_each_and_an_empty_row_names_its_line() {
+        let text = "DRAMA,FP16A,FP32A,FP64A,SMACT,SMOCC,TENSO,argNo,average_power,benchmark,core_frequency,kernel,memory_frequency,time\n\
+0.5,0,0.3,0,0.9,0.8,0,input000,150,app,1380,k,877,1.5\n\
+,,,,,,,input001,90,app,1380,k,877,2.0\n";
+        let msg = read_text(text, "v.csv", ProfileFormat::NvdvfsCsv, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("v.csv:3"), "{msg}");
+        let skip = ReadOptions { skip_bad_rows: true, gpu: Some("V100".into()), ..ReadOptions::default() };
+        let set = read_text(text, "v.csv", ProfileFormat::NvdvfsCsv, &skip).unwrap();
+        assert_eq!(set.profiles.len(), 1);
+        assert_eq!(set.skipped.len(), 1);
+        let p = &set.profiles[0];
+        assert_eq!((p.name.as_str(), p.program.as_deref()), ("app_input000", Some("app")));
+        assert_eq!((p.power_w, p.time_s, p.mem_mhz), (Some(150.0), Some(1.5), Some(877.0)));
+    }
+}

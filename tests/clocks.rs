@@ -1,0 +1,160 @@
+//! Utilization profiles through the real binary: `import dcgm` on real `dcgmi dmon` logs
+//! (../shared/profiles/dcgm), `predict --profile` on the shipped example, and `train` on the V100 DCGM
+//! datasets, scored beside DSO's published parameters (../shared/papers/dso_published).
+
+use std::path::PathBuf;
+
+mod common;
+use common::{data_dir, gpumodel};
+
+fn shared(rel: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared").join(rel);
+    assert!(p.exists(), "{} is missing: these tests read the shared public files", p.display());
+    p
+}
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/examples/dcgm/v100-job.dmon.txt")
+}
+
+#[test]
+fn a_real_v100_dmon_log_imports_to_one_profile_of_its_active_seconds() {
+    let out = gpumodel()
+        .args(["import", "dcgm"])
+        .arg(shared("profiles/dcgm/dcgmi-dmon_GV100-baseline-LSTM-1380-0.txt"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert!(lines.next().is_none(), "one GPU, one profile: {text}");
+    let col = |n: &str| row[header.iter().position(|h| *h == n).unwrap()];
+    // The log's SACLK column reads 1230 MHz; power is in watts (idle about 24 W, busy more).
+    assert_eq!(col("core_mhz"), "1230");
+    let power: f64 = col("power_w").parse().unwrap();
+    assert!(power > 24.0 && power < 300.0, "{power}");
+    let samples: usize = col("samples").parse().unwrap();
+    let total = std::fs::read_to_string(shared("profiles/dcgm/dcgmi-dmon_GV100-baseline-LSTM-1380-0.txt"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.trim_start().starts_with("GPU"))
+        .count();
+    assert!(samples > 0 && samples < total, "only the active samples ({samples} of {total}) are the job");
+    assert_eq!(col("time_s").parse::<f64>().unwrap(), samples as f64, "1 s per sample by default");
+}
+
+#[test]
+fn an_idle_h100_log_is_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.csv");
+    let o = gpumodel()
+        .args(["import", "dcgm"])
+        .arg(shared("profiles/dcgm/dcgmi-dmon_GH100-baseline-LSTM-1785-0.txt"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("none with the engine active"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn percentages_instead_of_ratios_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("pct.txt");
+    std::fs::write(&src, "# Entity GRACT SMACT SMCLK\n Id\n GPU 0 99.0 93.5 1380\n").unwrap();
+    let out = dir.path().join("p.csv");
+    std::fs::write(&out, "kept").unwrap();
+    let o = gpumodel().args(["import", "dcgm"]).arg(&src).arg("--out").arg(&out).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("outside [0, 1]") && err.trim().lines().count() == 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept", "an earlier file is not touched");
+}
+
+#[test]
+fn the_example_profile_gives_a_sweep_with_its_optima_and_a_bounded_pick() {
+    let o = gpumodel()
+        .args(["predict", "--profile"])
+        .arg(example())
+        .args(["--gpu", "Tesla V100", "--max-slowdown", "5%", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pts = v["points"].as_array().unwrap();
+    assert!(pts.len() >= 5, "{v}");
+    // The profiled clock reproduces the profile's own time and power.
+    let at = pts.iter().find(|p| p["core_mhz"] == 1380.0).unwrap();
+    assert!((at["time_s"].as_f64().unwrap() - 10.0).abs() < 1e-9, "ten active seconds");
+    let p_mean = v["profile"]["power_w"].as_f64().unwrap();
+    assert!((at["power_w"].as_f64().unwrap() - p_mean).abs() < 1e-9);
+    // Lower clocks draw less power; the pick within 5% is at most 5% slower than the fastest.
+    let powers: Vec<f64> = pts.iter().map(|p| p["power_w"].as_f64().unwrap()).collect();
+    assert!(powers.windows(2).all(|w| w[0] <= w[1] + 1e-9), "{powers:?}");
+    let (b, i) = (
+        v["optima"]["within_slowdown"][0].as_f64().unwrap(),
+        v["optima"]["within_slowdown"][1].as_u64().unwrap(),
+    );
+    assert_eq!(b, 0.05);
+    assert!(pts[i as usize]["slowdown"].as_f64().unwrap() <= 1.05 + 1e-12);
+    let e = |k: &str| pts[v["optima"][k].as_u64().unwrap() as usize]["energy_j"].as_f64().unwrap();
+    let emin = pts.iter().map(|p| p["energy_j"].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
+    assert_eq!(e("energy"), emin);
+}
+
+#[test]
+fn a_profile_of_another_gpu_is_refused_by_the_v100_model() {
+    let o =
+        gpumodel().args(["predict", "--profile"]).arg(example()).args(["--gpu", "H100"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("H100") && err.contains("--model"), "{err}");
+}
+
+#[test]
+fn training_on_the_v100_microbenchmarks_scores_dso_as_its_authors_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = shared("papers/dso_published/v100-dvfs-real-params-dso.csv");
+    let _ = data_dir();
+    let o = gpumodel()
+        .args(["train", "--data", "nvdvfs-dcgm-v100-micro", "--test", "nvdvfs-dcgm-v100-real"])
+        .args(["--min-core-mhz", "700", "--format", "json", "--out-dir"])
+        .arg(dir.path())
+        .arg("--peer-params")
+        .arg(&peer)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ev = &v["evaluation"];
+    assert_eq!(ev["test_jobs"], 20);
+    let methods = ev["methods"].as_array().unwrap();
+    let row =
+        |prefix: &str| methods.iter().find(|m| m["method"].as_str().unwrap().starts_with(prefix)).unwrap();
+    // The authors' published figures (arXiv:2407.13096 parameters, their protocol): time 4.78%, power
+    // 6.38%, energy regret median 4.44% / mean 4.10% — the scoring must reproduce them.
+    let dso = row("DSO published");
+    assert!((dso["time_mape"].as_f64().unwrap() - 4.78).abs() < 0.005, "{dso}");
+    assert!((dso["power_mape"].as_f64().unwrap() - 6.38).abs() < 0.005, "{dso}");
+    assert!((dso["energy_regret"][0].as_f64().unwrap() - 4.44).abs() < 0.005, "{dso}");
+    assert!((dso["energy_regret"][1].as_f64().unwrap() - 4.10).abs() < 0.005, "{dso}");
+    // The honest fixed clock is chosen on the training jobs: it is a measured clock of the data.
+    let fixed = row("fixed clock");
+    assert!(fixed["time_mape"].is_null());
+    assert!(row("gpumodel clock model")["time_mape"].as_f64().unwrap() > 0.0);
+    // The artifact written reads back as a clock model of the training data's GPU and clocks.
+    let art: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("nvdvfs-dcgm-v100-micro-clock.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(art["ref_core_mhz"], 1380.0);
+    let lv: Vec<f64> =
+        art["levels"].as_array().unwrap().iter().map(|l| l["core_mhz"].as_f64().unwrap()).collect();
+    assert!(lv.iter().all(|m| *m > 700.0), "{lv:?}");
+}

@@ -1,0 +1,76 @@
+//! Clock models on utilization profiles: fitting [`ClockModel`] on training jobs measured at several core
+//! clocks, the DSO form (Wang et al., arXiv:2407.13096) fitted the same way as the peer baseline, the best
+//! fixed clock chosen on the training jobs, and the held-out scores of all of them.
+//!
+//! Every choice (the inputs and ridge penalty of each parameter's linear model) is made by leave-one-
+//! program-out cross-validation inside the training data; the test jobs are scored once. The fits are
+//! deterministic (closed-form least squares and grids): there is no seed to take a median over.
+
+pub mod fit;
+pub mod score;
+
+pub use fit::{ClockFitParams, fit_clock_model};
+pub use score::{ClockEvaluation, evaluate};
+
+use gpumodel_models::utilization::{ProfileSet, UtilizationProfile};
+use std::collections::BTreeMap;
+
+/// One job (application and input) measured at several core clocks.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub name: String,
+    /// The benchmark program (the group of grouped validation).
+    pub program: String,
+    /// One profile per clock, ascending by clock; each has its measured time and power.
+    pub runs: Vec<UtilizationProfile>,
+}
+
+impl Job {
+    /// The run at `mhz` (within 0.5 MHz).
+    pub fn at(&self, mhz: f64) -> Option<&UtilizationProfile> {
+        self.runs.iter().find(|r| (r.core_mhz - mhz).abs() < 0.5)
+    }
+}
+
+/// Groups profiles into jobs by name, keeping the runs with measured time and power at clocks ≥ `min_mhz`
+/// (strictly above when `strict`).
+pub fn jobs(set: &ProfileSet, min_mhz: Option<f64>) -> Vec<Job> {
+    let mut by: BTreeMap<String, Job> = BTreeMap::new();
+    for p in &set.profiles {
+        if p.time_s.is_none() || p.power_w.is_none() {
+            continue;
+        }
+        if let Some(m) = min_mhz
+            && p.core_mhz <= m
+        {
+            continue;
+        }
+        let j = by.entry(p.name.clone()).or_insert_with(|| Job {
+            name: p.name.clone(),
+            program: p.program.clone().unwrap_or_else(|| p.name.clone()),
+            runs: vec![],
+        });
+        j.runs.push(p.clone());
+    }
+    let mut out: Vec<Job> = by.into_values().collect();
+    for j in &mut out {
+        j.runs.sort_by(|a, b| a.core_mhz.total_cmp(&b.core_mhz));
+    }
+    out
+}
+
+/// Mean of a slice (NaN when empty).
+pub(crate) fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 }
+}
+
+/// Median of a slice (NaN when empty).
+pub(crate) fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 }
+}
