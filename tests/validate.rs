@@ -706,3 +706,25 @@ fn progress_with_an_eta_on_a_terminal_and_none_when_quiet() {
     let quiet = run("--quiet");
     assert!(!quiet.contains("eta"), "{quiet}");
 }
+
+/// `--save-calibration` writes only a calibration that does not raise the GPU's error judged
+/// leave-one-kernel-out: on these four P100 kernels the chosen file would do (slightly) worse than the
+/// timing model as is, so nothing is written and stderr says why, even with `--quiet`.
+#[test]
+fn a_calibration_that_would_hurt_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p100.toml");
+    let out = gpumodel()
+        .args(["validate", "--data", "nvdvfs-p100", "--arch", "p100", "--quiet", "--format", "json"])
+        .args(["--kernels", "BlackScholes,vectorAdd,dxtc,scalarProd", "--save-calibration"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!file.exists(), "written although it would hurt");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("not written") && err.contains("above the timing model as is"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kernels"], 4);
+}

@@ -116,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = validate_with_progress(&opened.imported.table, &arch, &opts, &bar);
     bar.0.finish_and_clear();
     let report = report?;
-    if let Some(p) = &args.save_calibration {
+    if let Some(p) = args.save_calibration.as_ref().filter(|_| !report.calibration_would_hurt()) {
         let bytes = std::fs::read(&opened.path)
             .map_err(|e| anyhow::anyhow!("cannot read {} to checksum it: {e}", opened.path.display()))?;
         let dataset = DatasetInfo {
@@ -130,6 +130,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if !args.quiet {
             saved_note(p, &arch, &report);
         }
+    }
+    if let Some(p) = args.save_calibration.as_ref().filter(|_| report.calibration_would_hurt()) {
+        // Said even with --quiet: the file asked for is not there.
+        eprintln!(
+            "{} not written: on these kernels the calibration's leave-one-kernel-out error ({:.1}%) is above the timing model as is ({:.1}%), so predict is better without --calibration",
+            p.display(),
+            report.calibration_out_of_fold_mape_pct(),
+            report.model_mape_pct
+        );
     }
     let out = ValidateOutput {
         report,

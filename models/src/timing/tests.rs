@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::arch::ArchProfile;
-use crate::profile::{KernelProfile, Launch};
+use crate::profile::Launch;
 
 pub(crate) fn launch(grid: u32, block: u32, regs: u32, smem: u32) -> Launch {
     Launch {
@@ -256,8 +256,7 @@ fn replays_overlap_issue_only_when_the_option_says_so() {
     let a = ArchProfile::builtin("gtx980").unwrap();
     let o = occupancy(&launch(1664, 256, 0, 0), &a, None).unwrap();
     let c = Clocks::default_for(&a);
-    let overlap =
-        TimingConfig { shared_overlap: SharedOverlap::ReplaysOverlapIssue, ..TimingConfig::default() };
+    let overlap = TimingConfig { shared_overlap: SharedOverlap::ReplaysOverlapIssue };
     let mut x = inputs();
     x.inst = 1e6;
     x.shared_base = 1e5;

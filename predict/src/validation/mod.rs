@@ -492,6 +492,11 @@ pub fn validate_with_progress(
     })
 }
 
+/// The keep rule of a saved calibration: out of fold it must not be worse than the model as is.
+fn calibration_would_hurt(out_of_fold_mape_pct: f64, model_mape_pct: f64) -> bool {
+    !(out_of_fold_mape_pct <= model_mape_pct)
+}
+
 /// The figures per bottleneck class of the model, in the order the classes first appear.
 fn per_class(
     per_kernel: &[KernelResult],
@@ -528,6 +533,14 @@ fn per_class(
 }
 
 impl Report {
+    /// Whether the saved calibration would predict this GPU's kernels worse than the timing model as
+    /// `predict` uses it without one: its leave-one-kernel-out error
+    /// ([`Report::calibration_out_of_fold_mape_pct`]) above the model's own. `validate --save-calibration`
+    /// then writes nothing.
+    pub fn calibration_would_hurt(&self) -> bool {
+        calibration_would_hurt(self.calibration_out_of_fold_mape_pct(), self.model_mape_pct)
+    }
+
     /// What the saved calibration file records as its out-of-fold MAPE (see [`Report::calibration_file`]).
     pub fn calibration_out_of_fold_mape_pct(&self) -> f64 {
         match self.calibration {
@@ -555,5 +568,18 @@ impl Report {
                 uncalibrated_mape_pct: self.calibration_model_mape_pct,
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_calibration_is_saved_only_where_it_does_not_raise_the_error() {
+        use super::calibration_would_hurt as hurts;
+        assert!(!hurts(10.0, 12.0));
+        assert!(!hurts(12.0, 12.0));
+        assert!(hurts(12.1, 12.0));
+        // A figure that is not a number is never taken for a win.
+        assert!(hurts(f64::NAN, 12.0));
     }
 }
