@@ -494,7 +494,7 @@ pub fn validate_with_progress(
 
 /// The keep rule of a saved calibration: out of fold it must not be worse than the model as is.
 fn calibration_would_hurt(out_of_fold_mape_pct: f64, model_mape_pct: f64) -> bool {
-    !(out_of_fold_mape_pct <= model_mape_pct)
+    out_of_fold_mape_pct.is_nan() || out_of_fold_mape_pct > model_mape_pct
 }
 
 /// The figures per bottleneck class of the model, in the order the classes first appear.
