@@ -88,7 +88,7 @@ fn bad_options_are_one_line_errors() {
 }
 
 /// What users see from `calibrate` on the scripted GPU, in every format: which constants were measured and
-/// which are looked up, and what the profile leaves out (reviewed by hand when it changes). The fake GPU's
+/// which are looked up, and what the profile leaves out (read by hand when it changes). The fake GPU's
 /// noise comes from a fixed seed, so the figures are reproducible.
 #[test]
 fn calibrate_output_snapshots() {

@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn paper_c2075_constants() {
-        // Paper Table 5.3 (quoted in DESIGN.md): 392, 210, 4, 1, 18 cycles; 14 SMs at 1.15 GHz; 48 warps.
+        // Paper Table 5.3: 392, 210, 4, 1, 18 cycles; 14 SMs at 1.15 GHz; 48 warps.
         let a = ArchProfile::builtin("c2075").unwrap();
         let got: Vec<f64> =
             [&a.cyc_load, &a.cyc_store, &a.cyc_s, &a.cyc_r, &a.cyc_t].iter().map(|v| v.value).collect();

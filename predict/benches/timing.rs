@@ -1,4 +1,4 @@
-//! Benchmarks of the timing model and of full sweeps (issue 3): one timing-model evaluation, one
+//! Benchmarks of the timing model and of full sweeps: one timing-model evaluation, one
 //! prediction with power, a warps sweep (57 settings on the Titan X) and a core-clock sweep (16 clocks),
 //! and the prediction and warps sweep with a time calibration applied (`predict --calibration`).
 //! Run: `cargo bench -p gpumodel-predict --bench timing`.

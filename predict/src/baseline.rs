@@ -1,5 +1,5 @@
 //! Peer timing models, computed from the same NV-DVFS rows as ours, so that `gpumodel validate
-//! --baseline …` shows side by side whether our model is the better one (DESIGN.md, "Peers as baselines").
+//! --baseline …` shows side by side whether our model is the better one.
 //!
 //! * **Wang & Chu 2018** (Q. Wang, X. Chu, "GPGPU Performance Estimation with Core and Memory Frequency
 //!   Scaling", ICPADS 2018): one round of the active warps on an SM takes the longer of the SM's

@@ -105,16 +105,13 @@ fn cal_line(c: &CalibrationUse) -> Option<(&str, &CalibrationFile)> {
 /// What of a calibration's structure differs from the model a plain `predict` uses ("" if nothing): the
 /// "timing model alone" figure beside a calibrated time is that structure's.
 fn structure_note(t: gpumodel_models::timing::TimingConfig) -> String {
-    use gpumodel_models::timing::{FillClock, SharedOverlap, StoreTraffic};
+    use gpumodel_models::timing::SharedOverlap;
     let mut parts = Vec::new();
     if t.shared_overlap == SharedOverlap::ReplaysOverlapIssue {
         parts.push("bank-conflict replays overlapping issue");
     }
-    if t.fill == FillClock::DefaultCoreClock {
+    if t.fill_at_default_core_clock() {
         parts.push("the pipeline fill at the default core clock's latency");
-    }
-    if t.stores == StoreTraffic::PerDramWrite {
-        parts.push("stores per counted DRAM write");
     }
     if parts.is_empty() {
         String::new()

@@ -7,7 +7,7 @@ use gpumodel_models::energy::Objective;
 use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::{Locator, open, sha256_hex};
 use gpumodel_predict::baseline::Baseline;
-use gpumodel_predict::calibration::file::{CalibrationFile, DatasetInfo};
+use gpumodel_predict::calibration::file::DatasetInfo;
 use gpumodel_predict::validation::{Options, Progress, ValidateOutput, validate_with_progress};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,34 +28,10 @@ pub struct Args {
     #[arg(long = "baseline", value_name = "NAME")]
     pub baselines: Vec<String>,
     /// Restrict the validation to a kernel set: a file with one kernel name per line (or comma-separated;
-    /// `#` starts a comment), or a comma-separated list (e.g. Wang & Chu's 20 kernels).
+    /// `#` starts a comment), or a comma-separated list of names (e.g. Wang & Chu's 20 kernels). A value
+    /// with a `/` or a `.` is a file, which must exist.
     #[arg(long, value_name = "FILE|LIST")]
     pub kernels: Option<String>,
-    /// Score only these kernels (a file or a comma-separated list, as --kernels) while every fold trains
-    /// on all the other kernels validated (the data's, or --kernels'): e.g. Wang & Chu's 20 kernels, each
-    /// predicted by a calibration fitted on the dataset's 29 others.
-    /// Not with --save-calibration (the file would be the pool's, not the scored kernels').
-    #[arg(long, value_name = "FILE|LIST")]
-    pub score_kernels: Option<String>,
-    /// Apply a time calibration fitted elsewhere (`--save-calibration` on another GPU or dataset) as is,
-    /// and report its error beside ours: does it transfer? Any architecture's file is accepted here.
-    #[arg(long, value_name = "FILE")]
-    pub apply_calibration: Option<PathBuf>,
-    /// Offer only the additive model's calibration forms inside the folds: without this, the timing
-    /// model's structural alternative (bank-conflict replays overlapping issue, each wave's pipeline
-    /// fill at the default core clock) is a candidate too (and the saved calibration's structure where
-    /// it wins over all kernels).
-    #[arg(long)]
-    pub no_replay_overlap: bool,
-    /// The default since session 8 (replay-overlap candidates inside the folds); accepted so that older
-    /// scripts keep working.
-    #[arg(long, hide = true, conflicts_with = "no_replay_overlap")]
-    pub replay_overlap: bool,
-    /// Also report the combined model: ours and Wang & Chu's general form (needs --baseline
-    /// wang-chu-2018) joined by a weighted geometric mean or the maximum, chosen inside the same
-    /// leave-one-kernel-out folds and kept only where it beats ours alone there.
-    #[arg(long)]
-    pub combine: bool,
     /// Show every measured row too, first (CSV then carries the rows; without it, the per-kernel table).
     #[arg(long)]
     pub rows: bool,
@@ -65,13 +41,19 @@ pub struct Args {
     /// Overwrite the --save-calibration file if it exists.
     #[arg(long, requires = "save_calibration")]
     pub force: bool,
-    /// table, csv (the main table, RFC 4180), json (everything: per row, per kernel, baselines, optima)
-    /// or markdown.
     /// Also write the headline figure of the result as SVG (`gpumodel report` draws all of them).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
+    /// table, csv (the main table, RFC 4180), json (everything: per row, per kernel, per class,
+    /// baselines, optima) or markdown.
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
+    /// Print every note on the method after the figures (without it, a one-line summary).
+    #[arg(long)]
+    pub explain: bool,
+    /// No progress bar and no notes on stderr (errors still go there).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 /// The progress bar of the calibration fits (hidden when stderr is not a terminal).
@@ -87,11 +69,17 @@ impl Progress for Bar {
 }
 
 /// The kernel names of `--kernels` (or another `flag`): a file's names (one per line or comma-separated,
-/// `#` comments), or the comma-separated list itself.
+/// `#` comments), or the comma-separated list itself. A value that names a file (an existing one, or
+/// one with a `/` or a `.`: kernel names have neither) must be readable.
 fn kernel_set(flag: &str, spec: &str) -> anyhow::Result<Vec<String>> {
     let path = std::path::Path::new(spec);
-    let text = if path.is_file() {
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {flag} {spec}: {e}"))?
+    let looks_like_file = !spec.contains(',') && (spec.contains('/') || spec.contains('.'));
+    let text = if path.is_file() || looks_like_file {
+        std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot read {flag} file {spec}: {e} (give a file of kernel names or a comma-separated list)"
+            )
+        })?
     } else {
         spec.to_string()
     };
@@ -111,17 +99,9 @@ fn kernel_set(flag: &str, spec: &str) -> anyhow::Result<Vec<String>> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    // Checked here rather than by clap, whose conflict message spans several lines.
-    if args.score_kernels.is_some() && args.save_calibration.is_some() {
-        anyhow::bail!(
-            "--score-kernels cannot be used with --save-calibration (the file is fitted on every validated kernel, not the scored ones): run validate without --score-kernels to write it"
-        );
-    }
     let objectives = args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?;
     let baselines = args.baselines.iter().map(|b| Baseline::parse(b)).collect::<Result<Vec<_>, _>>()?;
     let kernels = args.kernels.as_deref().map(|s| kernel_set("--kernels", s)).transpose()?;
-    let score_kernels =
-        args.score_kernels.as_deref().map(|s| kernel_set("--score-kernels", s)).transpose()?;
     let arch = ArchProfile::resolve(&args.arch)?;
     // Refuse an existing calibration file before the work, not after.
     if let Some(p) = &args.save_calibration
@@ -131,28 +111,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("{} already exists: pass --force to overwrite it, or choose another file", p.display());
     }
     let opened = open(&args.data, Some(Format::Nvdvfs), BadRows::Fail, &Locator::from_env())?;
-    let apply = match &args.apply_calibration {
-        Some(p) => {
-            let f = CalibrationFile::read(p)?;
-            let label = format!("{} (fitted for {} on {})", p.display(), f.arch, f.dataset.name);
-            Some((label, f.calibration(), f.timing()))
-        }
-        None => None,
-    };
-    let opts = Options {
-        objectives,
-        kernels,
-        score_kernels,
-        baselines,
-        apply,
-        structural: !args.no_replay_overlap,
-        combine: args.combine,
-    };
-    let bar = Bar(progress_bar(0, "validate"));
+    let opts = Options { objectives, kernels, baselines };
+    let bar = Bar(if args.quiet { indicatif::ProgressBar::hidden() } else { progress_bar(0, "validate") });
     let report = validate_with_progress(&opened.imported.table, &arch, &opts, &bar);
     bar.0.finish_and_clear();
     let report = report?;
-    if let Some(p) = &args.save_calibration {
+    if let Some(p) = args.save_calibration.as_ref().filter(|_| !report.calibration_would_hurt()) {
         let bytes = std::fs::read(&opened.path)
             .map_err(|e| anyhow::anyhow!("cannot read {} to checksum it: {e}", opened.path.display()))?;
         let dataset = DatasetInfo {
@@ -163,35 +127,56 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             kernels: report.kernels,
         };
         report.calibration_file(dataset).write(p, args.force)?;
-        // The note goes to stderr so that JSON/CSV on stdout stay machine-readable.
-        // What the file records as its error: the procedure's out-of-fold MAPE for factors, the
-        // structure's own error for the structure alone (nothing is fitted; it is what the file applies).
-        eprintln!(
-            "wrote {} (time calibration for {}, {} on all {} kernels; {} {:.1}%)",
-            p.display(),
-            arch.name,
-            if report.calibration.is_some() { "fitted" } else { "its structure chosen" },
-            report.kernels,
-            if report.calibration.is_some() {
-                "out-of-fold MAPE of the nested procedure"
-            } else {
-                "MAPE of that structure, nothing fitted"
-            },
-            report.calibration_out_of_fold_mape_pct()
-        );
-        // The file obeys the folds' keep rule: say when it records the structure alone.
-        if report.calibration.is_none() {
-            eprintln!(
-                "note: it records the {} model alone ({:.2}% on these kernels): the factors fitted on them did not beat it out of fold by more than one standard error, so they were dropped",
-                report.calibration_shared_overlap.label(),
-                report.calibration_model_mape_pct
-            );
+        if !args.quiet {
+            saved_note(p, &arch, &report);
         }
     }
-    let out = ValidateOutput { report, arch_display_name: arch.display_name.clone(), rows_first: args.rows };
+    if let Some(p) = args.save_calibration.as_ref().filter(|_| report.calibration_would_hurt()) {
+        // Said even with --quiet: the file asked for is not there.
+        eprintln!(
+            "{} not written: on these kernels the calibration's leave-one-kernel-out error ({:.1}%) is above the timing model as is ({:.1}%), so predict is better without --calibration",
+            p.display(),
+            report.calibration_out_of_fold_mape_pct(),
+            report.model_mape_pct
+        );
+    }
+    let out = ValidateOutput {
+        report,
+        arch_display_name: arch.display_name.clone(),
+        rows_first: args.rows,
+        explain: args.explain,
+    };
     if let Some(p) = &args.plot {
         plot(&out, p)?;
     }
     print(&out, args.format)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `--save-calibration` wrote, on stderr (JSON and CSV on stdout stay machine-readable).
+fn saved_note(p: &std::path::Path, arch: &ArchProfile, report: &gpumodel_predict::validation::Report) {
+    // The note goes to stderr so that JSON/CSV on stdout stay machine-readable.
+    // What the file records as its error: the procedure's out-of-fold MAPE for factors, the
+    // structure's own error for the structure alone (nothing is fitted; it is what the file applies).
+    eprintln!(
+        "wrote {} (time calibration for {}, {} on all {} kernels; {} {:.1}%)",
+        p.display(),
+        arch.name,
+        if report.calibration.is_some() { "fitted" } else { "its structure chosen" },
+        report.kernels,
+        if report.calibration.is_some() {
+            "out-of-fold MAPE of the nested procedure"
+        } else {
+            "MAPE of that structure, nothing fitted"
+        },
+        report.calibration_out_of_fold_mape_pct()
+    );
+    // The file obeys the folds' keep rule: say when it records the structure alone.
+    if report.calibration.is_none() {
+        eprintln!(
+            "note: it records the {} model alone ({:.2}% on these kernels): the factors fitted on them did not beat it out of fold by more than one standard error, so they were dropped",
+            report.calibration_shared_overlap.label(),
+            report.calibration_model_mape_pct
+        );
+    }
 }

@@ -11,7 +11,7 @@
 use super::{EXPONENTS, TimeCalibration};
 use crate::error::{Error, Result};
 use gpumodel_models::arch::ArchProfile;
-use gpumodel_models::timing::{FillClock, SharedOverlap, StoreTraffic, TimingConfig};
+use gpumodel_models::timing::{SharedOverlap, TimingConfig};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
@@ -19,19 +19,25 @@ use std::path::Path;
 /// The format version this build writes. Version 6 is version 5 plus a second form,
 /// [`FORM_STRUCTURE_ALONE`]: the structure without factors, written when the factors fitted on all
 /// kernels do not beat that structure out of fold (the folds' keep rule); such a file has no
-/// `[coefficients]`. Version 5 records every structural option of the timing model
-/// the factors were fitted to: `shared_overlap`, `fill` (how the pipeline fill follows the core clock)
-/// and `stores` (how many stores go to DRAM), so that a file predicts as it was saved whatever the
-/// defaults become. Version 4 has only `shared_overlap` (`additive`, or `replays-overlap-issue`:
-/// bank-conflict replays overlap issue) and version 3 none (`additive`); both were fitted to the model up
-/// to session 7 and are read with its fill and stores ([`TimingConfig::session_7`]). Versions 1 and 2 were
-/// fitted to the timing model before its DVFS memory side (clock-dependent DRAM latency and delay, L2
-/// hits and cap) and to a form whose compute and shared terms overlapped: their factors mean something
-/// else now, so they are refused with the command that writes a new one.
+/// `[coefficients]`. Both record the timing model's structure the factors were fitted to:
+/// `shared_overlap` (`additive`, or `replays-overlap-issue`: bank-conflict replays overlap issue), and
+/// what it implies, `fill` (how the pipeline fill follows the core clock: [`fill_label`]) and `stores`
+/// (`per-l2-write`). Earlier versions were fitted to earlier timing models: their factors mean
+/// something else now, so they are refused with the command that writes a new one.
 pub const FORMAT_VERSION: u32 = 6;
 
 /// The versions this build reads.
-const READS: [u32; 4] = [3, 4, 5, FORMAT_VERSION];
+const READS: [u32; 2] = [5, FORMAT_VERSION];
+
+/// What a file's `stores` says: one DRAM departure per L2 write transaction (the L2 is write-back).
+const STORES: &str = "per-l2-write";
+
+/// What a file's `fill` says for the structure `s`: the pipeline fill in core cycles at the clocks
+/// (`core-clock`) or at the default core clock's latency (`default-core-clock`, the structural
+/// alternative).
+pub fn fill_label(s: SharedOverlap) -> &'static str {
+    if TimingConfig::structural(s).fill_at_default_core_clock() { "default-core-clock" } else { "core-clock" }
+}
 
 /// The calibration form, written into every file; a file with another form is refused.
 pub const FORM: &str = "T = ((a_memory*M)^p + (a_compute*C + a_shared*S)^p + (a_l2*L)^p)^(1/p) + sync";
@@ -102,14 +108,12 @@ pub struct CalibrationFile {
     pub form: String,
     /// The architecture profile's name the coefficients were fitted for.
     pub arch: String,
-    /// How bank-conflict replays share the SM with issue in the model the coefficients were fitted to
-    /// (absent from version 3: additive).
+    /// How bank-conflict replays share the SM with issue in the model the coefficients were fitted to.
     pub shared_overlap: SharedOverlap,
-    /// How that model's pipeline fill follows the core clock (absent from versions 3 and 4: core-clock,
-    /// the model they were fitted to).
-    pub fill: FillClock,
-    /// How many stores go to DRAM in that model (absent from versions 3 and 4: per-dram-write).
-    pub stores: StoreTraffic,
+    /// How that model's pipeline fill follows the core clock: [`fill_label`] of `shared_overlap`.
+    pub fill: String,
+    /// How many stores go to DRAM in that model: `per-l2-write`.
+    pub stores: String,
     pub dataset: DatasetInfo,
     /// The factors; `None` for (and only for) a [`FORM_STRUCTURE_ALONE`] file, which has no
     /// `[coefficients]`.
@@ -134,8 +138,8 @@ impl CalibrationFile {
             form: if c.is_some() { FORM } else { FORM_STRUCTURE_ALONE }.into(),
             arch: arch.to_string(),
             shared_overlap: timing.shared_overlap,
-            fill: timing.fill,
-            stores: timing.stores,
+            fill: fill_label(timing.shared_overlap).into(),
+            stores: STORES.into(),
             dataset,
             coefficients: c.map(|c| Coefficients {
                 a_memory: c.a[0],
@@ -156,7 +160,7 @@ impl CalibrationFile {
 
     /// The timing model's structure the coefficients were fitted to, to predict with.
     pub fn timing(&self) -> TimingConfig {
-        TimingConfig { shared_overlap: self.shared_overlap, fill: self.fill, stores: self.stores }
+        TimingConfig::structural(self.shared_overlap)
     }
 
     /// The file's text: comment lines saying what it is, then the TOML.
@@ -228,44 +232,25 @@ impl CalibrationFile {
         let value: toml::Table = toml::from_str(text).map_err(|e| bad(one_line(e.message())))?;
         let version = match value.get("format_version") {
             Some(toml::Value::Integer(v)) if READS.iter().any(|r| i64::from(*r) == *v) => *v as u32,
-            Some(toml::Value::Integer(v @ (1 | 2))) => {
+            Some(toml::Value::Integer(v @ 1..=4)) => {
                 return Err(Error::Invalid(format!(
-                    "{source}: calibration format version {v} was fitted to an earlier timing model (before \
-                     its DVFS memory side): write it again with `gpumodel validate --save-calibration`"
+                    "{source}: calibration format version {v} was fitted to an earlier timing model: write it \
+                     again with `gpumodel validate --data D --arch A --save-calibration FILE`"
                 )));
             }
             Some(toml::Value::Integer(v)) => {
                 return Err(Error::Invalid(format!(
                     "{source}: calibration format version {v} is not one this gpumodel reads \
-                     (3 to {FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
+                     (5 to {FORMAT_VERSION}): write it again with `gpumodel validate --save-calibration`"
                 )));
             }
             _ => return Err(bad("no integer format_version".into())),
         };
-        // Each version names the structure it has fields for; what an earlier one lacks is the model up
-        // to session 7 it was fitted to. A field missing from the version that has it, or present in one
-        // that does not, is refused: read either way, the file would predict with a structure it was not
-        // fitted to.
-        let mut value = value;
-        let session_7 = TimingConfig::session_7(SharedOverlap::Additive);
-        for (key, since, old) in [
-            ("shared_overlap", 4, SharedOverlap::Additive.label()),
-            ("fill", 5, session_7.fill.label()),
-            ("stores", 5, session_7.stores.label()),
-        ] {
-            match (version >= since, value.contains_key(key)) {
-                (true, false) => {
-                    return Err(bad(format!("{key} is missing (format version {version} records it)")));
-                }
-                (false, true) => {
-                    return Err(bad(format!(
-                        "{key} is not part of format version {version} (write version {since})"
-                    )));
-                }
-                (false, false) => {
-                    value.insert(key.into(), toml::Value::String(old.into()));
-                }
-                (true, true) => {}
+        // The structure: every field present, and `fill` and `stores` the ones `shared_overlap` implies
+        // (read otherwise, the file would predict with a structure it was not fitted to).
+        for key in ["shared_overlap", "fill", "stores"] {
+            if !value.contains_key(key) {
+                return Err(bad(format!("{key} is missing (format version {version} records it)")));
             }
         }
         // The form first: what else the file must have depends on it. The structure alone (version 6 on)
@@ -297,6 +282,15 @@ impl CalibrationFile {
             toml::Value::Table(value).try_into().map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
         if file.kind != KIND {
             return Err(bad(format!("kind is '{}', expected '{KIND}'", file.kind)));
+        }
+        let fill = fill_label(file.shared_overlap);
+        if file.fill != fill || file.stores != STORES {
+            return Err(bad(format!(
+                "fill '{}' and stores '{}' are not the {} structure's ('{fill}', '{STORES}')",
+                file.fill,
+                file.stores,
+                file.shared_overlap.label()
+            )));
         }
         // Checked above: factors exactly where the form has them.
         let Some(c) = file.coefficients else {
@@ -359,8 +353,8 @@ mod tests {
             form: FORM.into(),
             arch: "gtx1080ti".into(),
             shared_overlap: SharedOverlap::ReplaysOverlapIssue,
-            fill: FillClock::DefaultCoreClock,
-            stores: StoreTraffic::PerL2Write,
+            fill: "default-core-clock".into(),
+            stores: STORES.into(),
             dataset: DatasetInfo {
                 name: "nvdvfs-gtx1080ti".into(),
                 path: "x.csv".into(),
@@ -418,38 +412,25 @@ mod tests {
         assert!(e.contains("sometimes") && !e.contains('\n'), "{e}");
     }
 
-    /// Versions 3 and 4 were fitted to the model up to session 7: they read as it (the fill in core
-    /// cycles, stores per counted DRAM write), whatever structure this build's default or alternative
-    /// has; version 3 also predates `shared_overlap` (additive).
+    /// `fill` and `stores` are what `shared_overlap` implies: another combination is refused in one
+    /// line (it would predict with a structure the factors were not fitted to).
     #[test]
-    fn version_3_and_4_files_read_as_the_session_7_model_they_were_fitted_to() {
-        let v5 = sample().to_toml().unwrap();
-        let v4 = v5
-            .replace("format_version = 6", "format_version = 4")
-            .replace(STRUCTURE_5, "shared_overlap = \"replays-overlap-issue\"\n");
-        let f = CalibrationFile::parse(&v4, "v4.toml").unwrap();
-        assert_eq!(f.format_version, 4);
-        assert_eq!(f.timing(), TimingConfig::session_7(SharedOverlap::ReplaysOverlapIssue));
-        assert_eq!(f.timing().fill, FillClock::CoreClock);
-        assert_eq!(f.timing().stores, StoreTraffic::PerDramWrite);
-        assert_eq!(f.calibration(), sample().calibration());
-        let v3 = v4
-            .replace("format_version = 4", "format_version = 3")
-            .replace("shared_overlap = \"replays-overlap-issue\"\n", "");
-        let f = CalibrationFile::parse(&v3, "v3.toml").unwrap();
-        assert_eq!((f.format_version, f.timing()), (3, TimingConfig::session_7(SharedOverlap::Additive)));
-        // A field the version does not have is refused (it would be read as something it was not fitted to).
-        let e = CalibrationFile::parse(&v4.replace("format_version = 4", "format_version = 3"), "f")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("shared_overlap is not part of format version 3"), "{e}");
-        let e = CalibrationFile::parse(&v5.replace("format_version = 6", "format_version = 4"), "f")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("fill is not part of format version 4") && !e.contains('\n'), "{e}");
-        let v4_without = v4.replace("shared_overlap = \"replays-overlap-issue\"\n", "");
-        let e = CalibrationFile::parse(&v4_without, "f").unwrap_err().to_string();
-        assert!(e.contains("shared_overlap is missing") && !e.contains('\n'), "{e}");
+    fn a_structure_the_model_does_not_have_is_refused() {
+        let written = sample().to_toml().unwrap();
+        for t in [
+            written.replace("fill = \"default-core-clock\"", "fill = \"core-clock\""),
+            written.replace("per-l2-write", "per-dram-write"),
+            written.replace("replays-overlap-issue", "additive"),
+        ] {
+            let e = CalibrationFile::parse(&t, "f").unwrap_err().to_string();
+            assert!(
+                e.contains("are not the") && e.contains("--save-calibration") && !e.contains('\n'),
+                "{e}"
+            );
+        }
+        let additive =
+            written.replace("replays-overlap-issue", "additive").replace("default-core-clock", "core-clock");
+        assert_eq!(CalibrationFile::parse(&additive, "f").unwrap().timing(), TimingConfig::default());
     }
 
     /// A version-5 file (factors always) still reads as it was written.
@@ -494,10 +475,11 @@ mod tests {
     #[test]
     fn earlier_versions_are_refused_with_the_fix() {
         let v3 = sample().to_toml().unwrap();
-        for v in [1, 2] {
+        for v in [1, 2, 3, 4] {
             let old = v3.replace("format_version = 6", &format!("format_version = {v}"));
             let e = CalibrationFile::parse(&old, "old.toml").unwrap_err().to_string();
             assert!(e.contains(&format!("version {v}")) && e.contains("--save-calibration"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
         }
         let e = CalibrationFile::parse(&v3.replace("a_l2 = 0.4\n", ""), "f").unwrap_err().to_string();
         assert!(e.contains("a_l2 is missing"), "{e}");

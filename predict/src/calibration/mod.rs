@@ -43,7 +43,7 @@ pub type CalRow = ([f64; 4], f64, f64);
 /// shared and additive times (see [`TimeCalibration`]). With `a_compute = 1` it is the model itself (the
 /// model's time already covers its compute and shared time), so unlike the four-factor form it can only
 /// move kernels whose SM side, slowed down, outlasts the model's bound: compute-bound kernels, which the
-/// model predicts too fast on both NV-DVFS GPUs (BENCHMARKS.md, issue 14). `a_compute` is at least 1
+/// model predicts too fast on both NV-DVFS GPUs. `a_compute` is at least 1
 /// (a faster-than-peak SM is not physics).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ComputeFloor {
@@ -113,7 +113,7 @@ impl ComputeFloor {
     }
 }
 
-/// Which compute floor: the SM side alone (session 6, the additive model's floor), or the SM side joined
+/// Which compute floor: the SM side alone (the additive model's floor), or the SM side joined
 /// with the memory side by a soft maximum, so the floor still follows the memory clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FloorShape {
@@ -122,8 +122,8 @@ pub enum FloorShape {
 }
 
 /// The exponent of the soft maximum joining the slowed SM side and the memory side in
-/// [`FloorShape::KeepsMemory`]. Picked on the NV-DVFS rows among 2, 4, 6 and 8 (BENCHMARKS.md, issue 14,
-/// session 7, round 3; a development choice, not a measured constant): 8 (the model's own
+/// [`FloorShape::KeepsMemory`]. Picked on the NV-DVFS rows among 2, 4, 6 and 8 (a
+/// development choice, not a measured constant): 8 (the model's own
 /// `OVERLAP_EXPONENT`) leaves the GTX 1080 Ti's mean E·D² regret at 6.8%, 4 makes the GTX 980's
 /// calibrated error worse, 2 loses the floor's gain on the 1080 Ti's 30 kernels.
 pub const FLOOR_MEMORY_EXPONENT: f64 = 6.0;

@@ -24,7 +24,8 @@
 //!
 //! **Calibration that cannot hurt**: inside each fold the uncalibrated model is a candidate too; unless
 //! the best calibrated candidate beats it on the fold's training kernels by more than one standard
-//! error, the fold drops the calibration ([`nested`]). **Baselines** ([`crate::baseline`]): peer timing models computed from the same rows,
+//! error, the fold drops the calibration ([`nested`]). The model's structural alternative
+//! ([`TimingConfig::structural`]) competes inside the folds the same way. **Baselines** ([`crate::baseline`]): peer timing models computed from the same rows,
 //! reported per kernel and overall beside ours. **Kernel sets** ([`Options::kernels`]): the whole
 //! validation — folds, fits and figures — runs on the named kernels only.
 
@@ -41,7 +42,6 @@ use gpumodel_models::timing::{
     Clocks, SharedOverlap, TimingConfig, TimingInputs, occupancy, predict_time, predict_time_with,
 };
 
-pub mod combine;
 pub mod nested;
 pub mod power_fit;
 pub mod report;
@@ -60,8 +60,6 @@ struct Prepared {
     /// its pipeline parts, its own unscaled time (barriers and its fill, at the default core clock) and
     /// its time.
     alt: nested::AltRow,
-    /// The applied calibration's time (with the structure it was fitted to).
-    applied: Option<f64>,
     components: [f64; 7],
     measured_t: f64,
     measured_p: f64,
@@ -79,43 +77,14 @@ pub struct Options {
     /// Restrict the validation to these kernels (the data's group names); `None` for all. Unknown names
     /// are an error that lists them.
     pub kernels: Option<Vec<String>>,
-    /// Score only these kernels (names among the validated ones), each predicted by its fold as usual:
-    /// every fold — calibration, exponent, structure, power inputs, combination — is fitted on all the
-    /// other validated kernels, scored or not. `None` scores every validated kernel. Unknown names are an
-    /// error that lists them.
-    pub score_kernels: Option<Vec<String>>,
     /// Peer timing models to compute from the same rows.
     pub baselines: Vec<Baseline>,
-    /// A calibration fitted elsewhere (another GPU, another dataset) to apply as is to every row, with a
-    /// label and the model structure it was fitted to (applied with it): the cross-GPU check of whether a
-    /// fitted correction transfers.
-    /// (`None` factors: a file that records the structure alone.)
-    pub apply: Option<(String, Option<TimeCalibration>, TimingConfig)>,
-    /// Also offer the timing model's structural alternative ([`TimingConfig::structural`]: bank-conflict
-    /// replays overlapping issue and each wave's pipeline fill at the default core clock), as is and with a compute floor that keeps the memory
-    /// side, as candidates inside the folds, and choose the saved calibration's structure over all
-    /// kernels. On by default since session 8, when it met the rule written for a new default
-    /// (BENCHMARKS.md, issue 14, session 8); `false` is session 7's candidate set.
-    pub structural: bool,
-    /// Also report the combined model ([`combine`]): our out-of-fold time and Wang & Chu's general form
-    /// joined by a second stage (a weighted geometric mean or the maximum) chosen inside the same folds
-    /// and kept only where it beats ours alone there. Needs the `wang-chu-2018` baseline. Reported beside
-    /// ours and the peer's; the headline, the saved calibration and the E·D^n optima stay ours alone.
-    pub combine: bool,
 }
 
 impl Options {
     /// Every kernel, no baseline, these objectives.
     pub fn new(objectives: &[Objective]) -> Options {
-        Options {
-            objectives: objectives.to_vec(),
-            kernels: None,
-            score_kernels: None,
-            baselines: Vec::new(),
-            apply: None,
-            structural: true,
-            combine: false,
-        }
+        Options { objectives: objectives.to_vec(), kernels: None, baselines: Vec::new() }
     }
 }
 
@@ -139,21 +108,6 @@ fn known_names(names: &[String], groups: &[(String, Vec<usize>)], what: &str, th
         unknown.join(", "),
         groups.iter().map(|(g, _)| g.as_str()).collect::<Vec<_>>().join(", ")
     )))
-}
-
-/// Which of the validated kernels (`groups`) are scored: all, or the named ones.
-fn scored_kernels(t: &Table, groups: &[(String, Vec<usize>)], names: Option<&[String]>) -> Result<Vec<bool>> {
-    let Some(names) = names else { return Ok(vec![true; groups.len()]) };
-    if names.is_empty() {
-        return Err(Error::Invalid("no kernels to score: name at least one".into()));
-    }
-    known_names(
-        names,
-        groups,
-        &format!("{}: kernel(s) to score not among the validated ones:", t.source),
-        "the validated kernels are",
-    )?;
-    Ok(groups.iter().map(|(g, _)| names.contains(g)).collect())
 }
 
 /// Where a long validation reports how far it is (a progress bar in the CLI; `()` reports nothing).
@@ -199,8 +153,6 @@ pub fn validate_with_progress(
             groups.len()
         )));
     }
-    let scored = scored_kernels(t, &groups, opts.score_kernels.as_deref())?;
-    let n_scored = scored.iter().filter(|&&s| s).count();
     let col = |name: &str, r: usize| t.data[[r, t.column_index(name).expect("checked")]];
     // Measurements and clocks must be positive: name the first bad row before any work.
     for &r in groups.iter().flat_map(|(_, rows)| rows) {
@@ -220,16 +172,6 @@ pub fn validate_with_progress(
             }
         }
     }
-    let combine_peer = if opts.combine {
-        let i = opts.baselines.iter().position(|b| *b == Baseline::WangChu2018).ok_or_else(|| {
-            Error::Invalid(
-                "the combined model joins ours with wang-chu-2018: add --baseline wang-chu-2018".into(),
-            )
-        })?;
-        Some(i)
-    } else {
-        None
-    };
     let peer_constants = if opts.baselines.is_empty() {
         None
     } else {
@@ -275,10 +217,6 @@ pub fn validate_with_progress(
             let to = predict_time_with(&x, arch, &occ, clocks, overlap);
             // The structures differ in the SM side and the fill, never in the barrier time.
             debug_assert_eq!(to.sync_s, tm.sync_s);
-            let applied = opts.apply.as_ref().map(|(_, c, cfg)| {
-                let t = predict_time_with(&x, arch, &occ, clocks, *cfg);
-                c.map_or(t.time_s, |c| c.time(pipeline_parts(&t), additive_s(&t)))
-            });
             let baselines = match &peer_constants {
                 Some(c) => {
                     let px = PeerInputs::from_row(t, r)?;
@@ -294,7 +232,6 @@ pub fn validate_with_progress(
                 sync: additive_s(&tm),
                 model: tm.time_s,
                 alt: (pipeline_parts(&to), additive_s(&to), to.time_s),
-                applied,
                 components: tm.components_s,
                 measured_t: col("time_s", r),
                 measured_p: col("power_w", r),
@@ -316,9 +253,15 @@ pub fn validate_with_progress(
     let model_t: Vec<f64> = prep.iter().map(|p| p.model).collect();
     let kernel_of: Vec<usize> = prep.iter().map(|p| p.kernel).collect();
     let alt: Vec<nested::AltRow> = prep.iter().map(|p| p.alt).collect();
-    let structural = opts.structural.then_some(alt.as_slice());
-    progress.start(nested::fit_count(groups.len(), opts.structural));
-    let nest = nested::nested_with_progress(&all, &model_t, structural, &kernel_of, groups.len(), progress);
+    progress.start(nested::fit_count(groups.len(), true));
+    let nest = nested::nested_with_progress(
+        &all,
+        &model_t,
+        Some(alt.as_slice()),
+        &kernel_of,
+        groups.len(),
+        progress,
+    );
     let mut fold_power = vec![PowerInputs::Clocks; groups.len()];
     for (fold, fold_power) in fold_power.iter_mut().enumerate() {
         let train: Vec<&Prepared> = prep.iter().filter(|p| p.kernel != fold).collect();
@@ -346,18 +289,10 @@ pub fn validate_with_progress(
             pred_p[i] = fit.predict(&p.power, pred_t[i]);
         }
     }
-    let combined = combine_peer.map(|b| {
-        let peer: Vec<f64> = prep.iter().map(|p| p.baselines[b]).collect();
-        let measured: Vec<f64> = prep.iter().map(|p| p.measured_t).collect();
-        combine::combine(&pred_t, &peer, &measured, &kernel_of, &nest.folds)
-    });
     // The saved calibration's structure: the replay-overlap model where it beats the additive one over
     // all kernels by more than one standard error of the per-kernel differences (neither is fitted, so
     // their errors are out-of-sample already); the factors are then fitted on that structure's parts.
-    let shared_overlap = match structural {
-        Some(alt) => nested::structure_over_all(&all, &model_t, alt, &kernel_of, groups.len()),
-        None => SharedOverlap::Additive,
-    };
+    let shared_overlap = nested::structure_over_all(&all, &model_t, &alt, &kernel_of, groups.len());
     // p by plain leave-one-kernel-out on the rows of the structure the factors are fitted to, and that
     // structure's own uncalibrated error: what the saved file says about itself holds for its rows.
     let (saved_rows, saved_model): (Vec<CalRow>, Vec<f64>) = match shared_overlap {
@@ -398,8 +333,6 @@ pub fn validate_with_progress(
             measured_power_w: p.measured_p,
             predicted_power_w: pred_p[i],
             baseline_time_s: labels.iter().map(|l| l.to_string()).zip(p.baselines.iter().copied()).collect(),
-            applied_time_s: p.applied,
-            combined_time_s: combined.as_ref().map(|c| c.predicted[i]),
         })
         .collect();
     let mut per_kernel = Vec::new();
@@ -407,7 +340,7 @@ pub fn validate_with_progress(
     let mut regrets_mt: Vec<Vec<f64>> = vec![Vec::new(); objectives.len()];
     let mut regrets_mp: Vec<Vec<f64>> = vec![Vec::new(); objectives.len()];
     let mut hits = vec![0usize; objectives.len()];
-    for (ki, (name, _)) in groups.iter().enumerate().filter(|(ki, _)| scored[*ki]) {
+    for (ki, (name, _)) in groups.iter().enumerate() {
         let rows: Vec<&RowResult> =
             per_row.iter().zip(&prep).filter(|(_, p)| p.kernel == ki).map(|(r, _)| r).collect();
         let measured: Vec<(f64, f64)> =
@@ -467,23 +400,9 @@ pub fn validate_with_progress(
                     (l.to_string(), mape(rows.iter().map(|r| (r.baseline_time_s[*l], r.measured_time_s))))
                 })
                 .collect(),
-            applied_mape_pct: opts.apply.as_ref().map(|_| {
-                mape(rows.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s)))
-            }),
-            combined_mape_pct: combined.as_ref().map(|_| {
-                mape(rows.iter().map(|r| (r.combined_time_s.unwrap_or(f64::NAN), r.measured_time_s)))
-            }),
-            combined_form: combined.as_ref().map(|c| {
-                let f = &c.folds[ki];
-                if f.kept { f.chosen.label() } else { "ours alone".into() }
-            }),
             choices,
         });
     }
-    // The figures are over the scored kernels' rows only (every fold above trained on the others).
-    let per_row: Vec<RowResult> =
-        per_row.into_iter().zip(&prep).filter(|(_, p)| scored[p.kernel]).map(|(r, _)| r).collect();
-    let scored_folds = || nest.folds.iter().zip(&scored).filter(|(_, s)| **s).map(|(f, _)| f);
     let worst =
         per_kernel.iter().max_by(|a, b| a.mape_pct.total_cmp(&b.mape_pct)).expect("at least 1 kernel");
     let objectives_summary = objectives
@@ -494,7 +413,7 @@ pub fn validate_with_progress(
             median_regret_pct: median(regrets[oi].clone()),
             mean_regret_pct: regrets[oi].iter().sum::<f64>() / regrets[oi].len().max(1) as f64,
             max_regret_pct: regrets[oi].iter().copied().fold(0.0, f64::max),
-            hit_rate: hits[oi] as f64 / n_scored as f64,
+            hit_rate: hits[oi] as f64 / groups.len() as f64,
             median_regret_measured_time_pct: median(regrets_mt[oi].clone()),
             median_regret_measured_power_pct: median(regrets_mp[oi].clone()),
         })
@@ -515,12 +434,13 @@ pub fn validate_with_progress(
             }
         })
         .collect();
+    let per_class = per_class(&per_kernel, &per_row, &labels);
     let mut method = vec![
         "one kernel profile per kernel, from its row nearest the architecture's default clocks; every clock pair predicted from it".to_string(),
         "model: the timing model with the architecture profile's constants, nothing fitted".into(),
         "calibrated: T = ((a_memory·M)^p + (a_compute·C)^p + (a_shared·S)^p + (a_l2·L)^p)^(1/p) + sync over the model's memory (global + texture), compute and shared times and L, its DRAM traffic's time through L2 at a bandwidth scaled with the core clock; factors fitted leave-one-kernel-out on mean absolute relative error (grouped CV over kernels, out-of-fold predictions)".into(),
         format!("nested selection: in each outer fold, p is chosen among {} by an inner leave-one-kernel-out over that fold's training kernels only; the headline MAPE is the outer out-of-fold error of that whole procedure", nested::EXPONENTS.map(|p| p.to_string()).join(", ")),
-        if opts.structural { format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice) and each wave's pipeline fill at the DRAM latency's time at the default core clock (not shortened by a higher core clock; a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT) } else { "structural candidates: none (--no-replay-overlap: only the additive model's calibration forms compete inside the folds)".into() },
+        format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice) and each wave's pipeline fill at the DRAM latency's time at the default core clock (not shortened by a higher core clock; a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT),
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
@@ -532,18 +452,6 @@ pub fn validate_with_progress(
             names.len()
         ));
     }
-    if opts.score_kernels.is_some() {
-        method.push(format!(
-            "scored kernels: the figures are over {n_scored} named kernel(s) of the {} validated; every fold (calibration, exponent, structure, power inputs, combination) was fitted on all the other validated kernels, scored or not, never on the kernel it predicts",
-            groups.len()
-        ));
-    }
-    if let Some((label, _, _)) = &opts.apply {
-        method.push(format!("applied calibration: {label}, fitted elsewhere, applied as is to every row (nothing fitted here): does the correction transfer?"));
-    }
-    if combined.is_some() {
-        method.push(format!("combined model: in each fold, ours (the fold's inner out-of-fold times of its training kernels) and wang-chu-2018's general form (published constants fitted by its authors on microbenchmarks, not on these kernels; no name-based cases) joined by log t = w·log t_ours + (1 − w)·log t_peer (w on a grid of {} values, chosen on the training kernels) or max(t_ours, t_peer), the better by an inner leave-one-kernel-out and kept only where it beats ours alone there by more than one standard error; no kernel's measurements enter its own prediction; reported beside ours and the peer's, the E·D^n optima use ours alone", combine::WEIGHTS.len()));
-    }
     if !labels.is_empty() {
         method.push("baselines: computed from each row's own nvprof metrics with the authors' published per-GPU constants, without name-based special cases (see gpumodel_predict::baseline); nothing fitted on these rows".into());
     }
@@ -551,12 +459,13 @@ pub fn validate_with_progress(
         data: t.source.clone(),
         arch: arch.name.clone(),
         rows: per_row.len(),
-        kernels: n_scored,
-        training_kernels: opts.score_kernels.as_ref().map(|_| groups.len()),
+        kernels: groups.len(),
         model_mape_pct: mape(per_row.iter().map(|r| (r.model_time_s, r.measured_time_s))),
         mape_pct: mape(per_row.iter().map(|r| (r.predicted_time_s, r.measured_time_s))),
-        folds_calibrated: scored_folds().filter(|f| f.calibration.is_some()).count(),
-        folds_replays_overlap: scored_folds()
+        folds_calibrated: nest.folds.iter().filter(|f| f.calibration.is_some()).count(),
+        folds_replays_overlap: nest
+            .folds
+            .iter()
             .filter(|f| {
                 f.calibration.is_some_and(|c| c.shared_overlap() == SharedOverlap::ReplaysOverlapIssue)
             })
@@ -572,28 +481,7 @@ pub fn validate_with_progress(
         power_mape_pct: mape(per_row.iter().map(|r| (r.predicted_power_w, r.measured_power_w))),
         objectives: objectives_summary,
         baselines,
-        applied: opts.apply.as_ref().map(|(label, c, _)| AppliedCalibration {
-            source: label.clone(),
-            calibration: *c,
-            mape_pct: mape(per_row.iter().map(|r| (r.applied_time_s.unwrap_or(f64::NAN), r.measured_time_s))),
-        }),
-        combined: combined.as_ref().map(|c| {
-            let worst = per_kernel
-                .iter()
-                .max_by(|a, b| {
-                    a.combined_mape_pct.unwrap_or(0.0).total_cmp(&b.combined_mape_pct.unwrap_or(0.0))
-                })
-                .expect("at least 1 kernel");
-            CombinedSummary {
-                peer: Baseline::WangChu2018.label().to_string(),
-                mape_pct: mape(
-                    per_row.iter().map(|r| (r.combined_time_s.unwrap_or(f64::NAN), r.measured_time_s)),
-                ),
-                folds_kept: c.folds.iter().zip(&scored).filter(|(f, s)| **s && f.kept).count(),
-                worst_kernel: worst.kernel.clone(),
-                worst_kernel_mape_pct: worst.combined_mape_pct.unwrap_or(f64::NAN),
-            }
-        }),
+        per_class,
         per_kernel,
         per_row,
         method,
@@ -604,7 +492,55 @@ pub fn validate_with_progress(
     })
 }
 
+/// The keep rule of a saved calibration: out of fold it must not be worse than the model as is.
+fn calibration_would_hurt(out_of_fold_mape_pct: f64, model_mape_pct: f64) -> bool {
+    out_of_fold_mape_pct.is_nan() || out_of_fold_mape_pct > model_mape_pct
+}
+
+/// The figures per bottleneck class of the model, in the order the classes first appear.
+fn per_class(
+    per_kernel: &[KernelResult],
+    per_row: &[RowResult],
+    labels: &[&'static str],
+) -> Vec<ClassResult> {
+    let mut classes: Vec<&'static str> = Vec::new();
+    for k in per_kernel {
+        if !classes.contains(&k.bottleneck) {
+            classes.push(k.bottleneck);
+        }
+    }
+    classes
+        .into_iter()
+        .map(|class| {
+            let names: Vec<&str> =
+                per_kernel.iter().filter(|k| k.bottleneck == class).map(|k| k.kernel.as_str()).collect();
+            let rows: Vec<&RowResult> =
+                per_row.iter().filter(|r| names.contains(&r.kernel.as_str())).collect();
+            ClassResult {
+                class,
+                kernels: names.len(),
+                model_mape_pct: mape(rows.iter().map(|r| (r.model_time_s, r.measured_time_s))),
+                mape_pct: mape(rows.iter().map(|r| (r.predicted_time_s, r.measured_time_s))),
+                baseline_mape_pct: labels
+                    .iter()
+                    .map(|l| {
+                        (l.to_string(), mape(rows.iter().map(|r| (r.baseline_time_s[*l], r.measured_time_s))))
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
 impl Report {
+    /// Whether the saved calibration would predict this GPU's kernels worse than the timing model as
+    /// `predict` uses it without one: its leave-one-kernel-out error
+    /// ([`Report::calibration_out_of_fold_mape_pct`]) above the model's own. `validate --save-calibration`
+    /// then writes nothing.
+    pub fn calibration_would_hurt(&self) -> bool {
+        calibration_would_hurt(self.calibration_out_of_fold_mape_pct(), self.model_mape_pct)
+    }
+
     /// What the saved calibration file records as its out-of-fold MAPE (see [`Report::calibration_file`]).
     pub fn calibration_out_of_fold_mape_pct(&self) -> f64 {
         match self.calibration {
@@ -632,5 +568,18 @@ impl Report {
                 uncalibrated_mape_pct: self.calibration_model_mape_pct,
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_calibration_is_saved_only_where_it_does_not_raise_the_error() {
+        use super::calibration_would_hurt as hurts;
+        assert!(!hurts(10.0, 12.0));
+        assert!(!hurts(12.0, 12.0));
+        assert!(hurts(12.1, 12.0));
+        // A figure that is not a number is never taken for a win.
+        assert!(hurts(f64::NAN, 12.0));
     }
 }

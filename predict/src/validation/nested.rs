@@ -12,18 +12,17 @@
 //! floor ([`ComputeFloor`]: one factor, and the model's own time as a floor, so at factor 1 it *is* the
 //! model). The power mean replaces the model's per-wave bounds and latency bound by a soft maximum of
 //! launch totals, so even at factors 1 it differs from the model; on the GTX 1080 Ti that difference
-//! alone cost about a point inside every fold, and no fold kept a calibration (BENCHMARKS.md, issue 14,
-//! session 6). The lowest inner LOKO MAPE over all candidates is the fold's choice.
+//! alone cost about a point inside every fold, and no fold kept a calibration. The lowest inner LOKO MAPE over all candidates is the fold's choice.
 //!
 //! **A structural candidate.** Where the caller gives each row's times under the model's structural
-//! alternative ([`SharedOverlap::ReplaysOverlapIssue`]: bank-conflict replays overlap issue; since
-//! session 8 also the pipeline fill at the default core clock, `TimingConfig::structural`), two more
+//! alternative ([`SharedOverlap::ReplaysOverlapIssue`]: bank-conflict replays overlap issue, with
+//! the pipeline fill at the default core clock, `TimingConfig::structural`), two more
 //! candidates join: that model as it is (nothing fitted: its inner error is its error on the inner
 //! kernels) and a compute floor over it that keeps the memory side ([`ComputeFloor::time_keeping_memory`]:
 //! a floor of the SM side alone flattened some kernels' time over the memory clock and moved their E·D^n
-//! optimum, session 7, round 3). Which structure a GPU follows is so chosen from its training
-//! kernels, like the calibration forms, and kept only by the same rule below (BENCHMARKS.md issue 14,
-//! session 7: the GTX 1080 Ti's shared-heavy kernels follow the overlap, the GTX 980's do not).
+//! optimum). Which structure a GPU follows is so chosen from its training
+//! kernels, like the calibration forms, and kept only by the same rule below (on the
+//! NV-DVFS rows the GTX 1080 Ti's shared-heavy kernels follow the overlap, the GTX 980's do not).
 //!
 //! **A calibration that cannot hurt**: the uncalibrated timing model is one more candidate. Its error on
 //! the training kernels needs no fit (it is out-of-fold by construction), so it is compared with the
@@ -76,7 +75,7 @@ impl Fitted {
             Fitted::ReplaysOverlap => alt.map_or(model, |(_, _, m)| m),
             // The floor joins the memory side: a floor of the SM side alone binds at every clock pair
             // of a kernel the model puts near compute-bound, and the E·D^n pick then goes to the
-            // lowest memory clock (BENCHMARKS.md, issue 14, session 7, round 3).
+            // lowest memory clock.
             Fitted::ReplaysOverlapFloor(c) => alt.map_or(model, |(p, s, m)| c.time_keeping_memory(p, s, m)),
         }
     }

@@ -27,11 +27,6 @@ pub struct RowResult {
     pub predicted_power_w: f64,
     /// Each requested baseline's predicted time, seconds, by baseline name.
     pub baseline_time_s: BTreeMap<String, f64>,
-    /// The applied (foreign) calibration's time, seconds, when one was given.
-    pub applied_time_s: Option<f64>,
-    /// The combined model's out-of-fold time (ours and the peer's, `--combine`), seconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub combined_time_s: Option<f64>,
 }
 
 /// The optimum of one objective for one kernel.
@@ -75,15 +70,6 @@ pub struct KernelResult {
     pub fold_power_inputs: &'static str,
     /// Each requested baseline's time MAPE on this kernel, percent, by baseline name.
     pub baseline_mape_pct: BTreeMap<String, f64>,
-    /// The applied calibration's MAPE on this kernel, percent, when one was given.
-    pub applied_mape_pct: Option<f64>,
-    /// The combined model's MAPE on this kernel, percent (`--combine`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub combined_mape_pct: Option<f64>,
-    /// What the fold predicting this kernel combined (`blend w=…`, `max`, or `ours alone` where it
-    /// dropped the combination).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub combined_form: Option<String>,
     pub choices: Vec<Choice>,
 }
 
@@ -102,17 +88,6 @@ pub struct ObjectiveSummary {
     pub median_regret_measured_power_pct: f64,
 }
 
-/// A calibration fitted on other data, applied as is.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AppliedCalibration {
-    /// Where it came from (the file, its architecture and dataset).
-    pub source: String,
-    /// Its factors (`None`: a file that records a structure alone).
-    pub calibration: Option<TimeCalibration>,
-    /// Time MAPE over all rows, percent.
-    pub mape_pct: f64,
-}
-
 /// One baseline's figures over the validated kernels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BaselineSummary {
@@ -124,19 +99,17 @@ pub struct BaselineSummary {
     pub worst_kernel_mape_pct: f64,
 }
 
-/// The combined model's figures (ours and a peer's general form, joined inside the folds).
+/// One bottleneck class: its kernels' figures, ours beside each baseline's.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CombinedSummary {
-    /// The peer model joined with ours.
-    pub peer: String,
-    /// Time MAPE over the scored kernels' rows (every row without `--score-kernels`), out-of-fold,
-    /// percent.
+pub struct ClassResult {
+    /// The model's bottleneck component (`global load`, `compute`, `shared`, …).
+    pub class: &'static str,
+    pub kernels: usize,
+    /// Time MAPE over the class's rows: the model as is, and calibrated out-of-fold, percent.
+    pub model_mape_pct: f64,
     pub mape_pct: f64,
-    /// Outer folds of the scored kernels that kept the combination (the others predict with ours
-    /// alone).
-    pub folds_kept: usize,
-    pub worst_kernel: String,
-    pub worst_kernel_mape_pct: f64,
+    /// Each baseline's time MAPE over the same rows, percent, by baseline name.
+    pub baseline_mape_pct: BTreeMap<String, f64>,
 }
 
 /// One candidate power-mean exponent and its plain leave-one-kernel-out time MAPE over all kernels.
@@ -151,13 +124,9 @@ pub struct ExponentScore {
 pub struct Report {
     pub data: String,
     pub arch: String,
-    /// Rows and kernels the figures are over (the scored ones).
+    /// Rows and kernels the figures are over.
     pub rows: usize,
     pub kernels: usize,
-    /// With [`Options::score_kernels`](super::Options::score_kernels): how many kernels were validated,
-    /// i.e. the pool the folds trained on (each fold on all of them but its own kernel).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub training_kernels: Option<usize>,
     /// MAPE over all rows of the uncalibrated timing model, percent.
     pub model_mape_pct: f64,
     /// MAPE over all rows, calibrated out-of-fold with nested selection, percent: each kernel is
@@ -170,12 +139,10 @@ pub struct Report {
     pub folds_replays_overlap: usize,
     /// Plain leave-one-kernel-out MAPE of each candidate exponent (every fold with the same `p`), on the
     /// rows of the structure the saved calibration was fitted to (`calibration_shared_overlap`): the
-    /// saved calibration's `p` is the best of them. Over every validated kernel (with `--score-kernels`,
-    /// the pool, not the scored kernels), like `calibration` and the figures beside it.
+    /// saved calibration's `p` is the best of them.
     pub exponents: Vec<ExponentScore>,
     /// The smallest of `exponents`' MAPEs: the exponent is chosen on the figure it reports, so it is
-    /// optimistic (for comparison with `mape_pct`; with `--score-kernels` over the pool, not the scored
-    /// kernels).
+    /// optimistic (for comparison with `mape_pct`).
     pub selected_on_reported_mape_pct: f64,
     pub worst_kernel: String,
     pub worst_kernel_mape_pct: f64,
@@ -184,16 +151,12 @@ pub struct Report {
     pub objectives: Vec<ObjectiveSummary>,
     /// The requested baselines, in the order asked.
     pub baselines: Vec<BaselineSummary>,
-    /// A calibration fitted elsewhere, applied as is (the cross-GPU check), when one was given.
-    pub applied: Option<AppliedCalibration>,
-    /// The combined model (ours and the peer's general form, `--combine`), when asked for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub combined: Option<CombinedSummary>,
+    /// Per bottleneck class of the model (the per-kernel `bottleneck`): ours beside each baseline.
+    pub per_class: Vec<ClassResult>,
     pub per_kernel: Vec<KernelResult>,
     pub per_row: Vec<RowResult>,
     pub method: Vec<String>,
-    /// The calibration fitted on *all* validated kernels (with `--score-kernels`, the pool); what
-    /// `--save-calibration` writes (without `--score-kernels`); `None` where the
+    /// The calibration fitted on *all* validated kernels; what `--save-calibration` writes; `None` where the
     /// folds' keep rule dropped its factors (their leave-one-kernel-out errors did not beat the structure
     /// alone by more than one standard error): the file then records the structure alone. `mape_pct` is
     /// the out-of-fold figure of the whole procedure.
@@ -220,6 +183,9 @@ pub struct ValidateOutput {
     /// Show the per-row table too, first (so CSV carries the rows); else CSV carries the per-kernel table.
     #[serde(skip)]
     pub rows_first: bool,
+    /// Print every method note after the figures (else a one-line summary).
+    #[serde(skip)]
+    pub explain: bool,
 }
 
 impl ValidateOutput {
@@ -237,13 +203,6 @@ impl ValidateOutput {
                 format!("{}_mape_pct", b.name.replace('-', "_")),
                 format!("{} MAPE %", b.name),
             ));
-        }
-        if r.applied.is_some() {
-            cols.push(Column::new("applied_mape_pct", "applied cal. MAPE %"));
-        }
-        if r.combined.is_some() {
-            cols.push(Column::new("combined_mape_pct", "combined MAPE %"));
-            cols.push(Column::new("combined_form", "combined"));
         }
         cols.push(Column::new("fold_p", "fold p"));
         cols.push(Column::new("power_mape_pct", "power MAPE %"));
@@ -266,13 +225,6 @@ impl ValidateOutput {
                 Cell::num(k.mape_pct, 1),
             ];
             row.extend(r.baselines.iter().map(|b| Cell::opt(k.baseline_mape_pct.get(&b.name).copied(), 1)));
-            if r.applied.is_some() {
-                row.push(Cell::opt(k.applied_mape_pct, 1));
-            }
-            if r.combined.is_some() {
-                row.push(Cell::opt(k.combined_mape_pct, 1));
-                row.push(k.combined_form.as_deref().map_or(Cell::Empty, Cell::text));
-            }
             row.push(match (k.fold_calibrated, k.fold_form) {
                 (false, _) => Cell::text("none"),
                 (true, "full") => Cell::num(k.fold_exponent, 0),
@@ -285,6 +237,34 @@ impl ValidateOutput {
                     2,
                 ));
             }
+            s.push(row);
+        }
+        s
+    }
+
+    fn class_section(&self) -> Section {
+        let r = &self.report;
+        let mut cols = vec![
+            Column::new("class", "bottleneck"),
+            Column::new("kernels", "kernels"),
+            Column::new("model_mape_pct", "model MAPE %"),
+            Column::new("calibrated_mape_pct", "calibrated MAPE %"),
+        ];
+        for b in &r.baselines {
+            cols.push(Column::new(
+                format!("{}_mape_pct", b.name.replace('-', "_")),
+                format!("{} MAPE %", b.name),
+            ));
+        }
+        let mut s = Section::titled("per bottleneck class (time MAPE over its kernels' rows)", cols);
+        for c in &r.per_class {
+            let mut row = vec![
+                Cell::text(c.class),
+                Cell::int(c.kernels as i64),
+                Cell::num(c.model_mape_pct, 1),
+                Cell::num(c.mape_pct, 1),
+            ];
+            row.extend(r.baselines.iter().map(|b| Cell::opt(c.baseline_mape_pct.get(&b.name).copied(), 1)));
             s.push(row);
         }
         s
@@ -304,12 +284,6 @@ impl ValidateOutput {
         for b in &r.baselines {
             cols.push(Column::new(format!("{}_time_s", b.name.replace('-', "_")), format!("{} s", b.name)));
         }
-        if r.applied.is_some() {
-            cols.push(Column::new("applied_time_s", "applied cal. s"));
-        }
-        if r.combined.is_some() {
-            cols.push(Column::new("combined_time_s", "combined s"));
-        }
         cols.push(Column::new("measured_power_w", "measured W"));
         cols.push(Column::new("predicted_power_w", "predicted W"));
         let mut s = Section::titled("per measured row (time in seconds)", cols);
@@ -328,12 +302,6 @@ impl ValidateOutput {
                     .iter()
                     .map(|b| p.baseline_time_s.get(&b.name).map_or(Cell::Empty, |&v| Cell::sci(v, 4))),
             );
-            if r.applied.is_some() {
-                row.push(p.applied_time_s.map_or(Cell::Empty, |v| Cell::sci(v, 4)));
-            }
-            if r.combined.is_some() {
-                row.push(p.combined_time_s.map_or(Cell::Empty, |v| Cell::sci(v, 4)));
-            }
             row.push(Cell::num(p.measured_power_w, 1));
             row.push(Cell::num(p.predicted_power_w, 1));
             s.push(row);
@@ -341,6 +309,9 @@ impl ValidateOutput {
         s
     }
 }
+
+/// The one line `validate` prints about its method without `--explain`.
+pub const METHOD_SUMMARY: &str = "method: one profile per kernel predicts every clock pair; calibrated = fitted leave-one-kernel-out (exponent, form and structure chosen inside each fold, kept only where they beat the model by one standard error); power by ridge MLR for the optima (--explain for details)";
 
 impl Export for ValidateOutput {
     const COMMAND: &'static str = "validate";
@@ -350,21 +321,15 @@ impl Export for ValidateOutput {
 
     fn sections(&self) -> Vec<Section> {
         if self.rows_first {
-            vec![self.row_section(), self.kernel_section()]
+            vec![self.row_section(), self.kernel_section(), self.class_section()]
         } else {
-            vec![self.kernel_section()]
+            vec![self.kernel_section(), self.class_section()]
         }
     }
 
     fn preamble(&self) -> Vec<String> {
         let r = &self.report;
-        let scored = r.training_kernels.map_or(String::new(), |m| {
-            format!(" scored (each by its fold trained on the other {} of {m} validated kernels)", m - 1)
-        });
-        vec![format!(
-            "{} rows, {} kernels{scored} on {} ({})",
-            r.rows, r.kernels, self.arch_display_name, r.data
-        )]
+        vec![format!("{} rows, {} kernels on {} ({})", r.rows, r.kernels, self.arch_display_name, r.data)]
     }
 
     fn notes(&self) -> Vec<String> {
@@ -383,43 +348,23 @@ impl Export for ValidateOutput {
             r.worst_kernel,
             r.worst_kernel_mape_pct
         )];
-        if let Some(a) = &r.applied {
-            out.push(format!(
-                "applied calibration {}: kernel time MAPE {:.1}% (fitted elsewhere, applied as is)",
-                a.source, a.mape_pct
-            ));
-        }
-        if let Some(c) = &r.combined {
-            out.push(format!(
-                "combined model (ours + {} general form, joined inside the folds): kernel time MAPE {:.1}% ({} of {} folds kept the combination, the others predict with ours alone); worst kernel {} at {:.1}%",
-                c.peer, c.mape_pct, c.folds_kept, r.kernels, c.worst_kernel, c.worst_kernel_mape_pct
-            ));
-        }
         for b in &r.baselines {
             out.push(format!(
                 "baseline {}: kernel time MAPE {:.1}% (median kernel {:.1}%, worst kernel {} at {:.1}%), from the same rows",
                 b.name, b.mape_pct, b.median_kernel_mape_pct, b.worst_kernel, b.worst_kernel_mape_pct
             ));
         }
-        // With --score-kernels these lines are over the whole pool, not the scored kernels the headline
-        // covers: say so, and do not offer --save-calibration (which that option excludes).
-        let (over, writes_it, writes_alone) = match r.training_kernels {
-            Some(m) => (format!(" over the {m} validated kernels"), "", ""),
-            None => (
-                String::new(),
-                "; --save-calibration FILE writes it",
-                " (--save-calibration FILE writes the structure alone)",
-            ),
-        };
+        let (writes_it, writes_alone) =
+            ("; --save-calibration FILE writes it", " (--save-calibration FILE writes the structure alone)");
         let by_p: Vec<String> =
             r.exponents.iter().map(|e| format!("p {} {:.2}%", e.p, e.loko_mape_pct)).collect();
         out.push(format!(
-            "fixed-p leave-one-kernel-out MAPE ({} model){over}: {}; best {:.1}% (p selected on the reported error: optimistic)",
+            "fixed-p leave-one-kernel-out MAPE ({} model): {}; best {:.1}% (p selected on the reported error: optimistic)",
             r.calibration_shared_overlap.label(),
             by_p.join(", "),
             r.selected_on_reported_mape_pct
         ));
-        let all = if over.is_empty() { " on all kernels".to_string() } else { over };
+        let all = " on all kernels";
         out.push(match r.calibration {
             Some(c) => format!(
                 "calibration{all} ({} model, uncalibrated MAPE {:.1}%): a_memory {:.4}, a_compute {:.4}, a_shared {:.4}, a_l2 {:.4}, p {} (in-sample MAPE {:.1}%; kept: its leave-one-kernel-out errors beat the structure alone by more than one standard error{writes_it})",
@@ -462,7 +407,11 @@ impl Export for ValidateOutput {
                 o.median_regret_measured_power_pct
             ));
         }
-        out.extend(r.method.iter().map(|m| format!("method: {m}")));
+        if self.explain {
+            out.extend(r.method.iter().map(|m| format!("method: {m}")));
+        } else {
+            out.push(METHOD_SUMMARY.into());
+        }
         out
     }
 }
