@@ -656,7 +656,7 @@ mod tests {
         LaunchInfo { name: name.into(), ..LaunchInfo::default() }
     }
 
-    /// Issue 16 item 6: rows are labelled by the launches of the profiled context only; launches of
+    /// Rows are labelled by the launches of the profiled context only; launches of
     /// other contexts are counted as skipped, not shifted into its rows.
     #[test]
     fn launches_are_labelled_by_context_and_others_counted_as_skipped() {
@@ -674,7 +674,7 @@ mod tests {
         assert_eq!(l.skipped(), 2);
     }
 
-    /// Issue 16 item 6: a panicked callback poisons the mutex; later callbacks still get the state,
+    /// A panicked callback poisons the mutex; later callbacks still get the state,
     /// and the poisoning is noted for the exit report instead of every later launch being lost silently.
     #[test]
     fn a_poisoned_state_is_recovered_and_reported() {
