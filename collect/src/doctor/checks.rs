@@ -89,8 +89,9 @@ impl Rows {
         facts.errors.push(e.to_string());
         self.push(part, id, Status::Missing, e.to_string(), fix_for(e));
     }
-    fn not_tried(&mut self, part: &'static str, id: &'static str, needs: &str) {
-        self.push(part, id, Status::Missing, format!("not tried: needs {needs}"), Some(format!("fix {needs} first")));
+    /// A check that could not run because the rows `after` failed: `needs` says what it needs.
+    fn not_tried(&mut self, part: &'static str, id: &'static str, needs: &str, after: &str) {
+        self.push(part, id, Status::Missing, format!("not tried: needs {needs}"), Some(format!("see row {after}")));
     }
     fn status(&self, id: &str) -> Option<Status> {
         self.0.iter().find(|c| c.id == id).map(|c| c.status)
@@ -133,12 +134,13 @@ pub fn run(probes: &mut dyn Probes, o: &DoctorOptions) -> Result<DoctorReport> {
         Ok(n) => power_rows(&mut rows, &mut facts, probes, n, o),
         Err(_) => {
             for id in ["power_reading", "energy_counter", "sampling"] {
-                rows.not_tried("power", id, "the NVIDIA driver (row nvml)");
+                rows.not_tried("power", id, "the NVIDIA driver", "nvml");
             }
         }
     }
 
-    // 3. Counters.
+    // 3. Counters. NVRTC is asked first: the profiler checks run a kernel it compiles.
+    let nvrtc = guarded("NVRTC", || probes.nvrtc());
     let cupti = guarded("CUPTI", || probes.cupti());
     match &cupti {
         Ok(c) => rows.ok(
@@ -157,8 +159,8 @@ pub fn run(probes: &mut dyn Probes, o: &DoctorOptions) -> Result<DoctorReport> {
         cuda.as_ref().ok().map(|c| c.driver_version).or(nvml.as_ref().ok().and_then(|n| n.cuda_version));
     match (&cupti, driver_cuda) {
         (Ok(c), Some(v)) => cupti_driver_row(&mut rows, c, v),
-        (Ok(_), None) => rows.not_tried("counters", "cupti_driver", "the CUDA driver (row cuda_driver)"),
-        (Err(_), _) => rows.not_tried("counters", "cupti_driver", "CUPTI (row cupti)"),
+        (Ok(_), None) => rows.not_tried("counters", "cupti_driver", "the CUDA driver's version", "cuda_driver"),
+        (Err(_), _) => rows.not_tried("counters", "cupti_driver", "CUPTI", "cupti"),
     }
     let can_profile = rows.is_ok("cupti_driver") && rows.is_ok("cuda_driver");
     let mut chip = None;
@@ -180,8 +182,17 @@ pub fn run(probes: &mut dyn Probes, o: &DoctorOptions) -> Result<DoctorReport> {
             }
             Err(e) => rows.failed("counters", "profiling_permission", &e, &mut facts),
         }
-        match guarded("the Range Profiler", || probes.range_profiler(o.device)) {
-            Ok(r) => {
+        match nvrtc.is_ok().then(|| guarded("the Range Profiler", || probes.range_profiler(o.device))) {
+            None => rows.push(
+                "counters",
+                "range_profiler",
+                Status::Degraded,
+                "not tried: the check profiles a kernel compiled with NVRTC (`collect --kernel-totals` itself does \
+                 not need NVRTC)"
+                    .into(),
+                Some("see row nvrtc".into()),
+            ),
+            Some(Ok(r)) => {
                 rows.ok(
                     "counters",
                     "range_profiler",
@@ -194,20 +205,19 @@ pub fn run(probes: &mut dyn Probes, o: &DoctorOptions) -> Result<DoctorReport> {
                 );
                 facts.range_profiler = Some(r);
             }
-            Err(e) => rows.failed("counters", "range_profiler", &e, &mut facts),
+            Some(Err(e)) => rows.failed("counters", "range_profiler", &e, &mut facts),
         }
     } else {
-        let needs = "CUPTI matching the driver (rows cupti, cupti_driver, cuda_driver)";
-        rows.not_tried("counters", "profiling_permission", needs);
-        rows.not_tried("counters", "range_profiler", needs);
+        let (needs, after) = ("a CUPTI the driver can run", "cupti, cupti_driver or cuda_driver");
+        rows.not_tried("counters", "profiling_permission", needs, after);
+        rows.not_tried("counters", "range_profiler", needs, after);
     }
     match chip {
         Some(chip) => inputs_row(&mut rows, &mut facts, &chip),
-        None => rows.not_tried("counters", "model_inputs", "the chip name, which PM sampling reports (row profiling_permission)"),
+        None => rows.not_tried("counters", "model_inputs", "the chip name, which PM sampling reports", "profiling_permission"),
     }
 
     // 4. Compilation.
-    let nvrtc = guarded("NVRTC", || probes.nvrtc());
     match &nvrtc {
         Ok(v) => rows.ok("compiler", "nvrtc", format!("NVRTC {}.{}", v.version.0, v.version.1)),
         Err(e) => rows.failed("compiler", "nvrtc", e, &mut facts),
@@ -228,15 +238,15 @@ pub fn run(probes: &mut dyn Probes, o: &DoctorOptions) -> Result<DoctorReport> {
             Err(e) => rows.failed("compiler", "suite_kernel", &e, &mut facts),
         }
     } else {
-        rows.not_tried("compiler", "suite_kernel", "NVRTC and the CUDA driver (rows nvrtc, cuda_driver)");
+        rows.not_tried("compiler", "suite_kernel", "NVRTC and the CUDA driver", "nvrtc or cuda_driver");
     }
 
     // 5. Clocks.
     match &nvml {
         Ok(n) => clock_rows(&mut rows, n),
         Err(_) => {
-            rows.not_tried("clocks", "clocks_supported", "the NVIDIA driver (row nvml)");
-            rows.not_tried("clocks", "clocks_settable", "the NVIDIA driver (row nvml)");
+            rows.not_tried("clocks", "clocks_supported", "the NVIDIA driver", "nvml");
+            rows.not_tried("clocks", "clocks_settable", "the NVIDIA driver", "nvml");
         }
     }
 
@@ -387,7 +397,7 @@ fn power_rows(rows: &mut Rows, facts: &mut Facts, probes: &mut dyn Probes, n: &N
         );
     }
     if n.power_field.is_none() {
-        rows.not_tried("power", "sampling", "a power reading (row power_reading)");
+        rows.not_tried("power", "sampling", "a power reading", "power_reading");
         return;
     }
     match guarded("the power sampler", || {
@@ -531,6 +541,15 @@ fn inputs_row(rows: &mut Rows, facts: &mut Facts, chip: &str) {
         map.input_metrics(kind).into_iter().filter(|(_, m)| !m.is_empty()).map(|(i, _)| i.to_string()).collect()
     };
     let (pm, range) = (has(MapKind::Pm), has(MapKind::Range));
+    // Every PM-sampling group together (`collect --pm-passes all`).
+    let mut all = std::collections::BTreeSet::new();
+    for g in map.pm_groups() {
+        all.extend(g.keys().cloned());
+    }
+    let pm_all = gpumodel_models::profile::MODEL_INPUTS
+        .iter()
+        .filter(|(_, parts)| parts.iter().all(|p| all.contains(*p)))
+        .count();
     let none: Vec<String> = gpumodel_models::profile::MODEL_INPUTS
         .iter()
         .map(|(i, _)| i.to_string())
@@ -538,8 +557,8 @@ fn inputs_row(rows: &mut Rows, facts: &mut Facts, chip: &str) {
         .collect();
     let total = gpumodel_models::profile::MODEL_INPUTS.len();
     let found = format!(
-        "{chip}: the 60 Hz series (PM sampling, one run) gives {} of {total} model inputs ({}); per-kernel totals \
-         (Range Profiler) give {} of {total}{}",
+        "{chip}: the 60 Hz series (PM sampling, one run) gives {} of {total} model inputs ({}), {pm_all} with \
+         --pm-passes all; per-kernel totals (Range Profiler) give {} of {total}{}",
         pm.len(),
         pm.join(", "),
         range.len(),
