@@ -55,7 +55,10 @@ impl Machine {
             match nvrtc_dir() {
                 Some(d) => Some(d),
                 None => {
-                    assert!(!nvrtc_required(), "GPUMODEL_REQUIRE_CUDA_LIBS=1 but no NVRTC in GPUMODEL_CUDA_LIBS");
+                    assert!(
+                        !nvrtc_required(),
+                        "GPUMODEL_REQUIRE_CUDA_LIBS=1 but no NVRTC in GPUMODEL_CUDA_LIBS"
+                    );
                     eprintln!("skipping: no NVRTC in GPUMODEL_CUDA_LIBS");
                     return None;
                 }
@@ -99,17 +102,25 @@ impl Machine {
 }
 
 fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    })
 }
 
 /// The row `id` of a JSON report.
 fn row<'a>(j: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    j["checks"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("no row {id}: {j}"))
+    j["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no row {id}: {j}"))
 }
 
 fn verdict<'a>(j: &'a serde_json::Value, command: &str) -> &'a str {
-    j["verdict"].as_array().unwrap().iter().find(|v| v["command"] == command).unwrap()["status"].as_str().unwrap()
+    j["verdict"].as_array().unwrap().iter().find(|v| v["command"] == command).unwrap()["status"]
+        .as_str()
+        .unwrap()
 }
 
 /// Every part answers: the real probes read the stand-ins' facts through the documented calls, the JSON

@@ -60,9 +60,9 @@
 //! This path needs a GPU and a driver; on machines without them [`CuptiPmCounters::open`] returns
 //! [`Error::NoDriver`], which the tests check.
 
-pub use super::pm_timing::{NOMINAL_SYSCLK_HZ, TimestampMap, Trigger, gap_samples, lost_samples_warning};
 use super::host::{HostProfiler, ProfilerKind, check};
 use super::loader::load_cupti;
+pub use super::pm_timing::{NOMINAL_SYSCLK_HZ, TimestampMap, Trigger, gap_samples, lost_samples_warning};
 use crate::counters::{CounterInterval, CounterSource};
 use crate::error::{Error, Result};
 use cudarc::cupti::sys;
@@ -70,7 +70,6 @@ use gpumodel_models::counters::{CounterMap, canonical_of, group_metrics};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, c_char};
 use std::ptr;
-
 
 /// The documented teardown of PM sampling (CUPTI guide, "PM Sampling", and the `pm_sampling` sample's
 /// cleanup): stop (when started), disable the PM-sampling object, deinitialize the host object, and only
@@ -94,7 +93,6 @@ pub enum TeardownStep {
     /// `cuptiProfilerDeInitialize`.
     ProfilerDeInitialize,
 }
-
 
 /// `cuptiProfilerInitialize` held: dropping it calls `cuptiProfilerDeInitialize`. Taken before any other
 /// step of `open_pass`, so a failure at any later step still deinitializes the profiler (locals drop in
@@ -563,7 +561,6 @@ impl CounterSource for CuptiPmCounters {
         w
     }
 }
-
 
 impl Drop for CuptiPmCounters {
     fn drop(&mut self) {

@@ -52,7 +52,7 @@ pub fn profile_one_metric(
     // host object deinitialized and the profiler deinitialized last.
     let _init = init_profiler()?;
     let mut host: Option<HostProfiler> = None;
-    let config: Vec<u8>;
+    let mut config: Vec<u8> = Vec::new();
     let mut counter_data: Vec<u8>;
     let mut e = sys::CUpti_RangeProfiler_Enable_Params {
         structSize: size::<sys::CUpti_RangeProfiler_Enable_Params>(),
@@ -71,15 +71,19 @@ pub fn profile_one_metric(
         pCounterAvailabilityImage: ptr::null_mut(),
     };
     // SAFETY: size query with a null image, then the image of that size.
-    check("cuptiProfilerGetCounterAvailability", unsafe { sys::cuptiProfilerGetCounterAvailability(&mut a) })?;
+    check("cuptiProfilerGetCounterAvailability", unsafe {
+        sys::cuptiProfilerGetCounterAvailability(&mut a)
+    })?;
     let mut avail = vec![0u8; a.counterAvailabilityImageSize];
     a.pCounterAvailabilityImage = avail.as_mut_ptr();
     // SAFETY: as above.
-    check("cuptiProfilerGetCounterAvailability", unsafe { sys::cuptiProfilerGetCounterAvailability(&mut a) })?;
+    check("cuptiProfilerGetCounterAvailability", unsafe {
+        sys::cuptiProfilerGetCounterAvailability(&mut a)
+    })?;
     let chip = chip_name(device)?;
     let h = host.insert(HostProfiler::new(&chip, ProfilerKind::Range, Some(&avail))?);
     h.add_metrics(&[metric])?;
-    config = h.config_image()?;
+    config.extend(h.config_image()?);
     let names = [CString::new(metric).map_err(|_| Error::Invalid(format!("bad metric name '{metric}'")))?];
     let mut ptrs: Vec<*const c_char> = names.iter().map(|c| c.as_ptr()).collect();
     let mut d = sys::CUpti_RangeProfiler_GetCounterDataSize_Params {
@@ -93,7 +97,9 @@ pub fn profile_one_metric(
         counterDataSize: 0,
     };
     // SAFETY: names alive across the call.
-    check("cuptiRangeProfilerGetCounterDataSize", unsafe { sys::cuptiRangeProfilerGetCounterDataSize(&mut d) })?;
+    check("cuptiRangeProfilerGetCounterDataSize", unsafe {
+        sys::cuptiRangeProfilerGetCounterDataSize(&mut d)
+    })?;
     counter_data = vec![0u8; d.counterDataSize];
     let mut i = sys::CUpti_RangeProfiler_CounterDataImage_Initialize_Params {
         structSize: size::<sys::CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(),
@@ -159,12 +165,11 @@ pub fn profile_one_metric(
         numTotalRanges: 0,
     };
     // SAFETY: decoded image.
-    check("cuptiRangeProfilerGetCounterDataInfo", unsafe { sys::cuptiRangeProfilerGetCounterDataInfo(&mut info) })?;
-    let value = if info.numTotalRanges > 0 {
-        h.evaluate(&counter_data, 0, &names)?.first().copied()
-    } else {
-        None
-    };
+    check("cuptiRangeProfilerGetCounterDataInfo", unsafe {
+        sys::cuptiRangeProfilerGetCounterDataInfo(&mut info)
+    })?;
+    let value =
+        if info.numTotalRanges > 0 { h.evaluate(&counter_data, 0, &names)?.first().copied() } else { None };
     drop(enabled);
     Ok((info.numTotalRanges, value))
 }

@@ -10,7 +10,8 @@ use crate::power::{PowerField, PowerSource};
 use crate::sampler::{Clock, Event, spawn_power};
 
 /// The driver package named in fixes: branch 575 supports CUDA 12.9, the CUPTI gpumodel is built for.
-const DRIVER_PACKAGE: &str = "sudo apt install nvidia-driver-575 (or your distribution's NVIDIA driver 575 or newer)";
+const DRIVER_PACKAGE: &str =
+    "sudo apt install nvidia-driver-575 (or your distribution's NVIDIA driver 575 or newer)";
 
 /// The CUDA version (e.g. 12090) of a CUPTI API version (`cupti_version.h`: 24 = CUDA 12.6, 26 = 12.8,
 /// 27 = 12.9, 28 = 12.9 Update 1; 25 was not released).
@@ -79,7 +80,14 @@ pub fn fix_for(e: &Error) -> Option<String> {
 struct Rows(Vec<Check>);
 
 impl Rows {
-    fn push(&mut self, part: &'static str, id: &'static str, status: Status, found: String, fix: Option<String>) {
+    fn push(
+        &mut self,
+        part: &'static str,
+        id: &'static str,
+        status: Status,
+        found: String,
+        fix: Option<String>,
+    ) {
         self.0.push(Check { part, id, status, found, fix });
     }
     fn ok(&mut self, part: &'static str, id: &'static str, found: String) {
@@ -91,7 +99,13 @@ impl Rows {
     }
     /// A check that could not run because the rows `after` failed: `needs` says what it needs.
     fn not_tried(&mut self, part: &'static str, id: &'static str, needs: &str, after: &str) {
-        self.push(part, id, Status::Missing, format!("not tried: needs {needs}"), Some(format!("see row {after}")));
+        self.push(
+            part,
+            id,
+            Status::Missing,
+            format!("not tried: needs {needs}"),
+            Some(format!("see row {after}")),
+        );
     }
     fn status(&self, id: &str) -> Option<Status> {
         self.0.iter().find(|c| c.id == id).map(|c| c.status)
@@ -159,7 +173,9 @@ pub fn run(probes: &mut dyn Probes, o: &DoctorOptions) -> Result<DoctorReport> {
         cuda.as_ref().ok().map(|c| c.driver_version).or(nvml.as_ref().ok().and_then(|n| n.cuda_version));
     match (&cupti, driver_cuda) {
         (Ok(c), Some(v)) => cupti_driver_row(&mut rows, c, v),
-        (Ok(_), None) => rows.not_tried("counters", "cupti_driver", "the CUDA driver's version", "cuda_driver"),
+        (Ok(_), None) => {
+            rows.not_tried("counters", "cupti_driver", "the CUDA driver's version", "cuda_driver")
+        }
         (Err(_), _) => rows.not_tried("counters", "cupti_driver", "CUPTI", "cupti"),
     }
     let can_profile = rows.is_ok("cupti_driver") && rows.is_ok("cuda_driver");
@@ -214,7 +230,12 @@ pub fn run(probes: &mut dyn Probes, o: &DoctorOptions) -> Result<DoctorReport> {
     }
     match chip {
         Some(chip) => inputs_row(&mut rows, &mut facts, &chip),
-        None => rows.not_tried("counters", "model_inputs", "the chip name, which PM sampling reports", "profiling_permission"),
+        None => rows.not_tried(
+            "counters",
+            "model_inputs",
+            "the chip name, which PM sampling reports",
+            "profiling_permission",
+        ),
     }
 
     // 4. Compilation.
@@ -286,7 +307,11 @@ fn driver_rows(rows: &mut Rows, n: &NvmlFacts) {
     );
     let cc = n.compute_capability.map_or("?".into(), |(a, b)| format!("{a}.{b}"));
     let limit = n.power_limit_w.map_or("?".into(), |w| format!("{w:.0} W"));
-    let how = if n.matched_by_pci_bus_id { "matched by PCI bus id" } else { "NVML index = --device (no CUDA driver)" };
+    let how = if n.matched_by_pci_bus_id {
+        "matched by PCI bus id"
+    } else {
+        "NVML index = --device (no CUDA driver)"
+    };
     rows.ok(
         "driver",
         "gpu",
@@ -350,9 +375,13 @@ fn driver_rows(rows: &mut Rows, n: &NvmlFacts) {
         None => rows.ok("driver", "persistence", "persistence mode not reported".into()),
     }
     if !n.notes.is_empty() {
-        rows.push("driver", "nvml_notes", Status::Degraded, n.notes.join("; "), Some(
-            "check that `nvidia-smi -q` can read these for this user".into(),
-        ));
+        rows.push(
+            "driver",
+            "nvml_notes",
+            Status::Degraded,
+            n.notes.join("; "),
+            Some("check that `nvidia-smi -q` can read these for this user".into()),
+        );
     }
 }
 
@@ -386,7 +415,11 @@ fn power_rows(rows: &mut Rows, facts: &mut Facts, probes: &mut dyn Probes, n: &N
         ),
     }
     if n.energy_counter {
-        rows.ok("power", "energy_counter", "total-energy counter readable (nvmlDeviceGetTotalEnergyConsumption)".into());
+        rows.ok(
+            "power",
+            "energy_counter",
+            "total-energy counter readable (nvmlDeviceGetTotalEnergyConsumption)".into(),
+        );
     } else {
         rows.push(
             "power",
@@ -473,7 +506,13 @@ pub fn sampling_stats(t_s: &[f64], watts: &[f64], rate_hz: f64) -> SamplingFacts
         jitter[((jitter.len() as f64 * 0.99).ceil() as usize).clamp(1, jitter.len()) - 1]
     };
     let mean = if watts.is_empty() { f64::NAN } else { watts.iter().sum::<f64>() / watts.len() as f64 };
-    SamplingFacts { requested_hz: rate_hz, achieved_hz, samples: t_s.len(), p99_jitter_ms: p99 * 1e3, mean_power_w: mean }
+    SamplingFacts {
+        requested_hz: rate_hz,
+        achieved_hz,
+        samples: t_s.len(),
+        p99_jitter_ms: p99 * 1e3,
+        mean_power_w: mean,
+    }
 }
 
 fn cupti_driver_row(rows: &mut Rows, c: &CuptiFacts, driver: u32) {
@@ -495,10 +534,8 @@ fn cupti_driver_row(rows: &mut Rows, c: &CuptiFacts, driver: u32) {
         );
         return;
     }
-    let mut fix = format!(
-        "update the NVIDIA driver to {} or newer: {DRIVER_PACKAGE}",
-        driver_branch_for(need)
-    );
+    let mut fix =
+        format!("update the NVIDIA driver to {} or newer: {DRIVER_PACKAGE}", driver_branch_for(need));
     if driver >= 12060 {
         fix.push_str(&format!(
             "; or use the CUPTI of the driver's CUDA: pip install 'nvidia-cuda-cupti-cu12=={}.*'",
@@ -538,7 +575,11 @@ fn inputs_row(rows: &mut Rows, facts: &mut Facts, chip: &str) {
         }
     };
     let has = |kind| -> Vec<String> {
-        map.input_metrics(kind).into_iter().filter(|(_, m)| !m.is_empty()).map(|(i, _)| i.to_string()).collect()
+        map.input_metrics(kind)
+            .into_iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(i, _)| i.to_string())
+            .collect()
     };
     let (pm, range) = (has(MapKind::Pm), has(MapKind::Range));
     // Every PM-sampling group together (`collect --pm-passes all`).
@@ -570,7 +611,10 @@ fn inputs_row(rows: &mut Rows, facts: &mut Facts, chip: &str) {
             "model_inputs",
             Status::Degraded,
             found,
-            Some("use `collect --pm-passes all` or `--kernel-totals` for the inputs one run cannot hold".into()),
+            Some(
+                "use `collect --pm-passes all` or `--kernel-totals` for the inputs one run cannot hold"
+                    .into(),
+            ),
         );
     } else {
         rows.ok("counters", "model_inputs", found);
@@ -607,12 +651,17 @@ fn clock_rows(rows: &mut Rows, n: &NvmlFacts) {
     let mem = c.supported_mem_mhz.iter().max().copied().or(c.max_mem_mhz).unwrap_or(0);
     let gr = c.supported_sm_mhz.iter().max().copied().or(c.max_sm_mhz).unwrap_or(0);
     if c.root {
-        rows.ok("clocks", "clocks_settable", "running as root: application and locked clocks can be set".into());
+        rows.ok(
+            "clocks",
+            "clocks_settable",
+            "running as root: application and locked clocks can be set".into(),
+        );
     } else if c.applications_restricted == Some(false) && c.applications_mhz.is_some() {
         rows.ok(
             "clocks",
             "clocks_settable",
-            "application clocks can be set by every user (not restricted to root); locked clocks need root".into(),
+            "application clocks can be set by every user (not restricted to root); locked clocks need root"
+                .into(),
         );
     } else {
         rows.push(
@@ -639,9 +688,17 @@ struct Needs {
 }
 
 const POWER_HARD: &[&str] = &["nvml", "gpu", "cuda_driver", "power_reading"];
-const POWER_SOFT: &[&str] = &["energy_counter", "sampling", "mig", "persistence", "virtualization", "nvml_notes"];
+const POWER_SOFT: &[&str] =
+    &["energy_counter", "sampling", "mig", "persistence", "virtualization", "nvml_notes"];
 const COUNTERS_HARD: &[&str] = &[
-    "nvml", "gpu", "cuda_driver", "power_reading", "cupti", "cupti_driver", "profiling_permission", "model_inputs",
+    "nvml",
+    "gpu",
+    "cuda_driver",
+    "power_reading",
+    "cupti",
+    "cupti_driver",
+    "profiling_permission",
+    "model_inputs",
 ];
 const KERNEL_TOTALS_HARD: &[&str] = &[
     "nvml",

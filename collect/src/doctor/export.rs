@@ -25,10 +25,18 @@ impl Export for DoctorReport {
         }
         let mut verdict = Section::titled(
             "which gpumodel commands work here",
-            vec![Column::new("command", "command"), Column::new("status", "status"), Column::new("because", "because of")],
+            vec![
+                Column::new("command", "command"),
+                Column::new("status", "status"),
+                Column::new("because", "because of"),
+            ],
         );
         for v in &self.verdict {
-            verdict.push(vec![Cell::text(v.command), Cell::text(v.status.word()), Cell::Text(v.because.join(", "))]);
+            verdict.push(vec![
+                Cell::text(v.command),
+                Cell::text(v.status.word()),
+                Cell::Text(v.because.join(", ")),
+            ]);
         }
         vec![checks, verdict]
     }

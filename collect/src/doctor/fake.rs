@@ -2,8 +2,8 @@
 //! each probe replaceable by a failure (an error constructor, since the collector's error is not `Clone`).
 
 use super::{
-    ClockFacts, CudaFacts, CuptiFacts, KernelFacts, MigState, NvmlDevice, NvmlFacts, NvrtcFacts, PmFacts, Probes,
-    RangeFacts,
+    ClockFacts, CudaFacts, CuptiFacts, KernelFacts, MigState, NvmlDevice, NvmlFacts, NvrtcFacts, PmFacts,
+    Probes, RangeFacts,
 };
 use crate::error::{Error, Result};
 use crate::fake::FakePower;
@@ -38,7 +38,11 @@ impl FakeProbes {
             nvml: Ok(NvmlFacts {
                 driver_version: Some("575.57.08".into()),
                 cuda_version: Some(12090),
-                devices: vec![NvmlDevice { index: 0, name: "Fake GA102".into(), pci_bus_id: Some(bus.clone()) }],
+                devices: vec![NvmlDevice {
+                    index: 0,
+                    name: "Fake GA102".into(),
+                    pci_bus_id: Some(bus.clone()),
+                }],
                 index: 0,
                 matched_by_pci_bus_id: true,
                 name: "Fake GA102".into(),
@@ -65,10 +69,19 @@ impl FakeProbes {
                 notes: Vec::new(),
             }),
             power_w: 120.0,
-            cuda: Ok(CudaFacts { driver_version: 12090, device_count: 1, pci_bus_id: Some("0000:65:00.0".into()) }),
+            cuda: Ok(CudaFacts {
+                driver_version: 12090,
+                device_count: 1,
+                pci_bus_id: Some("0000:65:00.0".into()),
+            }),
             cupti: Ok(CuptiFacts { path: "libcupti.so.12".into(), api_version: 28 }),
             nvrtc: Ok(NvrtcFacts { version: (12, 9) }),
-            kernel: Ok(KernelFacts { kernel: "fp32_fma".into(), arch: "sm_86".into(), compile_ms: 400.0, kernel_ms: 0.5 }),
+            kernel: Ok(KernelFacts {
+                kernel: "fp32_fma".into(),
+                arch: "sm_86".into(),
+                compile_ms: 400.0,
+                kernel_ms: 0.5,
+            }),
             pm: Ok(PmFacts { chip: "GA102".into(), samples: 6, kernel_launched: true }),
             range: Ok(RangeFacts { metric: "smsp__inst_executed.sum".into(), ranges: 1, value: Some(5.0e6) }),
         }

@@ -21,8 +21,8 @@
 //!   (nvml.h, driver 535+) is the instantaneous reading.
 
 mod checks;
-pub mod fake;
 mod export;
+pub mod fake;
 pub mod system;
 #[cfg(test)]
 mod tests;
@@ -268,7 +268,10 @@ impl DoctorOptions {
             )));
         }
         if !(self.sample_seconds.is_finite() && self.sample_seconds > 0.0) {
-            return Err(Error::Invalid(format!("sampling run of {} s: give seconds > 0", self.sample_seconds)));
+            return Err(Error::Invalid(format!(
+                "sampling run of {} s: give seconds > 0",
+                self.sample_seconds
+            )));
         }
         Ok(())
     }

@@ -9,8 +9,8 @@
 //! timing, the PM-sampling start/stop and the Range Profiler run.
 
 use super::{
-    ClockFacts, CudaFacts, CuptiFacts, KernelFacts, MigState, NvmlDevice, NvmlFacts, NvrtcFacts, PmFacts, Probes,
-    RangeFacts,
+    ClockFacts, CudaFacts, CuptiFacts, KernelFacts, MigState, NvmlDevice, NvmlFacts, NvrtcFacts, PmFacts,
+    Probes, RangeFacts,
 };
 use crate::counters::CounterSource;
 use crate::cupti::pm::{CuptiPmCounters, PmOptions};
@@ -86,7 +86,9 @@ impl Probes for SystemProbes {
             Err(_) => (cuda_device, false),
         };
         let mut notes = Vec::new();
-        let count = nvml.device_count().map_err(|e| Error::Nvml { call: "nvmlDeviceGetCount", message: e.to_string() })?;
+        let count = nvml
+            .device_count()
+            .map_err(|e| Error::Nvml { call: "nvmlDeviceGetCount", message: e.to_string() })?;
         let devices = (0..count)
             .filter_map(|i| {
                 let d = nvml.device_by_index(i).ok()?;
@@ -98,25 +100,27 @@ impl Probes for SystemProbes {
             })
             .collect();
         let dev = nvml.device_by_index(index).map_err(|e| Error::NoGpu { index, detail: e.to_string() })?;
-        let name = optional("GPU name", dev.name(), &mut notes).unwrap_or_else(|| "unknown NVIDIA GPU".into());
+        let name =
+            optional("GPU name", dev.name(), &mut notes).unwrap_or_else(|| "unknown NVIDIA GPU".into());
         let pci_bus_id = optional("PCI bus id", dev.pci_info(), &mut notes).map(|p| p.bus_id);
         let compute_capability = optional("compute capability", dev.cuda_compute_capability(), &mut notes)
             .map(|c| (c.major as u32, c.minor as u32));
         let mig = optional("MIG mode", dev.mig_mode(), &mut notes)
             .map(|m| MigState { current: m.current == 1, pending: m.pending == 1 });
-        let virtualization = optional("virtualization mode", dev.virtualization_mode(), &mut notes).map(|v| {
-            match v {
-                GpuVirtualizationMode::Bare => "none",
-                GpuVirtualizationMode::PassThrough => "passthrough",
-                GpuVirtualizationMode::Vgpu => "vgpu",
-                GpuVirtualizationMode::HostVgpu => "host_vgpu",
-                GpuVirtualizationMode::HostVsga => "host_vsga",
-            }
-            .to_string()
-        });
+        let virtualization =
+            optional("virtualization mode", dev.virtualization_mode(), &mut notes).map(|v| {
+                match v {
+                    GpuVirtualizationMode::Bare => "none",
+                    GpuVirtualizationMode::PassThrough => "passthrough",
+                    GpuVirtualizationMode::Vgpu => "vgpu",
+                    GpuVirtualizationMode::HostVgpu => "host_vgpu",
+                    GpuVirtualizationMode::HostVsga => "host_vsga",
+                }
+                .to_string()
+            });
         let persistence = optional("persistence mode", dev.is_in_persistent_mode(), &mut notes);
-        let power_limit_w =
-            optional("power limit", dev.power_management_limit(), &mut notes).map(|mw| f64::from(mw) / 1000.0);
+        let power_limit_w = optional("power limit", dev.power_management_limit(), &mut notes)
+            .map(|mw| f64::from(mw) / 1000.0);
         let mut clocks = ClockFacts {
             sm_mhz: optional("SM clock", dev.clock_info(NvmlClock::SM), &mut notes),
             mem_mhz: optional("memory clock", dev.clock_info(NvmlClock::Memory), &mut notes),
@@ -135,14 +139,16 @@ impl Probes for SystemProbes {
         };
         if let Some(top) = clocks.supported_mem_mhz.iter().max() {
             clocks.supported_sm_mhz =
-                optional("supported SM clocks", dev.supported_graphics_clocks(*top), &mut notes).unwrap_or_default();
+                optional("supported SM clocks", dev.supported_graphics_clocks(*top), &mut notes)
+                    .unwrap_or_default();
         }
-        clocks.applications_mhz = optional("application memory clock", dev.applications_clock(NvmlClock::Memory), &mut notes)
-            .zip(optional("application SM clock", dev.applications_clock(NvmlClock::Graphics), &mut notes));
+        clocks.applications_mhz =
+            optional("application memory clock", dev.applications_clock(NvmlClock::Memory), &mut notes).zip(
+                optional("application SM clock", dev.applications_clock(NvmlClock::Graphics), &mut notes),
+            );
         let driver_version = optional("driver version", nvml.sys_driver_version(), &mut notes);
-        let cuda_version =
-            optional("CUDA version", nvml.sys_cuda_driver_version(), &mut notes).and_then(|v| u32::try_from(v).ok());
-        drop(dev);
+        let cuda_version = optional("CUDA version", nvml.sys_cuda_driver_version(), &mut notes)
+            .and_then(|v| u32::try_from(v).ok());
         // The reading the collector would use, probed by the collector's own code.
         let (power_field, power_error, energy_counter) = match NvmlPower::open(nvml.clone(), index) {
             Ok(p) => {
@@ -217,7 +223,12 @@ impl Probes for SystemProbes {
     fn kernel(&mut self, cuda_device: u32) -> Result<KernelFacts> {
         let k = self.tiny_kernel(cuda_device)?;
         let kernel_ms = k.timed_ms()?;
-        Ok(KernelFacts { kernel: KERNEL.into(), arch: k.arch.to_string(), compile_ms: k.compile_ms, kernel_ms })
+        Ok(KernelFacts {
+            kernel: KERNEL.into(),
+            arch: k.arch.to_string(),
+            compile_ms: k.compile_ms,
+            kernel_ms,
+        })
     }
 
     fn pm_sampling(&mut self, cuda_device: u32, rate_hz: f64) -> Result<PmFacts> {
@@ -287,12 +298,13 @@ impl TinyKernel {
     fn open(device: u32) -> Result<TinyKernel> {
         crate::nvrtc::ensure_loaded()?;
         init_cuda()?;
-        let ordinal =
-            i32::try_from(device).map_err(|_| Error::NoGpu { index: device, detail: "not a CUDA ordinal".into() })?;
+        let ordinal = i32::try_from(device)
+            .map_err(|_| Error::NoGpu { index: device, detail: "not a CUDA ordinal".into() })?;
         let dev = cudarc::driver::result::device::get(ordinal)
             .map_err(|e| Error::NoGpu { index: device, detail: format!("cuDeviceGet: {e:?}") })?;
         // SAFETY: dev from cuDeviceGet; released in Drop (also on the error paths below, through `this`).
-        let ctx = unsafe { cudarc::driver::result::primary_ctx::retain(dev) }.map_err(cuda("cuDevicePrimaryCtxRetain"))?;
+        let ctx = unsafe { cudarc::driver::result::primary_ctx::retain(dev) }
+            .map_err(cuda("cuDevicePrimaryCtxRetain"))?;
         let mut this = TinyKernel {
             dev,
             module: std::ptr::null_mut(),
@@ -308,17 +320,24 @@ impl TinyKernel {
         // SAFETY: valid device and attributes.
         let (major, minor) = unsafe {
             (
-                cudarc::driver::result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-                    .map_err(cuda("cuDeviceGetAttribute"))?,
-                cudarc::driver::result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-                    .map_err(cuda("cuDeviceGetAttribute"))?,
+                cudarc::driver::result::device::get_attribute(
+                    dev,
+                    A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                )
+                .map_err(cuda("cuDeviceGetAttribute"))?,
+                cudarc::driver::result::device::get_attribute(
+                    dev,
+                    A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                )
+                .map_err(cuda("cuDeviceGetAttribute"))?,
             )
         };
         this.arch = crate::nvrtc::arch_for_capability(major as u32, minor as u32)?;
         let t0 = Instant::now();
         let ptx = crate::nvrtc::compile_ptx("suite", crate::suite::SOURCE, this.arch)?;
         this.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let ptx = CString::new(ptx).map_err(|_| Error::Invalid("NVRTC returned PTX with a NUL byte".into()))?;
+        let ptx =
+            CString::new(ptx).map_err(|_| Error::Invalid("NVRTC returned PTX with a NUL byte".into()))?;
         // SAFETY: a NUL-terminated PTX image; the module is unloaded in Drop.
         this.module = unsafe { cudarc::driver::result::module::load_data(ptx.as_ptr().cast()) }
             .map_err(cuda("cuModuleLoadData"))?;

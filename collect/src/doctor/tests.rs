@@ -102,7 +102,11 @@ fn mig_mode_is_degraded_with_the_command_that_turns_it_off() {
     let c = check(&r, "mig");
     assert_eq!(c.status, Status::Degraded);
     assert!(c.found.contains("NaN") && c.found.contains("whole board"), "{}", c.found);
-    assert!(c.fix.as_deref().unwrap().starts_with("sudo nvidia-smi -i 00000000:65:00.0 -mig 0"), "{:?}", c.fix);
+    assert!(
+        c.fix.as_deref().unwrap().starts_with("sudo nvidia-smi -i 00000000:65:00.0 -mig 0"),
+        "{:?}",
+        c.fix
+    );
     assert_eq!(verdict(&r, "collect"), Status::Degraded);
     assert!(r.verdict.iter().find(|v| v.command == "collect").unwrap().because.contains(&"mig"));
 }
@@ -146,7 +150,14 @@ fn without_a_driver_every_gpu_row_is_missing_and_the_gpu_free_commands_still_wor
     let c = check(&r, "nvml");
     assert_eq!(c.status, Status::Missing);
     assert!(c.fix.as_deref().unwrap().contains("nvidia-smi"), "{:?}", c.fix);
-    for id in ["cuda_driver", "power_reading", "sampling", "cupti_driver", "profiling_permission", "clocks_settable"] {
+    for id in [
+        "cuda_driver",
+        "power_reading",
+        "sampling",
+        "cupti_driver",
+        "profiling_permission",
+        "clocks_settable",
+    ] {
         assert_eq!(check(&r, id).status, Status::Missing, "{id}");
     }
     assert_eq!(verdict(&r, "import, train, predict, validate, split, cluster, report"), Status::Ok);
@@ -242,7 +253,9 @@ fn the_table_shows_every_row_and_the_verdict_and_json_carries_the_facts() {
     p.pm = Err(|| Error::InsufficientPrivileges);
     let r = run(&mut p, &opts()).unwrap();
     let table = render(&r, Format::Table).unwrap();
-    assert!(table.contains("profiling_permission") && table.contains("NVreg_RestrictProfilingToAdminUsers=0"));
+    assert!(
+        table.contains("profiling_permission") && table.contains("NVreg_RestrictProfilingToAdminUsers=0")
+    );
     assert!(table.contains("which gpumodel commands work here") && table.contains("not ready"), "{table}");
     let json: serde_json::Value = serde_json::from_str(&render(&r, Format::Json).unwrap()).unwrap();
     assert_eq!(json["command"], "doctor");

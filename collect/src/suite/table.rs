@@ -34,7 +34,8 @@ const LEADING: &[&str] = &[
 
 /// The table's header.
 pub fn suite_header() -> Vec<String> {
-    LEADING.iter()
+    LEADING
+        .iter()
         .copied()
         .chain(MODEL_INPUTS.iter().map(|(n, _)| *n))
         .chain(EXTRA_RATES.iter().copied())
