@@ -21,6 +21,7 @@
 pub mod calibrate;
 pub mod counters;
 pub mod cupti;
+pub mod doctor;
 pub mod error;
 pub mod fake;
 pub mod kernels;

@@ -15,8 +15,8 @@ use gpumodel_models::counters::{CounterMap, MapKind};
 use gpumodel_models::profile::CANONICAL_COUNTERS;
 
 /// The test harness runs tests on parallel threads, and CUPTI's profiler host API keeps process-wide
-/// state: concurrent host sessions failed intermittently with CUPTI_ERROR_UNKNOWN. `gpumodel` itself uses
-/// one session at a time, so the tests take turns too.
+/// state: concurrent host objects failed intermittently with CUPTI_ERROR_UNKNOWN. `gpumodel` itself uses
+/// one host object at a time, so the tests take turns too.
 static HOST_API: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The libraries are loaded and this test holds the host API; `None` means skip (libraries absent and not
@@ -184,7 +184,7 @@ fn a_metric_missing_on_the_chip_is_named() {
     let Some(_host) = libs_or_skip() else {
         return;
     };
-    // Per-opcode counts do not exist for PM sampling on GH100 (DESIGN.md).
+    // Per-opcode counts do not exist for PM sampling on GH100 (CUPTI 12.9's PM_SAMPLING metric database).
     let mut host = HostProfiler::new("GH100", ProfilerKind::PmSampling, None).unwrap();
     let e = host.add_metrics(&["smsp__inst_executed_op_global_ld.sum"]).unwrap_err().to_string();
     assert!(

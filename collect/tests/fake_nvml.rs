@@ -33,7 +33,7 @@ fn instant_power_energy_clocks_and_pci_ids_come_through_the_real_code() {
     let mut p = NvmlPower::open(nvml, 1).unwrap();
     let info = p.info();
     assert_eq!(info.gpu, "Fake NVIDIA GPU 1");
-    assert_eq!(info.driver.as_deref(), Some("550.54.15"));
+    assert_eq!(info.driver.as_deref(), Some("575.57.08"));
     assert_eq!(info.compute_capability, Some((8, 6)));
     assert_eq!(info.field, PowerField::Instant);
     assert!(info.energy_counter);

@@ -167,7 +167,7 @@ pub(crate) fn open_suite_device(gpu: &GpuArgs) -> anyhow::Result<Box<dyn suite::
     suite::cuda::check_driver(gpu.device)?;
     let pm = pm_options(gpu)?;
     // PM sampling is opened by the device after its CUDA context exists (NVIDIA's pm_sampling sample
-    // creates the context first; issue 16 item 5).
+    // creates the context first).
     let open_counters = move || -> Result<suite::cuda::SuiteCounters, gpumodel_collect::Error> {
         let source = CuptiPmCounters::open(&pm)?;
         let map = CounterMap::builtin(source.chip()).map_err(gpumodel_collect::Error::from)?;

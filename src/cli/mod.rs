@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod collect;
 pub mod counters;
 pub mod dataset;
+pub mod doctor;
 pub mod gpu;
 pub mod import;
 pub mod merge;
@@ -44,6 +45,9 @@ pub enum Command {
     Cluster(cluster::Args),
     /// Best CPU/GPU work split for time, energy or E^a·D^b.
     Split(split::Args),
+    /// Check that this machine's GPU, driver, counters and compiler work for gpumodel, with the fix for each
+    /// part that does not.
+    Doctor(doctor::Args),
     /// Run a CUDA program and sample NVML power and CUPTI counters.
     Collect(collect::Args),
     /// Which CUPTI metrics feed the ten model inputs on a chip.
@@ -67,6 +71,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Validate(a) => validate::run(a),
         Command::Cluster(a) => cluster::run(a),
         Command::Split(a) => split::run(a),
+        Command::Doctor(a) => doctor::run(a),
         Command::Collect(a) => collect::run(a),
         Command::Counters(a) => counters::run(a),
         Command::Calibrate(a) => calibrate::run(a),

@@ -221,7 +221,7 @@ pub fn load_cupti() -> Result<CuptiLibs> {
 mod tests {
     use super::*;
 
-    /// Issue 16 item 7: CUPTI 13 (API 130001…) and pre-PM-sampling CUPTIs are refused with the CUPTI
+    /// CUPTI 13 (API 130001…) and pre-PM-sampling CUPTIs are refused with the CUPTI
     /// needed; 12.6 to 12.9 pass.
     #[test]
     fn cupti_versions_outside_12_6_to_12_9_are_refused_with_the_version_needed() {

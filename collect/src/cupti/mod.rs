@@ -5,3 +5,5 @@ pub mod check;
 pub mod host;
 pub mod loader;
 pub mod pm;
+pub mod pm_timing;
+pub mod range;

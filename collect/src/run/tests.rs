@@ -22,7 +22,7 @@ fn opts(dir: &Path, program: &[&str]) -> RunOptions {
     }
 }
 
-/// Issue 16 item 2: samples the counter source lost (a full KEEP_OLDEST buffer) are counted and end
+/// Samples the counter source lost (a full KEEP_OLDEST buffer) are counted and end
 /// up in the sidecar's warnings, read back from disk.
 #[test]
 fn lost_counter_samples_are_counted_and_reported_in_the_sidecar() {
@@ -326,7 +326,7 @@ fn power_event(t_s: f64, w: f64) -> crate::sampler::Event {
 }
 
 /// A loaded host can starve the sampler through a short idle window: the idle phase waits for its
-/// first sample (bounded) instead of reporting no idle power (the flaky "idle power -" of session 7).
+/// first sample (bounded) instead of reporting no idle power (an "idle power -" that came and went with the load).
 #[test]
 fn idle_phase_waits_for_its_first_power_sample_beyond_a_short_window() {
     let (tx, rx) = std::sync::mpsc::channel();

@@ -17,7 +17,7 @@ pub const EXTRA_RATES: &[&str] =
     &["inst_fp_32", "inst_fp_64", "inst_integer", "inst_special", "dram_read_bytes", "dram_write_bytes"];
 
 /// Leading columns, before the model inputs and the extra rates.
-const LEAD: &[&str] = &[
+const LEADING: &[&str] = &[
     "kernel",
     "pattern",
     "clocks",
@@ -34,7 +34,8 @@ const LEAD: &[&str] = &[
 
 /// The table's header.
 pub fn suite_header() -> Vec<String> {
-    LEAD.iter()
+    LEADING
+        .iter()
         .copied()
         .chain(MODEL_INPUTS.iter().map(|(n, _)| *n))
         .chain(EXTRA_RATES.iter().copied())

@@ -12,6 +12,11 @@
  *   4 NO_DRIVER      nvmlInit_v2 answers DRIVER_NOT_LOADED
  *   5 NO_POWER       neither power reading is supported
  *   6 OLD_LIBRARY    exports no nvmlInit_v2 (a library older than the functions nvml-wrapper binds)
+ *   7 MIG            as FULL, with MIG mode on (current and pending)
+ *   8 OLD_DRIVER     as FULL on driver 550.54.15, whose CUDA version is 12.4
+ * Scenario 1 also has persistence mode off. For `gpumodel doctor`, every scenario answers the driver's
+ * CUDA version, MIG, virtualization and persistence modes, the power limit, the maximum, supported and
+ * application clocks, and whether setting application clocks is restricted to root (it is).
  * Two devices: index 0 on bus 00000000:17:00.0, index 1 on bus 00000000:65:00.0.
  */
 #include <string.h>
@@ -62,7 +67,7 @@ const char *nvmlErrorString(nvmlReturn_t r) { return r == 0 ? "Success" : "Fake 
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int n) {
     if (!v || n < 8) return NVML_ERROR_INVALID_ARGUMENT;
-    snprintf(v, n, "%s", "550.54.15");
+    snprintf(v, n, "%s", SCENARIO == 8 ? "550.54.15" : "575.57.08");
     return NVML_SUCCESS;
 }
 
@@ -145,5 +150,58 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned int *mhz)
     if (SCENARIO == 1 && type == NVML_CLOCK_MEM) return NVML_ERROR_NOT_SUPPORTED;
     if (SCENARIO == 3 && ++d->clock_calls > 2) return NVML_ERROR_NO_PERMISSION;
     *mhz = type == NVML_CLOCK_SM ? 1410u : (type == NVML_CLOCK_MEM ? 1215u : 0u);
+    return NVML_SUCCESS;
+}
+
+/* What `gpumodel doctor` asks besides. */
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { *v = SCENARIO == 8 ? 12040 : 12090; return NVML_SUCCESS; }
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    *current = *pending = SCENARIO == 7 ? 1u : 0u; /* NVML_DEVICE_MIG_ENABLE / DISABLE */
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t d, int *mode) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    *mode = 0; /* NVML_GPU_VIRTUALIZATION_MODE_NONE */
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int *mode) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    *mode = SCENARIO == 1 ? 0 : 1; /* NVML_FEATURE_DISABLED / ENABLED */
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned int *mw) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    *mw = 300000u;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned int *mhz) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    *mhz = type == NVML_CLOCK_MEM ? 7251u : 1740u;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t d, int type, unsigned int *mhz) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    *mhz = type == NVML_CLOCK_MEM ? 7251u : 1410u;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t d, unsigned int *count, unsigned int *mhz) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (*count < 2) { *count = 2; return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */ }
+    *count = 2; mhz[0] = 7251u; mhz[1] = 405u;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t d, unsigned int mem, unsigned int *count, unsigned int *mhz) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (mem != 7251u) return NVML_ERROR_NOT_FOUND;
+    if (*count < 3) { *count = 3; return 7; }
+    *count = 3; mhz[0] = 1740u; mhz[1] = 1410u; mhz[2] = 210u;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetAPIRestriction(nvmlDevice_t d, int api, int *restricted) {
+    if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
+    (void)api;
+    *restricted = 1; /* NVML_FEATURE_ENABLED: root only */
     return NVML_SUCCESS;
 }
