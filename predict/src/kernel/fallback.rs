@@ -165,6 +165,28 @@ fn roofline_s(k: &KernelProfile, arch: &ArchProfile, clocks: Clocks) -> Option<(
     Some((longest + fill, t, fill))
 }
 
+/// Whether the profile covers any memory level or pipe the roofline reads.
+pub fn covers_anything(k: &KernelProfile) -> bool {
+    let arch_free = [
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "dram_bytes",
+        "l2_read_transactions",
+        "l2_write_transactions",
+        "l2_bytes",
+        "shared_wavefronts",
+        "shared_load",
+        "inst_fp_32",
+        "inst_fp_64",
+        "inst_fp_16",
+        "inst_integer",
+        "inst_special",
+        "inst_tensor",
+        "inst_executed",
+    ];
+    arch_free.iter().any(|n| c(k, n).is_some())
+}
+
 /// What the pipeline model needed that `k` lacks (for the report).
 pub fn lacked(k: &KernelProfile) -> Vec<String> {
     let mut out = Vec::new();
