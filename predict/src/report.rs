@@ -357,6 +357,12 @@ impl Export for RooflineReport {
             ),
             None => "no measured time on this GPU: the plain roofline".into(),
         };
+        if r.gpu_assumed {
+            out.push(format!(
+                "note        the export does not name its GPU: its measured time is taken as measured on {}",
+                self.arch
+            ));
+        }
         out.push(format!("time        {:.4} ms ({anchor})", r.time_s * 1e3));
         if let Some(e) = r.expected_error_pct {
             out.push(format!(

@@ -111,6 +111,8 @@ pub struct Roofline {
     pub anchor: Option<(f64, Clocks)>,
     /// What the pipeline timing model needed that the profile lacks.
     pub lacked: Vec<String>,
+    /// The profile does not name its GPU: its measured time is taken as measured on this one.
+    pub gpu_assumed: bool,
     /// Expected error (MAPE %) measured on NV-DVFS for this kind of prediction (anchored or not): the
     /// median over the GPUs measured.
     pub expected_error_pct: Option<f64>,
@@ -269,6 +271,7 @@ pub fn predict_roofline(k: &KernelProfile, arch: &ArchProfile, clocks: Clocks) -
         fill_s: fill,
         anchor: anchor.map(|(m, at, _)| (m, at)),
         lacked: lacked(k),
+        gpu_assumed: anchor.is_some() && k.arch.is_none(),
         expected_error_pct,
     })
 }
