@@ -54,7 +54,7 @@ impl Format {
         let first = first.trim();
         if first.parse::<u32>().is_ok() {
             Some(Format::Guerreiro)
-        } else if first.contains("appName") && first.contains("coreF") && first.contains("memF") {
+        } else if first.contains("appName") && (first.contains("coreF") || first.contains("power/W")) {
             Some(Format::Nvdvfs)
         } else if first.contains(',') {
             Some(Format::Table)

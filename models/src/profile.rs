@@ -36,6 +36,11 @@ pub const CANONICAL_COUNTERS: &[(&str, &str)] = &[
     ("dram_write_bytes", "bytes written to DRAM"),
     ("l2_read_transactions", "32-byte L2 read transactions"),
     ("l2_write_transactions", "32-byte L2 write transactions"),
+];
+
+/// Further counters that profiler exports carry and the roofline fallback reads (not model inputs, not
+/// in the per-chip CUPTI maps): accepted in kernel profiles beside [`CANONICAL_COUNTERS`].
+pub const EXPORT_COUNTERS: &[(&str, &str)] = &[
     ("inst_fp_16", "FP16 warp instructions"),
     ("inst_tensor", "tensor-pipe warp instructions (HMMA, IMMA, DMMA)"),
     ("shared_wavefronts", "shared-memory data-pipe wavefronts (nvprof: shared load + store transactions)"),
@@ -168,8 +173,8 @@ impl KernelProfile {
             )));
         }
         for (k, v) in &self.counters {
-            if !CANONICAL_COUNTERS.iter().any(|(c, _)| c == k) {
-                let known: Vec<&str> = CANONICAL_COUNTERS.iter().map(|(c, _)| *c).collect();
+            if !CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).any(|(c, _)| c == k) {
+                let known: Vec<&str> = CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c).collect();
                 return Err(Error::Invalid(format!(
                     "{source}: unknown counter '{k}' (known: {})",
                     known.join(", ")

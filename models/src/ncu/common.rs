@@ -2,7 +2,7 @@
 //! names, the per-kernel table and the injection library's rows.
 
 use crate::error::{Error, Result};
-use crate::profile::{CANONICAL_COUNTERS, KernelProfile, Launch, MODEL_INPUTS, Measured};
+use crate::profile::{CANONICAL_COUNTERS, EXPORT_COUNTERS, KernelProfile, Launch, MODEL_INPUTS, Measured};
 use crate::table::{GROUP_COLUMN, Table};
 use ndarray::Array2;
 use std::collections::{BTreeMap, BTreeSet};
@@ -172,16 +172,17 @@ pub fn profile_file_name(index: usize, kernel_name: &str) -> String {
 /// model inputs as totals, and — when the time is known — as rates (`<input>_per_s`).
 pub fn kernels_table(kernels: &[ImportedKernel], source: &str) -> Table {
     let mut columns: Vec<String> = vec!["time_s".into()];
-    columns.extend(CANONICAL_COUNTERS.iter().map(|(c, _)| c.to_string()));
+    let counters: Vec<&str> = CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c).collect();
+    columns.extend(counters.iter().map(|c| c.to_string()));
     columns.extend(MODEL_INPUTS.iter().map(|(i, _)| i.to_string()));
     columns.extend(MODEL_INPUTS.iter().map(|(i, _)| format!("{i}_per_s")));
     let mut data = Array2::from_elem((kernels.len(), columns.len()), f64::NAN);
     for (r, k) in kernels.iter().enumerate() {
         data[[r, 0]] = k.time_s.unwrap_or(f64::NAN);
-        for (j, (c, _)) in CANONICAL_COUNTERS.iter().enumerate() {
+        for (j, c) in counters.iter().enumerate() {
             data[[r, 1 + j]] = k.counters.get(*c).copied().unwrap_or(f64::NAN);
         }
-        let base = 1 + CANONICAL_COUNTERS.len();
+        let base = 1 + counters.len();
         for (j, (_, parts)) in MODEL_INPUTS.iter().enumerate() {
             let total: f64 = parts.iter().map(|p| k.counters.get(*p).copied().unwrap_or(f64::NAN)).sum();
             data[[r, base + j]] = total;

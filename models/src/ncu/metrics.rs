@@ -166,7 +166,7 @@ pub fn from_nvprof(m: &BTreeMap<String, f64>, cc: Option<Capability>) -> Result<
     let cc = cc.unwrap_or(Capability { major: 6, minor: 1 });
     let mut r = Reader { m, out: Mapped::default() };
     // Events with the canonical names (the paper's Fermi events; `gld_request`, `shared_load`, …).
-    for (c, _) in crate::profile::CANONICAL_COUNTERS {
+    for (c, _) in crate::profile::CANONICAL_COUNTERS.iter().chain(crate::profile::EXPORT_COUNTERS) {
         if let Some(v) = r.get(c) {
             let v = if THREAD_LEVEL.contains(c) { v / WARP } else { v };
             r.put(c, Some(v));

@@ -4,15 +4,17 @@
 use super::common::{count_scale, value};
 use super::*;
 use crate::profile::Launch;
-mod tests {
+use std::collections::BTreeMap;
 
 #[test]
 fn profile_file_names_are_portable_and_numbered() {
+    assert_eq!(profile_file_name(0, "void f<int, 2>(float*, int)"), "f-001.json");
+    assert_eq!(profile_file_name(1, "void ns::k2<float>(float*)"), "k2-002.json");
+    assert_eq!(profile_file_name(41, &"k".repeat(100)), format!("{}-042.json", "k".repeat(60)));
     assert_eq!(
-        profile_file_name(0, "void f<int, 2>(float*, int)"),
-        "001-void_f_int__2__float___int_.json"
+        short_kernel_name("void matrixMulCUDA<int=32>(float*, float*, float*, int, int)"),
+        "matrixMulCUDA"
     );
-    assert_eq!(profile_file_name(41, &"k".repeat(100)), format!("042-{}.json", "k".repeat(60)));
 }
 
 // Shape of `ncu --csv --page raw` (Nsight Compute 2023+): header, units row, one row per launch.
@@ -24,7 +26,7 @@ const NCU: &str = r#"==PROF== Connected to process 1234
 
 #[test]
 fn ncu_raw_csv_becomes_a_profile() {
-    let k = read_ncu(NCU, "t.csv").unwrap();
+    let k = read_ncu(NCU, "t.csv").unwrap().0;
     assert_eq!(k.len(), 1);
     let p = k[0].to_profile("t.csv", None).unwrap();
     assert_eq!(p.launch.grid, [4096, 1, 1]);
@@ -55,13 +57,13 @@ const NVPROF: &str = r#"==1234== NVPROF is profiling process 1234, command: ./k
 
 #[test]
 fn nvprof_events_map_to_canonical_counters() {
-    let (k, ignored) = read_nvprof(NVPROF, "n.csv").unwrap();
+    let (k, used) = read_nvprof(NVPROF, "n.csv").unwrap();
     assert_eq!(k.len(), 1);
     assert_eq!(k[0].counters.get("gld_request"), Some(&110.0));
     assert_eq!(k[0].counters.get("divergent_branch"), Some(&4.0));
-    assert_eq!(ignored, ["warps_launched"]);
-    let e = k[0].to_profile("n.csv", None).unwrap_err().to_string();
-    assert!(e.contains("no launch configuration"), "{e}");
+    assert_eq!(used.dropped.iter().collect::<Vec<_>>(), ["warps_launched"]);
+    // Without a shape the profile has an unknown launch (the roofline fallback reads it).
+    assert!(!k[0].to_profile("n.csv", None).unwrap().launch.is_known());
     let launch =
         Launch { grid: [10, 1, 1], block: [128, 1, 1], registers_per_thread: 0, shared_mem_per_block: 0 };
     assert_eq!(k[0].to_profile("n.csv", Some(launch)).unwrap().launch.blocks(), 10);
@@ -79,8 +81,8 @@ const NVPROF_THREAD_METRICS: &str = r#"==9== Metric result:
 /// nvprof counts conversions and FP64 per thread; the canonical counters are warp instructions.
 #[test]
 fn nvprof_thread_level_metrics_become_warp_instructions() {
-    let (k, ignored) = read_nvprof(NVPROF_THREAD_METRICS, "n.csv").unwrap();
-    assert!(ignored.is_empty(), "{ignored:?}");
+    let (k, used) = read_nvprof(NVPROF_THREAD_METRICS, "n.csv").unwrap();
+    assert!(used.dropped.is_empty(), "{used:?}");
     assert_eq!(k[0].counters.get("inst_bit_convert"), Some(&100.0));
     assert_eq!(k[0].counters.get("inst_fp_64"), Some(&200.0));
     assert_eq!(k[0].counters.get("inst_executed"), Some(&500.0));
@@ -108,10 +110,10 @@ fn nvprof_reads_each_table_with_its_own_header() {
 ==1== Metric result:\n\
 \"Device\",\"Kernel\",\"Invocations\",\"Metric Name\",\"Metric Description\",\"Min\",\"Max\",\"Avg\"\n\
 \"D (0)\",\"k\",2,\"gst_transactions\",\"Global Store Transactions\",5,9,7\n";
-    let (k, ignored) = read_nvprof(text, "n.csv").unwrap();
+    let (k, used) = read_nvprof(text, "n.csv").unwrap();
     assert_eq!(k[0].counters.get("gld_request"), Some(&20.0));
     assert_eq!(k[0].counters.get("global_store_transaction"), Some(&7.0));
-    assert!(ignored.is_empty(), "{ignored:?}");
+    assert!(used.dropped.is_empty(), "{used:?}");
 }
 
 // HAND-WRITTEN (not a capture): the long layout of an older `ncu --csv` export (the details page, one
@@ -130,7 +132,7 @@ const NCU_LONG_OLD: &str = "==PROF== Disconnected from process 99\n\
 
 #[test]
 fn old_ncu_long_layout_takes_the_shape_from_launch_metrics() {
-    let k = read_ncu(NCU_LONG_OLD, "old.csv").unwrap();
+    let k = read_ncu(NCU_LONG_OLD, "old.csv").unwrap().0;
     assert_eq!(k.len(), 2);
     let p = k[0].to_profile("old.csv", None).unwrap();
     assert_eq!(p.name, "k1(float*)");
@@ -143,13 +145,14 @@ fn old_ncu_long_layout_takes_the_shape_from_launch_metrics() {
     assert_eq!(q.counter("inst_executed"), Some(640.0));
 }
 
-/// Without any shape the error names ncu's own remedy, not nvprof's.
+/// Without any shape the hint names ncu's own remedy, not nvprof's.
 #[test]
 fn ncu_without_a_shape_says_what_to_profile_again() {
     let no_shape: String =
         NCU_LONG_OLD.lines().filter(|l| !l.contains("launch__")).collect::<Vec<_>>().join("\n");
-    let k = read_ncu(&no_shape, "old.csv").unwrap();
-    let e = k[0].to_profile("old.csv", None).unwrap_err().to_string();
+    let k = read_ncu(&no_shape, "old.csv").unwrap().0;
+    assert!(!k[0].to_profile("old.csv", None).unwrap().launch.is_known());
+    let e = k[0].origin.missing_launch_hint();
     assert!(e.contains("launch__grid_size") && e.contains("--grid"), "{e}");
     assert!(!e.contains("nvprof"), "{e}");
 }
@@ -199,18 +202,52 @@ fn a_kernel_missing_from_the_gpu_trace_is_noted() {
         launch: None,
         time_s: None,
         counters: BTreeMap::new(),
+        code: BTreeMap::new(),
+        device: None,
+        core_mhz: None,
     }];
     let notes = join_gpu_trace(&mut k, &trace);
     assert!(notes[0].contains("not in the gpu trace"), "{notes:?}");
-    let e = k[0].to_profile("n.csv", None).unwrap_err().to_string();
-    assert!(e.contains("--gpu-trace"), "{e}");
+    assert!(k[0].launch.is_none() && k[0].origin.missing_launch_hint().contains("--gpu-trace"));
 }
 
 #[test]
 fn table_has_inputs_and_rates() {
-    let k = read_ncu(NCU, "t.csv").unwrap();
+    let k = read_ncu(NCU, "t.csv").unwrap().0;
     let t = kernels_table(&k, "t.csv");
     assert_eq!(t.column("G_load").unwrap()[0], 197_608.0);
     assert!((t.column("exec_inst_per_s").unwrap()[0] - 1_310_720.0 / 12.5e-6).abs() < 1.0);
     assert!(t.column("T_hits").unwrap()[0].is_nan());
+}
+
+/// nvprof's value spellings: `%` as a fraction, throughputs with binary prefixes, utilization levels.
+#[test]
+fn nvprof_values_with_units_are_read_in_base_units() {
+    assert_eq!(value("100.000000%"), Some(1.0));
+    assert_eq!(value("976.562500KB/s"), Some(1e6));
+    assert_eq!(value("2.000000GB/s"), Some(2.0 * 1024.0 * 1024.0 * 1024.0));
+    assert_eq!(value("0.000000B/s"), Some(0.0));
+    assert_eq!(value("Low (1)"), Some(1.0));
+    assert_eq!(value("1,024"), Some(1024.0));
+    assert_eq!(value("n/a"), None);
+}
+
+/// Kepler's texture cache is separate (all its transactions are texture); from Maxwell on, the unified
+/// cache's transactions include the global loads.
+#[test]
+fn texture_queries_follow_the_capability() {
+    use super::metrics::{Capability, from_nvprof};
+    let m: BTreeMap<String, f64> =
+        [("tex_cache_transactions", 500.0), ("gld_transactions", 200.0), ("tex_cache_hit_rate", 0.5)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    let kepler = from_nvprof(&m, Some(Capability { major: 3, minor: 5 })).unwrap();
+    let pascal = from_nvprof(&m, Some(Capability { major: 6, minor: 1 })).unwrap();
+    assert_eq!(kepler.counters["tex0_cache_sector_queries"], 500.0);
+    assert_eq!(pascal.counters["tex0_cache_sector_queries"], 300.0);
+    assert_eq!(pascal.counters["tex0_cache_sector_misses"], 150.0);
+    assert_eq!(Capability::of_device("GeForce GTX 980 (0)"), Some(Capability { major: 5, minor: 2 }));
+    assert_eq!(Capability::of_device("Tesla P100-PCIE-16GB (0)"), Some(Capability { major: 6, minor: 0 }));
+    assert_eq!(Capability::of_device("GeForce GTX 1080 Ti (0)"), Some(Capability { major: 6, minor: 1 }));
 }
