@@ -83,8 +83,7 @@ fn nvprof_without_shapes_still_writes_profiles_and_names_the_gpu_trace() {
     let dir = tempfile::tempdir().unwrap();
     let pdir = dir.path().join("p");
     let out = dir.path().join("t.csv");
-    let o =
-        Import::new("nvprof", fixture("nvprof_events_metrics_gtx580.csv")).out(&out).profiles(&pdir).ok();
+    let o = Import::new("nvprof", fixture("nvprof_events_metrics_gtx580.csv")).out(&out).profiles(&pdir).ok();
     let e = stderr(&o);
     assert!(e.contains("--gpu-trace") && e.contains("--print-gpu-trace") && e.contains("roofline"), "{e}");
     assert_eq!(profiles(&pdir).len(), 2);
@@ -104,7 +103,11 @@ fn gpu_trace_with_ncu_is_refused() {
 
 fn real(name: &str) -> std::path::PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/profiles").join(name);
-    assert!(p.exists(), "the real exports are not at {} (../shared/profiles from the repository)", p.display());
+    assert!(
+        p.exists(),
+        "the real exports are not at {} (../shared/profiles from the repository)",
+        p.display()
+    );
     p
 }
 
@@ -225,7 +228,11 @@ fn nvprof_metric(file: &str, kernel_prefix: &str, metric: &str) -> String {
 fn sm61_counters_agree_across_sources_on_each_file() {
     let dir = tempfile::tempdir().unwrap();
     for (m, t, kernel) in [
-        ("nvprof-metrics_gtx1080ti_matrixMul.csv", "nvprof-gputrace_gtx1080ti_matrixMul.csv", "matrixMulCUDA"),
+        (
+            "nvprof-metrics_gtx1080ti_matrixMul.csv",
+            "nvprof-gputrace_gtx1080ti_matrixMul.csv",
+            "matrixMulCUDA",
+        ),
         ("nvprof-metrics_gtx1080ti_reduction.csv", "nvprof-gputrace_gtx1080ti_reduction.csv", "=256"),
     ] {
         let (p, _) = import_real("nvprof", m, Some(t), dir.path());
@@ -240,8 +247,14 @@ fn sm61_counters_agree_across_sources_on_each_file() {
         let implied = c["dram_read_bytes"].as_f64().unwrap() / (gbs * 1024.0 * 1024.0 * 1024.0);
         let traced = p["measured"]["time_s"].as_f64().unwrap();
         assert!((implied / traced - 1.0).abs() < 0.05, "{m}: {implied} s vs {traced} s");
-        let warps = p["launch"]["grid"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).product::<f64>()
-            * (p["launch"]["block"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).product::<f64>() / 32.0);
+        let warps = p["launch"]["grid"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .product::<f64>()
+            * (p["launch"]["block"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).product::<f64>()
+                / 32.0);
         assert_eq!(c["inst_executed"].as_f64().unwrap(), num("inst_per_warp") * warps, "{m}");
         assert_eq!(p["arch"], "gtx1080ti", "the Device column names the GPU");
     }
@@ -274,9 +287,24 @@ fn out_of_range_values_in_real_layouts_are_refused_naming_the_field() {
     let ncu = std::fs::read_to_string(real("ncu-long_a100_conv2d.csv")).unwrap();
     let cases = [
         ("nvprof", mm.replace("0.927360,0.943526,0.935178", "7.0,7.0,7.0"), "achieved_occupancy"),
-        ("nvprof", mm.replace("\"Global Load Transactions\",1024000,1024000,1024000", "\"Global Load Transactions\",1e308,1e308,1e308"), "gld_transactions"),
-        ("ncu", ncu.replace("\"dram__bytes.sum\",\"byte\",\"66,048\"", "\"dram__bytes.sum\",\"byte\",\"1e308\""), "dram__bytes.sum"),
-        ("ncu", ncu.replace("\"Achieved Occupancy\",\"%\",\"3.08\"", "\"Achieved Occupancy\",\"%\",\"700\""), "occupancy"),
+        (
+            "nvprof",
+            mm.replace(
+                "\"Global Load Transactions\",1024000,1024000,1024000",
+                "\"Global Load Transactions\",1e308,1e308,1e308",
+            ),
+            "gld_transactions",
+        ),
+        (
+            "ncu",
+            ncu.replace("\"dram__bytes.sum\",\"byte\",\"66,048\"", "\"dram__bytes.sum\",\"byte\",\"1e308\""),
+            "dram__bytes.sum",
+        ),
+        (
+            "ncu",
+            ncu.replace("\"Achieved Occupancy\",\"%\",\"3.08\"", "\"Achieved Occupancy\",\"%\",\"700\""),
+            "occupancy",
+        ),
     ];
     for (i, (tool, text, field)) in cases.iter().enumerate() {
         assert!(text != &mm && text != &ncu, "case {i}: the mutation must apply");
@@ -311,5 +339,8 @@ fn import_warnings_are_counts_with_verbose_lists() {
 fn import_help_names_the_complete_profile_command_lines() {
     let o = common::gpumodel().args(["import", "--help"]).output().unwrap();
     let h = String::from_utf8_lossy(&o.stdout);
-    assert!(h.contains("ncu --csv --page raw --metrics") && h.contains("nvprof --csv --print-gpu-trace"), "{h}");
+    assert!(
+        h.contains("ncu --csv --page raw --metrics") && h.contains("nvprof --csv --print-gpu-trace"),
+        "{h}"
+    );
 }

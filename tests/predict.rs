@@ -464,9 +464,18 @@ fn a_profile_from_another_gpu_gets_the_note() {
 fn out_of_range_profile_values_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     for (text, field) in [
-        (r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"counters":{"inst_executed":1e308}}"#, "inst_executed"),
-        (r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"code":{"achieved_occupancy":7.0}}"#, "achieved_occupancy"),
-        (r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"code":{"achieved_occupancy":-3.0}}"#, "achieved_occupancy"),
+        (
+            r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"counters":{"inst_executed":1e308}}"#,
+            "inst_executed",
+        ),
+        (
+            r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"code":{"achieved_occupancy":7.0}}"#,
+            "achieved_occupancy",
+        ),
+        (
+            r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"code":{"achieved_occupancy":-3.0}}"#,
+            "achieved_occupancy",
+        ),
     ] {
         let p = write(&dir, "k.json", text);
         let o = gpumodel().args(["predict", "--kernel"]).arg(&p).output().unwrap();

@@ -38,12 +38,14 @@ pub use common::{
     ImportedKernel, MetricUse, Origin, arch_of_device, kernels_table, profile_file_name, read_inject_rows,
     short_kernel_name,
 };
-pub use nvprof::{TraceLaunch, gpu_trace_kernels, is_gpu_trace, join_gpu_trace, read_nvprof, read_nvprof_gpu_trace};
+pub use nvprof::{
+    TraceLaunch, gpu_trace_kernels, is_gpu_trace, join_gpu_trace, read_nvprof, read_nvprof_gpu_trace,
+};
 
-use common::{count_scale, count_u32, dim3, number, read_records, time_scale};
 use crate::counters::{CounterMap, MapKind};
 use crate::error::{Error, Result};
 use crate::profile::Launch;
+use common::{count_scale, count_u32, dim3, number, read_records, time_scale};
 use metrics::Mapped;
 use std::collections::BTreeMap;
 
@@ -282,5 +284,19 @@ const LAUNCH_AND_TIME: &[&str] = &[
 ];
 
 /// ncu's identification columns (not metrics: neither mapped nor dropped).
-const NCU_IDENTITY_COLUMNS: &[&str] =
-    &["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream", "Device", "CC", "Section Name", "Rule Name", "Rule Type", "Rule Description"];
+const NCU_IDENTITY_COLUMNS: &[&str] = &[
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Kernel Time",
+    "Context",
+    "Stream",
+    "Device",
+    "CC",
+    "Section Name",
+    "Rule Name",
+    "Rule Type",
+    "Rule Description",
+];

@@ -174,7 +174,8 @@ impl KernelProfile {
         }
         for (k, v) in &self.counters {
             if !CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).any(|(c, _)| c == k) {
-                let known: Vec<&str> = CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c).collect();
+                let known: Vec<&str> =
+                    CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c).collect();
                 return Err(Error::Invalid(format!(
                     "{source}: unknown counter '{k}' (known: {})",
                     known.join(", ")

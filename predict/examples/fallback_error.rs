@@ -17,7 +17,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "| dataset | kernels | rows | roofline, anchored (MAPE %) | roofline, no measured time | full pipeline model | Wang & Chu general form |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for (dataset, arch) in [("nvdvfs-gtx980", "gtx980"), ("nvdvfs-gtx1080ti", "gtx1080ti"), ("nvdvfs-p100", "p100")] {
+    for (dataset, arch) in
+        [("nvdvfs-gtx980", "gtx980"), ("nvdvfs-gtx1080ti", "gtx1080ti"), ("nvdvfs-p100", "p100")]
+    {
         let t = open(dataset, None, BadRows::Fail, &loc)?.imported.table;
         let e = nvdvfs_error(&t, &ArchProfile::builtin(arch)?)?;
         println!(

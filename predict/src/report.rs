@@ -143,7 +143,10 @@ impl Export for KernelReport {
         let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
         if let Some(m) = &ctx.measured_on {
-            out.push(format!("note        counters measured on another GPU ({m}), predicted on {}", self.arch));
+            out.push(format!(
+                "note        counters measured on another GPU ({m}), predicted on {}",
+                self.arch
+            ));
         }
         out.extend(model_note(ctx, &self.arch));
         out.extend(self.extrapolation.iter().map(|x| format!("extrapol.   {x}")));
@@ -337,7 +340,10 @@ impl Export for RooflineReport {
         let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
         if let Some(m) = &ctx.measured_on {
-            out.push(format!("note        counters measured on another GPU ({m}), predicted on {}", self.arch));
+            out.push(format!(
+                "note        counters measured on another GPU ({m}), predicted on {}",
+                self.arch
+            ));
         }
         out.push(format!(
             "model       roofline fallback: the pipeline timing model needs {}",
@@ -385,8 +391,18 @@ impl Export for RooflineReport {
 
     fn csv_section(&self) -> Option<Section> {
         let r = &self.roofline;
-        let names =
-            ["kernel", "arch", "model", "core_mhz", "mem_mhz", "time_s", "bound", "expected_error_pct", "lacked", "extrapolation"];
+        let names = [
+            "kernel",
+            "arch",
+            "model",
+            "core_mhz",
+            "mem_mhz",
+            "time_s",
+            "bound",
+            "expected_error_pct",
+            "lacked",
+            "extrapolation",
+        ];
         let mut s = Section::new(names.iter().map(|n| Column::new(*n, *n)).collect());
         s.push(vec![
             Cell::text(&self.kernel),

@@ -215,9 +215,11 @@ fn feeds_line(p: &gpumodel_models::profile::KernelProfile, origin: gpumodel_mode
     if lacks.is_empty() {
         "full pipeline timing model".into()
     } else if covers_anything(p) {
-        let shape = if p.launch.is_known() { String::new() } else { format!("; {}", origin.missing_launch_hint()) };
+        let shape =
+            if p.launch.is_known() { String::new() } else { format!("; {}", origin.missing_launch_hint()) };
         format!("roofline fallback (lacks {}){shape}", lacks.join(", "))
     } else {
-        "no counter any model reads: see `gpumodel import --help` for the command lines of a complete profile".into()
+        "no counter any model reads: see `gpumodel import --help` for the command lines of a complete profile"
+            .into()
     }
 }

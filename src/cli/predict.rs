@@ -14,8 +14,8 @@ use gpumodel_models::timing::Clocks;
 use gpumodel_predict::Config;
 use gpumodel_predict::calibration::file::CalibrationFile;
 use gpumodel_predict::examples;
-use gpumodel_predict::kernel::predict_kernel;
 use gpumodel_predict::kernel::fallback;
+use gpumodel_predict::kernel::predict_kernel;
 use gpumodel_predict::report::{CalibrationUse, KernelReport, Provenance, RooflineReport, SweepReport};
 use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps};
 use std::path::{Path, PathBuf};
@@ -206,10 +206,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn extrapolation(arch: &ArchProfile, clocks: Option<Clocks>) -> Vec<String> {
     let Some(c) = clocks else { return Vec::new() };
     let mut out = Vec::new();
-    for (what, v, table) in [
-        ("core", c.core_mhz, &arch.core_clocks_mhz.value),
-        ("memory", c.mem_mhz, &arch.mem_clocks_mhz.value),
-    ] {
+    for (what, v, table) in
+        [("core", c.core_mhz, &arch.core_clocks_mhz.value), ("memory", c.mem_mhz, &arch.mem_clocks_mhz.value)]
+    {
         let lo = table.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = table.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         if v < lo || v > hi {

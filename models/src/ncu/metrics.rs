@@ -78,7 +78,10 @@ impl Capability {
             (&["gtx 680", "gtx 770", "k10"], 3, 0),
             (&["gtx 580", "gtx 480", "c2075", "c2070", "m2090", "c2050"], 2, 0),
         ];
-        TABLE.iter().find(|(names, _, _)| names.iter().any(|p| n.contains(p))).and_then(|(_, a, b)| cc(*a, *b))
+        TABLE
+            .iter()
+            .find(|(names, _, _)| names.iter().any(|p| n.contains(p)))
+            .and_then(|(_, a, b)| cc(*a, *b))
     }
 
     /// Volta and newer: global loads cached in the unified L1 by default, shared wavefronts per width.
@@ -243,7 +246,8 @@ pub fn from_nvprof(m: &BTreeMap<String, f64>, cc: Option<Capability>) -> Result<
 }
 
 /// Canonical counters that nvprof counts per thread (divided by the warp size on import).
-pub const THREAD_LEVEL: &[&str] = &["inst_fp_32", "inst_fp_64", "inst_fp_16", "inst_integer", "inst_bit_convert"];
+pub const THREAD_LEVEL: &[&str] =
+    &["inst_fp_32", "inst_fp_64", "inst_fp_16", "inst_integer", "inst_bit_convert"];
 
 /// ncu metrics beyond the chip's range map (values in base units): each canonical counter from the first
 /// alternative the export has, as the nvprof → ncu comparison table pairs them. `counters` already holds
@@ -252,7 +256,13 @@ pub fn from_ncu(m: &BTreeMap<String, f64>, mapped: &mut Mapped) -> Result<(), Ou
     let mut r = Reader { m, out: std::mem::take(mapped) };
     let thread = 1.0 / WARP;
     r.set("inst_executed", &[(&["sm__inst_executed.sum"], 1.0)]);
-    r.set("gld_request", &[(&["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"], 1.0), (&["sass__inst_executed_global_loads"], 1.0)]);
+    r.set(
+        "gld_request",
+        &[
+            (&["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"], 1.0),
+            (&["sass__inst_executed_global_loads"], 1.0),
+        ],
+    );
     // Global load sectors without the hit/miss split: all counted as L1 misses (sm_70+ caches global
     // loads in L1; without a hit count, the conservative reading).
     if !r.out.counters.contains_key("l1_global_load_hit") {
@@ -263,15 +273,25 @@ pub fn from_ncu(m: &BTreeMap<String, f64>, mapped: &mut Mapped) -> Result<(), Ou
     if !(r.out.counters.contains_key("dram_read_bytes") && r.out.counters.contains_key("dram_write_bytes")) {
         r.set("dram_bytes", &[(&["dram__bytes.sum"], 1.0), (&["dram__sectors.sum"], 32.0)]);
     }
-    r.set("l2_read_transactions", &[
+    r.set(
+        "l2_read_transactions",
+        &[
             (&["lts__t_sectors_op_read.sum", "lts__t_sectors_op_atom.sum", "lts__t_sectors_op_red.sum"], 1.0),
             (&["lts__t_sectors_op_read.sum"], 1.0),
-        ]);
-    r.set("l2_write_transactions", &[
-            (&["lts__t_sectors_op_write.sum", "lts__t_sectors_op_atom.sum", "lts__t_sectors_op_red.sum"], 1.0),
+        ],
+    );
+    r.set(
+        "l2_write_transactions",
+        &[
+            (
+                &["lts__t_sectors_op_write.sum", "lts__t_sectors_op_atom.sum", "lts__t_sectors_op_red.sum"],
+                1.0,
+            ),
             (&["lts__t_sectors_op_write.sum"], 1.0),
-        ]);
-    if !(r.out.counters.contains_key("l2_read_transactions") && r.out.counters.contains_key("l2_write_transactions"))
+        ],
+    );
+    if !(r.out.counters.contains_key("l2_read_transactions")
+        && r.out.counters.contains_key("l2_write_transactions"))
     {
         r.set("l2_bytes", &[(&["lts__t_bytes.sum"], 1.0), (&["lts__t_sectors.sum"], 32.0)]);
     }
@@ -280,10 +300,19 @@ pub fn from_ncu(m: &BTreeMap<String, f64>, mapped: &mut Mapped) -> Result<(), Ou
     r.set("shared_load", &[(&["sass__inst_executed_shared_loads"], 1.0)]);
     r.set("shared_store", &[(&["sass__inst_executed_shared_stores"], 1.0)]);
     r.set("l1_shared_bank_conflict", &[(&["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"], 1.0)]);
-    r.set("shared_wavefronts", &[
+    r.set(
+        "shared_wavefronts",
+        &[
             (&["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"], 1.0),
-            (&["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"], 1.0),
-        ]);
+            (
+                &[
+                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                ],
+                1.0,
+            ),
+        ],
+    );
     // FP instructions from the per-opcode thread counts (FMA, MUL, ADD), when the pipe counts are absent.
     for (counter, prefix) in [("inst_fp_32", "f"), ("inst_fp_64", "d"), ("inst_fp_16", "h")] {
         for unit in ["smsp", "sm"] {
@@ -296,7 +325,10 @@ pub fn from_ncu(m: &BTreeMap<String, f64>, mapped: &mut Mapped) -> Result<(), Ou
             r.put(counter, v);
         }
     }
-    r.set("inst_tensor", &[(&["sm__inst_executed_pipe_tensor.sum"], 1.0), (&["smsp__inst_executed_pipe_tensor.sum"], 1.0)]);
+    r.set(
+        "inst_tensor",
+        &[(&["sm__inst_executed_pipe_tensor.sum"], 1.0), (&["smsp__inst_executed_pipe_tensor.sum"], 1.0)],
+    );
     let occupancy = r.first(&[
         (&["sm__warps_active.avg.pct_of_peak_sustained_active"], 1.0),
         (&["Achieved Occupancy"], 1.0),

@@ -5,9 +5,7 @@
 //! launch), joined by kernel name. Metric values go through [`super::metrics::from_nvprof`] with the
 //! compute capability of the `Device` column.
 
-use super::common::{
-    ImportedKernel, MetricUse, Origin, count_u32, number, read_records, time_scale, value,
-};
+use super::common::{ImportedKernel, MetricUse, Origin, count_u32, number, read_records, time_scale, value};
 use super::metrics::{Capability, from_nvprof};
 use crate::error::{Error, Result};
 use crate::profile::Launch;
@@ -28,11 +26,8 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Met
         });
     }
     // Line numbers in the file of the kept lines, for errors.
-    let kept: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.starts_with("==") && !l.trim().is_empty())
-        .collect();
+    let kept: Vec<(usize, &str)> =
+        text.lines().enumerate().filter(|(_, l)| !l.starts_with("==") && !l.trim().is_empty()).collect();
     let start = kept
         .iter()
         .position(|(_, l)| {
@@ -97,9 +92,8 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Met
     let mut kernels = Vec::new();
     for (name, device, metrics) in order {
         let cc = device.as_deref().and_then(Capability::of_device);
-        let mapped = from_nvprof(&metrics, cc).map_err(|e| {
-            Error::Invalid(format!("{source}: kernel '{name}': {}", e.0))
-        })?;
+        let mapped = from_nvprof(&metrics, cc)
+            .map_err(|e| Error::Invalid(format!("{source}: kernel '{name}': {}", e.0)))?;
         use_.record(metrics.keys(), &mapped.used);
         kernels.push(ImportedKernel {
             origin: Origin::Nvprof,
