@@ -70,7 +70,7 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Met
             column: format!("Avg of {m}"),
             message: format!("'{}' is not a number", crate::table::shown(a)),
         })?;
-        if !v.is_finite() || v < 0.0 || v > crate::profile::MAX_COUNTER_TOTAL {
+        if !(0.0..=crate::profile::MAX_COUNTER_TOTAL).contains(&v) {
             return Err(Error::Parse {
                 file: source.into(),
                 line,
