@@ -161,11 +161,22 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
     }
     // Everything is built before anything is written: a bad kernel leaves no partial set of profiles.
     let mut profiles = Vec::new();
+    let mut feeds = std::collections::BTreeMap::new();
     for (i, k) in kernels.iter().enumerate() {
         let profile = k.to_profile(&source, launch.clone())?;
         let file = profile_file_name(i, &k.name);
-        eprintln!("gpumodel:   {file}: {}", feeds_line(&profile, k.origin));
+        let line = feeds_line(&profile, k.origin);
+        // One line per kernel for a short export (or --verbose); counts per model for a long one.
+        if args.verbose || kernels.len() <= 20 {
+            eprintln!("gpumodel:   {file}: {line}");
+        }
+        *feeds.entry(line.split(" (").next().unwrap_or_default().to_string()).or_insert(0usize) += 1;
         profiles.push((file, serde_json::to_string_pretty(&profile)? + "\n"));
+    }
+    if !(args.verbose || kernels.len() <= 20) {
+        for (model, n) in &feeds {
+            eprintln!("gpumodel:   {n} kernel(s): {model}");
+        }
     }
     if args.profiles.is_none() {
         profiles.clear();
