@@ -338,7 +338,8 @@ fn kernel_profile_reader_never_panics() {
         &std::fs::read_to_string(repo("collect/tests/fixtures/ncu_raw_ga102.csv")).unwrap(),
         "k.csv",
     )
-    .unwrap();
+    .unwrap()
+    .0;
     let json = serde_json::to_string_pretty(&k[0].to_profile("k.csv", None).unwrap()).unwrap();
     harden(
         "kernel profile",

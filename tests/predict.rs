@@ -95,11 +95,21 @@ fn core_clock_sweep_uses_the_arch_clocks() {
     assert!(t[15] < t[0]);
 }
 
+/// A profile the pipeline model cannot read predicts with the roofline, naming what it lacked; one with
+/// nothing any model reads is refused with the metrics to profile, one paste-ready line per profiler.
 #[test]
 fn missing_profile_fields_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let k = write(&dir, "k.toml", &KERNEL.replace("global_store_transaction = 1e4\n", ""));
-    fails_with(&["predict", "--kernel", k.to_str().unwrap()], &["lacks counters.global_store_transaction"]);
+    let o = gpumodel().args(["predict", "--kernel"]).arg(&k).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("roofline fallback") && out.contains("global_store_transaction"), "{out}");
+    let empty = write(&dir, "e.toml", "name = \"k\"\n[launch]\ngrid = [1, 1, 1]\nblock = [32, 1, 1]\n");
+    fails_with(
+        &["predict", "--kernel", empty.to_str().unwrap()],
+        &["no counter any model reads", "ncu --csv --page raw --metrics ", "nvprof --csv --metrics "],
+    );
 }
 
 #[test]
@@ -391,4 +401,86 @@ fn predict_applies_a_residual_gate() {
     assert!((power[0] - power[3]).abs() > 0.01, "the network changes the prediction: {power:?}");
     assert!((power[1] - power[3]).abs() < 1e-6, "trusted nowhere: the physical model, {power:?}");
     assert_eq!(power[2], power[0], "trusted everywhere: the ungated model");
+}
+
+/// A negative clock parses as a number (not as a flag) and is refused as out of range, in one line.
+#[test]
+fn negative_clock_is_refused_as_out_of_range() {
+    let o = gpumodel().args(["predict", "--warps", "32", "--core-mhz", "-500"]).output().unwrap();
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("--core-mhz -500") && e.contains("within"), "{e}");
+    assert!(!e.contains("unexpected argument"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+}
+
+/// Clocks no GPU has are refused naming the flag; a clock outside the architecture's table but physical
+/// is predicted and flagged as extrapolated in every format.
+#[test]
+fn unphysical_clocks_are_refused_and_off_table_clocks_flagged() {
+    fails_with(&["predict", "--warps", "32", "--core-mhz", "99999", "--mem-mhz", "1"], &["--core-mhz 99999"]);
+    let base = ["predict", "--warps", "32", "--arch", "titanx", "--core-mhz", "2000"];
+    let j = json(&base);
+    assert!(j["extrapolation"][0].as_str().unwrap().contains("outside"), "{j}");
+    for (format, needle) in [("table", "extrapol"), ("csv", "extrapolated"), ("markdown", "extrapol")] {
+        let o = gpumodel().args(base).args(["--format", format]).output().unwrap();
+        assert!(o.status.success());
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(needle), "{format}: {out}");
+    }
+    // Within the table: no flag.
+    let j = json(&["predict", "--warps", "32", "--arch", "titanx"]);
+    assert!(j.get("extrapolation").is_none(), "{j}");
+}
+
+/// `predict --help` lists the built-in architecture profiles (every one of them).
+#[test]
+fn arch_help_lists_the_built_in_profiles() {
+    let o = gpumodel().args(["predict", "--help"]).output().unwrap();
+    let h = String::from_utf8_lossy(&o.stdout);
+    for name in gpumodel_models::arch::ArchProfile::builtin_names() {
+        assert!(h.contains(name), "{name} missing from --arch help: {h}");
+    }
+}
+
+/// A profile whose counters come from another GPU than --arch says so, also on the roofline path.
+#[test]
+fn a_profile_from_another_gpu_gets_the_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        &dir,
+        "k.json",
+        r#"{"name":"k","arch":"a100","launch":{"grid":[64,1,1],"block":[64,1,1]},
+            "counters":{"dram_bytes":66048,"l2_bytes":877856},"measured":{"time_s":6.6e-6}}"#,
+    );
+    let o = gpumodel().args(["predict", "--arch", "titanx", "--kernel"]).arg(&p).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains("measured on another GPU (a100)"), "{out}");
+    assert!(out.contains("roofline fallback") && out.contains("no measured time on this GPU"), "{out}");
+}
+
+/// Counters of 1e308 and an occupancy of 7 in a profile are refused with one line naming the field.
+#[test]
+fn out_of_range_profile_values_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, field) in [
+        (
+            r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"counters":{"inst_executed":1e308}}"#,
+            "inst_executed",
+        ),
+        (
+            r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"code":{"achieved_occupancy":7.0}}"#,
+            "achieved_occupancy",
+        ),
+        (
+            r#"{"name":"k","launch":{"grid":[1,1,1],"block":[32,1,1]},"code":{"achieved_occupancy":-3.0}}"#,
+            "achieved_occupancy",
+        ),
+    ] {
+        let p = write(&dir, "k.json", text);
+        let o = gpumodel().args(["predict", "--kernel"]).arg(&p).output().unwrap();
+        assert!(!o.status.success());
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(field) && e.trim().lines().count() == 1, "{e}");
+    }
 }

@@ -54,7 +54,7 @@ impl Format {
         let first = first.trim();
         if first.parse::<u32>().is_ok() {
             Some(Format::Guerreiro)
-        } else if first.contains("appName") && first.contains("power/W") {
+        } else if first.contains("appName") && (first.contains("coreF") || first.contains("power/W")) {
             Some(Format::Nvdvfs)
         } else if first.contains(',') {
             Some(Format::Table)
@@ -337,12 +337,14 @@ fn nvdvfs(bytes: &[u8], source: &str, bad: BadRows) -> Result<Imported> {
     let mut reader = records(bytes, true);
     let header: Vec<String> =
         reader.headers().map_err(|e| csv_error(source, e))?.iter().map(|h| h.trim().to_string()).collect();
-    for required in ["appName", "coreF", "memF", "kernel", "time/ms", "blocks", "power/W"] {
+    // power/W is optional: a file of times alone (no power meter) is still NV-DVFS data for the timing
+    // model; training a power model on it then says the target is missing.
+    for required in ["appName", "coreF", "memF", "kernel", "time/ms", "blocks"] {
         if !header.iter().any(|h| h == required) {
             return Err(Error::Format {
                 file: source.to_string(),
                 message: format!(
-                    "not an NV-DVFS file: the header has no '{required}' column (expected appName, coreF, memF, argNo, kernel, time/ms, blocks, …, power/W)"
+                    "not an NV-DVFS file: the header has no '{required}' column (expected appName, coreF, memF, argNo, kernel, time/ms, blocks, …[, power/W])"
                 ),
             });
         }
@@ -529,6 +531,18 @@ mod tests {
         assert_eq!(t.column("block_x").unwrap()[0], 128.0);
         assert_eq!(t.column("power_w").unwrap()[0], 150.5);
         assert_eq!(t.text_column("kernel_function").unwrap()[0], "k");
+    }
+
+    /// A file without power/W is NV-DVFS data all the same: guessed and imported as such (times only),
+    /// not called "not an NV-DVFS file" nor guessed to be a plain table.
+    #[test]
+    fn nvdvfs_without_power_is_still_nvdvfs() {
+        let src = ",appName,coreF,memF,argNo,kernel,time/ms,blocks,warps\n\
+                   0,app,1600,4000,input00,k,2.0,(10 1 1) (128 1 1),40\n";
+        assert_eq!(Format::guess(src.as_bytes()), Some(Format::Nvdvfs));
+        let t = import_bytes(src.as_bytes(), "n.csv", Format::Nvdvfs, BadRows::Fail).unwrap().table;
+        assert_eq!(t.column("time_s").unwrap()[0], 0.002);
+        assert!(t.column("power_w").is_none());
     }
 
     #[test]

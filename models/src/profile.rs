@@ -38,6 +38,20 @@ pub const CANONICAL_COUNTERS: &[(&str, &str)] = &[
     ("l2_write_transactions", "32-byte L2 write transactions"),
 ];
 
+/// Further counters that profiler exports carry and the roofline fallback reads (not model inputs, not
+/// in the per-chip CUPTI maps): accepted in kernel profiles beside [`CANONICAL_COUNTERS`].
+pub const EXPORT_COUNTERS: &[(&str, &str)] = &[
+    ("inst_fp_16", "FP16 warp instructions"),
+    ("inst_tensor", "tensor-pipe warp instructions (HMMA, IMMA, DMMA)"),
+    ("shared_wavefronts", "shared-memory data-pipe wavefronts (nvprof: shared load + store transactions)"),
+    ("dram_bytes", "bytes read from and written to DRAM, when the export does not split them"),
+    ("l2_bytes", "bytes through L2 (reads, writes, atomics), when the export does not split them"),
+];
+
+/// The largest counter total a launch can have: 10^18 events would take 11 days at 10^12 events per
+/// second. Larger values (1e308, an overflowed sum) are a broken export, refused by [`KernelProfile::check`].
+pub const MAX_COUNTER_TOTAL: f64 = 1e18;
+
 /// The ten model inputs of the paper (Table 5.2), as sums of canonical counters.
 pub const MODEL_INPUTS: &[(&str, &[&str])] = &[
     ("G_load", &["gld_request", "l1_global_load_hit", "l1_global_load_miss"]),
@@ -52,8 +66,9 @@ pub const MODEL_INPUTS: &[(&str, &[&str])] = &[
     ("T_miss", &["tex0_cache_sector_misses"]),
 ];
 
-/// Launch configuration of one kernel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Launch configuration of one kernel. All zeros (the default) means unknown: an export without launch
+/// shapes still gives a profile that the roofline fallback can predict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Launch {
     /// Grid size in blocks (x, y, z).
@@ -77,6 +92,11 @@ impl Launch {
     /// Threads per block.
     pub fn threads_per_block(&self) -> u32 {
         self.block.iter().product()
+    }
+
+    /// Whether the shape is known (not the all-zero default).
+    pub fn is_known(&self) -> bool {
+        *self != Launch::default()
     }
 }
 
@@ -108,6 +128,8 @@ pub struct KernelProfile {
     /// Architecture profile name the counters were measured on, if known.
     #[serde(default)]
     pub arch: Option<String>,
+    /// The launch shape; absent (all zeros) when the source had none.
+    #[serde(default)]
     pub launch: Launch,
     /// Canonical counter totals for one launch.
     #[serde(default)]
@@ -145,22 +167,55 @@ impl KernelProfile {
 
     /// Checks values a user may get wrong: unknown counter names, negative totals, empty launches.
     pub fn check(&self, source: &str) -> Result<()> {
-        if self.launch.blocks() == 0 || self.launch.threads_per_block() == 0 {
+        if self.launch.is_known() && (self.launch.blocks() == 0 || self.launch.threads_per_block() == 0) {
             return Err(Error::Invalid(format!(
-                "{source}: launch.grid and launch.block must be at least 1 in every dimension"
+                "{source}: launch.grid and launch.block must be at least 1 in every dimension (or both absent)"
             )));
         }
         for (k, v) in &self.counters {
-            if !CANONICAL_COUNTERS.iter().any(|(c, _)| c == k) {
-                let known: Vec<&str> = CANONICAL_COUNTERS.iter().map(|(c, _)| *c).collect();
+            if !CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).any(|(c, _)| c == k) {
+                let known: Vec<&str> =
+                    CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c).collect();
                 return Err(Error::Invalid(format!(
                     "{source}: unknown counter '{k}' (known: {})",
                     known.join(", ")
                 )));
             }
-            if !v.is_finite() || *v < 0.0 {
+            if !v.is_finite() || *v < 0.0 || *v > MAX_COUNTER_TOTAL {
                 return Err(Error::Invalid(format!(
-                    "{source}: counter '{k}' is {v}: totals must be finite and ≥ 0"
+                    "{source}: counter '{k}' is {v}: a launch's total must be finite, ≥ 0 and at most 1e18"
+                )));
+            }
+        }
+        for (k, v) in &self.code {
+            let ok = match k.as_str() {
+                "achieved_occupancy" => *v > 0.0 && *v <= 1.0,
+                _ => v.is_finite() && *v >= 0.0 && *v <= MAX_COUNTER_TOTAL,
+            };
+            if !ok {
+                let range = if k == "achieved_occupancy" {
+                    "the fraction of the maximum resident warps, within (0, 1]"
+                } else {
+                    "finite, ≥ 0 and at most 1e18"
+                };
+                return Err(Error::Invalid(format!("{source}: code.{k} is {v}: it must be {range}")));
+            }
+        }
+        for (k, v) in [("time_s", self.measured.time_s), ("power_w", self.measured.power_w)] {
+            if let Some(v) = v
+                && !(v.is_finite() && v > 0.0 && v < 1e6)
+            {
+                return Err(Error::Invalid(format!(
+                    "{source}: measured.{k} is {v}: it must be a positive number below 1e6"
+                )));
+            }
+        }
+        for (k, v) in [("core_mhz", self.measured.core_mhz), ("mem_mhz", self.measured.mem_mhz)] {
+            if let Some(v) = v
+                && !(v.is_finite() && v > 0.0 && v <= 100_000.0)
+            {
+                return Err(Error::Invalid(format!(
+                    "{source}: measured.{k} is {v} MHz: a clock must be within 0–100,000 MHz"
                 )));
             }
         }

@@ -1,5 +1,7 @@
 //! One kernel at one configuration: time with its breakdown, power, energy.
 
+pub mod fallback;
+
 use crate::calibration::TimeCalibration;
 use crate::error::{Error, Result};
 use crate::power::base_values;

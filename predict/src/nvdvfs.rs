@@ -14,7 +14,7 @@
 
 use crate::error::{Error, Result};
 use gpumodel_models::Table;
-use gpumodel_models::ncu::NVPROF_THREAD_LEVEL;
+use gpumodel_models::ncu::metrics::from_nvprof;
 use gpumodel_models::profile::{KernelProfile, Launch, Measured};
 use std::collections::BTreeMap;
 
@@ -45,51 +45,19 @@ pub fn profile_from_row(t: &Table, row: usize) -> Result<KernelProfile> {
     }
     let get = |c: &str| t.column_index(c).map(|j| t.data[[row, j]]);
     let g = |c: &str| get(c).unwrap_or(0.0);
-    let mut counters = BTreeMap::new();
-    let mut put = |name: &str, v: Option<f64>| {
-        if let Some(v) = v.filter(|v| v.is_finite() && *v >= 0.0) {
-            counters.insert(name.to_string(), v);
-        }
-    };
-    put("inst_executed", get("inst_executed"));
-    // The columns are nvprof metrics: its thread-level instruction counts, in warp instructions (the
-    // published rows have no conversion count, `inst_bit_convert`; a row that has it gives it).
-    for &m in NVPROF_THREAD_LEVEL {
-        put(m, get(m).map(|v| v / 32.0));
-    }
-    put("inst_special", get("flop_count_sp_special").map(|v| v / 32.0));
-    put("uncached_global_load_transaction", get("gld_transactions"));
-    if let Some(per) = get("gld_transactions_per_request").filter(|p| *p >= 1.0) {
-        put("gld_request", Some(g("gld_transactions") / per));
-    }
-    put("global_store_transaction", get("gst_transactions"));
-    put("dram_read_bytes", get("dram_read_transactions").map(|v| v * 32.0));
-    put("dram_write_bytes", get("dram_write_transactions").map(|v| v * 32.0));
-    put("l2_read_transactions", get("l2_read_transactions"));
-    put("l2_write_transactions", get("l2_write_transactions"));
-    put("branch", get("cf_executed"));
-    // Maxwell/Pascal route global loads through the unified L1/texture cache, so nvprof's
-    // tex_cache_transactions include them: texture-only queries are the excess over gld_transactions,
-    // and misses follow the measured texture hit rate.
-    if let Some(tex) = get("tex_cache_transactions") {
-        let queries = (tex - g("gld_transactions")).max(0.0);
-        // The dataset writes the hit rate as a fraction (0.95); nvprof prints percent (95): accept both.
-        let hit =
-            get("tex_cache_hit_rate").map_or(0.0, |h| if h > 1.0 { h / 100.0 } else { h }.clamp(0.0, 1.0));
-        put("tex0_cache_sector_queries", Some(queries));
-        put("tex0_cache_sector_misses", Some(queries * (1.0 - hit)));
-    }
-    let requests = |tx: f64, per: f64| if per >= 1.0 { tx / per } else { tx };
-    let (ld_tx, st_tx) = (g("shared_load_transactions"), g("shared_store_transactions"));
-    let ld_req = requests(ld_tx, g("shared_load_transactions_per_request"));
-    let st_req = requests(st_tx, g("shared_store_transactions_per_request"));
-    put("shared_load", Some(ld_req));
-    put("shared_store", Some(st_req));
-    put("l1_shared_bank_conflict", Some((ld_tx - ld_req).max(0.0) + (st_tx - st_req).max(0.0)));
-    let mut code = BTreeMap::new();
-    if let Some(o) = get("achieved_occupancy").filter(|o| *o > 0.0 && *o <= 1.0) {
-        code.insert("achieved_occupancy".to_string(), o);
-    }
+    // The columns are nvprof metrics: one mapping with `gpumodel import nvprof` (Maxwell/Pascal
+    // semantics, those of the three GPUs measured). Missing or negative cells are absent metrics; an
+    // occupancy outside (0, 1] is dropped (the row still predicts from the occupancy ceilings).
+    let metrics: BTreeMap<String, f64> = t
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(j, c)| (c.clone(), t.data[[row, j]]))
+        .filter(|(c, v)| v.is_finite() && *v >= 0.0 && (c != "achieved_occupancy" || (*v > 0.0 && *v <= 1.0)))
+        .collect();
+    let mapped = from_nvprof(&metrics, None)
+        .map_err(|e| Error::Invalid(format!("{} line {}: {}", t.source, row + 2, e.0)))?;
+    let (counters, code) = (mapped.counters, mapped.code);
     let dim = |c: &str| g(c).round().clamp(1.0, f64::from(u32::MAX)) as u32;
     let name = t.groups.get(row).cloned().unwrap_or_default();
     let kernel_fn = t.text_column("kernel_function").and_then(|v| v.get(row)).cloned().unwrap_or_default();

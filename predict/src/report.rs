@@ -85,6 +85,9 @@ pub struct KernelReport {
     pub calibration: CalibrationUse,
     pub context: Provenance,
     pub prediction: Prediction,
+    /// Where the prediction extrapolates (clocks outside the architecture's table): one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extrapolation: Vec<String>,
 }
 
 /// `gpumodel predict --sweep`.
@@ -137,9 +140,13 @@ impl Export for KernelReport {
         let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
         if let Some(m) = &ctx.measured_on {
-            out.push(format!("note        counters measured on {m}, predicted on {}", self.arch));
+            out.push(format!(
+                "note        counters measured on another GPU ({m}), predicted on {}",
+                self.arch
+            ));
         }
         out.extend(model_note(ctx, &self.arch));
+        out.extend(self.extrapolation.iter().map(|x| format!("extrapol.   {x}")));
         out.push(format!(
             "gpu         {} at {} / {} MHz (core / memory)",
             ctx.gpu, d.clocks.core_mhz, d.clocks.mem_mhz
@@ -229,6 +236,7 @@ impl Export for KernelReport {
             "bottleneck",
             "bottleneck_share",
             "calibration",
+            "extrapolation",
         ];
         let mut s = Section::new(names.iter().map(|n| Column::new(*n, *n)).collect());
         s.push(vec![
@@ -243,6 +251,7 @@ impl Export for KernelReport {
             Cell::text(d.bottleneck),
             Cell::num(d.bottleneck_share, 3),
             Cell::text(self.calibration.file.clone().unwrap_or_default()),
+            Cell::text(self.extrapolation.join("; ")),
         ]);
         Some(s)
     }
@@ -303,5 +312,107 @@ impl Export for SweepReport {
             .iter()
             .map(|o| format!("optimum {:>8}: {x} = {} ({} = {:.6e})", o.objective, o.x, o.objective, o.value))
             .collect()
+    }
+}
+
+/// `gpumodel predict` with the roofline fallback (a profile the pipeline timing model cannot read).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RooflineReport {
+    pub kernel: String,
+    pub arch: String,
+    /// Always `roofline`: which model predicted.
+    pub model: &'static str,
+    pub context: Provenance,
+    pub roofline: crate::kernel::fallback::Roofline,
+    /// Where the prediction extrapolates: one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extrapolation: Vec<String>,
+}
+
+impl Export for RooflineReport {
+    const COMMAND: &'static str = "predict";
+
+    fn preamble(&self) -> Vec<String> {
+        let (r, ctx) = (&self.roofline, &self.context);
+        let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
+        let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
+        if let Some(m) = &ctx.measured_on {
+            out.push(format!(
+                "note        counters measured on another GPU ({m}), predicted on {}",
+                self.arch
+            ));
+        }
+        out.push(format!(
+            "model       roofline fallback: the pipeline timing model needs {}",
+            r.lacked.join(", ")
+        ));
+        out.extend(self.extrapolation.iter().map(|x| format!("extrapol.   {x}")));
+        out.push(format!(
+            "gpu         {} at {} / {} MHz (core / memory)",
+            ctx.gpu, r.clocks.core_mhz, r.clocks.mem_mhz
+        ));
+        let anchor = match r.anchor {
+            Some((t, c)) => format!(
+                "anchored on the measured {:.4} ms at {} / {} MHz",
+                t * 1e3,
+                c.core_mhz.round(),
+                c.mem_mhz.round()
+            ),
+            None => "no measured time on this GPU: the plain roofline".into(),
+        };
+        if r.gpu_assumed {
+            out.push(format!(
+                "note        the export does not name its GPU: its measured time is taken as measured on {}",
+                self.arch
+            ));
+        }
+        out.push(format!("time        {:.4} ms ({anchor})", r.time_s * 1e3));
+        if let Some(e) = r.expected_error_pct {
+            out.push(format!(
+                "expected    ±{e:.1}% (MAPE of this kind of prediction on the NV-DVFS kernels with the same counters withheld)"
+            ));
+        }
+        out.push(format!("bound       {}", r.bound));
+        out.push("power       not predicted: the power model needs the counters the roofline lacks".into());
+        out
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let mut s = Section::new(vec![Column::new("term", "term"), Column::new("time_ms", "time ms")]);
+        for t in &self.roofline.terms {
+            s.push(vec![Cell::text(t.name), Cell::num(t.time_s * 1e3, 6)]);
+        }
+        s.push(vec![Cell::text("fill (DRAM latency)"), Cell::num(self.roofline.fill_s * 1e3, 6)]);
+        vec![s]
+    }
+
+    fn csv_section(&self) -> Option<Section> {
+        let r = &self.roofline;
+        let names = [
+            "kernel",
+            "arch",
+            "model",
+            "core_mhz",
+            "mem_mhz",
+            "time_s",
+            "bound",
+            "expected_error_pct",
+            "lacked",
+            "extrapolation",
+        ];
+        let mut s = Section::new(names.iter().map(|n| Column::new(*n, *n)).collect());
+        s.push(vec![
+            Cell::text(&self.kernel),
+            Cell::text(&self.arch),
+            Cell::text(self.model),
+            Cell::num(r.clocks.core_mhz, 0),
+            Cell::num(r.clocks.mem_mhz, 0),
+            Cell::num(r.time_s, 9),
+            Cell::text(r.bound),
+            Cell::opt(r.expected_error_pct, 1),
+            Cell::text(r.lacked.join("; ")),
+            Cell::text(self.extrapolation.join("; ")),
+        ]);
+        Some(s)
     }
 }

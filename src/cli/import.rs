@@ -7,7 +7,18 @@ use gpumodel_models::import::{BadRows, Format, ImportSummary, import_file};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The command lines that give a complete profile, printed by `import --help`.
+const COMPLETE_PROFILE_HELP: &str = "\
+A complete profile (every counter of the pipeline timing model, launch shapes and times):
+  Nsight Compute:  ncu --csv --page raw --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__shared_mem_per_block_static,launch__shared_mem_per_block_dynamic,smsp__inst_executed.sum,smsp__inst_executed_op_global_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_fp64.sum,smsp__inst_executed_pipe_alu.sum,smsp__inst_executed_pipe_xu.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active ./app > k.csv
+                   gpumodel import ncu k.csv --profiles profiles/
+  nvprof (up to Volta):  nvprof --csv --metrics all --log-file metrics.csv ./app
+                   nvprof --csv --print-gpu-trace --log-file trace.csv ./app
+                   gpumodel import nvprof metrics.csv --gpu-trace trace.csv --profiles profiles/
+An export with less (bytes and FP counts only) still predicts, with the roofline fallback.";
+
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = COMPLETE_PROFILE_HELP)]
 pub struct Args {
     /// Source format.
     #[arg(value_name = "FORMAT", value_parser = ["guerreiro", "nvdvfs", "ncu", "nvprof", "dcgm"])]
@@ -35,6 +46,9 @@ pub struct Args {
     /// nvprof: block size `BX,BY,BZ` for the kernel profiles.
     #[arg(long, value_delimiter = ',', value_name = "BX,BY,BZ")]
     pub block: Option<Vec<u32>>,
+    /// ncu / nvprof: list the metrics mapped to counters and those dropped (the default prints counts).
+    #[arg(long, short)]
+    pub verbose: bool,
     /// How to print the summary of what was written with --out (without --out, stdout is the table's CSV).
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
@@ -79,8 +93,8 @@ fn finish(summary: Option<ImportSummary>, format: ExportFormat) -> anyhow::Resul
 /// Nsight Compute / nvprof CSV → training table (one row per kernel) and, optionally, kernel profiles.
 fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
     use gpumodel_models::ncu::{
-        gpu_trace_kernels, is_gpu_trace, join_gpu_trace, kernels_table, profile_file_name, read_ncu,
-        read_nvprof, read_nvprof_gpu_trace,
+        MetricUse, gpu_trace_kernels, is_gpu_trace, join_gpu_trace, kernels_table, profile_file_name,
+        read_ncu, read_nvprof, read_nvprof_gpu_trace,
     };
     use gpumodel_models::profile::Launch;
     // The flags first: a bad --grid must not cost reading the file.
@@ -114,7 +128,7 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
         })
     };
     let text = read(&args.file)?;
-    let kernels = if args.source == "ncu" {
+    let (kernels, metric_use) = if args.source == "ncu" {
         read_ncu(&text, &source)?
     } else if is_gpu_trace(&text) && args.gpu_trace.is_some() {
         anyhow::bail!(
@@ -127,27 +141,50 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
         eprintln!(
             "gpumodel: {source} is an nvprof gpu trace: per-kernel times and launch shapes, no counters"
         );
-        gpu_trace_kernels(&trace)
+        (gpu_trace_kernels(&trace), MetricUse::default())
     } else {
-        let (mut kernels, ignored) = read_nvprof(&text, &source)?;
-        if !ignored.is_empty() {
-            eprintln!("gpumodel: ignored nvprof metrics with no canonical counter: {}", ignored.join(", "));
-        }
+        let (mut kernels, metric_use) = read_nvprof(&text, &source)?;
         if let Some(tp) = &args.gpu_trace {
             let trace = read_nvprof_gpu_trace(&read(tp)?, &tp.display().to_string())?;
             for note in join_gpu_trace(&mut kernels, &trace) {
                 eprintln!("gpumodel: {note}");
             }
         }
-        kernels
+        (kernels, metric_use)
     };
+    eprintln!(
+        "gpumodel: imported {} kernel(s) from {source}; counters mapped {} / dropped {}{}",
+        kernels.len(),
+        metric_use.mapped.len(),
+        metric_use.dropped.len(),
+        if args.verbose || metric_use.dropped.is_empty() { "" } else { " (--verbose lists them)" }
+    );
+    if args.verbose {
+        let list = |s: &std::collections::BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
+        eprintln!("gpumodel: mapped: {}", list(&metric_use.mapped));
+        eprintln!("gpumodel: dropped (no model reads them): {}", list(&metric_use.dropped));
+    }
     // Everything is built before anything is written: a bad kernel leaves no partial set of profiles.
     let mut profiles = Vec::new();
-    if args.profiles.is_some() {
-        for (i, k) in kernels.iter().enumerate() {
-            let profile = k.to_profile(&source, launch.clone())?;
-            profiles.push((profile_file_name(i, &k.name), serde_json::to_string_pretty(&profile)? + "\n"));
+    let mut feeds = std::collections::BTreeMap::new();
+    for (i, k) in kernels.iter().enumerate() {
+        let profile = k.to_profile(&source, launch.clone())?;
+        let file = profile_file_name(i, &k.name);
+        let line = feeds_line(&profile, k.origin);
+        // One line per kernel for a short export (or --verbose); counts per model for a long one.
+        if args.verbose || kernels.len() <= 20 {
+            eprintln!("gpumodel:   {file}: {line}");
         }
+        *feeds.entry(line.split(" (").next().unwrap_or_default().to_string()).or_insert(0usize) += 1;
+        profiles.push((file, serde_json::to_string_pretty(&profile)? + "\n"));
+    }
+    if !(args.verbose || kernels.len() <= 20) {
+        for (model, n) in &feeds {
+            eprintln!("gpumodel:   {n} kernel(s): {model}");
+        }
+    }
+    if args.profiles.is_none() {
+        profiles.clear();
     }
     let table = kernels_table(&kernels, &source);
     if let Some(dir) = &args.profiles {
@@ -184,5 +221,21 @@ fn write_table(t: &gpumodel_models::Table, args: &Args) -> anyhow::Result<Option
             emit(&String::from_utf8_lossy(&bytes))?;
             Ok(None)
         }
+    }
+}
+
+/// Which model a kernel profile can feed, as one line of the import report.
+fn feeds_line(p: &gpumodel_models::profile::KernelProfile, origin: gpumodel_models::ncu::Origin) -> String {
+    use gpumodel_predict::kernel::fallback::{covers_anything, lacked};
+    let lacks = lacked(p);
+    if lacks.is_empty() {
+        "full pipeline timing model".into()
+    } else if covers_anything(p) {
+        let shape =
+            if p.launch.is_known() { String::new() } else { format!("; {}", origin.missing_launch_hint()) };
+        format!("roofline fallback (lacks {}){shape}", lacks.join(", "))
+    } else {
+        "no counter any model reads: see `gpumodel import --help` for the command lines of a complete profile"
+            .into()
     }
 }

@@ -14,8 +14,9 @@ use gpumodel_models::timing::Clocks;
 use gpumodel_predict::Config;
 use gpumodel_predict::calibration::file::CalibrationFile;
 use gpumodel_predict::examples;
+use gpumodel_predict::kernel::fallback;
 use gpumodel_predict::kernel::predict_kernel;
-use gpumodel_predict::report::{CalibrationUse, KernelReport, Provenance, SweepReport};
+use gpumodel_predict::report::{CalibrationUse, KernelReport, Provenance, RooflineReport, SweepReport};
 use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -37,17 +38,19 @@ pub struct Args {
     /// Kernel profile (TOML or JSON), or an embedded example: reduction, transpose, matrixmul.
     #[arg(long, default_value = examples::DEFAULT_KERNEL)]
     pub kernel: String,
-    /// Architecture profile: a built-in name (see the error for the list) or a TOML file.
+    /// Architecture profile: a built-in name (c2075, m2090, gtx980, titanx, gtx1080ti, p100, v100, a100,
+    /// h100) or a TOML file.
     #[arg(long, default_value = examples::DEFAULT_ARCH)]
     pub arch: String,
     /// Power model artifact (JSON, e.g. models/trained/*.json), or the embedded titanx-bpann.
     #[arg(long, default_value = examples::DEFAULT_MODEL)]
     pub model: String,
-    /// Core clock, MHz (default: the architecture's).
-    #[arg(long)]
+    /// Core clock, MHz (default: the architecture's; outside its table the prediction is flagged as
+    /// extrapolated).
+    #[arg(long, allow_negative_numbers = true)]
     pub core_mhz: Option<f64>,
     /// Memory clock, MHz (default: the architecture's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub mem_mhz: Option<f64>,
     /// Sweep warps per SM or core clocks and print the curve with each objective's optimum.
     #[arg(long, value_enum)]
@@ -107,11 +110,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.objectives.iter().map(|o| Objective::parse(o)).collect::<Result<Vec<_>, _>>()?
     };
-    for (flag, v) in [("--core-mhz", args.core_mhz), ("--mem-mhz", args.mem_mhz)] {
+    // A physical range (no GPU clocks its SMs above 5 GHz or its memory above 30 GHz); within it, clocks
+    // outside the architecture's table are predicted and flagged.
+    for (flag, v, max) in [("--core-mhz", args.core_mhz, 5_000.0), ("--mem-mhz", args.mem_mhz, 30_000.0)] {
         if let Some(v) = v
-            && !(v.is_finite() && v > 0.0)
+            && !(v.is_finite() && (50.0..=max).contains(&v))
         {
-            anyhow::bail!("{flag} {v}: a clock must be a positive number of MHz");
+            anyhow::bail!("{flag} {v}: a clock must be within 50–{max} MHz");
         }
     }
     let arch = ArchProfile::resolve(&args.arch)?;
@@ -139,6 +144,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let timing = calibration.as_ref().map(CalibrationFile::timing).unwrap_or_default();
     let cfg = Config { clocks, warps: args.warps, calibration: cal, timing };
     let context = Provenance::new(&kernel, &arch, &model);
+    let extrapolation = extrapolation(&arch, clocks);
+    let lacks = fallback::lacked(&kernel);
+    if !lacks.is_empty() {
+        if args.sweep.is_some() {
+            anyhow::bail!(
+                "kernel profile '{}' lacks {}: --sweep needs the pipeline timing model (without --sweep, predict \
+                 uses the roofline fallback)",
+                kernel.name,
+                lacks.join(", ")
+            );
+        }
+        let at = clocks.unwrap_or_else(|| Clocks::default_for(&arch));
+        let report = RooflineReport {
+            kernel: kernel.name.clone(),
+            arch: arch.name.clone(),
+            model: "roofline",
+            roofline: fallback::predict_roofline(&kernel, &arch, at)?,
+            context,
+            extrapolation,
+        };
+        print(&report, args.format)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let calibration =
         CalibrationUse::new(args.calibration.as_ref().map(|p| p.display().to_string()).zip(calibration));
     match args.sweep {
@@ -151,6 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 calibration,
                 context,
                 prediction,
+                extrapolation,
             };
             if let Some(p) = &args.plot {
                 plot(&report, p)?;
@@ -177,4 +206,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per requested clock outside the architecture's table (predicted, but extrapolated).
+fn extrapolation(arch: &ArchProfile, clocks: Option<Clocks>) -> Vec<String> {
+    let Some(c) = clocks else { return Vec::new() };
+    let mut out = Vec::new();
+    for (what, v, table) in
+        [("core", c.core_mhz, &arch.core_clocks_mhz.value), ("memory", c.mem_mhz, &arch.mem_clocks_mhz.value)]
+    {
+        let lo = table.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = table.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if v < lo || v > hi {
+            out.push(format!(
+                "{what} clock {v} MHz is outside the {what} clocks of {} ({lo}–{hi} MHz): extrapolated",
+                arch.name
+            ));
+        }
+    }
+    out
 }
