@@ -1,4 +1,4 @@
-//! Every reader of user files, hardened by property tests (issue 16): random bytes, and structured
+//! Every reader of user files, hardened by property tests: random bytes, and structured
 //! mutations of real files — truncated, reordered or missing columns, NaN/Inf, negative and huge values,
 //! wrong units, a byte-order mark, CRLF line ends, duplicated and deleted lines — fed to each reader:
 //! Guerreiro and NV-DVFS imports (the public datasets), training tables, kernel profiles, architecture

@@ -194,6 +194,20 @@ fn plot_keeps_an_existing_file() {
     assert!(err.contains("mine.svg") && err.contains("already exists"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert_eq!(std::fs::read_to_string(&svg).unwrap(), "mine", "the existing file is kept");
+    // The same rule as `report`: --force replaces it.
+    for cmd in [
+        &["predict", "--sweep", "warps", "--format", "json"][..],
+        &["split", "datasets/examples/split/peach_table_vii.toml"][..],
+    ] {
+        std::fs::write(&svg, "mine").unwrap();
+        let out =
+            gpumodel().current_dir(root()).args(cmd).arg("--plot").arg(&svg).arg("--force").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            std::fs::read_to_string(&svg).unwrap().starts_with("<svg"),
+            "{cmd:?}: --force replaced the file"
+        );
+    }
 }
 
 #[test]

@@ -457,7 +457,7 @@ fn round_numbers(v: &mut serde_json::Value) {
     }
 }
 
-/// What the report (#12) plots is in the JSON: per row the kernel, clocks, measured and predicted times
+/// What the report plots is in the JSON: per row the kernel, clocks, measured and predicted times
 /// (ours, the model's, each baseline's); per kernel our error and each baseline's, and the E·D^n regret.
 #[test]
 fn validate_json_carries_what_the_report_plots() {

@@ -525,7 +525,8 @@ impl Export for ClockTraining {
 /// `gpumodel train --data <profiles>`: fits the clock model, scores it beside DSO's form, the published
 /// DSO parameters (with --peer-params) and fixed clocks on the test set, and writes the artifact.
 pub fn train(all: &crate::cli::train::Args) -> anyhow::Result<ExitCode> {
-    let (data, test, no_test, out_dir) = (all.data.as_str(), all.test.as_deref(), all.no_test, all.out_dir.as_deref());
+    let (data, test, no_test, out_dir) =
+        (all.data.as_str(), all.test.as_deref(), all.no_test, all.out_dir.as_deref());
     let (prefix, args, format) = (all.prefix.as_deref(), &all.clocks, all.format);
     if let Some(m) = args.min_core_mhz
         && !(m.is_finite() && m >= 0.0)

@@ -79,15 +79,3 @@ pub fn plot_svg<E: Export>(result: &E, path: &Path, force: bool) -> anyhow::Resu
     eprintln!("wrote {} (figure)", path.display());
     Ok(())
 }
-
-/// [`plot_svg`] for a command without `--force`: an existing file is kept, and the message says to remove
-/// it or choose another file.
-pub fn plot<E: Export>(result: &E, path: &Path) -> anyhow::Result<()> {
-    if path.exists() {
-        anyhow::bail!(
-            "{}: already exists; remove it or choose another --plot file (nothing was written)",
-            path.display()
-        );
-    }
-    plot_svg(result, path, false)
-}

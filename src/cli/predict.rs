@@ -4,7 +4,7 @@
 //! With no other argument it uses the embedded example kernel (the reduction, counters measured on a
 //! GTX 980), the Titan X architecture profile and the Titan X BP-ANN power model.
 
-use crate::cli::output::{ExportFormat, plot, print};
+use crate::cli::output::{ExportFormat, plot_svg, print, refuse_existing};
 use anyhow::Context;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::artifact::ModelArtifact;
@@ -65,6 +65,9 @@ pub struct Args {
     /// Also write the headline figure of the result as SVG (`gpumodel report` draws all of them).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
+    /// Overwrite an existing --plot file (without it an existing file is kept and nothing is written).
+    #[arg(long)]
+    pub force: bool,
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
     #[command(flatten)]
@@ -100,6 +103,9 @@ fn load_model(spec: &str) -> anyhow::Result<ModelArtifact> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(p) = &args.plot {
+        refuse_existing(p, args.force)?;
+    }
     if args.clocks.profile.is_some() {
         let model = (args.model != examples::DEFAULT_MODEL).then_some(args.model.as_str());
         return crate::cli::clocks::predict(&args.clocks, model, args.format);
@@ -182,7 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 extrapolation,
             };
             if let Some(p) = &args.plot {
-                plot(&report, p)?;
+                plot_svg(&report, p, args.force)?;
             }
             print(&report, args.format)?;
         }
@@ -200,7 +206,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 sweep,
             };
             if let Some(p) = &args.plot {
-                plot(&report, p)?;
+                plot_svg(&report, p, args.force)?;
             }
             print(&report, args.format)?;
         }

@@ -2,7 +2,7 @@
 //! file (PEACH two-device and coupled DVFS, Stafford's range test, the exact Pareto front over measured
 //! profiles, Lang & Rünger's CG split); `gpumodel split fit FILE` fits linear clock laws with R².
 
-use super::output::{ExportFormat, plot, print};
+use super::output::{ExportFormat, plot_svg, print, refuse_existing};
 use gpumodel_predict::split::Objective;
 use gpumodel_predict::split::export::FitReport;
 use gpumodel_predict::split::input;
@@ -32,6 +32,9 @@ pub struct RunArgs {
     /// Also write the headline figure of the result as SVG (`gpumodel report` draws all of them).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
+    /// Overwrite an existing --plot file (without it an existing file is kept and nothing is written).
+    #[arg(long)]
+    pub force: bool,
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
 }
@@ -45,6 +48,9 @@ pub enum Action {
         /// Also write the first fitted law over its measured points as SVG (`gpumodel report` draws all).
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
+        /// Overwrite an existing --plot file.
+        #[arg(long)]
+        force: bool,
         #[arg(long, value_enum, default_value_t)]
         format: ExportFormat,
     },
@@ -57,7 +63,7 @@ fn one_line(e: gpumodel_predict::Error) -> anyhow::Error {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
-        Some(Action::Fit { file, plot: svg, format }) => fit(file, svg, format),
+        Some(Action::Fit { file, plot: svg, force, format }) => fit(file, svg, force, format),
         None => {
             let Some(file) = args.run.file else {
                 anyhow::bail!(
@@ -66,10 +72,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             // Flags first, then the file.
             let objective = Objective::parse(&args.run.objective)?;
+            if let Some(p) = &args.run.plot {
+                refuse_existing(p, args.run.force)?;
+            }
             let case = input::load(&file).map_err(one_line)?;
             let report = case.run_at(objective, args.run.gpu_share).map_err(one_line)?;
             if let Some(p) = &args.run.plot {
-                plot(&report, p)?;
+                plot_svg(&report, p, args.run.force)?;
             }
             print(&report, args.run.format)?;
             Ok(ExitCode::SUCCESS)
@@ -77,12 +86,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn fit(file: PathBuf, svg: Option<PathBuf>, format: ExportFormat) -> anyhow::Result<ExitCode> {
+fn fit(file: PathBuf, svg: Option<PathBuf>, force: bool, format: ExportFormat) -> anyhow::Result<ExitCode> {
+    if let Some(p) = &svg {
+        refuse_existing(p, force)?;
+    }
     let case = input::load(&file).map_err(one_line)?;
     let rows = input::fit_laws(&case).map_err(one_line)?;
     let report = FitReport { file: file.display().to_string(), rows };
     if let Some(p) = &svg {
-        plot(&report, p)?;
+        plot_svg(&report, p, force)?;
     }
     print(&report, format)?;
     Ok(ExitCode::SUCCESS)

@@ -1,7 +1,7 @@
 //! `gpumodel train` — parse the flags, hand them to the library's checked parameters
 //! (`gpumodel_train::experiment`), run, then write the artifacts where asked and print the result.
 
-use super::output::{ExportFormat, plot, print, progress_bar};
+use super::output::{ExportFormat, plot_svg, print, progress_bar, refuse_existing};
 use anyhow::Context;
 use gpumodel_models::import::Format;
 use gpumodel_train::BpannParams;
@@ -102,6 +102,9 @@ pub struct Args {
     /// Also write the headline figure as SVG (`gpumodel report` draws all of them).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Overwrite an existing --plot file (without it an existing file is kept and nothing is written).
+    #[arg(long)]
+    pub force: bool,
     /// No progress bar and no notes on stderr (errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
@@ -217,6 +220,9 @@ fn write_artifacts(
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(p) = &args.plot {
+        refuse_existing(p, args.force)?;
+    }
     if crate::cli::clocks::is_profile_data(&args.data) {
         return crate::cli::clocks::train(&args);
     }
@@ -249,7 +255,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::fs::write(p, csv).with_context(|| format!("writing the fold assignment {}", p.display()))?;
     }
     if let Some(p) = &args.plot {
-        plot(&report, p)?;
+        plot_svg(&report, p, args.force)?;
     }
     print(&report, args.format)?;
     Ok(ExitCode::SUCCESS)

@@ -1,7 +1,7 @@
 //! `gpumodel validate --data nvdvfs-gtx1080ti --arch gtx1080ti` — predicted vs measured kernel time for
 //! every kernel and clock pair, and the E·D^n optimum each model picks against the measured one.
 
-use crate::cli::output::{ExportFormat, plot, print, progress_bar};
+use crate::cli::output::{ExportFormat, plot_svg, print, progress_bar, refuse_existing};
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::import::{BadRows, Format};
@@ -38,8 +38,8 @@ pub struct Args {
     /// Write the time calibration fitted on all kernels (TOML) for `gpumodel predict --calibration`.
     #[arg(long, value_name = "FILE")]
     pub save_calibration: Option<PathBuf>,
-    /// Overwrite the --save-calibration file if it exists.
-    #[arg(long, requires = "save_calibration")]
+    /// Overwrite an existing --save-calibration or --plot file.
+    #[arg(long)]
     pub force: bool,
     /// Also write the headline figure of the result as SVG (`gpumodel report` draws all of them).
     #[arg(long, value_name = "FILE.svg")]
@@ -103,7 +103,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let baselines = args.baselines.iter().map(|b| Baseline::parse(b)).collect::<Result<Vec<_>, _>>()?;
     let kernels = args.kernels.as_deref().map(|s| kernel_set("--kernels", s)).transpose()?;
     let arch = ArchProfile::resolve(&args.arch)?;
-    // Refuse an existing calibration file before the work, not after.
+    // Refuse an existing output file before the work, not after.
+    if let Some(p) = &args.plot {
+        refuse_existing(p, args.force)?;
+    }
     if let Some(p) = &args.save_calibration
         && p.exists()
         && !args.force
@@ -147,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         explain: args.explain,
     };
     if let Some(p) = &args.plot {
-        plot(&out, p)?;
+        plot_svg(&out, p, args.force)?;
     }
     print(&out, args.format)?;
     Ok(ExitCode::SUCCESS)

@@ -218,7 +218,7 @@ fn fp64_adds_at_its_own_throughput_and_shared_adds_on_the_sm_side() {
 
 #[test]
 fn counted_conversions_cost_the_64_bit_conversion_rate_and_absent_ones_change_nothing() {
-    // GTX 1080 Ti: 28 SMs, 4 schedulers (issue 0.25 cycles per warp instruction), conversions from
+    // GTX 1080 Ti: 28 SMs, 4 schedulers (a warp instruction issues every 0.25 cycles), conversions from
     // and to 64-bit types at 4 per clock per SM: 32 / 4 = 8 cycles per warp instruction.
     let a = ArchProfile::builtin("gtx1080ti").unwrap();
     // 10 full waves of 28 SMs · 8 blocks of 256 threads.
@@ -309,7 +309,7 @@ fn memory_instructions_are_not_issue_time_twice() {
     x.load_requests = None;
     x.load_tx = 4e5;
     assert_eq!(x.memory_instructions(32.0), 1e5 + 5e4 + 2.5e4);
-    // GTX 980 (32-byte transactions): 13 full waves of 16 SMs · 8 blocks, issue 1/4 cycle.
+    // GTX 980 (32-byte transactions): 13 full waves of 16 SMs · 8 blocks, one warp instruction issued per 1/4 cycle.
     let a = ArchProfile::builtin("gtx980").unwrap();
     let o = occupancy(&launch(1664, 256, 0, 0), &a, None).unwrap();
     let t = predict_time(&x, &a, &o, Clocks::default_for(&a));

@@ -8,9 +8,7 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
-use gpumodel_models::artifact::{
-    Activation, Dense, ModelArtifact, Residual, TargetTransform,
-};
+use gpumodel_models::artifact::{Activation, Dense, ModelArtifact, Residual, TargetTransform};
 use ndarray::Array2;
 
 #[derive(Module, Debug)]
