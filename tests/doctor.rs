@@ -134,8 +134,9 @@ fn a_working_machine_passes_every_row_and_its_json_carries_the_facts() {
     assert_eq!(j["ready"], true);
     let not_ok: Vec<&serde_json::Value> =
         j["checks"].as_array().unwrap().iter().filter(|c| c["status"] != "ok").collect();
-    // Root may set clocks; any other user sees clocks_settable degraded (the fake restricts them).
-    assert!(not_ok.iter().all(|c| c["id"] == "clocks_settable"), "{not_ok:?}");
+    // Root may set clocks; any other user sees clocks_settable degraded (the fake restricts them). The
+    // sampling row measures this machine's scheduler, which a loaded test host may slow.
+    assert!(not_ok.iter().all(|c| c["id"] == "clocks_settable" || c["id"] == "sampling"), "{not_ok:?}");
     // CUDA ordinal 0 is on bus 0000:65:00.0, which is NVML's device 1.
     let f = &j["facts"];
     assert_eq!(f["nvml"]["index"], 1);
