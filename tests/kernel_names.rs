@@ -132,7 +132,7 @@ fn templated_kernel_name_survives_import_table_and_train() {
             .arg(&test)
             .arg("--features")
             .arg(&features)
-            .args(["--models", "mlr", "--folds", "0", "--group-folds", "0", "--no-write", "--format", format])
+            .args(["--models", "mlr", "--folds", "0", "--group-folds", "0", "--format", format])
             .output()
             .unwrap();
         assert!(o.status.success(), "train --format {format}: {}", String::from_utf8_lossy(&o.stderr));

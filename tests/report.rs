@@ -424,7 +424,7 @@ fn train_held_out_bars_carry_their_bootstrap_intervals() {
         let body = &body[body.find('\n').unwrap() + 1..body.find("</g>").unwrap()];
         body.lines().filter(|l| l.starts_with('<') && !l.starts_with("</")).count()
     };
-    let args = ["train", "--models", "physical,mlr,mlr+", "--folds", "0", "--group-folds", "0", "--no-write"];
+    let args = ["train", "--models", "physical,mlr,mlrplus", "--folds", "0", "--group-folds", "0"];
     let json = run(&[&args[..], &["--format", "json"]].concat());
     let v: Value = serde_json::from_str(&json).unwrap();
     let with = len(&v["held_out_uncertainty"]["models"]);

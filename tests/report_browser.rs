@@ -81,7 +81,7 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
             run(&[
                 "train",
                 "--models",
-                "bpann,physical,mlr,mlr+",
+                "bpann,physical,mlr,mlrplus",
                 "--epochs",
                 "100",
                 "--restarts",
@@ -90,7 +90,6 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
                 "0",
                 "--group-folds",
                 "3",
-                "--no-write",
                 "--format",
                 "json",
             ]),

@@ -133,7 +133,7 @@ fn order(t: &TrainView, name: &str) -> usize {
     if t.selection.as_ref().is_some_and(|s| s.chosen == name) {
         return 0;
     }
-    ["physical+bpann", "bpann", "physical", "mlr+", "mlr"]
+    ["physical-bpann", "bpann", "physical", "mlrplus", "mlr"]
         .iter()
         .position(|n| *n == name)
         .map_or(9, |i| i + 1)
@@ -392,11 +392,11 @@ mod tests {
         let metrics =
             |m: f64| json!({"mape_pct": m, "kernel_error_pct": m, "worst_kernel_error_pct": 2.0 * m});
         let mut models = serde_json::Map::new();
-        for (i, name) in ["physical+bpann", "bpann", "physical", "mlr+"].iter().enumerate() {
+        for (i, name) in ["physical-bpann", "bpann", "physical", "mlrplus"].iter().enumerate() {
             let m = 5.0 + i as f64;
             models.insert(name.to_string(), json!({"group-kfold": metrics(m), "held-out": metrics(m + 1.0)}));
         }
-        let predicted = json!({"physical+bpann": 101.0, "bpann": 99.0, "physical": 98.0, "mlr+": 97.0});
+        let predicted = json!({"physical-bpann": 101.0, "bpann": 99.0, "physical": 98.0, "mlrplus": 97.0});
         let rows: Vec<serde_json::Value> = [(1000.0, 3000.0), (1000.0, 4000.0), (1200.0, 3000.0)]
             .iter()
             .map(|(c, m)| json!({"core_mhz": c, "mem_mhz": m, "measured_w": 100.0, "predicted_w": predicted}))
@@ -407,14 +407,14 @@ mod tests {
             "test": {"name": "real-applications", "rows": 3, "kernels": 1},
             "models": models, "selection": {"chosen": chosen}, "peer": "physical",
             "rows_protocol": "held-out", "rows": rows,
-            "applications": [{"kernel": "app", "models": {"mlr+": {"error_pct": 3.0}, "physical": {"error_pct": 2.0}}}],
+            "applications": [{"kernel": "app", "models": {"mlrplus": {"error_pct": 3.0}, "physical": {"error_pct": 2.0}}}],
         })
     }
 
     /// The per-row figures of a held-out run show the test set's rows: their titles name the test set.
     #[test]
     fn held_out_figures_are_titled_with_the_test_set() {
-        let (_, figs, _) = figures("train.json", &result("mlr+")).unwrap();
+        let (_, figs, _) = figures("train.json", &result("mlrplus")).unwrap();
         for id in ["train-predicted-vs-measured", "train-application-error-sorted", "train-clock-error"] {
             let f = figs.iter().find(|f| f.id == id).unwrap_or_else(|| panic!("no {id}"));
             assert!(f.title.contains("real-applications"), "{id}: {}", f.title);
@@ -428,7 +428,7 @@ mod tests {
     /// singled out as ours.
     #[test]
     fn the_chosen_model_is_marked_as_the_default_and_no_other() {
-        for chosen in ["mlr+", "physical+bpann"] {
+        for chosen in ["mlrplus", "physical-bpann"] {
             let (_, figs, _) = figures("train.json", &result(chosen)).unwrap();
             let mark = format!("{chosen} (default");
             for f in &figs {
