@@ -393,7 +393,10 @@ fn import_ncu_raw_fixture_undoes_unit_scaling() {
     let mut files: Vec<_> = std::fs::read_dir(&profiles).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     assert_eq!(files.len(), 3);
-    let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[1]).unwrap()).unwrap();
+    // Profiles are named by the kernel's short name and the launch's place in the file.
+    let second = profiles.join("sgemm_kernel-002.json");
+    assert!(files.contains(&second), "{files:?}");
+    let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
     assert_eq!(p["name"], sgemm);
     assert_eq!(p["launch"]["grid"], serde_json::json!([8, 8, 1]));
     assert_eq!(p["launch"]["block"], serde_json::json!([16, 16, 1]));
@@ -418,12 +421,10 @@ fn import_nvprof_fixture_reads_both_tables() {
         .arg("--block=256,1,1")
         .ok();
     let e = stderr(&o);
-    assert!(
-        e.contains(
-            "ignored nvprof metrics with no canonical counter: warps_launched, achieved_occupancy, gld_efficiency, dram_read_throughput"
-        ),
-        "{e}"
-    );
+    // Three of the fixture's names carry nothing a model reads (warps_launched, gld_efficiency,
+    // dram_read_throughput): counted on the summary line, listed only with --verbose.
+    assert!(e.contains("imported 2 kernel(s)") && e.contains("dropped 3"), "{e}");
+    assert!(!e.contains("gld_efficiency"), "{e}");
     let t = table(&out);
     assert_eq!(
         t.groups,
@@ -439,9 +440,8 @@ fn import_nvprof_fixture_reads_both_tables() {
     same(&col(&t, "S_access"), &[327_680.0 + 1_536.0, f64::NAN]);
     same(&col(&t, "exec_inst"), &[2_793_472.0, 1_916_928.0]);
     same(&col(&t, "time_s"), &[f64::NAN, f64::NAN]);
-    let mut files: Vec<_> = std::fs::read_dir(&profiles).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    let first = profiles.join("bpnn_layerforward_CUDA-001.json");
+    let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&first).unwrap()).unwrap();
     assert_eq!(p["launch"]["grid"], serde_json::json!([128, 1, 1]));
     assert_eq!(p["counters"]["divergent_branch"], 8_192.0);
 }

@@ -363,7 +363,7 @@ fn arch_profile_reader_never_panics() {
 
 #[test]
 fn model_artifact_reader_never_panics() {
-    let base = std::fs::read(repo("models/trained/titanx-mlr.json")).unwrap();
+    let base = std::fs::read(repo("models/trained/titanx-bpann.json")).unwrap();
     harden("artifact", "model.json", &base, &|b| {
         gpumodel_models::artifact::ModelArtifact::from_json_str(&text(b), "model.json")
             .map(|_| ())
@@ -390,8 +390,9 @@ fn calibration_reader_never_panics() {
         form: FORM.into(),
         arch: "gtx1080ti".into(),
         shared_overlap: Default::default(),
-        fill: Default::default(),
-        stores: Default::default(),
+        // The structure the default shared_overlap implies, as the writer records it.
+        fill: gpumodel_predict::calibration::file::fill_label(Default::default()).into(),
+        stores: "per-l2-write".into(),
         dataset: DatasetInfo {
             name: "nvdvfs-gtx1080ti".into(),
             path: "x.csv".into(),

@@ -181,16 +181,15 @@ fn toml_number(text: &str, key: &str) -> f64 {
     common::toml_value(text, key).parse().unwrap()
 }
 
-/// A calibration saved by `gpumodel validate` on the real GTX 980 data, on the additive model's
-/// structure (`--no-replay-overlap`: the formula below is that structure's; the replay-overlap one is
-/// checked in tests/predict_structure.rs). On the GTX 980 its factors beat the model out of fold, so the
+/// A calibration saved by `gpumodel validate` on the real GTX 980 data, on the model's default
+/// structure. On the GTX 980 its factors beat the model out of fold, so the
 /// file keeps them (where they do not, the file records the structure alone: the keep rule is tested in
 /// tests/validate.rs, `a_saved_calibration_keeps_its_factors_only_where_they_win_out_of_fold`, and how
 /// such a file predicts in tests/predict_structure.rs).
 fn saved_calibration(dir: &tempfile::TempDir) -> PathBuf {
     let file = dir.path().join("cal.toml");
     let out = common::gpumodel()
-        .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980", "--no-replay-overlap"])
+        .args(["validate", "--data", "nvdvfs-gtx980", "--arch", "gtx980"])
         .arg("--save-calibration")
         .arg(&file)
         .output()
@@ -328,79 +327,6 @@ fn bad_calibration_files_are_one_line_errors() {
     );
     one_line(&gtx, &variant("other.toml", KERNEL.to_string()), &["not a usable gpumodel time calibration"]);
     one_line(&gtx, &dir.path().join("missing.toml"), &["cannot read calibration"]);
-}
-
-/// A roofline model (`train --roofline`) rescales utilizations from the clocks they were taken at.
-/// `predict` takes a kernel's utilizations at the target architecture's default clocks, so at those
-/// clocks the rescaling must be the identity whatever GPU the model was trained on. Regression: it
-/// started from the training file's clocks (975 / 3505 MHz), which on another GPU rescaled utilizations
-/// that needed none.
-#[test]
-fn a_roofline_model_rescales_from_the_target_architecture_s_default_clocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/trained/titanx-physical.json");
-    let plain: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut roofline = plain.clone();
-    roofline["physical"]["roofline"] = serde_json::json!({"core_mhz": 975.0, "mem_mhz": 3505.0});
-    let plain = write(&dir, "plain.json", &plain.to_string());
-    let roofline = write(&dir, "roofline.json", &roofline.to_string());
-    let power = |model: &Path, clocks: &[&str]| {
-        let mut args =
-            vec!["predict", "--warps", "32", "--arch", "gtx1080ti", "--model", model.to_str().unwrap()];
-        args.extend_from_slice(clocks);
-        json(&args)["prediction"]["power_w"].as_f64().unwrap()
-    };
-    assert_eq!(power(&roofline, &[]), power(&plain, &[]), "at the GTX 1080 Ti's default clocks");
-    // Away from them the rescaling acts, so the equality above is not one of a model that ignores it.
-    assert_ne!(power(&roofline, &["--core-mhz", "900"]), power(&plain, &["--core-mhz", "900"]));
-}
-
-/// A gated residual network (`train --gate nearest`) is gated in `predict` too: with a gate that trusts
-/// nowhere near the kernel the prediction is the physical model's alone, with one that trusts everywhere
-/// it is the ungated model's — and those two differ, so neither equality is one of a gate ignored.
-#[test]
-fn predict_applies_a_residual_gate() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/trained/titanx-physical-bpann.json");
-    let plain: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let p = &plain["physical"];
-    let inputs: Vec<serde_json::Value> = p["core_inputs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(p["mem_inputs"].as_array().unwrap())
-        .cloned()
-        .collect();
-    let k = inputs.len();
-    let gated = |signature: f64, tau: f64| {
-        let mut a = plain.clone();
-        a["physical"]["residual_gate"] = serde_json::json!({
-            "inputs": inputs, "scaling": {"mean": vec![0.0; k], "std": vec![1.0; k]},
-            "signatures": [vec![signature; k]], "tau": tau,
-        });
-        a.to_string()
-    };
-    let mut physical_only = plain.clone();
-    physical_only["kind"] = serde_json::json!("physical");
-    physical_only["layers"] = serde_json::json!([]);
-    physical_only.as_object_mut().unwrap().remove("residual");
-    let files = [
-        write(&dir, "plain.json", &plain.to_string()),
-        write(&dir, "nowhere.json", &gated(1e3, 1e-9)),
-        write(&dir, "everywhere.json", &gated(0.0, 1e9)),
-        write(&dir, "physical.json", &physical_only.to_string()),
-    ];
-    let power: Vec<f64> = files
-        .iter()
-        .map(|m| {
-            json(&["predict", "--warps", "32", "--model", m.to_str().unwrap()])["prediction"]["power_w"]
-                .as_f64()
-                .unwrap()
-        })
-        .collect();
-    assert!((power[0] - power[3]).abs() > 0.01, "the network changes the prediction: {power:?}");
-    assert!((power[1] - power[3]).abs() < 1e-6, "trusted nowhere: the physical model, {power:?}");
-    assert_eq!(power[2], power[0], "trusted everywhere: the ungated model");
 }
 
 /// A negative clock parses as a number (not as a flag) and is refused as out of range, in one line.

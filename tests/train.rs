@@ -120,6 +120,8 @@ fn json_document_has_every_model_and_protocol_and_artifacts_load() {
 
 /// `--backend burn` trains Adam through burn's autodiff (the general path) and the artifact says so; the
 /// default native path takes the same Adam steps on our own gradient, so the two fits agree closely.
+/// Built with `--features burn` (.ci/run runs it).
+#[cfg(feature = "burn")]
 #[test]
 fn backend_burn_is_reachable_and_recorded() {
     let dir = tempfile::tempdir().unwrap();
