@@ -11,7 +11,7 @@ use std::path::Path;
 mod inference;
 mod physical;
 
-pub use physical::{PhysicalTerms, ResidualGate, Roofline, VoltageLevel, physical_input_names, voltage_at};
+pub use physical::{PhysicalTerms, VoltageLevel, physical_input_names, voltage_at};
 
 /// Version of the artifact format this build reads and writes. Version 2 rejects fields it does not
 /// know (a misspelt or foreign field is an error, not silently ignored); version 1 artifacts are not
@@ -107,72 +107,25 @@ pub struct ModelArtifact {
     /// before) and in models without a network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arithmetic: Option<Arithmetic>,
-    /// How a `physical+bpann` network's output combines with the physical model: added in watts
-    /// (`absolute`, the default, and every artifact written before the field existed) or as a relative
-    /// correction, `P·(1 + network)` (`relative`: the network was fitted to `y/P − 1`). Written only when
-    /// relative.
-    #[serde(default, skip_serializing_if = "Residual::is_absolute")]
-    pub residual: Residual,
-    /// What a standalone network was fitted to: power in watts (`identity`, the default, and every
-    /// artifact written before the field existed) or ln(power) (`log`, `train --target log`: the
-    /// prediction is exp of the un-standardized network output). Written only when `log`.
-    #[serde(default, skip_serializing_if = "TargetTransform::is_identity")]
-    pub target_transform: TargetTransform,
-}
-
-/// What a network's standardized output is, before un-standardizing ([`ModelArtifact::target_transform`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TargetTransform {
-    /// Power (W).
-    #[default]
-    Identity,
-    /// ln(power / W).
-    Log,
-}
-
-impl TargetTransform {
-    pub fn is_identity(&self) -> bool {
-        *self == TargetTransform::Identity
-    }
-
-    /// The power (W) of an un-standardized network output `y`.
-    #[inline(always)]
-    pub fn invert(self, y: f64) -> f64 {
-        match self {
-            TargetTransform::Identity => y,
-            TargetTransform::Log => y.exp(),
-        }
-    }
+    /// How a `physical+bpann` network's output combines with the physical model: `relative`, a
+    /// correction `P·(1 + network)` (the network was fitted to `y/P − 1`). Required in a
+    /// `physical+bpann` artifact, absent in every other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual: Option<Residual>,
 }
 
 /// How a residual network's output combines with its physical model ([`ModelArtifact::residual`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Residual {
-    /// `P + network` (W).
-    #[default]
-    Absolute,
     /// `P·(1 + network)`.
     Relative,
 }
 
 impl Residual {
-    pub fn name(self) -> &'static str {
-        match self {
-            Residual::Absolute => "absolute",
-            Residual::Relative => "relative",
-        }
-    }
-
-    pub fn is_absolute(&self) -> bool {
-        *self == Residual::Absolute
-    }
-
     /// The physical model's power `base` with the network's output `net` applied.
     pub fn apply(self, base: f64, net: f64) -> f64 {
         match self {
-            Residual::Absolute => base + net,
             Residual::Relative => base * (1.0 + net),
         }
     }
@@ -192,17 +145,6 @@ pub struct Arithmetic {
 }
 
 impl ModelArtifact {
-    /// Tells a roofline model ([`Roofline`]) at which clocks the utilizations it will be given were
-    /// taken. A trained artifact records its training file's measurement clocks; `predict` computes a
-    /// kernel's utilizations at the target architecture's default clocks, which differ on another GPU,
-    /// and the rescaling must start from those. Models without a roofline are left as they are.
-    pub fn with_activities_measured_at(mut self, core_mhz: f64, mem_mhz: f64) -> ModelArtifact {
-        if let Some(r) = self.physical.as_mut().and_then(|p| p.roofline.as_mut()) {
-            *r = Roofline { core_mhz, mem_mhz };
-        }
-        self
-    }
-
     /// Reads an artifact and checks its shapes.
     pub fn from_json_file(path: &Path) -> Result<ModelArtifact> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
@@ -263,16 +205,6 @@ impl ModelArtifact {
             (ModelKind::Physical | ModelKind::PhysicalBpann, Some(p)) => {
                 p.check()?;
                 p.indices(&self.inputs)?;
-                if let Some(g) = &p.residual_gate {
-                    if self.kind != ModelKind::PhysicalBpann {
-                        return Err(Error::Mismatch(format!(
-                            "a {} artifact has no residual network to gate",
-                            self.kind.name()
-                        )));
-                    }
-                    g.check()?;
-                    self.gate_indices(g)?;
-                }
             }
             (_, Some(_)) => {
                 return Err(Error::Mismatch(format!(
@@ -282,17 +214,20 @@ impl ModelArtifact {
             }
             _ => {}
         }
-        if self.residual == Residual::Relative && self.kind != ModelKind::PhysicalBpann {
-            return Err(Error::Mismatch(format!(
-                "a {} artifact has no residual network to apply relatively",
-                self.kind.name()
-            )));
-        }
-        if self.target_transform != TargetTransform::Identity && self.kind != ModelKind::Bpann {
-            return Err(Error::Mismatch(format!(
-                "a {} artifact cannot have a log target: only a standalone bpann network is fitted to ln(power)",
-                self.kind.name()
-            )));
+        match (self.kind, self.residual) {
+            (ModelKind::PhysicalBpann, None) => {
+                return Err(Error::Mismatch(
+                    "a physical+bpann artifact needs `\"residual\": \"relative\"`: re-run `gpumodel train` to make it again"
+                        .into(),
+                ));
+            }
+            (ModelKind::PhysicalBpann, Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                return Err(Error::Mismatch(format!(
+                    "a {} artifact has no residual network to apply relatively",
+                    self.kind.name()
+                )));
+            }
         }
         if self.kind == ModelKind::Physical {
             if !self.layers.is_empty() {
@@ -354,8 +289,7 @@ mod tests {
             base_columns: Vec::new(),
             training: serde_json::Value::Null,
             arithmetic: None,
-            residual: Residual::Absolute,
-            target_transform: Default::default(),
+            residual: None,
             physical: Some(PhysicalTerms {
                 core_clock: "core_mhz".into(),
                 mem_clock: "mem_mhz".into(),
@@ -371,16 +305,16 @@ mod tests {
                 beta_mem_w: 4.0,
                 core_levels: vec![lv(500.0, 0.8), lv(1000.0, 1.0), lv(1500.0, 1.2)],
                 mem_levels: vec![lv(3000.0, 1.0)],
-                roofline: None,
-                residual_gate: None,
             }),
         }
     }
 
-    /// The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings), added.
+    /// The physical terms above plus a linear "network" 0.01·U (identity layer, unit scalings), applied
+    /// as a relative residual.
     pub(super) fn physical_with_linear_net() -> ModelArtifact {
         ModelArtifact {
             kind: ModelKind::PhysicalBpann,
+            residual: Some(Residual::Relative),
             layers: vec![Dense {
                 weights: vec![vec![0.01, 0.0, 0.0, 0.0]],
                 bias: vec![0.0],
@@ -388,33 +322,6 @@ mod tests {
             }],
             ..physical()
         }
-    }
-
-    /// Three kernels of two rows each over the activity inputs U and D (and the clocks): k1 at (0, 0),
-    /// k2 at (1, 0), k3 at (0, 2). U has mean 1/3 and SD √2/3, D mean 2/3 and SD 2√2/3, so the
-    /// standardized signatures are k1 (−1/√2, −1/√2), k2 (√2, −1/√2), k3 (−1/√2, √2): k1 lies 3/√2 from
-    /// both others, k2 and k3 lie 3 apart, so every nearest-neighbour distance is 3/√2 = τ.
-    pub(super) fn three_kernels() -> crate::Dataset {
-        let kernels = [("k1", 0.0, 0.0), ("k2", 1.0, 0.0), ("k3", 0.0, 2.0)];
-        let mut rows = Vec::new();
-        let mut groups = Vec::new();
-        for (k, u, d) in kernels {
-            for core in [500.0, 1000.0] {
-                rows.extend([u, d, core, 3000.0]);
-                groups.push(k.to_string());
-            }
-        }
-        crate::Dataset {
-            records: ndarray::Array2::from_shape_vec((6, 4), rows).unwrap(),
-            targets: ndarray::Array1::from_elem(6, 100.0),
-            feature_names: ["U", "D", "core_mhz", "mem_mhz"].map(String::from).to_vec(),
-            target_name: "power_w".into(),
-            groups,
-        }
-    }
-
-    pub(super) fn ud() -> Vec<String> {
-        vec!["U".into(), "D".into()]
     }
 
     pub(super) fn tiny() -> ModelArtifact {
@@ -433,8 +340,7 @@ mod tests {
             base_columns: vec!["a".into(), "b".into()],
             training: serde_json::Value::Null,
             arithmetic: None,
-            residual: Residual::Absolute,
-            target_transform: Default::default(),
+            residual: None,
             physical: None,
         }
     }
@@ -476,7 +382,7 @@ mod tests {
         let base: serde_json::Value = serde_json::to_value(physical_with_linear_net()).unwrap();
         assert!(ModelArtifact::from_json_str(&base.to_string(), "ok.json").is_ok());
         for (path, field) in [
-            ("", "residual_gates"),
+            ("", "residuals"),
             ("/physical", "beta_0_w"),
             ("/layers/0", "activations"),
             ("/input_scaling", "scale"),

@@ -136,9 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let cal = calibration.as_ref().and_then(CalibrationFile::calibration);
     let kernel = load_kernel(&args.kernel)?;
-    // predict takes a kernel's utilizations at the architecture's default clocks (predict/src/power.rs):
-    // a roofline model rescales from there, not from the clocks of the file it was trained on.
-    let model = load_model(&args.model)?.with_activities_measured_at(arch.core_mhz.value, arch.mem_mhz.value);
+    let model = load_model(&args.model)?;
     let clocks = match (args.core_mhz, args.mem_mhz) {
         (None, None) => None,
         (c, m) => Some(Clocks {

@@ -389,8 +389,7 @@ impl BpannParams {
             training: serde_json::Value::Null,
             physical: None,
             arithmetic: Some(self.arithmetic(&sizes)),
-            residual: Default::default(),
-            target_transform: Default::default(),
+            residual: None,
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
     }
@@ -456,8 +455,7 @@ fn forward_std(layers: &[Dense], z: &ndarray::Array2<f64>) -> Vec<f64> {
         training: serde_json::Value::Null,
         physical: None,
         arithmetic: None,
-        residual: Default::default(),
-        target_transform: Default::default(),
+        residual: None,
     };
     art.predict(z.view()).to_vec()
 }

@@ -92,7 +92,7 @@ impl ModelSpec {
                 let mut net = self.bpann.fit_report(&resid, progress)?.artifact;
                 net.kind = ModelKind::PhysicalBpann;
                 net.physical = phys.physical;
-                net.residual = Residual::Relative;
+                net.residual = Some(Residual::Relative);
                 net.check()?;
                 Ok(net)
             }
@@ -275,7 +275,7 @@ mod tests {
         let spec = relative_residual_spec(400);
         let physical = spec.physical.clone();
         let model = spec.fit(&ds, &mut |_| {}).unwrap();
-        assert_eq!(model.residual, Residual::Relative);
+        assert_eq!(model.residual, Some(Residual::Relative));
         let phys = physical.fit(&ds).unwrap();
         let net_only = ModelArtifact { kind: ModelKind::Bpann, physical: None, ..model.clone() };
         let (p, n, full) =

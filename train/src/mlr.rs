@@ -81,8 +81,7 @@ pub fn fit_mlr(ds: &Dataset, feature_set: &str, kind: ModelKind) -> Result<Model
         training: serde_json::Value::Null,
         physical: None,
         arithmetic: None,
-        residual: Default::default(),
-        target_transform: Default::default(),
+        residual: None,
     })
 }
 

@@ -214,8 +214,6 @@ impl PhysicalParams {
                 .zip(&vm)
                 .map(|(&mhz, &v)| VoltageLevel { mhz, relative_v: v })
                 .collect(),
-            roofline: None,
-            residual_gate: None,
         };
         let k = names.len();
         let artifact = ModelArtifact {
@@ -231,8 +229,7 @@ impl PhysicalParams {
             training: serde_json::Value::Null,
             physical: Some(terms),
             arithmetic: None,
-            residual: Default::default(),
-            target_transform: Default::default(),
+            residual: None,
         };
         artifact.check()?;
         Ok(PhysicalFit { artifact, iterations, training_rmse_w: (sse / n as f64).sqrt() })

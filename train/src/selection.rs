@@ -49,8 +49,6 @@ impl Validation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
-    /// The lowest CV MAPE (ties: the earlier candidate).
-    Min,
     /// The least complex candidate whose CV MAPE is within one standard error (over folds) of the lowest.
     OneSe,
 }
@@ -58,7 +56,6 @@ pub enum Rule {
 impl Rule {
     pub fn name(self) -> &'static str {
         match self {
-            Rule::Min => "min",
             Rule::OneSe => "1se",
         }
     }
@@ -95,7 +92,6 @@ pub fn choose(rule: Rule, scored: &[Scored]) -> Option<String> {
     let finite: Vec<&Scored> = scored.iter().filter(|s| s.mape_pct.is_finite()).collect();
     let best = finite.iter().copied().min_by(|a, b| a.mape_pct.total_cmp(&b.mape_pct))?;
     match rule {
-        Rule::Min => Some(best.model.clone()),
         Rule::OneSe => {
             let limit = best.mape_pct + if best.se_pct.is_finite() { best.se_pct } else { 0.0 };
             finite
@@ -287,14 +283,13 @@ mod tests {
     }
 
     #[test]
-    fn one_se_takes_the_simplest_model_within_one_standard_error_and_min_the_lowest() {
+    fn one_se_takes_the_simplest_model_within_one_standard_error() {
         let s = vec![sc("bpann", 4.0, 0.5), sc("physical", 4.4, 0.3), sc("physical+bpann-lbfgs", 3.9, 0.6)];
-        assert_eq!(choose(Rule::Min, &s).as_deref(), Some("physical+bpann-lbfgs"));
         // limit 3.9 + 0.6 = 4.5: physical (rank 8) is inside and simplest.
         assert_eq!(choose(Rule::OneSe, &s).as_deref(), Some("physical"));
         let tight = vec![sc("physical", 5.0, 0.1), sc("physical+bpann", 3.0, 0.2)];
         assert_eq!(choose(Rule::OneSe, &tight).as_deref(), Some("physical+bpann"));
-        assert_eq!(choose(Rule::Min, &[sc("x", f64::NAN, 1.0)]), None);
+        assert_eq!(choose(Rule::OneSe, &[sc("x", f64::NAN, 1.0)]), None);
     }
 
     /// Guards the point of `--selection-seeds`: one lucky seed of the complex candidate takes it below

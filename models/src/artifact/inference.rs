@@ -1,47 +1,10 @@
-//! The plain-Rust forward pass of an artifact: the network, the physical terms and the residual
-//! gate combined, row by row or in chunks of rows.
+//! The plain-Rust forward pass of an artifact: the network and the physical terms combined, row by
+//! row or in chunks of rows.
 
-use super::{Activation, ModelArtifact, ResidualGate, TargetTransform};
-use crate::error::{Error, Result};
+use super::{Activation, ModelArtifact, Residual};
 use ndarray::{Array1, ArrayView2};
 
 impl ModelArtifact {
-    /// Positions of a gate's inputs among the artifact's inputs.
-    pub(super) fn gate_indices(&self, g: &ResidualGate) -> Result<Vec<usize>> {
-        g.inputs
-            .iter()
-            .map(|n| {
-                self.inputs.iter().position(|i| i == n).ok_or_else(|| {
-                    Error::Mismatch(format!("residual gate: input '{n}' is not among the artifact's inputs"))
-                })
-            })
-            .collect()
-    }
-
-    /// The residual gate's weight of every row of `records` (columns in the order of `inputs`), or
-    /// `None` when the model has no gate. `check` proved the gate's inputs are among `inputs`; a
-    /// caller passing too few columns gets NaN weights rather than a panic.
-    pub fn gate_weights(&self, records: ArrayView2<'_, f64>) -> Option<Array1<f64>> {
-        let g = self.physical.as_ref()?.residual_gate.as_ref()?;
-        let idx = self.gate_indices(g).ok().filter(|i| i.iter().all(|&j| j < records.ncols()));
-        let mut u = vec![0.0; g.inputs.len()];
-        Some(
-            records
-                .rows()
-                .into_iter()
-                .map(|r| match &idx {
-                    Some(idx) => {
-                        for (v, &j) in u.iter_mut().zip(idx) {
-                            *v = r[j];
-                        }
-                        g.weight(&u)
-                    }
-                    None => f64::NAN,
-                })
-                .collect(),
-        )
-    }
-
     /// Predicts one row; `x` is in the order of `inputs`.
     pub fn predict_one(&self, x: &[f64]) -> f64 {
         match &self.physical {
@@ -54,14 +17,15 @@ impl ModelArtifact {
                 if self.layers.is_empty() {
                     return base;
                 }
-                let gate = match row.map(|r| self.gate_weights(r)) {
-                    Ok(Some(g)) => g[0],
-                    Ok(None) => 1.0,
-                    Err(_) => f64::NAN,
-                };
-                self.residual.apply(base, gate * self.network_one(x))
+                self.residual_form().apply(base, self.network_one(x))
             }
         }
+    }
+
+    /// How the network's output combines with the physical model (`check` proved a `physical+bpann`
+    /// artifact names it).
+    fn residual_form(&self) -> Residual {
+        self.residual.unwrap_or(Residual::Relative)
     }
 
     fn network_one(&self, x: &[f64]) -> f64 {
@@ -86,7 +50,7 @@ impl ModelArtifact {
             width = layer.bias.len();
             std::mem::swap(&mut cur, &mut next);
         }
-        self.target_transform.invert(cur[0] * self.target_scaling.std[0] + self.target_scaling.mean[0])
+        cur[0] * self.target_scaling.std[0] + self.target_scaling.mean[0]
     }
 
     fn predict_one_alloc(&self, x: &[f64]) -> f64 {
@@ -105,7 +69,7 @@ impl ModelArtifact {
                 })
                 .collect();
         }
-        self.target_transform.invert(h[0] * self.target_scaling.std[0] + self.target_scaling.mean[0])
+        h[0] * self.target_scaling.std[0] + self.target_scaling.mean[0]
     }
 
     /// Predicts every row of `records` (columns in the order of `inputs`).
@@ -126,10 +90,8 @@ impl ModelArtifact {
                     base
                 } else {
                     let mut out = self.network(records);
-                    if let Some(g) = self.gate_weights(records) {
-                        out *= &g;
-                    }
-                    out.zip_mut_with(&base, |n, b| *n = self.residual.apply(*b, *n));
+                    let residual = self.residual_form();
+                    out.zip_mut_with(&base, |n, b| *n = residual.apply(*b, *n));
                     out
                 }
             }
@@ -200,17 +162,8 @@ impl ModelArtifact {
                 width = layer.bias.len();
                 std::mem::swap(&mut cur, &mut next);
             }
-            match self.target_transform {
-                TargetTransform::Identity => {
-                    for r in 0..m {
-                        out[start + r] = cur[0][r] * t_std + t_mean;
-                    }
-                }
-                TargetTransform::Log => {
-                    for r in 0..m {
-                        out[start + r] = (cur[0][r] * t_std + t_mean).exp();
-                    }
-                }
+            for r in 0..m {
+                out[start + r] = cur[0][r] * t_std + t_mean;
             }
             start += m;
         }
@@ -237,113 +190,30 @@ fn sigmoid(x: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{physical, physical_with_linear_net, three_kernels, tiny, ud};
+    use super::super::tests::{physical, physical_with_linear_net, tiny};
     use super::super::*;
 
     #[test]
-    fn a_relative_residual_multiplies_and_an_absolute_one_adds() {
-        let abs = physical_with_linear_net();
-        let rel = ModelArtifact { residual: Residual::Relative, ..abs.clone() };
+    fn a_relative_residual_multiplies_and_is_required_only_with_a_network() {
+        let rel = physical_with_linear_net();
         let x = [0.5, 0.25, 1000.0, 3000.0];
         // Physical 79 W (physical_model_by_hand), network 0.005.
-        assert!((abs.predict_one(&x) - 79.005).abs() < 1e-9);
         assert!((rel.predict_one(&x) - 79.0 * 1.005).abs() < 1e-9);
         let batch = rel.predict(ndarray::array![[0.5, 0.25, 1000.0, 3000.0]].view());
         assert!((batch[0] - 79.0 * 1.005).abs() < 1e-9);
-        // Written only when relative; an artifact without the key (every older one) is absolute.
-        let text = serde_json::to_string(&abs).unwrap();
-        assert!(!text.contains("residual"), "{text}");
-        assert_eq!(ModelArtifact::from_json_str(&text, "old.json").unwrap().residual, Residual::Absolute);
         let text = serde_json::to_string(&rel).unwrap();
         assert!(text.contains(r#""residual":"relative""#), "{text}");
         assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), rel);
+        // A physical-bpann artifact without it, or with another form, is refused.
+        let none = ModelArtifact { residual: None, ..rel.clone() };
+        assert!(none.check().unwrap_err().to_string().contains("needs `\"residual\": \"relative\"`"));
+        let other = text.replace(r#""residual":"relative""#, r#""residual":"absolute""#);
+        assert!(ModelArtifact::from_json_str(&other, "m.json").is_err());
         // A model without a residual network cannot carry one.
-        let bad = ModelArtifact { residual: Residual::Relative, ..physical() };
+        let bad = ModelArtifact { residual: Some(Residual::Relative), ..physical() };
         assert!(bad.check().unwrap_err().to_string().contains("no residual network"));
-    }
-
-    #[test]
-    fn a_gated_residual_is_applied_by_predict_and_predict_one_and_old_artifacts_predict_as_before() {
-        let plain = ModelArtifact { residual: Residual::Relative, ..physical_with_linear_net() };
-        let gate = ResidualGate::from_training(&three_kernels(), &ud()).unwrap().unwrap();
-        let mut gated = plain.clone();
-        gated.physical.as_mut().unwrap().residual_gate = Some(gate.clone());
-        gated.check().unwrap();
-        // On a training kernel (k2: U = 1, D = 0) g = 1: the gated model is the plain one.
-        let near = [1.0, 0.0, 1000.0, 3000.0];
-        assert_eq!(gated.predict_one(&near), plain.predict_one(&near));
-        // Far along U: g = ¼; physical 30 + (10 + 50·U) + 5 + 4, network 0.01·U.
-        let u = 1.0 + 2.0 * gate.tau * std::f64::consts::SQRT_2 / 3.0;
-        let far = [u, 0.0, 1000.0, 3000.0];
-        let p = 49.0 + 50.0 * u;
-        assert!((gated.predict_one(&far) - p * (1.0 + 0.25 * 0.01 * u)).abs() < 1e-9);
-        assert!((plain.predict_one(&far) - p * (1.0 + 0.01 * u)).abs() < 1e-9);
-        let x = ndarray::array![[1.0, 0.0, 1000.0, 3000.0], [u, 0.0, 1000.0, 3000.0]];
-        let batch = gated.predict(x.view());
-        assert_eq!(gated.gate_weights(x.view()).unwrap().to_vec(), vec![1.0, gate.weight(&[u, 0.0])]);
-        assert!((batch[0] - gated.predict_one(&near)).abs() < 1e-12);
-        assert!((batch[1] - gated.predict_one(&far)).abs() < 1e-12);
-        // The absolute residual is gated the same way: P + g·network.
-        let abs = ModelArtifact { residual: Residual::Absolute, ..gated.clone() };
-        assert!((abs.predict_one(&far) - (p + 0.25 * 0.01 * u)).abs() < 1e-9);
-        // Round trip; an artifact written before the gate existed has no such key and predicts ungated.
-        let text = serde_json::to_string(&gated).unwrap();
-        assert!(text.contains(r#""residual_gate":{"inputs":["U","D"]"#), "{text}");
-        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), gated);
-        let old = serde_json::to_string(&plain).unwrap();
-        assert!(!old.contains("residual_gate"), "{old}");
-        let old = ModelArtifact::from_json_str(&old, "old.json").unwrap();
-        assert!(old.gate_weights(x.view()).is_none());
-        assert_eq!(old.predict(x.view()), plain.predict(x.view()));
-        assert_eq!(old.predict_one(&far), plain.predict_one(&far));
-        // Refused: a gate on a model without a network, on an input the model lacks, or with a bad τ.
-        let mut phys = physical();
-        phys.physical.as_mut().unwrap().residual_gate = Some(gate.clone());
-        assert!(phys.check().unwrap_err().to_string().contains("no residual network to gate"));
-        let bad = text.replace(r#""inputs":["U","D"]"#, r#""inputs":["U","X"]"#);
-        let msg = ModelArtifact::from_json_str(&bad, "bad.json").unwrap_err().to_string();
-        assert!(msg.contains("input 'X'"), "{msg}");
-        let mut neg = gated.clone();
-        neg.physical.as_mut().unwrap().residual_gate.as_mut().unwrap().tau = -1.0;
-        assert!(neg.check().unwrap_err().to_string().contains("residual gate"));
-    }
-
-    /// A log-target network predicts exp of its un-standardized output, on every path; the field is
-    /// written only when `log`, an artifact without it (every older one) is the identity, and only a
-    /// standalone network may carry it.
-    #[test]
-    fn a_log_target_predicts_exp_of_the_network_and_is_optional() {
-        let watts = tiny();
-        let log = ModelArtifact {
-            target_scaling: Scaling { mean: vec![4.5], std: vec![0.3] },
-            target_transform: TargetTransform::Log,
-            ..watts.clone()
-        };
-        let x = ndarray::Array2::from_shape_fn((19, 2), |(i, j)| {
-            (i as f64 * 0.41 - 4.0) * (1.0 - 1.7 * j as f64)
-        });
-        let batch = log.predict(x.view());
-        for (r, row) in x.rows().into_iter().enumerate() {
-            // By hand: z = ((a − 1)/2, b), h = σ(z0 − z1), output 2h − 1, then 4.5 + 0.3·output.
-            let (z0, z1) = ((row[0] - 1.0) / 2.0, row[1]);
-            let h = 1.0 / (1.0 + (-(z0 - z1)).exp());
-            let want = (4.5 + 0.3 * (2.0 * h - 1.0)).exp();
-            for got in [batch[r], log.predict_one(&row.to_vec()), log.predict_one_alloc(&row.to_vec())] {
-                assert!((got - want).abs() < 1e-9 * want, "row {r}: {got} vs {want}");
-            }
-        }
-        let text = serde_json::to_string(&watts).unwrap();
-        assert!(!text.contains("target_transform"), "{text}");
-        assert_eq!(
-            ModelArtifact::from_json_str(&text, "old.json").unwrap().target_transform,
-            TargetTransform::Identity
-        );
-        let text = serde_json::to_string(&log).unwrap();
-        assert!(text.contains(r#""target_transform":"log""#), "{text}");
-        assert_eq!(ModelArtifact::from_json_str(&text, "m").unwrap(), log);
-        let bad = ModelArtifact { target_transform: TargetTransform::Log, ..physical_with_linear_net() };
-        let e = bad.check().unwrap_err().to_string();
-        assert!(e.contains("cannot have a log target"), "{e}");
+        let text = serde_json::to_string(&physical()).unwrap();
+        assert!(!text.contains("residual"), "{text}");
     }
 
     #[test]

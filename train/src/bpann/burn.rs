@@ -8,7 +8,7 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor, TensorData, activation::sigmoid};
-use gpumodel_models::artifact::{Activation, Dense, ModelArtifact, Residual, TargetTransform};
+use gpumodel_models::artifact::{Activation, Dense, ModelArtifact};
 use ndarray::Array2;
 
 #[derive(Module, Debug)]
@@ -116,9 +116,7 @@ impl BpannParams {
 }
 
 /// Evaluates an artifact's network with burn (Flex backend, f64), for checking that burn's forward pass
-/// and `ModelArtifact::predict` agree. `records` are raw inputs in the artifact's input order. A residual
-/// gate (`physical.residual_gate`) is not applied: for a gated artifact this is the ungated model, and
-/// callers that compare gated artifacts apply the gate themselves.
+/// and `ModelArtifact::predict` agree. `records` are raw inputs in the artifact's input order.
 pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64> {
     let device = Device::flex();
     let net = Net::from_layers(&artifact.layers, &device);
@@ -126,7 +124,7 @@ pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64>
     let out = net.forward(tensor2(&z, &device));
     let v: Vec<f64> = out.into_data().convert::<f64>().try_to_vec::<f64>().unwrap_or_default();
     let (m, s) = (artifact.target_scaling.mean[0], artifact.target_scaling.std[0]);
-    // A physical+bpann network models the residual of the physical terms, in watts or relative to them.
+    // A physical+bpann network models the residual of the physical terms, relative to them.
     // The combination is written out here rather than taken from `Residual::apply`, so that this pass
     // stays independent of the one it is compared with.
     let base = artifact.physical.as_ref().and_then(|p| p.predict(&artifact.inputs, records.view()).ok());
@@ -134,11 +132,9 @@ pub fn burn_forward(artifact: &ModelArtifact, records: &Array2<f64>) -> Vec<f64>
         .enumerate()
         .map(|(i, y)| {
             let net = y * s + m;
-            match (&base, artifact.residual) {
-                (None, _) if artifact.target_transform == TargetTransform::Log => net.exp(),
-                (None, _) => net,
-                (Some(b), Residual::Absolute) => b[i] + net,
-                (Some(b), Residual::Relative) => b[i] * (1.0 + net),
+            match &base {
+                None => net,
+                Some(b) => b[i] * (1.0 + net),
             }
         })
         .collect()
