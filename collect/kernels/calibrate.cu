@@ -38,16 +38,19 @@ extern "C" __global__ void store_cost(CAL_ARGS) {
     out[1] = (unsigned)steps;
 }
 
-// CYC_s: shared-memory load latency by pointer chasing inside a 48 KiB-capped array.
+// CYC_s: shared-memory load latency by pointer chasing inside a 16 KiB array, one thread. The array holds
+// byte offsets, not indices, so each step is the load alone (no shift to form the address), as in the
+// dependent-chase method of Jia et al. (arXiv:1804.06826).
 extern "C" __global__ void chase_shared(CAL_ARGS) {
     __shared__ unsigned s[4096];
     unsigned m = (unsigned)(n < 4096 ? n : 4096);
-    for (unsigned i = threadIdx.x; i < m; i += blockDim.x) s[i] = chain[i] % m;
+    for (unsigned i = threadIdx.x; i < m; i += blockDim.x) s[i] = (chain[i] % m) * 4u;
     __syncthreads();
     if (threadIdx.x != 0) return;
+    const char *base = (const char *)s;
     unsigned j = 0;
     long long t0 = clock64();
-    for (int k = 0; k < steps; ++k) j = s[j];
+    for (int k = 0; k < steps; ++k) j = *(const unsigned *)(base + j);
     long long t1 = clock64();
     out[0] = (unsigned long long)(t1 - t0);
     out[1] = j;
@@ -167,4 +170,129 @@ extern "C" __global__ void chase_l2(CAL_ARGS) {
     long long t1 = clock64();
     out[0] = (unsigned long long)(t1 - t0);
     out[1] = j;
+}
+
+// ---- Throughput kernels: one block of 1024 threads (32 warps) on one SM, enough independent work per
+// warp to keep the unit busy. Every warp starts after a common barrier from one clock64 stamp taken by
+// thread 0, and writes its own finish relative to it (out[2*w]); the host takes the last warp's finish as
+// the block's time, so cycles are the SM's own, with no launch overhead (the method of Mei & Chu, IEEE
+// TPDS 2017, and Jia et al., arXiv:1804.06826: many warps, independent chains, SM cycle counter).
+
+__device__ __forceinline__ long long block_start(long long *stamp) {
+    if (threadIdx.x == 0) *stamp = clock64();
+    __syncthreads();
+    return *stamp;
+}
+
+__device__ __forceinline__ void warp_finish(unsigned long long *out, long long start, unsigned long long v) {
+    long long t1 = clock64();
+    if ((threadIdx.x & 31u) == 0) {
+        out[2 * (threadIdx.x >> 5)] = (unsigned long long)(t1 - start);
+        out[2 * (threadIdx.x >> 5) + 1] = v;
+    }
+}
+
+// shared_bytes_per_cycle: a conflict-free 32-bit shared-memory load stream. 4096 words hold byte offsets
+// one 32-word row further (mod 128 rows), so a lane stays in its bank: each warp load touches 32 distinct
+// banks. Every thread follows 4 independent chains (its warp's rows 4w..4w+3), 4 loads of 4 bytes per
+// step; 32 warps x 4 chains keep far more loads in flight than the latency needs, so the time is set by
+// the bandwidth. Bytes per SM per cycle = 16 * threads * steps / cycles of the last warp.
+extern "C" __global__ void __launch_bounds__(1024) shared_bandwidth(CAL_ARGS) {
+    __shared__ unsigned s[4096];
+    __shared__ long long stamp;
+    for (unsigned i = threadIdx.x; i < 4096u; i += blockDim.x) s[i] = ((i + 32u) & 4095u) * 4u;
+    const char *base = (const char *)s;
+    unsigned lane = threadIdx.x & 31u, row = (threadIdx.x >> 5) * 4u;
+    unsigned j0 = (((row + 0u) * 32u + lane) & 4095u) * 4u, j1 = (((row + 1u) * 32u + lane) & 4095u) * 4u;
+    unsigned j2 = (((row + 2u) * 32u + lane) & 4095u) * 4u, j3 = (((row + 3u) * 32u + lane) & 4095u) * 4u;
+    long long t0 = block_start(&stamp);
+    #pragma unroll 4
+    for (int k = 0; k < steps; ++k) {
+        j0 = *(const unsigned *)(base + j0);
+        j1 = *(const unsigned *)(base + j1);
+        j2 = *(const unsigned *)(base + j2);
+        j3 = *(const unsigned *)(base + j3);
+    }
+    warp_finish(out, t0, j0 ^ j1 ^ j2 ^ j3);
+}
+
+// cost_fp32: 8 independent FP32 fused multiply-add chains per thread (x = x * a + b, converging to a
+// finite value), 8 FFMA per step. `knob` (the host passes 1) makes a and b run-time values.
+extern "C" __global__ void __launch_bounds__(1024) fp32_throughput(CAL_ARGS) {
+    __shared__ long long stamp;
+    float a = 1.0f / (float)(knob + 1), b = (float)knob;
+    float x[8];
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) x[q] = (float)(threadIdx.x + q);
+    long long t0 = block_start(&stamp);
+    #pragma unroll 4
+    for (int k = 0; k < steps; ++k) {
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) x[q] = fmaf(x[q], a, b);
+    }
+    float r = 0.0f;
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) r += x[q];
+    warp_finish(out, t0, (unsigned long long)__float_as_uint(r));
+}
+
+// cost_fp64: as fp32_throughput with 8 independent FP64 chains, 8 DFMA per step.
+extern "C" __global__ void __launch_bounds__(1024) fp64_throughput(CAL_ARGS) {
+    __shared__ long long stamp;
+    double a = 1.0 / (double)(knob + 1), b = (double)knob;
+    double x[8];
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) x[q] = (double)(threadIdx.x + q);
+    long long t0 = block_start(&stamp);
+    #pragma unroll 4
+    for (int k = 0; k < steps; ++k) {
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) x[q] = fma(x[q], a, b);
+    }
+    double r = 0.0;
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) r += x[q];
+    warp_finish(out, t0, (unsigned long long)__double_as_longlong(r));
+}
+
+// cost_fp16: 8 independent packed-half chains per thread, one fma.rn.f16x2 (HFMA2: two FP16 results per
+// thread) per chain and step, written in PTX so no header is needed. a = 0.5 and b = knob (1.0) in both
+// halves: x converges to 2.0.
+extern "C" __global__ void __launch_bounds__(1024) fp16_throughput(CAL_ARGS) {
+    __shared__ long long stamp;
+    unsigned a = 0x38003800u, b = knob == 1 ? 0x3c003c00u : 0u;
+    unsigned x[8];
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) x[q] = 0x3c003c00u + (unsigned)q + (threadIdx.x & 7u);
+    long long t0 = block_start(&stamp);
+    #pragma unroll 4
+    for (int k = 0; k < steps; ++k) {
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) asm volatile("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(x[q]) : "r"(a), "r"(b));
+    }
+    warp_finish(out, t0, x[0] ^ x[1] ^ x[2] ^ x[3] ^ x[4] ^ x[5] ^ x[6] ^ x[7]);
+}
+
+// cost_conversion64: 8 independent chains per thread of F2F conversions f32 -> f64 -> f32, 16 conversions
+// per step. Written in PTX (cvt) because a compiler may fold a widening followed by a narrowing into
+// nothing (the round trip is exact).
+extern "C" __global__ void __launch_bounds__(1024) convert64_throughput(CAL_ARGS) {
+    __shared__ long long stamp;
+    float x[8];
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) x[q] = (float)(threadIdx.x + q + knob);
+    long long t0 = block_start(&stamp);
+    #pragma unroll 4
+    for (int k = 0; k < steps; ++k) {
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) {
+            double d;
+            asm volatile("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(x[q]));
+            asm volatile("cvt.rn.f32.f64 %0, %1;" : "=f"(x[q]) : "d"(d));
+        }
+    }
+    float r = 0.0f;
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) r += x[q];
+    warp_finish(out, t0, (unsigned long long)__float_as_uint(r));
 }

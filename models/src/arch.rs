@@ -135,6 +135,15 @@ pub struct ArchProfile {
     /// low core clock this, not the DRAM, caps a memory-bound kernel. Optional: no cap without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2_dram_bytes_per_core_cycle: Option<Sourced<f64>>,
+    /// Shared-memory bandwidth, bytes per SM per core cycle (conflict-free 32-bit accesses; 32 banks of 4
+    /// bytes give 128 on Maxwell and newer). Optional: a profile without it has no shared-bandwidth term.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_bytes_per_cycle: Option<Sourced<f64>>,
+    /// Issue cycles of one warp-wide FP16 arithmetic instruction (a packed `half2` instruction, which the
+    /// Programming Guide's 16-bit rate counts as two results per thread), per SM. Optional: a profile
+    /// without it leaves FP16 instructions at another pipe's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_fp16: Option<Sourced<f64>>,
 }
 
 /// DRAM latency `L = latency_a · f_core/f_mem + latency_b` and departure delay
@@ -248,6 +257,8 @@ impl ArchProfile {
         .chain(self.dvfs_memory.iter().flat_map(DvfsMemory::scalars))
         .chain(self.l2_dram_bytes_per_core_cycle.iter().map(|v| ("l2_dram_bytes_per_core_cycle", v)))
         .chain(self.cost_conversion64.iter().map(|v| ("cost_conversion64", v)))
+        .chain(self.shared_bytes_per_cycle.iter().map(|v| ("shared_bytes_per_cycle", v)))
+        .chain(self.cost_fp16.iter().map(|v| ("cost_fp16", v)))
         .collect()
     }
 

@@ -31,6 +31,14 @@ pub struct TrueConstants {
     pub l2_dram_bytes_per_core_cycle: f64,
     /// L2 hit latency, core cycles (any clocks).
     pub l2_latency: f64,
+    /// Shared-memory bandwidth, bytes per SM per core cycle.
+    pub shared_bytes_per_cycle: f64,
+    /// Results per clock per SM, in the Programming Guide's terms (an FMA is one result; a packed `half2`
+    /// FMA is two): FP32, FP64 and FP16 fused multiply-add, and conversions from and to 64-bit types.
+    pub fp32_per_clock: f64,
+    pub fp64_per_clock: f64,
+    pub fp16_per_clock: f64,
+    pub conversion64_per_clock: f64,
 }
 
 /// The fake GPU's default clocks (the A100's, as its facts say): core, memory MHz.
@@ -56,6 +64,12 @@ impl TrueConstants {
         delay_b: 2.0,
         l2_dram_bytes_per_core_cycle: 2000.0,
         l2_latency: 210.0,
+        // 32 banks of 4 bytes; the Guide's rates for compute capability 8.0.
+        shared_bytes_per_cycle: 128.0,
+        fp32_per_clock: 64.0,
+        fp64_per_clock: 32.0,
+        fp16_per_clock: 256.0,
+        conversion64_per_clock: 16.0,
     };
 
     /// DRAM latency in core cycles at `c` (the form above).
@@ -117,6 +131,28 @@ impl FakeCalibrationDevice {
         }
     }
 
+    /// A throughput kernel's per-warp finishes: what one block of `l.threads` threads does (in the terms
+    /// of `calibrate.cu`: 16 shared bytes, 8 FMAs (16 FP16 results) or 16 conversions per thread and step)
+    /// at the true rate of its unit, the warps finishing one after another over the last tenth of it.
+    fn block_throughput(&mut self, l: &CalLaunch) -> Vec<u64> {
+        let t = self.truth;
+        let work = f64::from(l.threads) * f64::from(l.steps);
+        let cycles = match l.entry {
+            "shared_bandwidth" => 16.0 * work / t.shared_bytes_per_cycle,
+            "fp32_throughput" => 8.0 * work / t.fp32_per_clock,
+            "fp64_throughput" => 8.0 * work / t.fp64_per_clock,
+            "fp16_throughput" => 16.0 * work / t.fp16_per_clock,
+            _ => 16.0 * work / t.conversion64_per_clock,
+        } * self.jitter();
+        let warps = l.threads.div_ceil(32);
+        (0..warps)
+            .flat_map(|w| {
+                let c = cycles * (0.9 + 0.1 * f64::from(w + 1) / f64::from(warps)) + TIMER_OVERHEAD;
+                [c.round() as u64, 7]
+            })
+            .collect()
+    }
+
     fn jitter(&mut self) -> f64 {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
@@ -167,6 +203,8 @@ impl CalibrationDevice for FakeCalibrationDevice {
                 }
                 return Ok(out);
             }
+            "shared_bandwidth" | "fp32_throughput" | "fp64_throughput" | "fp16_throughput"
+            | "convert64_throughput" => return Ok(self.block_throughput(l)),
             other => {
                 return Err(Error::Invalid(format!("fake GPU: unknown calibration kernel {other}")));
             }

@@ -37,6 +37,7 @@ pub mod dvfs;
 mod fake;
 mod profile;
 mod report;
+mod throughput;
 
 pub use fake::{FakeCalibrationDevice, TrueConstants};
 pub use profile::{DeviceFacts, arch_toml, profile_name};
@@ -60,11 +61,16 @@ pub const MEASURED: &[&str] = &[
     "dvfs_memory.l2_latency",
     "dvfs_memory.l2_delay",
     "l2_dram_bytes_per_core_cycle",
+    "shared_bytes_per_cycle",
+    "cost_fp32",
+    "cost_fp64",
+    "cost_fp16",
+    "cost_conversion64",
 ];
 
 /// Launches [`calibrate`] makes (for a progress bar).
 pub fn launches(p: CalParams) -> usize {
-    p.repeats * (6 + LOADS.len() + WARPS.len() + 2)
+    p.repeats * (6 + LOADS.len() + WARPS.len() + 2 + throughput::UNITS.len())
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`, for the profile's citations.
@@ -114,6 +120,19 @@ pub const ENTRIES: &[CalEntry] = &[
     CalEntry { name: "out_warp_loads", measures: "out_warp_delay", ptx: &["ld.global.cg.u32", "%clock64"] },
     CalEntry { name: "l2_stream", measures: "l2_bandwidth_gbs", ptx: &["ld.global.cg.v4.u32", "%nctaid.x"] },
     CalEntry { name: "chase_l2", measures: "dvfs_memory.l2_latency", ptx: &["ld.global.cg.u32", "%clock64"] },
+    CalEntry {
+        name: "shared_bandwidth",
+        measures: "shared_bytes_per_cycle",
+        ptx: &["ld.shared.u32", "bar.sync", "%clock64"],
+    },
+    CalEntry { name: "fp32_throughput", measures: "cost_fp32", ptx: &["fma.rn.f32", "bar.sync", "%clock64"] },
+    CalEntry { name: "fp64_throughput", measures: "cost_fp64", ptx: &["fma.rn.f64", "bar.sync", "%clock64"] },
+    CalEntry { name: "fp16_throughput", measures: "cost_fp16", ptx: &["fma.rn.f16x2", "bar.sync", "%clock64"] },
+    CalEntry {
+        name: "convert64_throughput",
+        measures: "cost_conversion64",
+        ptx: &["cvt.f64.f32", "cvt.rn.f32.f64", "bar.sync", "%clock64"],
+    },
 ];
 
 /// The buffer a calibration kernel chases: a random cycle through `elems / stride` slots, `stride`
@@ -381,6 +400,7 @@ pub fn calibrate(
         slopes,
     )?);
     est.push(l2_bandwidth(dev, p, progress)?);
+    est.extend(throughput::measure(dev, p, progress)?);
     Ok(est)
 }
 

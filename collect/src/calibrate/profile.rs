@@ -127,14 +127,15 @@ pub fn arch_toml(
         sources.insert(
             key,
             format!(
-                "measured by `gpumodel calibrate` on {gpu}, {when}: {}; median of {} repetitions, \
-                 quartiles {:.3}-{:.3}, range {:.3}-{:.3} {}",
-                e.method, e.n, e.q1, e.q3, e.min, e.max, e.unit
+                "measured on this GPU ({gpu}) by `gpumodel calibrate` on {when}, median of {} repetitions \
+                 (quartiles {:.3}-{:.3}, range {:.3}-{:.3} {}): {}",
+                e.n, e.q1, e.q3, e.min, e.max, e.unit, e.method
             ),
         );
     }
-    let cite =
-        |f: &Fitted| format!("measured by `gpumodel calibrate` on {gpu}, {when}: {} ({})", f.method, f.unit);
+    let cite = |f: &Fitted| {
+        format!("measured on this GPU ({gpu}) by `gpumodel calibrate` on {when}: {} ({})", f.method, f.unit)
+    };
     for f in dvfs.iter().filter(|f| !f.field.contains('.')) {
         let key = format!("calibrate_{}", f.field);
         let _ = writeln!(s, "{} = {{ value = {}, src = {} }}", f.field, num(f.value), quote(&key));
