@@ -3,6 +3,7 @@
 //! the DVFS sweep over clock pairs, and its bad input (`--clock-pairs`, clocks that need root).
 
 use assert_cmd::Command;
+use gpumodel_collect::calibrate::TrueConstants;
 use gpumodel_models::arch::ArchProfile;
 use std::path::Path;
 
@@ -56,7 +57,12 @@ fn the_fake_gpu_profile_loads_as_an_architecture() {
             "alu_latency",
             "in_warp_delay",
             "out_warp_delay",
-            "l2_bandwidth_gbs"
+            "l2_bandwidth_gbs",
+            "shared_bytes_per_cycle",
+            "cost_fp32",
+            "cost_fp64",
+            "cost_fp16",
+            "cost_conversion64"
         ]
     );
     let a = ArchProfile::resolve(out.to_str().unwrap()).unwrap();
@@ -64,6 +70,22 @@ fn the_fake_gpu_profile_loads_as_an_architecture() {
     // The fake GPU's DRAM latency is 480 cycles (src/cli/calibrate.rs); the estimate is within its ±2 % noise.
     assert!((a.cyc_load.value - 480.0).abs() < 15.0, "{}", a.cyc_load.value);
     assert!(a.source_of(&a.out_warp_delay).contains("median of 5 repetitions"));
+    // The throughput constants are in the profile, measured (not the a100 reference's), with the fake GPU's
+    // true rates: 128 shared bytes per cycle; 64 FP32, 32 FP64, 256 FP16 (half2 counting two) and 16
+    // conversion results per clock per SM, i.e. 0.5, 1, 0.25 and 2 cycles per warp instruction.
+    let t = TrueConstants::AMPERE_LIKE;
+    for (field, v, want) in [
+        ("shared_bytes_per_cycle", a.shared_bytes_per_cycle.as_ref(), t.shared_bytes_per_cycle),
+        ("cost_fp32", Some(&a.cost_fp32), 32.0 / t.fp32_per_clock),
+        ("cost_fp64", Some(&a.cost_fp64), 32.0 / t.fp64_per_clock),
+        ("cost_fp16", a.cost_fp16.as_ref(), 64.0 / t.fp16_per_clock),
+        ("cost_conversion64", a.cost_conversion64.as_ref(), 32.0 / t.conversion64_per_clock),
+    ] {
+        let v = v.unwrap_or_else(|| panic!("{field} missing from the profile"));
+        assert!((v.value - want).abs() / want < 0.03, "{field}: {} for true {want}", v.value);
+        let src = a.source_of(v);
+        assert!(src.starts_with("measured on this GPU (") && src.contains("median of 5 repetitions"), "{src}");
+    }
 
     // A second run does not overwrite the profile without --force.
     let o = gpumodel().env("GPUMODEL_FAKE_GPU", "1").args(["calibrate", "--out"]).arg(&out).output().unwrap();
@@ -192,6 +214,35 @@ fn calibrate_says_what_is_measured_at_which_clock_pairs_and_what_is_looked_up() 
     let o = gpumodel().current_dir(dir.path()).args(["predict", "--arch", "x.toml"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("(fake) at 1410 / 1215 MHz"));
+    // …and uses the measured issue costs: the same profile with the measured cost_fp32 made 8 times larger
+    // predicts a much longer compute time for matrixMul (FP32-heavy).
+    let compute_s = |arch: &str| -> f64 {
+        let o = gpumodel()
+            .current_dir(dir.path())
+            .args(["predict", "--arch", arch, "--kernel", "matrixmul", "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let parts = v["prediction"]["detail"]["components"].as_array().unwrap().clone();
+        parts.iter().find(|c| c["name"] == "compute").and_then(|c| c["time_s"].as_f64()).unwrap()
+    };
+    let text = std::fs::read_to_string(dir.path().join("x.toml")).unwrap();
+    let slow = text
+        .lines()
+        .map(|l| match l.strip_prefix("cost_fp32 = { value = ") {
+            Some(rest) => {
+                let (v, tail) = rest.split_once(',').unwrap();
+                format!("cost_fp32 = {{ value = {}, {tail}", 8.0 * v.parse::<f64>().unwrap())
+            }
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(slow, text.trim_end());
+    std::fs::write(dir.path().join("slow.toml"), slow).unwrap();
+    let (measured, slower) = (compute_s("x.toml"), compute_s("slow.toml"));
+    assert!(slower > 2.0 * measured, "compute {measured} s with the measured cost_fp32, {slower} s with 8x");
 
     // At the current clocks only: one row, the DRAM fits rejected with the reason, no [dvfs_memory].
     let v = fake_json(dir.path(), &["--repeats", "3", "--clock-pairs", "current"]);

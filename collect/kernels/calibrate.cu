@@ -38,19 +38,29 @@ extern "C" __global__ void store_cost(CAL_ARGS) {
     out[1] = (unsigned)steps;
 }
 
-// CYC_s: shared-memory load latency by pointer chasing inside a 16 KiB array, one thread. The array holds
-// byte offsets, not indices, so each step is the load alone (no shift to form the address), as in the
-// dependent-chase method of Jia et al. (arXiv:1804.06826).
+// One 32-bit shared-memory load from a 32-bit shared-window address: the chases below store these
+// addresses, not indices, so each step is the load alone, with no instruction to form the address (the
+// dependent-chase method of Jia et al., arXiv:1804.06826). "memory": it stays after the barrier.
+__device__ __forceinline__ unsigned lds(unsigned addr) {
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ unsigned shared_addr(const unsigned *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// CYC_s: shared-memory load latency by pointer chasing inside a 16 KiB array, one thread.
 extern "C" __global__ void chase_shared(CAL_ARGS) {
     __shared__ unsigned s[4096];
     unsigned m = (unsigned)(n < 4096 ? n : 4096);
-    for (unsigned i = threadIdx.x; i < m; i += blockDim.x) s[i] = (chain[i] % m) * 4u;
+    for (unsigned i = threadIdx.x; i < m; i += blockDim.x) s[i] = shared_addr(&s[chain[i] % m]);
     __syncthreads();
     if (threadIdx.x != 0) return;
-    const char *base = (const char *)s;
-    unsigned j = 0;
+    unsigned j = shared_addr(&s[0]);
     long long t0 = clock64();
-    for (int k = 0; k < steps; ++k) j = *(const unsigned *)(base + j);
+    for (int k = 0; k < steps; ++k) j = lds(j);
     long long t1 = clock64();
     out[0] = (unsigned long long)(t1 - t0);
     out[1] = j;
@@ -192,26 +202,27 @@ __device__ __forceinline__ void warp_finish(unsigned long long *out, long long s
     }
 }
 
-// shared_bytes_per_cycle: a conflict-free 32-bit shared-memory load stream. 4096 words hold byte offsets
-// one 32-word row further (mod 128 rows), so a lane stays in its bank: each warp load touches 32 distinct
+// shared_bytes_per_cycle: a conflict-free 32-bit shared-memory load stream. 4096 words hold the addresses
+// of the words one 32-word row further (mod 128 rows), so a lane stays in its bank: each warp load touches 32 distinct
 // banks. Every thread follows 4 independent chains (its warp's rows 4w..4w+3), 4 loads of 4 bytes per
 // step; 32 warps x 4 chains keep far more loads in flight than the latency needs, so the time is set by
 // the bandwidth. Bytes per SM per cycle = 16 * threads * steps / cycles of the last warp.
 extern "C" __global__ void __launch_bounds__(1024) shared_bandwidth(CAL_ARGS) {
     __shared__ unsigned s[4096];
     __shared__ long long stamp;
-    for (unsigned i = threadIdx.x; i < 4096u; i += blockDim.x) s[i] = ((i + 32u) & 4095u) * 4u;
-    const char *base = (const char *)s;
+    for (unsigned i = threadIdx.x; i < 4096u; i += blockDim.x) s[i] = shared_addr(&s[(i + 32u) & 4095u]);
     unsigned lane = threadIdx.x & 31u, row = (threadIdx.x >> 5) * 4u;
-    unsigned j0 = (((row + 0u) * 32u + lane) & 4095u) * 4u, j1 = (((row + 1u) * 32u + lane) & 4095u) * 4u;
-    unsigned j2 = (((row + 2u) * 32u + lane) & 4095u) * 4u, j3 = (((row + 3u) * 32u + lane) & 4095u) * 4u;
+    unsigned j0 = shared_addr(&s[((row + 0u) * 32u + lane) & 4095u]);
+    unsigned j1 = shared_addr(&s[((row + 1u) * 32u + lane) & 4095u]);
+    unsigned j2 = shared_addr(&s[((row + 2u) * 32u + lane) & 4095u]);
+    unsigned j3 = shared_addr(&s[((row + 3u) * 32u + lane) & 4095u]);
     long long t0 = block_start(&stamp);
     #pragma unroll 4
     for (int k = 0; k < steps; ++k) {
-        j0 = *(const unsigned *)(base + j0);
-        j1 = *(const unsigned *)(base + j1);
-        j2 = *(const unsigned *)(base + j2);
-        j3 = *(const unsigned *)(base + j3);
+        j0 = lds(j0);
+        j1 = lds(j1);
+        j2 = lds(j2);
+        j3 = lds(j3);
     }
     warp_finish(out, t0, j0 ^ j1 ^ j2 ^ j3);
 }

@@ -1,7 +1,8 @@
 //! Calibration of the timing model's constants on this GPU (paper §5.5, Table 5.3): global load latency
 //! by pointer chasing (CYC_load), store cost (CYC_store), shared-memory and texture-cache latency (CYC_s,
-//! CYC_t), register cost (CYC_r), and the paper's in_warp_delay and out_warp_delay — each measured over
-//! several repetitions and written, with its median and spread, as a `models/arch/*.toml` profile that
+//! CYC_t), register cost (CYC_r), and the paper's in_warp_delay and out_warp_delay; the throughput of the
+//! SM's units the model charges instructions at ([`throughput`]: shared-memory bandwidth, FP32, FP64 and
+//! FP16 arithmetic, 64-bit conversions) — each measured over several repetitions and written, with its median and spread, as a `models/arch/*.toml` profile that
 //! `gpumodel predict --arch FILE` loads — and the DVFS memory constants of Wang & Chu's form, measured at
 //! several core/memory clock pairs ([`dvfs`]).
 //!
@@ -22,8 +23,9 @@
 //! writes the profile (checked by the models crate's loader before it is written) and reports.
 //!
 //! **Measured and looked up.** Measured on the GPU: the [`MEASURED`] fields — at its current clocks the
-//! latencies by pointer chasing, store cost, register cost, ALU latency, in/out-of-warp delays and L2
-//! bandwidth; at the clock pairs the DVFS memory constants (`dvfs_memory.latency_a`, `latency_b`,
+//! latencies by pointer chasing (DRAM, shared memory, texture cache: one thread, dependent loads), store
+//! cost, register cost, ALU latency, in/out-of-warp delays, L2 bandwidth, and on one SM the shared-memory
+//! bandwidth and the issue cost of FP32, FP64 and FP16 FMAs and of f32↔f64 conversions; at the clock pairs the DVFS memory constants (`dvfs_memory.latency_a`, `latency_b`,
 //! `delay_a`, `delay_b`, `l2_latency`, `l2_delay`) and `l2_dram_bytes_per_core_cycle`. Looked up:
 //! everything else the profile carries ([`DeviceFacts`]: SM count, clocks, limits and per-instruction costs
 //! from the driver and the cited references). A DVFS fit that is rejected (e.g. `--clock-pairs current`)
@@ -326,10 +328,17 @@ pub fn calibrate(
             1.0,
             dev,
         )?,
-        latency("cyc_s", "pointer chase in shared memory, 1 thread", "chase_shared", SMALL, 1.0, dev)?,
+        latency(
+            "cyc_s",
+            "dependent pointer chase in shared memory (each load returns the next address), 1 thread",
+            "chase_shared",
+            SMALL,
+            1.0,
+            dev,
+        )?,
         latency(
             "cyc_t",
-            "pointer chase through tex1Dfetch over a 4 KiB footprint (hits), 1 thread",
+            "dependent pointer chase through tex1Dfetch over a 4 KiB footprint (hits after a warm-up pass), 1 thread",
             "chase_texture",
             SMALL,
             1.0,
