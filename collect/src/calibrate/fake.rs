@@ -133,17 +133,20 @@ impl FakeCalibrationDevice {
 
     /// A throughput kernel's per-warp finishes: what one block of `l.threads` threads does (in the terms
     /// of `calibrate.cu`: 16 shared bytes, 8 FMAs (16 FP16 results) or 16 conversions per thread and step)
-    /// at the true rate of its unit, the warps finishing one after another over the last tenth of it.
+    /// at the true rate of its unit — or, when too few warps are in flight for that, at one dependent step
+    /// per latency (`cyc_s` for shared loads, `alu_latency` for arithmetic) — the warps finishing one after
+    /// another over the last tenth of it.
     fn block_throughput(&mut self, l: &CalLaunch) -> Vec<u64> {
         let t = self.truth;
         let work = f64::from(l.threads) * f64::from(l.steps);
-        let cycles = match l.entry {
-            "shared_bandwidth" => 16.0 * work / t.shared_bytes_per_cycle,
-            "fp32_throughput" => 8.0 * work / t.fp32_per_clock,
-            "fp64_throughput" => 8.0 * work / t.fp64_per_clock,
-            "fp16_throughput" => 16.0 * work / t.fp16_per_clock,
-            _ => 16.0 * work / t.conversion64_per_clock,
-        } * self.jitter();
+        let (rate_bound, latency) = match l.entry {
+            "shared_bandwidth" => (16.0 * work / t.shared_bytes_per_cycle, t.cyc_s),
+            "fp32_throughput" => (8.0 * work / t.fp32_per_clock, t.alu_latency),
+            "fp64_throughput" => (8.0 * work / t.fp64_per_clock, t.alu_latency),
+            "fp16_throughput" => (16.0 * work / t.fp16_per_clock, t.alu_latency),
+            _ => (16.0 * work / t.conversion64_per_clock, 2.0 * t.alu_latency),
+        };
+        let cycles = rate_bound.max(f64::from(l.steps) * latency) * self.jitter();
         let warps = l.threads.div_ceil(32);
         (0..warps)
             .flat_map(|w| {

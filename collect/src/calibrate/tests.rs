@@ -403,3 +403,117 @@ fn the_profile_with_the_dvfs_constants_loads_and_cites_the_clock_pairs() {
     let got = a.dram_latency_cycles(1200.0, 1000.0);
     assert!(((got - want) / want).abs() < 0.03, "{got} vs {want}");
 }
+
+// --- throughput of the SM's units ---
+
+/// A second GPU, chosen by hand to differ from [`TRUTH`] in every rate: a consumer Pascal part in the
+/// Guide's terms for compute capability 6.1 (128 FP32, 4 FP64, 2 FP16 and 4 64-bit conversion results per
+/// clock per SM) with half the shared bandwidth.
+const PASCAL_LIKE: TrueConstants = TrueConstants {
+    shared_bytes_per_cycle: 64.0,
+    fp32_per_clock: 128.0,
+    fp64_per_clock: 4.0,
+    fp16_per_clock: 2.0,
+    conversion64_per_clock: 4.0,
+    ..TRUTH
+};
+
+/// Each unit's rate comes back in the profile's units: bytes per SM per cycle, and cycles per warp
+/// instruction = 32 results (64 for a half2 FMA) over the results per clock per SM. An estimator off by the
+/// warp size, by the half2 pair, by the chains per thread, or reading the first warp's finish instead of
+/// the last (10 % earlier on the fake GPU) fails here; so does a block with too few warps in flight, which
+/// the fake GPU times at one dependent step per latency.
+#[test]
+fn the_throughput_estimators_recover_each_units_rate() {
+    for truth in [TRUTH, PASCAL_LIKE] {
+        let mut dev = FakeCalibrationDevice::new(truth);
+        let est = throughput::measure(&mut dev, CalParams::default(), &mut |_| {}).unwrap();
+        let want = [
+            ("shared_bytes_per_cycle", truth.shared_bytes_per_cycle, "bytes per SM per core cycle"),
+            ("cost_fp32", 32.0 / truth.fp32_per_clock, "core cycles per warp instruction"),
+            ("cost_fp64", 32.0 / truth.fp64_per_clock, "core cycles per warp instruction"),
+            ("cost_fp16", 64.0 / truth.fp16_per_clock, "core cycles per warp instruction"),
+            ("cost_conversion64", 32.0 / truth.conversion64_per_clock, "core cycles per warp instruction"),
+        ];
+        assert_eq!(est.len(), want.len());
+        for (e, (field, w, unit)) in est.iter().zip(want) {
+            assert_eq!((e.field, e.unit), (field, unit));
+            assert!(((e.median - w) / w).abs() < 0.03, "{field}: measured {} for true {w}", e.median);
+            assert_eq!(e.n, 9);
+        }
+        // One block of 32 warps per launch, on one SM.
+        assert!(dev.log.iter().all(|(entry, _)| throughput::UNITS.iter().any(|u| u.entry == *entry)));
+        assert_eq!(dev.launches, 5 * 9);
+    }
+}
+
+/// A warp that reports no cycles, or too few values for the block, is an error naming the kernel, not a
+/// rate computed from the warps that did report.
+#[test]
+fn a_throughput_kernel_with_a_silent_warp_is_an_error() {
+    struct Silent(FakeCalibrationDevice, usize);
+    impl CalibrationDevice for Silent {
+        fn facts(&self) -> DeviceFacts {
+            self.0.facts()
+        }
+        fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {
+            let mut out = self.0.run(l)?;
+            if self.1 == 0 {
+                out[2 * 17] = 0;
+            } else {
+                out.truncate(self.1);
+            }
+            Ok(out)
+        }
+        fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, Error> {
+            self.0.run_timed(l, blocks)
+        }
+    }
+    let p = CalParams { repeats: 1, steps: 64 };
+    let err = throughput::measure(&mut Silent(FakeCalibrationDevice::new(TRUTH), 0), p, &mut |_| {});
+    let msg = err.unwrap_err().to_string();
+    assert!(msg.contains("shared_bandwidth returned no cycle count for some warp"), "{msg}");
+    let err = throughput::measure(&mut Silent(FakeCalibrationDevice::new(TRUTH), 2), p, &mut |_| {});
+    let msg = err.unwrap_err().to_string();
+    assert!(msg.contains("shared_bandwidth returned 2 values for 32 warps"), "{msg}");
+}
+
+/// The written profile carries the throughput constants with their method, the models crate's loader
+/// refuses a non-positive or non-finite one, and a profile without them (written before they existed)
+/// still loads.
+#[test]
+fn the_throughput_constants_load_and_the_loader_checks_them() {
+    let mut dev = FakeCalibrationDevice::new(TRUTH);
+    let est = calibrate(&mut dev, CalParams { repeats: 3, steps: 256 }, &mut |_| {}).unwrap();
+    let text = arch_toml("a100cal", &dev.facts(), &est, &[], "NVIDIA A100 (fake)", "2026-11-28").unwrap();
+    let a = ArchProfile::from_toml_str(&text, "a100cal.toml").unwrap();
+    let shared = a.shared_bytes_per_cycle.as_ref().expect("shared_bytes_per_cycle written");
+    assert!((shared.value - TRUTH.shared_bytes_per_cycle).abs() / TRUTH.shared_bytes_per_cycle < 0.03);
+    let src = a.source_of(shared);
+    assert!(src.starts_with("measured on this GPU (NVIDIA A100 (fake)) by `gpumodel calibrate` on 2026-11-28"));
+    assert!(src.contains("median of 3 repetitions") && src.contains("conflict-free"), "{src}");
+    let fp16 = a.cost_fp16.as_ref().expect("cost_fp16 written");
+    assert!(a.source_of(fp16).contains("fma.rn.f16x2"), "{}", a.source_of(fp16));
+    assert!(a.source_of(a.cost_conversion64.as_ref().unwrap()).contains("f32->f64->f32"));
+
+    let set = |field: &str, v: &str| -> String {
+        text.lines()
+            .map(|l| match l.strip_prefix(&format!("{field} = {{ value = ")) {
+                Some(rest) => format!("{field} = {{ value = {v},{}", rest.split_once(',').unwrap().1),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (field, v) in [("shared_bytes_per_cycle", "0"), ("cost_fp16", "-0.25"), ("cost_fp16", "nan")] {
+        let msg = ArchProfile::from_toml_str(&set(field, v), "x.toml").unwrap_err().to_string();
+        assert!(msg.contains(field) && msg.contains("must be a finite number > 0"), "{field} = {v}: {msg}");
+    }
+    let old: String = text
+        .lines()
+        .filter(|l| !l.starts_with("shared_bytes_per_cycle =") && !l.starts_with("cost_fp16 ="))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let a = ArchProfile::from_toml_str(&old, "old.toml").unwrap();
+    assert!(a.shared_bytes_per_cycle.is_none() && a.cost_fp16.is_none());
+}
