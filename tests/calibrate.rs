@@ -84,7 +84,10 @@ fn the_fake_gpu_profile_loads_as_an_architecture() {
         let v = v.unwrap_or_else(|| panic!("{field} missing from the profile"));
         assert!((v.value - want).abs() / want < 0.03, "{field}: {} for true {want}", v.value);
         let src = a.source_of(v);
-        assert!(src.starts_with("measured on this GPU (") && src.contains("median of 5 repetitions"), "{src}");
+        assert!(
+            src.starts_with("measured on this GPU (") && src.contains("median of 5 repetitions"),
+            "{src}"
+        );
     }
 
     // A second run does not overwrite the profile without --force.

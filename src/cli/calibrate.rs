@@ -1,6 +1,8 @@
 //! `gpumodel calibrate` — measure the timing model's constants on this GPU and write an architecture profile.
 //! First the DVFS memory constants at several clock pairs (`--clock-pairs`; the clocks are set through NVML
-//! and restored afterwards, also on error and Ctrl-C), then the other constants at the GPU's own clocks.
+//! and restored afterwards, also on error and Ctrl-C), then the other constants at the GPU's own clocks:
+//! latencies, delays, L2 bandwidth, and on one SM the shared-memory bandwidth and the issue cost of FP32,
+//! FP64 and FP16 arithmetic and of 64-bit conversions.
 //! Its output says which constants were measured (and at which clock pairs), which the profile looks up
 //! (driver, references), and which fits were rejected and so are not written.
 

@@ -206,7 +206,10 @@ impl CalibrationDevice for FakeCalibrationDevice {
                 }
                 return Ok(out);
             }
-            "shared_bandwidth" | "fp32_throughput" | "fp64_throughput" | "fp16_throughput"
+            "shared_bandwidth"
+            | "fp32_throughput"
+            | "fp64_throughput"
+            | "fp16_throughput"
             | "convert64_throughput" => return Ok(self.block_throughput(l)),
             other => {
                 return Err(Error::Invalid(format!("fake GPU: unknown calibration kernel {other}")));

@@ -129,7 +129,11 @@ pub const ENTRIES: &[CalEntry] = &[
     },
     CalEntry { name: "fp32_throughput", measures: "cost_fp32", ptx: &["fma.rn.f32", "bar.sync", "%clock64"] },
     CalEntry { name: "fp64_throughput", measures: "cost_fp64", ptx: &["fma.rn.f64", "bar.sync", "%clock64"] },
-    CalEntry { name: "fp16_throughput", measures: "cost_fp16", ptx: &["fma.rn.f16x2", "bar.sync", "%clock64"] },
+    CalEntry {
+        name: "fp16_throughput",
+        measures: "cost_fp16",
+        ptx: &["fma.rn.f16x2", "bar.sync", "%clock64"],
+    },
     CalEntry {
         name: "convert64_throughput",
         measures: "cost_conversion64",

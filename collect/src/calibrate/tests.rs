@@ -490,7 +490,9 @@ fn the_throughput_constants_load_and_the_loader_checks_them() {
     let shared = a.shared_bytes_per_cycle.as_ref().expect("shared_bytes_per_cycle written");
     assert!((shared.value - TRUTH.shared_bytes_per_cycle).abs() / TRUTH.shared_bytes_per_cycle < 0.03);
     let src = a.source_of(shared);
-    assert!(src.starts_with("measured on this GPU (NVIDIA A100 (fake)) by `gpumodel calibrate` on 2026-11-28"));
+    assert!(
+        src.starts_with("measured on this GPU (NVIDIA A100 (fake)) by `gpumodel calibrate` on 2026-11-28")
+    );
     assert!(src.contains("median of 3 repetitions") && src.contains("conflict-free"), "{src}");
     let fp16 = a.cost_fp16.as_ref().expect("cost_fp16 written");
     assert!(a.source_of(fp16).contains("fma.rn.f16x2"), "{}", a.source_of(fp16));

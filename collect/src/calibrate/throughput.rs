@@ -115,6 +115,8 @@ fn last_finish(out: &[u64], warps: u32, entry: &str) -> Result<f64, Error> {
     let finishes: Vec<u64> = out.iter().step_by(2).take(warps as usize).copied().collect();
     match finishes.iter().max() {
         Some(&c) if !finishes.contains(&0) => Ok(c as f64),
-        _ => Err(Error::Invalid(format!("{entry} returned no cycle count for some warp: the kernel did not run"))),
+        _ => Err(Error::Invalid(format!(
+            "{entry} returned no cycle count for some warp: the kernel did not run"
+        ))),
     }
 }
