@@ -279,7 +279,7 @@ extern "C" __global__ void __launch_bounds__(1024) fp16_throughput(CAL_ARGS) {
     #pragma unroll 4
     for (int k = 0; k < steps; ++k) {
         #pragma unroll
-        for (int q = 0; q < 8; ++q) asm volatile("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(x[q]) : "r"(a), "r"(b));
+        for (int q = 0; q < 8; ++q) asm("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(x[q]) : "r"(a), "r"(b));
     }
     warp_finish(out, t0, x[0] ^ x[1] ^ x[2] ^ x[3] ^ x[4] ^ x[5] ^ x[6] ^ x[7]);
 }
@@ -298,8 +298,8 @@ extern "C" __global__ void __launch_bounds__(1024) convert64_throughput(CAL_ARGS
         #pragma unroll
         for (int q = 0; q < 8; ++q) {
             double d;
-            asm volatile("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(x[q]));
-            asm volatile("cvt.rn.f32.f64 %0, %1;" : "=f"(x[q]) : "d"(d));
+            asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(x[q]));
+            asm("cvt.rn.f32.f64 %0, %1;" : "=f"(x[q]) : "d"(d));
         }
     }
     float r = 0.0f;
