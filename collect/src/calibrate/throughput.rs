@@ -43,35 +43,38 @@ pub const UNITS: &[Unit] = &[
         entry: "shared_bandwidth",
         per: Per::BytesPerCycle(16),
         method: "conflict-free 32-bit shared-memory loads (every lane its own bank), 32 warps of one block, \
-                 4 independent chains per thread; bytes over the SM cycles of the last warp (clock64)",
+                 4 independent chains per thread; bytes over the SM cycles of the last warp (clock64) \
+                 [Mei & Chu, TPDS 2017; Jia et al., arXiv:1804.06826]",
     },
     Unit {
         field: "cost_fp32",
         entry: "fp32_throughput",
         per: Per::CyclesPerWarpInstruction(8),
         method: "8 independent FP32 FMA chains per thread, 32 warps of one block; SM cycles of the last warp \
-                 (clock64) per warp instruction",
+                 (clock64) per warp instruction [Mei & Chu, TPDS 2017; Jia et al., arXiv:1804.06826]",
     },
     Unit {
         field: "cost_fp64",
         entry: "fp64_throughput",
         per: Per::CyclesPerWarpInstruction(8),
         method: "8 independent FP64 FMA chains per thread, 32 warps of one block; SM cycles of the last warp \
-                 (clock64) per warp instruction",
+                 (clock64) per warp instruction [Mei & Chu, TPDS 2017; Jia et al., arXiv:1804.06826]",
     },
     Unit {
         field: "cost_fp16",
         entry: "fp16_throughput",
         per: Per::CyclesPerWarpInstruction(8),
         method: "8 independent packed-half FMA chains (fma.rn.f16x2, two FP16 results per thread) per thread, \
-                 32 warps of one block; SM cycles of the last warp (clock64) per warp instruction",
+                 32 warps of one block; SM cycles of the last warp (clock64) per warp instruction \
+                 [Mei & Chu, TPDS 2017; Jia et al., arXiv:1804.06826]",
     },
     Unit {
         field: "cost_conversion64",
         entry: "convert64_throughput",
         per: Per::CyclesPerWarpInstruction(16),
         method: "8 independent chains of F2F conversions f32->f64->f32 per thread (2 per chain and step), 32 \
-                 warps of one block; SM cycles of the last warp (clock64) per warp instruction",
+                 warps of one block; SM cycles of the last warp (clock64) per warp instruction \
+                 [Mei & Chu, TPDS 2017; Jia et al., arXiv:1804.06826]",
     },
 ];
 
