@@ -27,7 +27,8 @@ pub struct Args {
     /// Repetitions per constant (the median is written, the spread cited).
     #[arg(long, default_value_t = 9)]
     pub repeats: usize,
-    /// Dependent accesses per latency measurement.
+    /// Dependent accesses per latency measurement, and steps of each throughput kernel (shared-memory
+    /// bandwidth, FP32/FP64/FP16 arithmetic, 64-bit conversions).
     #[arg(long, default_value_t = 4096)]
     pub steps: i32,
     /// Core:memory clock pairs (MHz) at which to measure the DVFS memory constants: `auto` (up to 4

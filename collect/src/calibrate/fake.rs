@@ -7,7 +7,8 @@ use super::{CalLaunch, CalibrationDevice, DeviceFacts};
 use crate::Error;
 use gpumodel_models::arch::ArchProfile;
 
-/// The constants the fake GPU has (core cycles; the L2 bandwidth in GB/s).
+/// The constants the fake GPU has (core cycles; the L2 bandwidth in GB/s; the shared bandwidth in bytes
+/// per SM per core cycle; the arithmetic and conversion rates in results per clock per SM).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrueConstants {
     pub cyc_load: f64,

@@ -39,7 +39,7 @@ pub mod dvfs;
 mod fake;
 mod profile;
 mod report;
-mod throughput;
+pub mod throughput;
 
 pub use fake::{FakeCalibrationDevice, TrueConstants};
 pub use profile::{DeviceFacts, arch_toml, profile_name};
