@@ -136,12 +136,12 @@ pub struct ArchProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2_dram_bytes_per_core_cycle: Option<Sourced<f64>>,
     /// Shared-memory bandwidth, bytes per SM per core cycle (conflict-free 32-bit accesses; 32 banks of 4
-    /// bytes give 128 on Maxwell and newer). Optional: a profile without it has no shared-bandwidth term.
+    /// bytes give 128 on Maxwell and newer). Optional: profiles written before it existed lack it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_bytes_per_cycle: Option<Sourced<f64>>,
     /// Issue cycles of one warp-wide FP16 arithmetic instruction (a packed `half2` instruction, which the
-    /// Programming Guide's 16-bit rate counts as two results per thread), per SM. Optional: a profile
-    /// without it leaves FP16 instructions at another pipe's cost.
+    /// Programming Guide's 16-bit rate counts as two results per thread), per SM. Optional: profiles
+    /// written before it existed lack it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_fp16: Option<Sourced<f64>>,
 }
