@@ -135,6 +135,13 @@ pub struct ArchProfile {
     /// low core clock this, not the DRAM, caps a memory-bound kernel. Optional: no cap without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2_dram_bytes_per_core_cycle: Option<Sourced<f64>>,
+    /// Shared-memory bytes one SM serves per core cycle (banks × bank width: 32 × 4 B on compute
+    /// capability 5.x–8.x, 32 × 4 B per two cycles on 2.x). One warp-wide shared access (a wavefront:
+    /// a request or one bank-conflict replay) takes `warp_size × 4 / shared_bytes_per_cycle` cycles of
+    /// the shared pipe, independently of the SM's LD/ST unit count. Optional: without it a wavefront
+    /// costs `cost_ldst`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_bytes_per_cycle: Option<Sourced<f64>>,
 }
 
 /// DRAM latency `L = latency_a · f_core/f_mem + latency_b` and departure delay
@@ -248,7 +255,18 @@ impl ArchProfile {
         .chain(self.dvfs_memory.iter().flat_map(DvfsMemory::scalars))
         .chain(self.l2_dram_bytes_per_core_cycle.iter().map(|v| ("l2_dram_bytes_per_core_cycle", v)))
         .chain(self.cost_conversion64.iter().map(|v| ("cost_conversion64", v)))
+        .chain(self.shared_bytes_per_cycle.iter().map(|v| ("shared_bytes_per_cycle", v)))
         .collect()
+    }
+
+    /// Core cycles of the shared pipe per wavefront (one warp-wide 32-bit access, a request or a
+    /// bank-conflict replay): `warp_size × 4 / shared_bytes_per_cycle` where the profile has the shared
+    /// bandwidth, else `cost_ldst`.
+    pub fn shared_cycles_per_wavefront(&self) -> f64 {
+        match &self.shared_bytes_per_cycle {
+            Some(b) => self.warp_size.value * 4.0 / b.value,
+            None => self.cost_ldst.value,
+        }
     }
 
     /// DRAM latency in core cycles at `core_mhz`/`mem_mhz`: [`DvfsMemory`]'s form when the profile has
