@@ -374,6 +374,19 @@ mod tests {
         }
     }
 
+    /// The shared bandwidth per compute capability (the Guide: 32 banks of 32 bits per clock from 5.x on,
+    /// per two clocks on 2.x), so one wavefront costs 1 cycle, or 2 on Fermi, whatever the LD/ST units.
+    #[test]
+    fn shared_bandwidth_follows_the_compute_capability() {
+        for name in ArchProfile::builtin_names() {
+            let a = ArchProfile::builtin(name).unwrap();
+            let fermi = a.compute_capability.starts_with("2.");
+            let b = a.shared_bytes_per_cycle.as_ref().unwrap_or_else(|| panic!("{name}: no shared bandwidth"));
+            assert_eq!(b.value, if fermi { 64.0 } else { 128.0 }, "{name}");
+            assert_eq!(a.shared_cycles_per_wavefront(), if fermi { 2.0 } else { 1.0 }, "{name}");
+        }
+    }
+
     /// in_warp_delay is written in the files as a number; it must agree with its definition
     /// (transaction bytes over the per-SM bandwidth per core cycle) to the rounding used in the files.
     #[test]
