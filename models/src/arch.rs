@@ -375,16 +375,23 @@ mod tests {
     }
 
     /// The shared bandwidth per compute capability (the Guide: 32 banks of 32 bits per clock from 5.x on,
-    /// per two clocks on 2.x), so one wavefront costs 1 cycle, or 2 on Fermi, whatever the LD/ST units.
+    /// per two clocks on 2.x), so one wavefront costs 1 cycle, or 2 on Fermi, whatever the LD/ST units; a
+    /// profile without the field falls back to `cost_ldst`, which must then give the same cost.
     #[test]
     fn shared_bandwidth_follows_the_compute_capability() {
+        let mut with_field = 0;
         for name in ArchProfile::builtin_names() {
             let a = ArchProfile::builtin(name).unwrap();
             let fermi = a.compute_capability.starts_with("2.");
-            let b = a.shared_bytes_per_cycle.as_ref().unwrap_or_else(|| panic!("{name}: no shared bandwidth"));
-            assert_eq!(b.value, if fermi { 64.0 } else { 128.0 }, "{name}");
+            if let Some(b) = &a.shared_bytes_per_cycle {
+                assert_eq!(b.value, if fermi { 64.0 } else { 128.0 }, "{name}");
+                with_field += 1;
+            }
             assert_eq!(a.shared_cycles_per_wavefront(), if fermi { 2.0 } else { 1.0 }, "{name}");
         }
+        // The GP100 (cost_ldst 2 from its 16 LD/ST units) is the one that needs it, and has it.
+        assert!(ArchProfile::builtin("p100").unwrap().shared_bytes_per_cycle.is_some());
+        assert!(with_field >= 7, "{with_field}");
     }
 
     /// in_warp_delay is written in the files as a number; it must agree with its definition
