@@ -14,7 +14,8 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A registered NV-DVFS dataset (nvdvfs-gtx1080ti, nvdvfs-gtx980) or the path of an NV-DVFS CSV.
+    /// A registered NV-DVFS dataset (nvdvfs-gtx1080ti, nvdvfs-gtx980, nvdvfs-p100) or the path of an
+    /// NV-DVFS CSV.
     #[arg(long)]
     pub data: String,
     /// Architecture profile: a built-in name or the path of a TOML file.
