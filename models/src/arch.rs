@@ -135,8 +135,11 @@ pub struct ArchProfile {
     /// low core clock this, not the DRAM, caps a memory-bound kernel. Optional: no cap without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2_dram_bytes_per_core_cycle: Option<Sourced<f64>>,
-    /// Shared-memory bandwidth, bytes per SM per core cycle (conflict-free 32-bit accesses; 32 banks of 4
-    /// bytes give 128 on Maxwell and newer). Optional: profiles written before it existed lack it.
+    /// Shared-memory bytes one SM serves per core cycle (banks × bank width: 32 × 4 B on compute
+    /// capability 5.x–8.x, 32 × 4 B per two cycles on 2.x). One warp-wide shared access (a wavefront:
+    /// a request or one bank-conflict replay) takes `warp_size × 4 / shared_bytes_per_cycle` cycles of
+    /// the shared pipe, independently of the SM's LD/ST unit count. Optional: without it a wavefront
+    /// costs `cost_ldst`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_bytes_per_cycle: Option<Sourced<f64>>,
     /// Issue cycles of one warp-wide FP16 arithmetic instruction (a packed `half2` instruction, which the
@@ -262,6 +265,16 @@ impl ArchProfile {
         .collect()
     }
 
+    /// Core cycles of the shared pipe per wavefront (one warp-wide 32-bit access, a request or a
+    /// bank-conflict replay): `warp_size × 4 / shared_bytes_per_cycle` where the profile has the shared
+    /// bandwidth, else `cost_ldst`.
+    pub fn shared_cycles_per_wavefront(&self) -> f64 {
+        match &self.shared_bytes_per_cycle {
+            Some(b) => self.warp_size.value * 4.0 / b.value,
+            None => self.cost_ldst.value,
+        }
+    }
+
     /// DRAM latency in core cycles at `core_mhz`/`mem_mhz`: [`DvfsMemory`]'s form when the profile has
     /// it, else `cyc_load` fixed in memory-clock time.
     pub fn dram_latency_cycles(&self, core_mhz: f64, mem_mhz: f64) -> f64 {
@@ -365,6 +378,26 @@ mod tests {
             };
             assert_eq!(a.cost_conversion64.unwrap().value, want, "{name} ({})", a.compute_capability);
         }
+    }
+
+    /// The shared bandwidth per compute capability (the Guide: 32 banks of 32 bits per clock from 5.x on,
+    /// per two clocks on 2.x), so one wavefront costs 1 cycle, or 2 on Fermi, whatever the LD/ST units; a
+    /// profile without the field falls back to `cost_ldst`, which must then give the same cost.
+    #[test]
+    fn shared_bandwidth_follows_the_compute_capability() {
+        let mut with_field = 0;
+        for name in ArchProfile::builtin_names() {
+            let a = ArchProfile::builtin(name).unwrap();
+            let fermi = a.compute_capability.starts_with("2.");
+            if let Some(b) = &a.shared_bytes_per_cycle {
+                assert_eq!(b.value, if fermi { 64.0 } else { 128.0 }, "{name}");
+                with_field += 1;
+            }
+            assert_eq!(a.shared_cycles_per_wavefront(), if fermi { 2.0 } else { 1.0 }, "{name}");
+        }
+        // The GP100 (cost_ldst 2 from its 16 LD/ST units) is the one that needs it, and has it.
+        assert!(ArchProfile::builtin("p100").unwrap().shared_bytes_per_cycle.is_some());
+        assert!(with_field >= 7, "{with_field}");
     }
 
     /// in_warp_delay is written in the files as a number; it must agree with its definition

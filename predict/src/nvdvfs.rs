@@ -14,7 +14,7 @@
 
 use crate::error::{Error, Result};
 use gpumodel_models::Table;
-use gpumodel_models::ncu::metrics::from_nvprof;
+use gpumodel_models::ncu::metrics::{Capability, from_nvprof};
 use gpumodel_models::profile::{KernelProfile, Launch, Measured};
 use std::collections::BTreeMap;
 
@@ -33,8 +33,17 @@ const NEEDED: &[&str] = &[
     "mem_mhz",
 ];
 
-/// The kernel profile of table row `row`.
+/// The kernel profile of table row `row`, its metrics read with Maxwell/Pascal (sm_61) semantics, those of
+/// the published NV-DVFS files (see [`profile_from_row_for`]).
 pub fn profile_from_row(t: &Table, row: usize) -> Result<KernelProfile> {
+    profile_from_row_for(t, row, None)
+}
+
+/// The kernel profile of table row `row`, nvprof's metrics read with the semantics of compute capability
+/// `cc` (the GPU the rows were measured on; `None`: sm_61). What changes with it is the importer's
+/// (`gpumodel import nvprof`): from 7.0 on global loads are cached in the unified L1, so
+/// `gld_transactions` split into L1 hits and misses by `global_hit_rate`.
+pub fn profile_from_row_for(t: &Table, row: usize, cc: Option<Capability>) -> Result<KernelProfile> {
     let missing: Vec<&str> = NEEDED.iter().copied().filter(|c| t.column_index(c).is_none()).collect();
     if !missing.is_empty() {
         return Err(Error::Mismatch(format!(
@@ -45,8 +54,8 @@ pub fn profile_from_row(t: &Table, row: usize) -> Result<KernelProfile> {
     }
     let get = |c: &str| t.column_index(c).map(|j| t.data[[row, j]]);
     let g = |c: &str| get(c).unwrap_or(0.0);
-    // The columns are nvprof metrics: one mapping with `gpumodel import nvprof` (Maxwell/Pascal
-    // semantics, those of the three GPUs measured). Missing or negative cells are absent metrics; an
+    // The columns are nvprof metrics: one mapping with `gpumodel import nvprof`, per compute capability.
+    // Missing or negative cells are absent metrics; an
     // occupancy outside (0, 1] is dropped (the row still predicts from the occupancy ceilings).
     let metrics: BTreeMap<String, f64> = t
         .columns
@@ -55,7 +64,7 @@ pub fn profile_from_row(t: &Table, row: usize) -> Result<KernelProfile> {
         .map(|(j, c)| (c.clone(), t.data[[row, j]]))
         .filter(|(c, v)| v.is_finite() && *v >= 0.0 && (c != "achieved_occupancy" || (*v > 0.0 && *v <= 1.0)))
         .collect();
-    let mapped = from_nvprof(&metrics, None)
+    let mapped = from_nvprof(&metrics, cc)
         .map_err(|e| Error::Invalid(format!("{} line {}: {}", t.source, row + 2, e.0)))?;
     let (counters, code) = (mapped.counters, mapped.code);
     let dim = |c: &str| g(c).round().clamp(1.0, f64::from(u32::MAX)) as u32;
@@ -108,6 +117,29 @@ mod tests {
 gst_transactions,core_mhz,mem_mhz,inst_fp_64
 k,10,1,1,256,1,1,5000,100,100,1600,5000,6400
 ";
+
+    /// The same row read for the capability it was measured on: before 7.0 global loads are L2-cached
+    /// (`uncached_global_load_transaction`), from 7.0 they split into unified-L1 hits and misses by
+    /// `global_hit_rate`; the timing model reads the same total either way.
+    #[test]
+    fn global_loads_follow_the_compute_capability() {
+        let text =
+            ROW.replace(",inst_fp_64\n", ",inst_fp_64,global_hit_rate\n").replace(",6400\n", ",6400,0.25\n");
+        let t = Table::read_csv_bytes(text.as_bytes(), "r.csv", "kernel").unwrap();
+        for cc in [None, Capability::parse("5.2"), Capability::parse("6.0"), Capability::parse("6.1")] {
+            let k = profile_from_row_for(&t, 0, cc).unwrap();
+            assert_eq!(k.counter("uncached_global_load_transaction"), Some(100.0), "{cc:?}");
+            assert_eq!(k.counter("l1_global_load_hit"), None, "{cc:?}");
+        }
+        let k = profile_from_row_for(&t, 0, Capability::parse("7.0")).unwrap();
+        assert_eq!(k.counter("uncached_global_load_transaction"), None);
+        assert_eq!(
+            (k.counter("l1_global_load_hit"), k.counter("l1_global_load_miss")),
+            (Some(25.0), Some(75.0))
+        );
+        let sum = |k: &KernelProfile| gpumodel_models::timing::TimingInputs::from_profile(k).unwrap().load_tx;
+        assert_eq!(sum(&k), sum(&profile_from_row(&t, 0).unwrap()));
+    }
 
     /// A row with nvprof's thread-level conversion count gives warp instructions; one without has none.
     #[test]

@@ -104,7 +104,7 @@ pub fn base_values<'a>(
         pipe(x.inst_sfu, arch.cost_sfu.value),
         pipe(k.counter("branch").unwrap_or(0.0), 1.0 / arch.schedulers_per_sm.value),
         l2_bytes / (t0 * arch.l2_bandwidth_gbs.value * 1e9),
-        pipe(x.shared_base + x.shared_conflicts, arch.cost_ldst.value),
+        pipe(x.shared_base + x.shared_conflicts, arch.shared_cycles_per_wavefront()),
         dram_bytes / (t0 * arch.bandwidth_bytes_per_s(arch.mem_mhz.value)),
     ];
     BaseValues {

@@ -14,7 +14,8 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A registered NV-DVFS dataset (nvdvfs-gtx1080ti, nvdvfs-gtx980) or the path of an NV-DVFS CSV.
+    /// A registered NV-DVFS dataset (nvdvfs-gtx1080ti, nvdvfs-gtx980, nvdvfs-p100) or the path of an
+    /// NV-DVFS CSV.
     #[arg(long)]
     pub data: String,
     /// Architecture profile: a built-in name or the path of a TOML file.
@@ -35,6 +36,10 @@ pub struct Args {
     /// Show every measured row too, first (CSV then carries the rows; without it, the per-kernel table).
     #[arg(long)]
     pub rows: bool,
+    /// Show the per-bottleneck-class table first: each class's time error, ours (model and calibrated)
+    /// beside every --baseline (CSV then carries this table instead of the per-kernel one).
+    #[arg(long, conflicts_with = "rows")]
+    pub classes: bool,
     /// Write the time calibration fitted on all kernels (TOML) for `gpumodel predict --calibration`.
     #[arg(long, value_name = "FILE")]
     pub save_calibration: Option<PathBuf>,
@@ -147,6 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         report,
         arch_display_name: arch.display_name.clone(),
         rows_first: args.rows,
+        classes_first: args.classes,
         explain: args.explain,
     };
     if let Some(p) = &args.plot {

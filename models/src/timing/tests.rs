@@ -216,6 +216,36 @@ fn fp64_adds_at_its_own_throughput_and_shared_adds_on_the_sm_side() {
     assert_eq!(with_shared.bound_kind, "shared");
 }
 
+/// A shared wavefront (request or replay) holds the banks for one warp-wide 32-bit access: one cycle at
+/// the P100's 128 bytes per SM per cycle, although its SM has half the LD/ST units of a GTX 1080 Ti
+/// (`cost_ldst` 2); a profile without the shared bandwidth keeps charging `cost_ldst`.
+#[test]
+fn shared_wavefronts_cost_the_bank_bandwidth_not_the_ld_st_rate() {
+    let mut a = ArchProfile::builtin("p100").unwrap();
+    assert_eq!((a.cost_ldst.value, a.shared_cycles_per_wavefront()), (2.0, 1.0));
+    let o = occupancy(&launch(56 * 8 * 10, 256, 0, 0), &a, None).unwrap();
+    let c = Clocks::default_for(&a);
+    let mut x = inputs();
+    x.inst = 1e3;
+    let base = predict_time(&x, &a, &o, c);
+    x.shared_base = 4e6;
+    x.shared_conflicts = 2e6;
+    let with_shared = predict_time(&x, &a, &o, c);
+    let per = 1.0 / (f64::from(o.active_sms) * o.rounds);
+    let to_s = o.rounds / (c.core_mhz * 1e6);
+    let shared_s = with_shared.components_s[2];
+    let conflicts_s = with_shared.components_s[3];
+    assert!((shared_s / ((4e6 * per + a.cyc_s.value) * to_s) - 1.0).abs() < 1e-9, "{shared_s}");
+    assert!((conflicts_s / (2e6 * per * to_s) - 1.0).abs() < 1e-9, "{conflicts_s}");
+    assert_eq!(with_shared.bound_kind, "shared");
+    assert!(with_shared.time_s > base.time_s);
+    // Without the field: the LD/ST rate, twice the time of both components.
+    a.shared_bytes_per_cycle = None;
+    let ldst = predict_time(&x, &a, &o, c);
+    assert!((ldst.components_s[3] / conflicts_s - 2.0).abs() < 1e-9);
+    assert!((ldst.components_s[2] - a.cyc_s.value * to_s) / (shared_s - a.cyc_s.value * to_s) - 2.0 < 1e-9);
+}
+
 #[test]
 fn counted_conversions_cost_the_64_bit_conversion_rate_and_absent_ones_change_nothing() {
     // GTX 1080 Ti: 28 SMs, 4 schedulers (a warp instruction issues every 0.25 cycles), conversions from

@@ -89,10 +89,12 @@ pub(super) fn wave(
             t_store *= cap / stream;
         }
     }
-    // Shared memory (eq. 5.9), conflicts separately (the paper's last term of eq. 5.13).
+    // Shared memory (eq. 5.9), conflicts separately (the paper's last term of eq. 5.13): each wavefront
+    // (request or replay) holds the banks for one warp-wide access at the SM's shared bandwidth.
     let s = x.shared_base * per;
-    let t_shared = if s > 0.0 { arch.cyc_s.value + s * ldst } else { 0.0 };
-    let t_conf = x.shared_conflicts * per * ldst;
+    let cs = arch.shared_cycles_per_wavefront();
+    let t_shared = if s > 0.0 { arch.cyc_s.value + s * cs } else { 0.0 };
+    let t_conf = x.shared_conflicts * per * cs;
     // Texture (eq. 5.8 in throughput form): the first query pays CYC_t (a miss, the DRAM latency);
     // queries then stream at the LD/ST rate and misses leave for DRAM one departure delay apart. (The
     // paper's per-warp form, (hits·CYC_t + misses·CYC_load) / warps, assumes no overlap of one warp's

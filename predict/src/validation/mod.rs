@@ -32,7 +32,7 @@
 use crate::baseline::{Baseline, PeerInputs, WangChuConstants};
 use crate::calibration::{CalRow, TimeCalibration, additive_s, pipeline_parts};
 use crate::error::{Error, Result};
-use crate::nvdvfs::{kernels, profile_from_row};
+use crate::nvdvfs::{kernels, profile_from_row_for};
 use crate::power::{UTILIZATIONS, base_values};
 use gpumodel_models::Table;
 use gpumodel_models::arch::ArchProfile;
@@ -184,6 +184,8 @@ pub fn validate_with_progress(
         })?)
     };
     let default = Clocks::default_for(arch);
+    // The rows' metrics read with the semantics of the profile's compute capability.
+    let cc = gpumodel_models::ncu::metrics::Capability::parse(&arch.compute_capability);
     let mut prep: Vec<Prepared> = Vec::with_capacity(t.n_rows());
     let mut bottlenecks = Vec::new();
     for (ki, (_, rows)) in groups.iter().enumerate() {
@@ -198,7 +200,7 @@ pub fn validate_with_progress(
                 d(a).total_cmp(&d(b))
             })
             .expect("a group has rows");
-        let k = profile_from_row(t, reference)?;
+        let k = profile_from_row_for(t, reference, cc)?;
         let x = TimingInputs::from_profile(&k)?;
         let cfg = crate::kernel::Config::default();
         let tp = crate::kernel::predict_time_only(&k, arch, &cfg)?;

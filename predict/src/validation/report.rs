@@ -183,6 +183,10 @@ pub struct ValidateOutput {
     /// Show the per-row table too, first (so CSV carries the rows); else CSV carries the per-kernel table.
     #[serde(skip)]
     pub rows_first: bool,
+    /// Show the per-bottleneck-class table first (so CSV carries it: ours beside each baseline per
+    /// class); not together with `rows_first`, which wins.
+    #[serde(skip)]
+    pub classes_first: bool,
     /// Print every method note after the figures (else a one-line summary).
     #[serde(skip)]
     pub explain: bool,
@@ -322,6 +326,8 @@ impl Export for ValidateOutput {
     fn sections(&self) -> Vec<Section> {
         if self.rows_first {
             vec![self.row_section(), self.kernel_section(), self.class_section()]
+        } else if self.classes_first {
+            vec![self.class_section(), self.kernel_section()]
         } else {
             vec![self.kernel_section(), self.class_section()]
         }
