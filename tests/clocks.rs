@@ -46,24 +46,6 @@ fn a_real_v100_dmon_log_imports_to_one_profile_of_its_active_seconds() {
 }
 
 #[test]
-fn an_idle_h100_log_is_one_line_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("p.csv");
-    let o = gpumodel()
-        .args(["import", "dcgm"])
-        .arg(shared("profiles/dcgm/dcgmi-dmon_GH100-baseline-LSTM-1785-0.txt"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("none with the engine active"), "{err}");
-    assert!(!out.exists());
-}
-
-#[test]
 fn percentages_instead_of_ratios_are_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("pct.txt");
@@ -106,15 +88,6 @@ fn the_example_profile_gives_a_sweep_with_its_optima_and_a_bounded_pick() {
     let e = |k: &str| pts[v["optima"][k].as_u64().unwrap() as usize]["energy_j"].as_f64().unwrap();
     let emin = pts.iter().map(|p| p["energy_j"].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
     assert_eq!(e("energy"), emin);
-}
-
-#[test]
-fn a_profile_of_another_gpu_is_refused_by_the_v100_model() {
-    let o =
-        gpumodel().args(["predict", "--profile"]).arg(example()).args(["--gpu", "H100"]).output().unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("H100") && err.contains("--model"), "{err}");
 }
 
 #[test]
