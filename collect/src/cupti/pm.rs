@@ -64,6 +64,7 @@ use super::host::{HostProfiler, ProfilerKind, check};
 use super::loader::load_cupti;
 pub use super::pm_timing::{NOMINAL_SYSCLK_HZ, TimestampMap, Trigger, gap_samples, lost_samples_warning};
 use crate::counters::{CounterInterval, CounterSource};
+use crate::cupti::dcgm::{DcgmFields, DcgmPlan};
 use crate::error::{Error, Result};
 use cudarc::cupti::sys;
 use gpumodel_models::counters::{CounterMap, canonical_of, group_metrics};
@@ -259,6 +260,41 @@ impl CuptiPmCounters {
     /// `[[pm_pass]]`), steps 1–5 of the sequence. Application replay opens one per run of the program,
     /// after the previous one is dropped (stop, disable, deinitialize).
     pub fn open_pass(opts: &PmOptions, pass: usize) -> Result<CuptiPmCounters> {
+        Self::open_group(opts, pass, |map| {
+            let group = map.pm_group(pass)?.clone();
+            let fix = format!("split that group in models/counters/{}.toml", map.chip.to_lowercase());
+            Ok((group, fix))
+        })
+    }
+
+    /// Opens PM sampling of group `group` of the DCGM profiling fields the device's chip has
+    /// ([`DcgmPlan::for_chip`]: one pass each), as a source of those fields. `pass` is the run it is under
+    /// application replay.
+    pub fn open_dcgm(opts: &PmOptions, group: usize, pass: usize) -> Result<DcgmFields<CuptiPmCounters>> {
+        let mut fields = Vec::new();
+        let source = Self::open_group(opts, pass, |map| {
+            let plan = DcgmPlan::for_chip(&map.chip)?;
+            let Some(g) = plan.groups.get(group) else {
+                return Err(Error::Invalid(format!(
+                    "{} has {} group(s) of DCGM profiling fields for PM sampling, not {}",
+                    map.chip,
+                    plan.groups.len(),
+                    group + 1
+                )));
+            };
+            fields = g.clone();
+            Ok((plan.group(group), "collect without the DCGM fields".into()))
+        })?;
+        Ok(DcgmFields::new(source, fields))
+    }
+
+    /// Steps 1–5 for the group `pick` chooses from the chip's map; `pick` also says what to do when the
+    /// group needs more than one hardware pass on this device.
+    fn open_group(
+        opts: &PmOptions,
+        pass: usize,
+        pick: impl FnOnce(&CounterMap) -> Result<(BTreeMap<String, Vec<String>>, String)>,
+    ) -> Result<CuptiPmCounters> {
         if !(opts.interval_s.is_finite() && opts.interval_s > 0.0) {
             return Err(Error::Invalid(format!(
                 "PM sampling interval {} s: give a positive interval",
@@ -272,7 +308,7 @@ impl CuptiPmCounters {
         let chip = chip_name(opts.device)?;
         let trigger = Trigger::for_chip(&chip, opts.sysclk_hz)?;
         let map = CounterMap::builtin(&chip)?;
-        let group = map.pm_group(pass)?.clone();
+        let (group, fix) = pick(&map)?;
         // Counter availability: size query, then the image.
         let mut a = sys::CUpti_PmSampling_GetCounterAvailability_Params {
             structSize: size::<sys::CUpti_PmSampling_GetCounterAvailability_Params>(),
@@ -300,9 +336,8 @@ impl CuptiPmCounters {
         if passes != 1 {
             return Err(Error::Invalid(format!(
                 "PM-sampling pass {} of {chip} needs {passes} hardware passes on this device; PM sampling needs 1: \
-                 split that group in models/counters/{}.toml",
+                 {fix}",
                 pass + 1,
-                chip.to_lowercase()
             )));
         }
         let config = host.config_image()?;
