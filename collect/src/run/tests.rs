@@ -396,19 +396,19 @@ impl CounterSource for PerSample {
     }
 }
 
-/// The DCGM fields go through a real run into the trace and come back out of the utilization reader.
-#[test]
-fn dcgm_fields_in_a_trace_read_back_as_a_utilization_profile() {
+/// Per 10 ms sample of 14.1e6 SM cycles: SM active 0.5, occupancy 20 of 64 warps (0.3125), DRAM 0.25.
+const DCGM_WANT: [(gpumodel_models::utilization::Field, f64); 3] = [
+    (gpumodel_models::utilization::Field::Smact, 0.5),
+    (gpumodel_models::utilization::Field::Smocc, 0.3125),
+    (gpumodel_models::utilization::Field::Drama, 0.25),
+];
+
+/// A source of the fields of [`DCGM_WANT`] from their metrics' per-sample values.
+fn dcgm_source() -> Box<dyn CounterSource> {
     use crate::cupti::dcgm::{DcgmFields, FIELD_COUNTERS, FieldMetrics};
-    use gpumodel_models::utilization::Field;
-    use gpumodel_models::utilization::read::{ReadOptions, read_file};
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::new();
-    // Per 10 ms sample of 14.1e6 SM cycles: SM active 0.5, occupancy 20 of 64 warps (0.3125), DRAM 0.25.
-    let want = [(Field::Smact, 0.5), (Field::Smocc, 0.3125), (Field::Drama, 0.25)];
     let fields: Vec<FieldMetrics> = FIELD_COUNTERS
         .iter()
-        .filter(|(f, _, _)| want.iter().any(|(w, _)| w == f))
+        .filter(|(f, _, _)| DCGM_WANT.iter().any(|(w, _)| w == f))
         .map(|(f, c, e)| FieldMetrics {
             field: *f,
             counter: format!("{c}.avg"),
@@ -436,18 +436,49 @@ fn dcgm_fields_in_a_trace_read_back_as_a_utilization_profile() {
         inner: FakeCounters::new(&refs, 0.01, |_| vec![]),
         values: names.iter().map(|m| value(m)).collect(),
     };
-    let source = DcgmFields::new(inner, fields);
-    let power = FakePower::constant(clock, 180.0);
-    let o = opts(dir.path(), &["/bin/sleep", "0.2"]);
-    run(&o, power, Some(Box::new(source)), Arc::new(AtomicBool::new(false))).unwrap();
-    let header = std::fs::read_to_string(&o.out).unwrap().lines().next().unwrap().to_string();
-    assert!(header.contains(",SMACT,SMOCC,DRAMA,"), "{header}");
-    let set = read_file(&o.out, None, &ReadOptions::default()).unwrap();
+    Box::new(DcgmFields::new(inner, fields))
+}
+
+/// The trace at `path` read by the utilization reader: the fields of [`DCGM_WANT`], 1410 MHz, 180 W.
+fn reads_back_as_dcgm(path: &Path) {
+    use gpumodel_models::utilization::read::{ReadOptions, read_file};
+    let header = std::fs::read_to_string(path).unwrap().lines().next().unwrap().to_string();
+    assert!(header.contains(",SMACT,SMOCC,DRAMA,") || header.contains(",SMACT,SMOCC,DRAMA\n"), "{header}");
+    let set = read_file(path, None, &ReadOptions::default()).unwrap();
     assert_eq!(set.profiles.len(), 1);
     let p = &set.profiles[0];
-    for (f, v) in want {
+    for (f, v) in DCGM_WANT {
         assert!((p.get(f) - v).abs() < 1e-9, "{}: {} for {v}", f.name(), p.get(f));
     }
     assert!((p.core_mhz - 1410.0).abs() < 1e-9 && (p.power_w.unwrap() - 180.0).abs() < 1e-9, "{p:?}");
     assert!(p.time_s.unwrap() > 0.15, "{p:?}");
+}
+
+/// The DCGM fields go through a real run into the trace and come back out of the utilization reader.
+#[test]
+fn dcgm_fields_in_a_trace_read_back_as_a_utilization_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let power = FakePower::constant(Clock::new(), 180.0);
+    let o = opts(dir.path(), &["/bin/sleep", "0.2"]);
+    run(&o, power, Some(dcgm_source()), Arc::new(AtomicBool::new(false))).unwrap();
+    reads_back_as_dcgm(&o.out);
+}
+
+/// Under application replay the fields are a run of their own, merged into the one trace beside the
+/// counters of the first run.
+#[test]
+fn dcgm_fields_as_a_replay_run_are_merged_into_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let power = FakePower::constant(Clock::new(), 180.0);
+    let o = opts(dir.path(), &["/bin/sleep", "0.2"]);
+    let counters_for = |k: usize| -> crate::Result<Box<dyn CounterSource>> {
+        Ok(match k {
+            0 => Box::new(FakeCounters::new(&["inst_executed"], 0.01, |_| vec![4e9])),
+            _ => dcgm_source(),
+        })
+    };
+    replay::run_replay(&o, power, 2, counters_for, Arc::new(AtomicBool::new(false))).unwrap();
+    let header = std::fs::read_to_string(&o.out).unwrap().lines().next().unwrap().to_string();
+    assert!(header.contains("inst_executed"), "{header}");
+    reads_back_as_dcgm(&o.out);
 }
