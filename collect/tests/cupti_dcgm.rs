@@ -78,3 +78,16 @@ fn an_unknown_chip_is_an_error() {
     let Some(_host) = libs_or_skip() else { return };
     assert!(DcgmPlan::for_chip("XX999").is_err());
 }
+
+#[test]
+fn counters_lists_each_field_with_its_replay_run_after_the_map_groups() {
+    let Some(_host) = libs_or_skip() else { return };
+    let check = gpumodel_collect::cupti::check::MetricCheck::run("GA100").unwrap();
+    let groups = check.pm_groups.len();
+    let smact = check.dcgm.iter().find(|r| r.field == "SMACT").unwrap();
+    assert_eq!(smact.run, Some(groups + 1));
+    assert_eq!(smact.metrics[0], "sm__cycles_active.avg");
+    let fp16 = check.dcgm.iter().find(|r| r.field == "FP16A").unwrap();
+    assert!(fp16.run.is_none() && fp16.note.as_deref().unwrap_or("").contains("not in GA100"), "{fp16:?}");
+    assert_eq!(check.dcgm.len(), 8);
+}

@@ -91,6 +91,7 @@ pub struct DatasetSummary {
     pub origin: Option<Origin>,
     pub test_set: Option<String>,
     /// Utilization-profile datasets: programs, rows skipped, and each DCGM field's range.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub profiles: Option<ProfileFacts>,
 }
 
