@@ -6,7 +6,7 @@ use crate::cli::output::{ExportFormat, print};
 use anyhow::{Context, bail};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use gpumodel_models::registry::{Locator, Registry, sha256_hex};
-use gpumodel_models::utilization::model::{ClockModel, ClockPoint, Optima, optima};
+use gpumodel_models::utilization::model::{ClockModel, ClockPoint, ObjectivePolicy, Optima, optima};
 use gpumodel_models::utilization::read::{ProfileFormat, ReadOptions, read_file};
 use gpumodel_models::utilization::{Field, ProfileSet, UtilizationProfile};
 use gpumodel_train::utilization::fit::{ClockFitParams, fit_clock_model, fit_dso};

@@ -97,6 +97,22 @@ pub struct ClockModel {
     pub static_share: Linear,
     pub own_clock_power: OwnClockPower,
     pub provenance: Provenance,
+    /// Per objective, whether a fixed clock beat the model's pick on held-out training programs.
+    #[serde(default)]
+    pub policy: Vec<ObjectivePolicy>,
+}
+
+/// What to recommend for one objective, decided by leave-one-program-out regret on the training data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectivePolicy {
+    /// `E`, `ED` or `ED2`.
+    pub objective: String,
+    /// The fixed clock to run every job at, when it beat the model's pick; `None`: the model's pick.
+    pub fixed_mhz: Option<f64>,
+    /// Mean measured regret (%) over the held-out jobs of the model's pick and of the fixed clock.
+    pub model_regret_pct: f64,
+    pub fixed_regret_pct: f64,
+    pub held_out_jobs: usize,
 }
 
 /// One clock of a sweep.
@@ -223,6 +239,8 @@ impl ClockModel {
             mem_mhz: None,
             levels,
             own_clock_power: OwnClockPower { inputs: vec![], bias_w: 0.0, weights_w: vec![] },
+            // Fixed clocks are clocks of this model's GPU.
+            policy: vec![],
             ..self.clone()
         })
     }
@@ -319,6 +337,7 @@ mod tests {
                 weights_w: vec![100.0],
             },
             provenance: Provenance::default(),
+            policy: vec![],
         }
     }
 

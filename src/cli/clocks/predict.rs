@@ -20,6 +20,8 @@ pub struct ClockSweep {
     pub time_in_seconds: bool,
     pub points: Vec<ClockPoint>,
     pub optima: Optima,
+    /// The model's recommendation per objective, decided on its training data (a fixed clock or its pick).
+    pub policy: Vec<ObjectivePolicy>,
 }
 
 impl Export for ClockSweep {
@@ -92,6 +94,20 @@ impl Export for ClockSweep {
             at(self.optima.ed2),
             at(self.optima.fastest)
         ));
+        for o in self.policy.iter().filter(|o| o.fixed_mhz.is_some()) {
+            n.push(format!(
+                "least {}: run at {:.0} MHz — on held-out training programs that fixed clock beat this model's pick \
+                 (mean regret {:.2}% against {:.2}%)",
+                match o.objective.as_str() {
+                    "E" => "energy",
+                    "ED" => "E·D",
+                    _ => "E·D²",
+                },
+                o.fixed_mhz.unwrap_or_default(),
+                o.fixed_regret_pct,
+                o.model_regret_pct
+            ));
+        }
         if let Some((b, i)) = self.optima.within_slowdown {
             // Against the highest clock, where a job runs without DVFS.
             let top = &self.points[self.points.len() - 1];
@@ -149,6 +165,7 @@ pub fn predict(args: &ProfileArgs, model: Option<&str>, format: ExportFormat) ->
         power_from_profile: profile.power_w.is_some(),
         time_in_seconds: profile.time_s.is_some(),
         model_gpu: choice.model.as_ref().map(|m| m.gpu.clone()),
+        policy: choice.model.as_ref().map(|m| m.policy.clone()).unwrap_or_default(),
         basis: choice.basis,
         caveats: choice.caveats,
         profile,
