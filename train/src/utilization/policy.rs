@@ -52,11 +52,16 @@ pub fn choose(jobs: &[Job], params: &ClockFitParams, model: &ClockModel) -> Resu
     let mut programs: Vec<&str> = jobs.iter().map(|j| j.program.as_str()).collect();
     programs.sort_unstable();
     programs.dedup();
+    // With one program nothing is held out: no decision, the model's picks stand.
+    if programs.len() < 2 {
+        return Ok(vec![]);
+    }
     let mut by_model = vec![Vec::new(); OBJECTIVES.len()];
     let mut by_fixed = vec![Vec::new(); OBJECTIVES.len()];
     for prog in &programs {
         let (held, rest): (Vec<Job>, Vec<Job>) = jobs.iter().cloned().partition(|j| j.program == *prog);
-        let fit = fit_clock_model(&rest, params)?;
+        // A fold the model cannot be fitted on (e.g. the rest measured at one clock) is left out.
+        let Ok(fit) = fit_clock_model(&rest, params) else { continue };
         for (o, &(_, k)) in OBJECTIVES.iter().enumerate() {
             let fixed = best_fixed_clock(&rest, &clocks, k);
             for j in &held {
@@ -84,4 +89,71 @@ pub fn choose(jobs: &[Job], params: &ClockFitParams, model: &ClockModel) -> Resu
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpumodel_models::utilization::model::{Level, Linear, OwnClockPower, Provenance};
+    use gpumodel_models::utilization::{Field, Source, UtilizationProfile};
+
+    fn job(program: &str, name: &str) -> Job {
+        let run = |mhz: f64, t: f64, p: f64| UtilizationProfile {
+            name: name.into(),
+            program: Some(program.into()),
+            source: Source::Document,
+            gpu: None,
+            device: None,
+            fields: [(Field::Smact, 0.9)].into_iter().collect(),
+            core_mhz: mhz,
+            mem_mhz: None,
+            power_w: Some(p),
+            time_s: Some(t),
+            samples: 1,
+        };
+        Job {
+            name: name.into(),
+            program: program.into(),
+            runs: vec![run(500.0, 2.0, 60.0), run(1000.0, 1.0, 150.0)],
+        }
+    }
+
+    fn model() -> ClockModel {
+        let lv = |mhz: f64, v2f: f64| Level {
+            core_mhz: mhz,
+            v2f,
+            voltage: 1.0,
+            static_w: 0.0,
+            dynamic_factor: v2f,
+        };
+        ClockModel {
+            format: gpumodel_models::utilization::model::CLOCK_MODEL_FORMAT.into(),
+            gpu: "test".into(),
+            ref_core_mhz: 1000.0,
+            mem_mhz: None,
+            levels: vec![lv(500.0, 0.3), lv(1000.0, 1.0)],
+            knee: Linear::constant(1.0),
+            slope: Linear::constant(1.0),
+            static_share: Linear::constant(0.2),
+            own_clock_power: OwnClockPower { inputs: vec![], bias_w: 0.0, weights_w: vec![] },
+            provenance: Provenance::default(),
+            policy: vec![],
+        }
+    }
+
+    #[test]
+    fn one_program_decides_nothing() {
+        let jobs = [job("a", "a1"), job("a", "a2")];
+        assert!(choose(&jobs, &ClockFitParams::default(), &model()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_regret_of_a_pick_is_against_the_measured_best() {
+        // E at 500 MHz: 120 J; at 1000 MHz: 150 J. Running at 1000 MHz costs 25% more.
+        let j = job("a", "a1");
+        let clocks = [500.0, 1000.0];
+        assert!((regret_at(&j, &clocks, 0, 1000.0).unwrap() - 25.0).abs() < 1e-9);
+        assert_eq!(regret_at(&j, &clocks, 0, 500.0), Some(0.0));
+        assert_eq!(regret_at(&j, &clocks, 0, 700.0), None);
+    }
 }
