@@ -94,7 +94,6 @@ pub fn choose(jobs: &[Job], params: &ClockFitParams, model: &ClockModel) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpumodel_models::utilization::model::{Level, Linear, OwnClockPower, Provenance};
     use gpumodel_models::utilization::{Field, Source, UtilizationProfile};
 
     fn job(program: &str, name: &str) -> Job {
@@ -118,33 +117,12 @@ mod tests {
         }
     }
 
-    fn model() -> ClockModel {
-        let lv = |mhz: f64, v2f: f64| Level {
-            core_mhz: mhz,
-            v2f,
-            voltage: 1.0,
-            static_w: 0.0,
-            dynamic_factor: v2f,
-        };
-        ClockModel {
-            format: gpumodel_models::utilization::model::CLOCK_MODEL_FORMAT.into(),
-            gpu: "test".into(),
-            ref_core_mhz: 1000.0,
-            mem_mhz: None,
-            levels: vec![lv(500.0, 0.3), lv(1000.0, 1.0)],
-            knee: Linear::constant(1.0),
-            slope: Linear::constant(1.0),
-            static_share: Linear::constant(0.2),
-            own_clock_power: OwnClockPower { inputs: vec![], bias_w: 0.0, weights_w: vec![] },
-            provenance: Provenance::default(),
-            policy: vec![],
-        }
-    }
-
     #[test]
     fn one_program_decides_nothing() {
         let jobs = [job("a", "a1"), job("a", "a2")];
-        assert!(choose(&jobs, &ClockFitParams::default(), &model()).unwrap().is_empty());
+        let text = include_str!("../../../models/dvfs-trained/v100.json");
+        let model = ClockModel::from_json(text, "shipped").unwrap();
+        assert!(choose(&jobs, &ClockFitParams::default(), &model).unwrap().is_empty());
     }
 
     #[test]
