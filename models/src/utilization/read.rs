@@ -753,8 +753,8 @@ fn collector(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet>
         return Err(Error::Format {
             file: origin.to_string(),
             message:
-                "the trace has no DCGM-named columns (GRACT, SMACT, …): collect it with the utilization \
-                      counters"
+                "the trace has no DCGM-named columns (GRACT, SMACT, …): collect it with `gpumodel collect \
+                      --pm-passes all` (`gpumodel counters --chip CHIP` lists the fields a chip gives)"
                     .into(),
         });
     }
