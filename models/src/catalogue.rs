@@ -2,8 +2,10 @@
 //! each is on this machine, and one dataset's summary, on the one output layer ([`crate::export`]).
 
 use crate::export::{Cell, Column, Export, Section};
-use crate::registry::{Found, Locator, Opened, Origin, Registry, sha256_hex};
+use crate::registry::{Entry, Found, Locator, Opened, Origin, Registry, sha256_hex};
+use crate::utilization::{Field, ProfileSet};
 use serde::Serialize;
+use std::path::Path;
 
 /// One registered dataset and whether it is on this machine.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,6 +90,31 @@ pub struct DatasetSummary {
     pub citation: Option<String>,
     pub origin: Option<Origin>,
     pub test_set: Option<String>,
+    /// Utilization-profile datasets: programs, rows skipped, and each DCGM field's range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<ProfileFacts>,
+}
+
+/// What a utilization-profile dataset holds beyond the common facts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfileFacts {
+    /// Benchmark programs (the groups of grouped validation).
+    pub programs: usize,
+    /// Rows left out (no DCGM sample, or a value out of range), each with why.
+    pub skipped: Vec<String>,
+    /// Each DCGM profiling field the file has, with its range over the rows read.
+    pub fields: Vec<FieldRange>,
+}
+
+/// One DCGM field's range in a dataset.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldRange {
+    pub field: &'static str,
+    pub id: u16,
+    pub dcgm_name: &'static str,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
 }
 
 impl DatasetSummary {
@@ -116,8 +143,100 @@ impl DatasetSummary {
             citation: e.map(|e| e.citation.clone()),
             origin: e.map(|e| e.origin.clone()),
             test_set: e.and_then(|e| e.test_set.clone()),
+            profiles: None,
         }
     }
+
+    /// The summary of a utilization-profile dataset `set` read from `path` (whose file holds `bytes`):
+    /// a row is one job at one clock, the "kernels" are the jobs (application and input).
+    pub fn of_profiles(
+        name: &str,
+        path: &Path,
+        found: Found,
+        entry: Option<&Entry>,
+        set: &ProfileSet,
+        bytes: &[u8],
+    ) -> DatasetSummary {
+        let ps = &set.profiles;
+        let distinct = |v: Vec<Option<f64>>| {
+            let mut v: Vec<f64> = v.into_iter().flatten().collect();
+            v.sort_by(f64::total_cmp);
+            v.dedup();
+            v
+        };
+        let range = |v: Vec<Option<f64>>| {
+            let v: Vec<f64> = v.into_iter().flatten().collect();
+            (!v.is_empty()).then(|| {
+                (
+                    v.iter().copied().fold(f64::INFINITY, f64::min),
+                    v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                )
+            })
+        };
+        let count = |v: Vec<&str>| v.into_iter().collect::<std::collections::BTreeSet<_>>().len();
+        let fields = Field::ALL
+            .iter()
+            .filter_map(|&f| {
+                let v: Vec<f64> = ps.iter().filter_map(|p| p.fields.get(&f).copied()).collect();
+                let (lo, hi) = range(v.iter().map(|x| Some(*x)).collect())?;
+                Some(FieldRange {
+                    field: f.name(),
+                    id: f.id(),
+                    dcgm_name: f.dcgm_name(),
+                    min: lo,
+                    max: hi,
+                    mean: v.iter().sum::<f64>() / v.len() as f64,
+                })
+            })
+            .collect();
+        let (numeric_columns, text_columns) = csv_columns(bytes);
+        DatasetSummary {
+            name: name.to_string(),
+            path: path.display().to_string(),
+            found,
+            format: crate::utilization::read::ProfileFormat::REGISTRY_IMPORTER,
+            sha256: sha256_hex(bytes),
+            rows: ps.len(),
+            kernels: count(ps.iter().map(|p| p.name.as_str()).collect()),
+            numeric_columns,
+            text_columns,
+            core_mhz: distinct(ps.iter().map(|p| Some(p.core_mhz)).collect()),
+            mem_mhz: distinct(ps.iter().map(|p| p.mem_mhz).collect()),
+            power_w: range(ps.iter().map(|p| p.power_w).collect()),
+            time_s: range(ps.iter().map(|p| p.time_s).collect()),
+            gpu: entry.map(|e| e.gpu.clone()).or_else(|| ps.iter().find_map(|p| p.gpu.clone())),
+            license: entry.map(|e| e.license.clone()),
+            citation: entry.map(|e| e.citation.clone()),
+            origin: entry.map(|e| e.origin.clone()),
+            test_set: entry.and_then(|e| e.test_set.clone()),
+            profiles: Some(ProfileFacts {
+                programs: count(ps.iter().map(|p| p.program.as_deref().unwrap_or(&p.name)).collect()),
+                skipped: set.skipped.clone(),
+                fields,
+            }),
+        }
+    }
+}
+
+/// A CSV file's header split into numeric columns (every non-empty cell a number) and text columns; empty
+/// when the bytes are not CSV.
+fn csv_columns(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
+    let Ok(header) = r.headers().cloned() else { return (vec![], vec![]) };
+    let mut numeric = vec![true; header.len()];
+    for rec in r.records().flatten() {
+        for (j, c) in rec.iter().enumerate() {
+            let c = c.trim();
+            if j < numeric.len() && !c.is_empty() && c.parse::<f64>().is_err() {
+                numeric[j] = false;
+            }
+        }
+    }
+    let (mut num, mut text) = (Vec::new(), Vec::new());
+    for (h, n) in header.iter().zip(numeric) {
+        if n { num.push(h.trim().to_string()) } else { text.push(h.trim().to_string()) }
+    }
+    (num, text)
 }
 
 fn list(values: &[f64]) -> String {
@@ -159,7 +278,15 @@ impl DatasetSummary {
             kv("gpu", g.clone());
         }
         kv("rows", self.rows.to_string());
-        kv("kernels", self.kernels.to_string());
+        match &self.profiles {
+            Some(p) => {
+                kv("jobs", format!("{} (applications and inputs) of {} programs", self.kernels, p.programs));
+                if let Some(first) = p.skipped.first() {
+                    kv("skipped rows", format!("{} (first: {first})", p.skipped.len()));
+                }
+            }
+            None => kv("kernels", self.kernels.to_string()),
+        }
         kv("columns", format!("{} numeric: {}", self.numeric_columns.len(), self.numeric_columns.join(", ")));
         kv("text columns", self.text_columns.join(", "));
         kv("core clocks", format!("{} MHz ({} values)", list(&self.core_mhz), self.core_mhz.len()));
@@ -168,7 +295,12 @@ impl DatasetSummary {
             kv("power", format!("{lo:.2} – {hi:.2} W"));
         }
         if let Some((lo, hi)) = self.time_s {
-            kv("kernel time", format!("{:.4} – {:.4} ms", lo * 1e3, hi * 1e3));
+            let what = if self.profiles.is_some() { "run time" } else { "kernel time" };
+            kv(what, format!("{:.4} – {:.4} ms", lo * 1e3, hi * 1e3));
+        }
+        for f in self.profiles.iter().flat_map(|p| &p.fields) {
+            let what = format!("{:.3} – {:.3}, mean {:.3} ({}, {})", f.min, f.max, f.mean, f.id, f.dcgm_name);
+            kv(f.field, what);
         }
         if let Some(t) = &self.test_set {
             kv("test set", t.clone());

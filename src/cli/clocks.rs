@@ -6,7 +6,7 @@ use crate::cli::output::{ExportFormat, print};
 use anyhow::{Context, bail};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use gpumodel_models::registry::{Locator, Registry, sha256_hex};
-use gpumodel_models::utilization::model::{ClockModel, ClockPoint, Optima, optima};
+use gpumodel_models::utilization::model::{ClockModel, ClockPoint, ObjectivePolicy, Optima, optima};
 use gpumodel_models::utilization::read::{ProfileFormat, ReadOptions, read_file};
 use gpumodel_models::utilization::{Field, ProfileSet, UtilizationProfile};
 use gpumodel_train::utilization::fit::{ClockFitParams, fit_clock_model, fit_dso};
@@ -15,9 +15,6 @@ use gpumodel_train::utilization::{Job, jobs};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// The clock model shipped for the Tesla V100 (made by the command in its `provenance.command`).
-const V100_MODEL: &str = include_str!("../../models/dvfs-trained/v100.json");
 
 /// Parses a slowdown bound: `5%`, `5 %` or `0.05`.
 pub fn parse_slowdown(s: &str) -> Result<f64, String> {
@@ -90,6 +87,10 @@ pub struct ProfileArgs {
     /// With --profile: which profile of a file holding several (a device such as "GPU 1", or a job name).
     #[arg(long, value_name = "NAME", requires = "profile")]
     pub job: Option<String>,
+    /// With --profile, for a GPU without a shipped clock model: its supported core clocks, MHz
+    /// (`nvidia-smi -q -d SUPPORTED_CLOCKS`), when its architecture profile does not list them.
+    #[arg(long, value_name = "MHZ,…", value_delimiter = ',', requires = "profile")]
+    pub core_clocks: Vec<f64>,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -117,6 +118,7 @@ pub struct TrainArgs {
     pub score_max_slowdown: f64,
 }
 
+mod choose;
 mod import;
 mod predict;
 #[cfg(test)]
@@ -127,19 +129,21 @@ pub use import::import;
 pub use predict::predict;
 pub use train::train;
 
+/// A GPU name's model number: the first word of letters and digits ("Tesla V100-SXM2-16GB" → "V100").
+fn gpu_key(s: &str) -> Option<String> {
+    s.to_ascii_uppercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|w| {
+            w.len() >= 3
+                && w.chars().any(|c| c.is_ascii_digit())
+                && w.chars().any(|c| c.is_ascii_alphabetic())
+        })
+        .map(String::from)
+}
+
 fn gpu_matches(a: &str, b: &str) -> bool {
     // "Tesla V100-SXM2-16GB" and "NVIDIA Tesla V100 (GV100)" are the same model; "H100" is not.
-    let key = |s: &str| {
-        s.to_ascii_uppercase()
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .find(|w| {
-                w.len() >= 3
-                    && w.chars().any(|c| c.is_ascii_digit())
-                    && w.chars().any(|c| c.is_ascii_alphabetic())
-            })
-            .map(String::from)
-    };
-    match (key(a), key(b)) {
+    match (gpu_key(a), gpu_key(b)) {
         (Some(x), Some(y)) => x == y,
         _ => true,
     }

@@ -5,6 +5,8 @@ use anyhow::Context;
 use gpumodel_models::catalogue::{DatasetList, DatasetSummary};
 use gpumodel_models::import::BadRows;
 use gpumodel_models::registry::{self, Found, Locator, Registry};
+use gpumodel_models::utilization::read::{ProfileFormat, ReadOptions, read_file};
+use std::path::Path;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -24,7 +26,7 @@ pub enum Action {
     Show {
         /// A registered name (see `gpumodel dataset list`) or the path of a file.
         name: String,
-        /// Format of a file given by path: guerreiro, nvdvfs or table (guessed when omitted).
+        /// Format of a file given by path: guerreiro, nvdvfs, table or dcgm-profile (guessed when omitted).
         #[arg(long = "import", value_name = "FORMAT")]
         import: Option<String>,
         #[arg(long, value_enum, default_value_t)]
@@ -47,6 +49,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Action::Show { name, import, format } => {
+            if let Some(summary) = profile_summary(&name, import.as_deref(), &reg, &loc)? {
+                print(&summary, format)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let fmt = import.as_deref().map(gpumodel_models::import::Format::from_name).transpose()?;
             let opened = registry::open(&name, fmt, BadRows::Fail, &loc)?;
             let bytes = std::fs::read(&opened.path).with_context(|| opened.path.display().to_string())?;
@@ -71,4 +77,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The summary of a utilization-profile dataset (registered with that importer, named so by `--import`, or
+/// a file that reads as one); `None` for every other dataset.
+fn profile_summary(
+    name: &str,
+    import: Option<&str>,
+    reg: &Registry,
+    loc: &Locator,
+) -> anyhow::Result<Option<DatasetSummary>> {
+    let wanted = import == Some(ProfileFormat::REGISTRY_IMPORTER);
+    let (path, found, entry) = match reg.get(name) {
+        Ok(e) if e.importer == ProfileFormat::REGISTRY_IMPORTER || wanted => {
+            let (path, found) = loc.resolve(e)?;
+            (path, found, Some(e))
+        }
+        Ok(_) => return Ok(None),
+        Err(_) => {
+            let path = Path::new(name);
+            let guessed = || {
+                std::fs::read(path).is_ok_and(|b| {
+                    let head = String::from_utf8_lossy(&b[..b.len().min(4096)]).to_string();
+                    ProfileFormat::guess(&head) == Some(ProfileFormat::NvdvfsCsv)
+                })
+            };
+            if !(wanted || (import.is_none() && guessed())) {
+                return Ok(None);
+            }
+            (path.to_path_buf(), Found::UserPath, None)
+        }
+    };
+    let opts =
+        ReadOptions { gpu: entry.map(|e| e.gpu.clone()), skip_bad_rows: true, ..ReadOptions::default() };
+    let set = read_file(&path, Some(ProfileFormat::NvdvfsCsv), &opts)?;
+    let bytes = std::fs::read(&path).with_context(|| path.display().to_string())?;
+    Ok(Some(DatasetSummary::of_profiles(name, &path, found, entry, &set, &bytes)))
 }

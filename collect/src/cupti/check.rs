@@ -3,6 +3,7 @@
 //! it, and how many hardware passes each set needs. Uses the Profiler Host API only, so it runs without a
 //! GPU; without CUPTI the map is still reported, existence and passes unknown.
 
+use crate::cupti::dcgm::DcgmPlan;
 use crate::cupti::host::{HostProfiler, ProfilerKind};
 use crate::cupti::loader::load_cupti;
 use crate::error::Result;
@@ -45,6 +46,47 @@ pub struct MetricCheck {
     /// Every PM-sampling group, in run order.
     pub pm_groups: Vec<PmGroupRow>,
     pub inputs: Vec<InputRow>,
+    /// The DCGM profiling fields through PM sampling (empty without CUPTI).
+    pub dcgm: Vec<DcgmRow>,
+}
+
+/// One DCGM profiling field: the replay run that samples it, or why the chip cannot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DcgmRow {
+    pub field: &'static str,
+    pub id: u16,
+    /// Run of `collect --pm-passes all` (1-based, after the map's groups); `None`: not available.
+    pub run: Option<usize>,
+    pub metrics: Vec<String>,
+    pub note: Option<String>,
+}
+
+/// The DCGM rows of `chip`, whose map has `map_groups` PM-sampling groups.
+fn dcgm_rows(chip: &str, map_groups: usize) -> Vec<DcgmRow> {
+    let Ok(plan) = DcgmPlan::for_chip(chip) else { return vec![] };
+    let mut rows: Vec<DcgmRow> = plan
+        .groups
+        .iter()
+        .enumerate()
+        .flat_map(|(k, g)| {
+            g.iter().map(move |f| DcgmRow {
+                field: f.field.name(),
+                id: f.field.id(),
+                run: Some(map_groups + k + 1),
+                metrics: vec![f.counter.clone(), f.elapsed.clone(), f.peak.clone()],
+                note: None,
+            })
+        })
+        .collect();
+    rows.extend(plan.missing.iter().map(|(f, why)| DcgmRow {
+        field: f.name(),
+        id: f.id(),
+        run: None,
+        metrics: vec![],
+        note: Some(why.clone()),
+    }));
+    rows.sort_by_key(|r| r.id);
+    rows
 }
 
 fn check(chip: &str, kind: ProfilerKind, metrics: &[String]) -> Option<bool> {
@@ -124,6 +166,7 @@ impl MetricCheck {
                 })
                 .collect(),
             inputs,
+            dcgm: if have { dcgm_rows(&chip, map.pm_groups().len()) } else { vec![] },
         })
     }
 }
@@ -171,7 +214,21 @@ impl Export for MetricCheck {
                     .map_or(Cell::text("?"), |n| Cell::int(i64::try_from(n).unwrap_or(i64::MAX))),
             ]);
         }
-        vec![inputs, groups]
+        let mut dcgm = Section::new(vec![
+            Column::new("field", "DCGM field"),
+            Column::new("run", "PM run"),
+            Column::new("metrics", "metrics (counter / (elapsed × peak))"),
+            Column::new("note", "note"),
+        ]);
+        for r in &self.dcgm {
+            dcgm.push(vec![
+                Cell::Text(format!("{} ({})", r.field, r.id)),
+                r.run.map_or(Cell::text("-"), |n| Cell::int(i64::try_from(n).unwrap_or(i64::MAX))),
+                if r.metrics.is_empty() { Cell::Empty } else { Cell::Text(r.metrics.join(", ")) },
+                r.note.as_ref().map_or(Cell::text(""), Cell::text),
+            ]);
+        }
+        if self.dcgm.is_empty() { vec![inputs, groups] } else { vec![inputs, groups, dcgm] }
     }
 
     fn notes(&self) -> Vec<String> {
@@ -183,6 +240,13 @@ impl Export for MetricCheck {
             self.range_passes.map_or("?".to_string(), |n| n.to_string()),
             self.pm_groups.len()
         )];
+        let runs: Vec<usize> = self.dcgm.iter().filter_map(|r| r.run).collect();
+        if let (Some(a), Some(b)) = (runs.iter().min(), runs.iter().max()) {
+            out.push(format!(
+                "DCGM fields: runs {a}–{b} of `collect --pm-passes all` add them to the trace (columns SMACT, DRAMA, …), \
+                 which `predict --profile` and `import dcgm` read"
+            ));
+        }
         if let Some(e) = &self.cupti_error {
             out.push(format!("CUPTI not loaded, existence and passes unknown: {e}"));
         }

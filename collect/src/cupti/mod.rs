@@ -2,6 +2,7 @@
 //! (metric names → config images, pass counts; works without a GPU), and PM sampling on a real GPU.
 
 pub mod check;
+pub mod dcgm;
 pub mod host;
 pub mod loader;
 pub mod pm;

@@ -54,8 +54,9 @@
 //! A `.sum` metric evaluates to the events of the sample's interval, so the rate is value / interval length.
 //!
 //! Application replay (`collect --pm-passes all`) opens one of these per PM-sampling group of the chip's
-//! map ([`CuptiPmCounters::open_pass`]): the whole sequence above, steps 1–7, once per run of the program,
-//! each group checked to be one pass.
+//! map and then one per group of DCGM profiling fields the chip has ([`crate::cupti::dcgm`]; their trace
+//! columns are `SMACT`, `DRAMA`, …) ([`CuptiPmCounters::open_pass`]): the whole sequence above, steps 1–7,
+//! once per run of the program, each group checked to be one pass.
 //!
 //! This path needs a GPU and a driver; on machines without them [`CuptiPmCounters::open`] returns
 //! [`Error::NoDriver`], which the tests check.
@@ -64,6 +65,7 @@ use super::host::{HostProfiler, ProfilerKind, check};
 use super::loader::load_cupti;
 pub use super::pm_timing::{NOMINAL_SYSCLK_HZ, TimestampMap, Trigger, gap_samples, lost_samples_warning};
 use crate::counters::{CounterInterval, CounterSource};
+use crate::cupti::dcgm::{DcgmFields, DcgmPlan};
 use crate::error::{Error, Result};
 use cudarc::cupti::sys;
 use gpumodel_models::counters::{CounterMap, canonical_of, group_metrics};
@@ -178,6 +180,8 @@ pub struct CuptiPmCounters {
     group: BTreeMap<String, Vec<String>>,
     /// 0-based index of the group (0 = `[pm]`).
     pass: usize,
+    /// Groups of DCGM profiling fields the chip has (the runs after the map's groups).
+    dcgm_groups: usize,
     /// `Some` until [`TeardownStep::HostDeinitialize`].
     host: Option<HostProfiler>,
     obj: *mut sys::CUpti_PmSampling_Object,
@@ -207,6 +211,12 @@ pub struct CuptiPmCounters {
 // SAFETY: the PM-sampling object and host object are used from one thread at a time (the poller owns
 // this value); CUPTI does not tie them to the creating thread.
 unsafe impl Send for CuptiPmCounters {}
+
+/// Group `pass` of the chip's map, and the fix when it needs more than one hardware pass.
+fn map_group(map: &CounterMap, pass: usize) -> Result<(BTreeMap<String, Vec<String>>, String)> {
+    let fix = format!("split that group in models/counters/{}.toml", map.chip.to_lowercase());
+    Ok((map.pm_group(pass)?.clone(), fix))
+}
 
 fn size<T>() -> usize {
     std::mem::size_of::<T>()
@@ -252,13 +262,45 @@ pub(crate) fn init_profiler() -> Result<ProfilerInit> {
 impl CuptiPmCounters {
     /// Opens PM sampling on `opts.device` for the chip's `pm` map (steps 1–5 of the sequence).
     pub fn open(opts: &PmOptions) -> Result<CuptiPmCounters> {
-        Self::open_pass(opts, 0)
+        Self::open_group(opts, 0, |map| map_group(map, 0))
     }
 
-    /// Opens PM sampling for PM-sampling group `pass` of the chip's map (0 = `[pm]`, k = the k-th
-    /// `[[pm_pass]]`), steps 1–5 of the sequence. Application replay opens one per run of the program,
-    /// after the previous one is dropped (stop, disable, deinitialize).
-    pub fn open_pass(opts: &PmOptions, pass: usize) -> Result<CuptiPmCounters> {
+    /// Opens PM sampling for run `pass` of application replay, steps 1–5 of the sequence: the PM-sampling
+    /// groups of the chip's map (0 = `[pm]`, k = the k-th `[[pm_pass]]`), then the groups of DCGM
+    /// profiling fields the chip has ([`DcgmPlan`]), as a source of those fields. Application replay
+    /// opens one per run of the program, after the previous one is dropped (stop, disable, deinitialize).
+    pub fn open_pass(opts: &PmOptions, pass: usize) -> Result<Box<dyn CounterSource>> {
+        let mut fields = None;
+        let source = Self::open_group(opts, pass, |map| {
+            let n = map.pm_groups().len();
+            if pass < n {
+                return map_group(map, pass);
+            }
+            let plan = DcgmPlan::for_chip(&map.chip)?;
+            let Some(g) = plan.groups.get(pass - n) else {
+                return Err(Error::Invalid(format!(
+                    "{} has {n} PM-sampling group(s) and {} of DCGM profiling fields, not {} in all",
+                    map.chip,
+                    plan.groups.len(),
+                    pass + 1
+                )));
+            };
+            fields = Some(g.clone());
+            Ok((plan.group(pass - n), "collect without the DCGM fields (--pm-passes 1)".into()))
+        })?;
+        Ok(match fields {
+            Some(f) => Box::new(DcgmFields::new(source, f)),
+            None => Box::new(source),
+        })
+    }
+
+    /// Steps 1–5 for the group `pick` chooses from the chip's map; `pick` also says what to do when the
+    /// group needs more than one hardware pass on this device.
+    fn open_group(
+        opts: &PmOptions,
+        pass: usize,
+        pick: impl FnOnce(&CounterMap) -> Result<(BTreeMap<String, Vec<String>>, String)>,
+    ) -> Result<CuptiPmCounters> {
         if !(opts.interval_s.is_finite() && opts.interval_s > 0.0) {
             return Err(Error::Invalid(format!(
                 "PM sampling interval {} s: give a positive interval",
@@ -272,7 +314,9 @@ impl CuptiPmCounters {
         let chip = chip_name(opts.device)?;
         let trigger = Trigger::for_chip(&chip, opts.sysclk_hz)?;
         let map = CounterMap::builtin(&chip)?;
-        let group = map.pm_group(pass)?.clone();
+        let (group, fix) = pick(&map)?;
+        // CUPTI's metric database decides: none on a library without one (the groups are then the map's).
+        let dcgm_groups = DcgmPlan::for_chip(&chip).map_or(0, |p| p.groups.len());
         // Counter availability: size query, then the image.
         let mut a = sys::CUpti_PmSampling_GetCounterAvailability_Params {
             structSize: size::<sys::CUpti_PmSampling_GetCounterAvailability_Params>(),
@@ -300,9 +344,8 @@ impl CuptiPmCounters {
         if passes != 1 {
             return Err(Error::Invalid(format!(
                 "PM-sampling pass {} of {chip} needs {passes} hardware passes on this device; PM sampling needs 1: \
-                 split that group in models/counters/{}.toml",
+                 {fix}",
                 pass + 1,
-                chip.to_lowercase()
             )));
         }
         let config = host.config_image()?;
@@ -323,6 +366,7 @@ impl CuptiPmCounters {
             map,
             group,
             pass,
+            dcgm_groups,
             host: Some(host),
             obj,
             metrics: names.iter().map(|n| CString::new(n.as_str()).unwrap_or_default()).collect(),
@@ -485,9 +529,10 @@ impl CuptiPmCounters {
         &self.map.chip
     }
 
-    /// How many PM-sampling groups (application-replay passes) the chip's map has.
+    /// How many application-replay runs `collect --pm-passes all` makes: the PM-sampling groups of the
+    /// chip's map, then the groups of DCGM profiling fields.
     pub fn pass_count(&self) -> usize {
-        self.map.pm_groups().len()
+        self.map.pm_groups().len() + self.dcgm_groups
     }
 }
 
@@ -504,7 +549,7 @@ impl CounterSource for CuptiPmCounters {
                 format!("SYS-clock interval at an assumed {:.0} MHz", hz / 1e6)
             }
         };
-        let pass = match self.map.pm_groups().len() {
+        let pass = match self.pass_count() {
             1 => String::new(),
             n => format!(", pass {} of {n}", self.pass + 1),
         };

@@ -357,3 +357,128 @@ fn idle_phase_waits_for_its_first_power_sample_beyond_a_short_window() {
     assert_eq!(c.idle.mean(), None);
     assert!(t0.elapsed() < phases::FIRST_SAMPLE_GRACE, "a closed channel must not wait out the grace");
 }
+
+/// Fixed values per sample, as CUPTI PM sampling gives them: each rate is the sample's value over the
+/// sample's length (`cuptiProfilerHostEvaluateToGpuValues` per sample, divided by its timestamps).
+struct PerSample {
+    inner: FakeCounters,
+    values: Vec<f64>,
+}
+
+impl PerSample {
+    fn rates(&self, v: Vec<CounterInterval>) -> Vec<CounterInterval> {
+        v.into_iter()
+            .map(|iv| {
+                let d = iv.duration_s();
+                CounterInterval { rates: self.values.iter().map(|x| x / d).collect(), ..iv }
+            })
+            .collect()
+    }
+}
+
+impl CounterSource for PerSample {
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn start(&mut self, now_s: f64) -> crate::Result<()> {
+        self.inner.start(now_s)
+    }
+    fn poll(&mut self, now_s: f64) -> crate::Result<Vec<CounterInterval>> {
+        let v = self.inner.poll(now_s)?;
+        Ok(self.rates(v))
+    }
+    fn stop(&mut self, now_s: f64) -> crate::Result<Vec<CounterInterval>> {
+        let v = self.inner.stop(now_s)?;
+        Ok(self.rates(v))
+    }
+}
+
+/// Per 10 ms sample of 14.1e6 SM cycles: SM active 0.5, occupancy 20 of 64 warps (0.3125), DRAM 0.25.
+const DCGM_WANT: [(gpumodel_models::utilization::Field, f64); 3] = [
+    (gpumodel_models::utilization::Field::Smact, 0.5),
+    (gpumodel_models::utilization::Field::Smocc, 0.3125),
+    (gpumodel_models::utilization::Field::Drama, 0.25),
+];
+
+/// A source of the fields of [`DCGM_WANT`] from their metrics' per-sample values.
+fn dcgm_source() -> Box<dyn CounterSource> {
+    use crate::cupti::dcgm::{DcgmFields, FIELD_COUNTERS, FieldMetrics};
+    let fields: Vec<FieldMetrics> = FIELD_COUNTERS
+        .iter()
+        .filter(|(f, _, _)| DCGM_WANT.iter().any(|(w, _)| w == f))
+        .map(|(f, c, e)| FieldMetrics {
+            field: *f,
+            counter: format!("{c}.avg"),
+            elapsed: format!("{e}.avg"),
+            peak: format!("{c}.avg.peak_sustained"),
+        })
+        .collect();
+    let value = |m: &str| match m {
+        "sm__cycles_active.avg" => 7.05e6,
+        "sm__cycles_elapsed.avg" => 14.1e6,
+        "sm__cycles_active.avg.peak_sustained" => 1.0,
+        "sm__warps_active.avg" => 20.0 * 14.1e6,
+        "sm__warps_active.avg.peak_sustained" => 64.0,
+        "dram__cycles_active.avg" => 2.5e6,
+        "dram__cycles_elapsed.avg" => 10e6,
+        "dram__cycles_active.avg.peak_sustained" => 1.0,
+        other => panic!("{other}"),
+    };
+    let mut names: Vec<String> =
+        fields.iter().flat_map(|f| [f.counter.clone(), f.elapsed.clone(), f.peak.clone()]).collect();
+    names.sort();
+    names.dedup();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let inner = PerSample {
+        inner: FakeCounters::new(&refs, 0.01, |_| vec![]),
+        values: names.iter().map(|m| value(m)).collect(),
+    };
+    Box::new(DcgmFields::new(inner, fields))
+}
+
+/// The trace at `path` read by the utilization reader: the fields of [`DCGM_WANT`], 1410 MHz, 180 W.
+fn reads_back_as_dcgm(path: &Path) {
+    use gpumodel_models::utilization::read::{ReadOptions, read_file};
+    let header = std::fs::read_to_string(path).unwrap().lines().next().unwrap().to_string();
+    assert!(header.contains(",SMACT,SMOCC,DRAMA,"), "{header}");
+    let set = read_file(path, None, &ReadOptions::default()).unwrap();
+    assert_eq!(set.profiles.len(), 1);
+    let p = &set.profiles[0];
+    for (f, v) in DCGM_WANT {
+        assert!((p.get(f) - v).abs() < 1e-9, "{}: {} for {v}", f.name(), p.get(f));
+    }
+    assert!((p.core_mhz - 1410.0).abs() < 1e-9 && (p.power_w.unwrap() - 180.0).abs() < 1e-9, "{p:?}");
+    assert!(p.time_s.unwrap() > 0.15, "{p:?}");
+}
+
+/// The DCGM fields go through a real run into the trace and come back out of the utilization reader.
+#[test]
+fn dcgm_fields_in_a_trace_read_back_as_a_utilization_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let power = FakePower::constant(Clock::new(), 180.0);
+    let o = opts(dir.path(), &["/bin/sleep", "0.2"]);
+    run(&o, power, Some(dcgm_source()), Arc::new(AtomicBool::new(false))).unwrap();
+    reads_back_as_dcgm(&o.out);
+}
+
+/// Under application replay the fields are a run of their own, merged into the one trace beside the
+/// counters of the first run.
+#[test]
+fn dcgm_fields_as_a_replay_run_are_merged_into_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let power = FakePower::constant(Clock::new(), 180.0);
+    let o = opts(dir.path(), &["/bin/sleep", "0.2"]);
+    let counters_for = |k: usize| -> crate::Result<Box<dyn CounterSource>> {
+        Ok(match k {
+            0 => Box::new(FakeCounters::new(&["inst_executed"], 0.01, |_| vec![4e9])),
+            _ => dcgm_source(),
+        })
+    };
+    replay::run_replay(&o, power, 2, counters_for, Arc::new(AtomicBool::new(false))).unwrap();
+    let header = std::fs::read_to_string(&o.out).unwrap().lines().next().unwrap().to_string();
+    assert!(header.contains("inst_executed"), "{header}");
+    reads_back_as_dcgm(&o.out);
+}

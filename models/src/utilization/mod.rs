@@ -271,9 +271,13 @@ impl ProfileSet {
     /// Checks every profile and that the file holds one GPU model only.
     pub fn check(&self) -> Result<()> {
         if self.profiles.is_empty() {
-            return Err(Error::Format {
-                file: self.origin.clone(),
-                message: "no utilization samples found: is this the right file and format?".into(),
+            return Err(match self.skipped.first() {
+                // Every row was left out: the first reason is the one to fix.
+                Some(first) => Error::Invalid(format!("every row was left out; the first: {first}")),
+                None => Error::Format {
+                    file: self.origin.clone(),
+                    message: "no utilization samples found: is this the right file and format?".into(),
+                },
             });
         }
         let mut gpus: Vec<&str> = self.profiles.iter().filter_map(|p| p.gpu.as_deref()).collect();

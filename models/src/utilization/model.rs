@@ -97,6 +97,22 @@ pub struct ClockModel {
     pub static_share: Linear,
     pub own_clock_power: OwnClockPower,
     pub provenance: Provenance,
+    /// Per objective, whether a fixed clock beat the model's pick on held-out training programs.
+    #[serde(default)]
+    pub policy: Vec<ObjectivePolicy>,
+}
+
+/// What to recommend for one objective, decided by leave-one-program-out regret on the training data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectivePolicy {
+    /// `E`, `ED` or `ED2`.
+    pub objective: String,
+    /// The fixed clock to run every job at, when it beat the model's pick; `None`: the model's pick.
+    pub fixed_mhz: Option<f64>,
+    /// Mean measured regret (%) over the held-out jobs of the model's pick and of the fixed clock.
+    pub model_regret_pct: f64,
+    pub fixed_regret_pct: f64,
+    pub held_out_jobs: usize,
 }
 
 /// One clock of a sweep.
@@ -183,6 +199,50 @@ impl ClockModel {
             )));
         }
         Ok(())
+    }
+
+    /// This model carried to another GPU's core clocks `core_mhz` (the highest becomes the reference), for
+    /// a GPU without a clock model of its own. The time form and the static share are in relative units
+    /// and are kept; each new level takes the V²f factor this model has at the same fraction of its highest
+    /// clock, and below this model's lowest level the voltage stays at that level's (dynamic power ∝ f).
+    /// The own-clock power model is in watts of this model's GPU and is zeroed: the profile must carry its
+    /// power. `None` when fewer than two distinct positive clocks are given.
+    pub fn rebased(&self, core_mhz: &[f64], gpu: &str) -> Option<ClockModel> {
+        let mut mhz: Vec<f64> = core_mhz.iter().copied().filter(|f| f.is_finite() && *f > 0.0).collect();
+        mhz.sort_by(f64::total_cmp);
+        mhz.dedup();
+        let (&top, lowest) = (mhz.last()?, self.levels[0].core_mhz);
+        if mhz.len() < 2 {
+            return None;
+        }
+        let levels = mhz
+            .iter()
+            .map(|&f| {
+                let here = f / top * self.ref_core_mhz;
+                let v2f = if here < lowest {
+                    self.levels[0].v2f * here / lowest
+                } else {
+                    self.interp(here, |l| l.v2f)
+                };
+                Level {
+                    core_mhz: f,
+                    v2f,
+                    voltage: (v2f * top / f).sqrt(),
+                    static_w: 0.0,
+                    dynamic_factor: v2f,
+                }
+            })
+            .collect();
+        Some(ClockModel {
+            gpu: gpu.to_string(),
+            ref_core_mhz: top,
+            mem_mhz: None,
+            levels,
+            own_clock_power: OwnClockPower { inputs: vec![], bias_w: 0.0, weights_w: vec![] },
+            // Fixed clocks are clocks of this model's GPU.
+            policy: vec![],
+            ..self.clone()
+        })
     }
 
     /// Power at the profile's own clock from its fields alone (model (a)), W.
@@ -277,6 +337,7 @@ mod tests {
                 weights_w: vec![100.0],
             },
             provenance: Provenance::default(),
+            policy: vec![],
         }
     }
 
@@ -325,6 +386,27 @@ mod tests {
         let mut q = job(0.0);
         q.core_mhz = 650.0; // halfway between 500 and 800
         assert!((m.own_clock_power_w(&q) - (40.0 + 0.475 * 60.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_rebased_model_scales_by_relative_clock() {
+        // Another GPU at twice the clocks: the same relative curve, the voltage floor below the old range.
+        let m = model().rebased(&[2000.0, 1600.0, 1000.0, 500.0], "other").unwrap();
+        let mhz: Vec<f64> = m.levels.iter().map(|l| l.core_mhz).collect();
+        assert_eq!(
+            (mhz, m.ref_core_mhz, m.gpu.as_str()),
+            (vec![500.0, 1000.0, 1600.0, 2000.0], 2000.0, "other")
+        );
+        let v2f: Vec<f64> = m.levels.iter().map(|l| l.v2f).collect();
+        // 500 MHz is a quarter of the top, below the old lowest level (half): 0.3 · 250/500.
+        assert!((v2f[0] - 0.15).abs() < 1e-12 && (v2f[1] - 0.3).abs() < 1e-12, "{v2f:?}");
+        assert!((v2f[2] - 0.65).abs() < 1e-12 && v2f[3] == 1.0, "{v2f:?}");
+        // Time relative to the reference is unchanged: a compute-bound job doubles at half the top clock.
+        let mut j = job(0.0);
+        j.core_mhz = 2000.0;
+        let pts = m.sweep(&j);
+        assert!((pts[1].time_s - 20.0).abs() < 1e-12, "{pts:?}");
+        assert!(model().rebased(&[1500.0], "one").is_none(), "one clock is no sweep");
     }
 
     #[test]

@@ -282,8 +282,9 @@ struct Acc {
 }
 
 impl Acc {
-    /// Adds one sample with weight `w`. A sample is *active* when the engine (GRACT, else SMACT) is
-    /// above zero: idle stretches before and after a job are left out of its profile and its time.
+    /// Adds one sample with weight `w`. A sample is *active* when GRACT or SMACT is above zero: idle
+    /// stretches before and after a job are left out of its profile and its time. Either one is enough:
+    /// real H100 logs show SMACT above zero with GRACT at 0.
     fn add(
         &mut self,
         fields: &[(Field, f64)],
@@ -297,12 +298,8 @@ impl Acc {
             self.all_core.0 += c * w;
             self.all_core.1 += w;
         }
-        let engine = fields
-            .iter()
-            .find(|(f, _)| *f == Field::Gract)
-            .or_else(|| fields.iter().find(|(f, _)| *f == Field::Smact))
-            .map(|x| x.1);
-        if engine.is_none_or(|e| e <= 0.0) {
+        let active = fields.iter().any(|(f, v)| matches!(f, Field::Gract | Field::Smact) && *v > 0.0);
+        if !active {
             return;
         }
         self.n += 1;
@@ -756,8 +753,8 @@ fn collector(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet>
         return Err(Error::Format {
             file: origin.to_string(),
             message:
-                "the trace has no DCGM-named columns (GRACT, SMACT, …): collect it with the utilization \
-                      counters"
+                "the trace has no DCGM-named columns (GRACT, SMACT, …): collect it with `gpumodel collect \
+                      --pm-passes all` (`gpumodel counters --chip CHIP` lists the fields a chip gives)"
                     .into(),
         });
     }

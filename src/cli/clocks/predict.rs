@@ -8,14 +8,20 @@ use super::*;
 #[derive(Debug, Serialize)]
 pub struct ClockSweep {
     pub profile: UtilizationProfile,
-    pub model_gpu: String,
-    pub model_dataset: String,
+    /// Which model answers, in words (the shipped one, `--model`, or an estimate carried over).
+    pub basis: String,
+    /// What the answer assumes or lacks.
+    pub caveats: Vec<String>,
+    /// The GPU of the model used; `None` when no sweep was possible (the measured clock only).
+    pub model_gpu: Option<String>,
     /// Whether the profile carried its own power (else the own-clock model predicted it).
     pub power_from_profile: bool,
     /// Whether times are seconds (the profile had a run time) or relative to the profiled run.
     pub time_in_seconds: bool,
     pub points: Vec<ClockPoint>,
     pub optima: Optima,
+    /// The model's recommendation per objective, decided on its training data (a fixed clock or its pick).
+    pub policy: Vec<ObjectivePolicy>,
 }
 
 impl Export for ClockSweep {
@@ -33,12 +39,15 @@ impl Export for ClockSweep {
         ]);
         for (i, p) in self.points.iter().enumerate() {
             let mut marks = Vec::new();
+            // A single measured clock is no choice: no optimum is marked.
+            let marks_on = self.model_gpu.is_some();
             for (name, j) in [("E", self.optima.energy), ("ED", self.optima.ed), ("ED2", self.optima.ed2)] {
-                if i == j {
+                if marks_on && i == j {
                     marks.push(name.to_string());
                 }
             }
             if let Some((b, j)) = self.optima.within_slowdown
+                && marks_on
                 && i == j
             {
                 marks.push(format!("E within {:.0}%", b * 100.0));
@@ -69,11 +78,14 @@ impl Export for ClockSweep {
                 p.core_mhz,
                 fields.join(", ")
             ),
-            format!("clock model: {} (trained on {})", self.model_gpu, self.model_dataset),
+            format!("model: {}", self.basis),
         ]
     }
     fn notes(&self) -> Vec<String> {
-        let mut n = Vec::new();
+        let mut n = self.caveats.clone();
+        if self.model_gpu.is_none() {
+            return n;
+        }
         let at = |i: usize| self.points[i].core_mhz;
         n.push(format!(
             "optima: energy {:.0} MHz, E·D {:.0} MHz, E·D² {:.0} MHz; fastest {:.0} MHz",
@@ -82,6 +94,20 @@ impl Export for ClockSweep {
             at(self.optima.ed2),
             at(self.optima.fastest)
         ));
+        for o in self.policy.iter().filter(|o| o.fixed_mhz.is_some()) {
+            n.push(format!(
+                "least {}: run at {:.0} MHz — on held-out training programs that fixed clock beat this model's pick \
+                 (mean regret {:.2}% against {:.2}%)",
+                match o.objective.as_str() {
+                    "E" => "energy",
+                    "ED" => "E·D",
+                    _ => "E·D²",
+                },
+                o.fixed_mhz.unwrap_or_default(),
+                o.fixed_regret_pct,
+                o.model_regret_pct
+            ));
+        }
         if let Some((b, i)) = self.optima.within_slowdown {
             // Against the highest clock, where a job runs without DVFS.
             let top = &self.points[self.points.len() - 1];
@@ -107,41 +133,41 @@ impl Export for ClockSweep {
     }
 }
 
-fn load_model(spec: Option<&str>) -> anyhow::Result<ClockModel> {
-    match spec {
-        None => Ok(ClockModel::from_json(V100_MODEL, "the shipped V100 clock model")?),
-        Some(path) => {
-            let text =
-                std::fs::read_to_string(path).with_context(|| format!("reading the clock model {path}"))?;
-            Ok(ClockModel::from_json(&text, path)?)
-        }
-    }
-}
-
 /// `gpumodel predict --profile FILE`: `model` is `--model` when the user gave one.
 pub fn predict(args: &ProfileArgs, model: Option<&str>, format: ExportFormat) -> anyhow::Result<ExitCode> {
     let Some(path) = &args.profile else { bail!("--profile FILE is needed") };
     let (fmt, opts) = args.read.options(false)?;
-    let model = load_model(model)?;
+    if let Some(c) = args.core_clocks.iter().find(|c| !(c.is_finite() && **c > 0.0)) {
+        bail!("--core-clocks {c}: a clock must be a positive number of MHz");
+    }
     let set = read_file(path, fmt, &opts)?;
     let profile = pick(&set, args.job.as_deref())?;
-    if let Some(g) = &profile.gpu
-        && !gpu_matches(g, &model.gpu)
-    {
-        bail!(
-            "the profile is of a {g} and the clock model of a {}: give a model of that GPU with --model \
-             (train one with `gpumodel train --data <its profiles>`)",
-            model.gpu
-        );
-    }
-    model.check_profile(&profile)?;
-    let points = model.sweep(&profile);
+    let choice = choose::choose(model, &profile, &args.core_clocks)?;
+    let points = match &choice.model {
+        Some(m) => {
+            m.check_profile(&profile)?;
+            m.sweep(&profile)
+        }
+        // The measured clock alone: its time (or 1, relative) and power (a carried-over answer needs it).
+        None => {
+            let (t, w) = (profile.time_s.unwrap_or(1.0), profile.power_w.unwrap_or(f64::NAN));
+            vec![ClockPoint {
+                core_mhz: profile.core_mhz,
+                time_s: t,
+                power_w: w,
+                energy_j: t * w,
+                slowdown: 1.0,
+            }]
+        }
+    };
     let optima = optima(&points, args.max_slowdown);
     let result = ClockSweep {
         power_from_profile: profile.power_w.is_some(),
         time_in_seconds: profile.time_s.is_some(),
-        model_gpu: model.gpu.clone(),
-        model_dataset: model.provenance.dataset.clone(),
+        model_gpu: choice.model.as_ref().map(|m| m.gpu.clone()),
+        policy: choice.model.as_ref().map(|m| m.policy.clone()).unwrap_or_default(),
+        basis: choice.basis,
+        caveats: choice.caveats,
         profile,
         points,
         optima,

@@ -127,7 +127,15 @@ pub fn train(all: &crate::cli::train::Args) -> anyhow::Result<ExitCode> {
         command,
         ..Default::default()
     };
-    let fit = fit_clock_model(&train_jobs, &params)?;
+    let mut fit = fit_clock_model(&train_jobs, &params)?;
+    fit.model.policy = gpumodel_train::utilization::policy::choose(&train_jobs, &params, &fit.model)?;
+    for o in &fit.model.policy {
+        let pick = o.fixed_mhz.map_or("the model's pick".to_string(), |c| format!("a fixed {c:.0} MHz"));
+        fit.model.provenance.selection.push(format!(
+            "clock for least {}: {pick} — leave-one-program-out regret: model {:.2}%, fixed clock {:.2}% ({} held-out jobs)",
+            o.objective, o.model_regret_pct, o.fixed_regret_pct, o.held_out_jobs
+        ));
+    }
     for l in &fit.left_out {
         notes.push(format!("training job {l} has no run at the highest clock: left out"));
     }

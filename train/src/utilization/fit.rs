@@ -554,6 +554,7 @@ pub fn fit_clock_model(jobs: &[Job], params: &ClockFitParams) -> Result<ClockFit
             ],
             command: params.command.clone(),
         },
+        policy: vec![],
     };
     Ok(ClockFit {
         model,

@@ -7,6 +7,7 @@
 //! deterministic (closed-form least squares and grids): there is no seed to take a median over.
 
 pub mod fit;
+pub mod policy;
 pub mod score;
 
 pub use fit::{ClockFitParams, fit_clock_model};
