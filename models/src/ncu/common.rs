@@ -81,6 +81,21 @@ pub(crate) fn number(s: &str) -> Option<f64> {
     t.parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
+/// [`number`] of a cell's bytes, without allocating for the common case (no thousands separators).
+pub(crate) fn number_bytes(b: &[u8]) -> Option<f64> {
+    let t = b.trim_ascii();
+    if t.is_empty() || t.eq_ignore_ascii_case(b"n/a") {
+        return None;
+    }
+    let x = if t.contains(&b',') {
+        let digits: Vec<u8> = t.iter().copied().filter(|c| *c != b',').collect();
+        std::str::from_utf8(&digits).ok()?.trim().parse::<f64>().ok()
+    } else {
+        std::str::from_utf8(t).ok()?.parse::<f64>().ok()
+    };
+    x.filter(|x| x.is_finite())
+}
+
 /// "(256, 1, 1)" → [256, 1, 1].
 pub(crate) fn dim3(s: &str) -> Option<[u32; 3]> {
     let v: Vec<u32> = s
@@ -168,25 +183,79 @@ pub fn profile_file_name(index: usize, kernel_name: &str) -> String {
     format!("{safe}-{:03}.json", index + 1)
 }
 
-/// A table of imported kernels: `kernel`, `time_s` (nan when unknown), the canonical counters, the ten
-/// model inputs as totals, and — when the time is known — as rates (`<input>_per_s`).
-pub fn kernels_table(kernels: &[ImportedKernel], source: &str) -> Table {
+/// The columns of the imported-kernel table after `kernel`: `time_s` (nan when unknown), the canonical
+/// counters, the ten model inputs as totals, and — when the time is known — as rates (`<input>_per_s`).
+pub fn kernel_columns() -> Vec<String> {
     let mut columns: Vec<String> = vec!["time_s".into()];
-    let counters: Vec<&str> = CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c).collect();
-    columns.extend(counters.iter().map(|c| c.to_string()));
+    columns.extend(CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| c.to_string()));
     columns.extend(MODEL_INPUTS.iter().map(|(i, _)| i.to_string()));
     columns.extend(MODEL_INPUTS.iter().map(|(i, _)| format!("{i}_per_s")));
+    columns
+}
+
+/// One kernel's row of [`kernel_columns`].
+fn kernel_row(k: &ImportedKernel) -> impl Iterator<Item = f64> + '_ {
+    let counters = CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c);
+    let totals: Vec<f64> = MODEL_INPUTS
+        .iter()
+        .map(|(_, parts)| parts.iter().map(|p| k.counters.get(*p).copied().unwrap_or(f64::NAN)).sum())
+        .collect();
+    let rates: Vec<f64> = totals.iter().map(|t| k.time_s.map_or(f64::NAN, |s| t / s)).collect();
+    std::iter::once(k.time_s.unwrap_or(f64::NAN))
+        .chain(counters.map(|c| k.counters.get(c).copied().unwrap_or(f64::NAN)))
+        .chain(totals)
+        .chain(rates)
+}
+
+/// The table of imported kernels (`kernel` then [`kernel_columns`]) written as CSV one kernel at a time,
+/// as [`Table::write_csv_to`] writes it, so a long export is never held whole.
+pub struct KernelsCsv<W: std::io::Write> {
+    out: csv::Writer<W>,
+    rows: usize,
+    names: BTreeSet<String>,
+}
+
+impl<W: std::io::Write> KernelsCsv<W> {
+    pub fn new(w: W) -> std::result::Result<KernelsCsv<W>, csv::Error> {
+        let mut out = csv::Writer::from_writer(w);
+        let columns = kernel_columns();
+        out.write_record(std::iter::once(GROUP_COLUMN).chain(columns.iter().map(String::as_str)))?;
+        Ok(KernelsCsv { out, rows: 0, names: BTreeSet::new() })
+    }
+
+    pub fn push(&mut self, k: &ImportedKernel) -> std::result::Result<(), csv::Error> {
+        self.out.write_field(&k.name)?;
+        for x in kernel_row(k) {
+            // Most cells of a partial export are empty: `format_number(NaN)` without the formatting.
+            if x.is_nan() {
+                self.out.write_field("NaN")?;
+            } else {
+                self.out.write_field(crate::table::format_number(x))?;
+            }
+        }
+        self.out.write_record(None::<&[u8]>)?;
+        self.rows += 1;
+        if !self.names.contains(&k.name) {
+            self.names.insert(k.name.clone());
+        }
+        Ok(())
+    }
+
+    /// Flushes the table; returns the writer, the rows written, the distinct kernels and the columns.
+    pub fn finish(self) -> std::result::Result<(W, usize, usize, usize), csv::Error> {
+        let (rows, kernels) = (self.rows, self.names.len());
+        let w = self.out.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
+        Ok((w, rows, kernels, 1 + kernel_columns().len()))
+    }
+}
+
+/// The same table as a [`Table`] (for tests and callers that want it in memory).
+pub fn kernels_table(kernels: &[ImportedKernel], source: &str) -> Table {
+    let columns = kernel_columns();
     let mut data = Array2::from_elem((kernels.len(), columns.len()), f64::NAN);
     for (r, k) in kernels.iter().enumerate() {
-        data[[r, 0]] = k.time_s.unwrap_or(f64::NAN);
-        for (j, c) in counters.iter().enumerate() {
-            data[[r, 1 + j]] = k.counters.get(*c).copied().unwrap_or(f64::NAN);
-        }
-        let base = 1 + counters.len();
-        for (j, (_, parts)) in MODEL_INPUTS.iter().enumerate() {
-            let total: f64 = parts.iter().map(|p| k.counters.get(*p).copied().unwrap_or(f64::NAN)).sum();
-            data[[r, base + j]] = total;
-            data[[r, base + MODEL_INPUTS.len() + j]] = k.time_s.map_or(f64::NAN, |t| total / t);
+        for (j, x) in kernel_row(k).enumerate() {
+            data[[r, j]] = x;
         }
     }
     Table {
