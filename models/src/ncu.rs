@@ -238,18 +238,21 @@ impl Finish<'_> {
         for (id, k) in &l.kept {
             cells.insert(&names.names[*id as usize], k);
         }
-        let present: Vec<&String> = l.present.iter().map(|id| &names.names[*id as usize]).collect();
-        let name = self.launch_names[l.name as usize].clone();
-        let (k, used) = ncu_launch(&name, l.line, &cells, &present, units, self.map, self.source)?;
+        let name = &self.launch_names[l.name as usize];
+        // Which metrics feed a counter depends only on which the launch has: tallied once per set.
+        let new_set = self.sets_seen.insert(l.present.as_ptr());
+        let has = |m: &str| names.find(m).is_some_and(|id| l.present.contains(&id));
+        let tally: Option<&dyn Fn(&str) -> bool> = if new_set { Some(&has) } else { None };
+        let (k, used) = ncu_launch(name, l.line, &cells, tally, units, self.map, self.source)?;
         self.used_ever.resize(names.names.len(), false);
         self.present_ever.resize(names.names.len(), false);
-        if self.sets_seen.insert(l.present.as_ptr()) {
+        if new_set {
             for id in l.present.iter() {
                 self.present_ever[*id as usize] = true;
             }
         }
         // What fed a counter is among the launch's numbers (the maps read nothing else).
-        for m in &used {
+        for m in used.iter().flatten() {
             if let Some(id) = names.find(m) {
                 self.used_ever[id as usize] = true;
             }
@@ -274,16 +277,18 @@ impl Finish<'_> {
 
 /// One ncu launch → an imported kernel: counters through the range map, the launch shape from the
 /// Block Size / Grid Size columns or the Launch Statistics metrics, the time from `gpu__time_duration`.
+/// `tally`, when the launch's set of metrics is new, says which it has: the metrics that fed a counter are
+/// then returned.
 #[allow(clippy::too_many_arguments)]
 fn ncu_launch(
     name: &str,
     line: u64,
     cells: &BTreeMap<&str, &Kept>,
-    present: &[&String],
+    tally: Option<&dyn Fn(&str) -> bool>,
     units: &Units,
     map: &CounterMap,
     source: &str,
-) -> Result<(ImportedKernel, BTreeSet<String>)> {
+) -> Result<(ImportedKernel, Option<BTreeSet<String>>)> {
     let text = |k: &str| match cells.get(k) {
         Some(Kept::Text(t)) => Some(&**t),
         _ => None,
@@ -306,19 +311,19 @@ fn ncu_launch(
     let scaled = |k: &str| values.get(k).copied();
     let range = map.map(MapKind::Range);
     let counters = map.canonical(MapKind::Range, &values);
-    let mut used: BTreeSet<String> = range
-        .iter()
-        .filter(|(c, _)| counters.contains_key(*c))
-        .flat_map(|(_, ms)| ms.iter().cloned())
-        .collect();
+    let mut used: Option<BTreeSet<String>> = tally.map(|_| {
+        range
+            .iter()
+            .filter(|(c, _)| counters.contains_key(*c))
+            .flat_map(|(_, ms)| ms.iter().cloned())
+            .collect()
+    });
     let mut mapped = Mapped { counters, ..Mapped::default() };
     metrics::from_ncu(&values, &mut mapped).map_err(|e| bad("Metric Value", e.0))?;
-    used.extend(mapped.used.iter().cloned());
-    // Launch and time columns are read below: count them as mapped too.
-    for k in LAUNCH_AND_TIME {
-        if present.iter().any(|p| p == k) {
-            used.insert(k.to_string());
-        }
+    if let (Some(used), Some(has)) = (&mut used, tally) {
+        used.append(&mut mapped.used);
+        // Launch and time columns are read below: count them as mapped too.
+        used.extend(LAUNCH_AND_TIME.iter().filter(|k| has(k)).map(|k| k.to_string()));
     }
     // The shape: 3-D columns first, then the metrics (a total count of blocks / threads).
     let dims = |col: &str, metric: &str| -> Result<Option<[u32; 3]>> {
