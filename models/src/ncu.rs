@@ -86,7 +86,9 @@ pub fn read_ncu_each(
     let map = CounterMap::builtin("GA102")?;
     let range: BTreeSet<String> = map.map(MapKind::Range).values().flatten().cloned().collect();
     let mut names = Names::new(move |n| {
-        if NCU_IDENTITY_COLUMNS.contains(&n) {
+        if n == "CC" {
+            Keep::IdentityText
+        } else if NCU_IDENTITY_COLUMNS.contains(&n) {
             Keep::Identity
         } else if TEXT_CELLS.contains(&n) {
             Keep::Text
@@ -378,9 +380,16 @@ fn ncu_launch(
         })
         // Elapsed SM cycles at the measured SM clock.
         .or_else(|| Some(values.get("sm__cycles_elapsed.avg")? / hz?));
-    let device = ["Device Name", "device__attribute_display_name"]
+    let device = ["device__attribute_display_name", "Device Name"]
         .iter()
         .find_map(|c| text(c).map(str::to_string).filter(|v| !v.is_empty()));
+    // The compute capability: the raw page's `CC` column ("8.6") or the device attribute metrics.
+    let capability = text("CC").and_then(metrics::Capability::parse).or_else(|| {
+        let part = |m: &str| scaled(m).filter(|x| x.fract() == 0.0 && (0.0..100.0).contains(x));
+        let major = part("device__attribute_compute_capability_major")?;
+        let minor = part("device__attribute_compute_capability_minor")?;
+        Some(metrics::Capability { major: major as u32, minor: minor as u32 })
+    });
     let k = ImportedKernel {
         origin: Origin::Ncu,
         name: name.to_string(),
@@ -389,6 +398,7 @@ fn ncu_launch(
         counters: mapped.counters,
         code: mapped.code,
         device,
+        capability,
         core_mhz: hz.map(|f| f / 1e6),
     };
     Ok((k, used))
@@ -397,8 +407,11 @@ fn ncu_launch(
 /// Cells kept as text: the launch shape as `(x, y, z)` and the GPU's name.
 const TEXT_CELLS: &[&str] = &["Block Size", "Grid Size", "Device Name", "device__attribute_display_name"];
 
-/// Columns and metrics read for the launch shape and the time (counted as mapped in the import report).
+/// Columns and metrics read for the launch shape, the time and the GPU (counted as mapped in the import
+/// report).
 const LAUNCH_AND_TIME: &[&str] = &[
+    "device__attribute_compute_capability_major",
+    "device__attribute_compute_capability_minor",
     "Block Size",
     "Grid Size",
     "launch__grid_size",

@@ -1,6 +1,7 @@
 //! What every profiler importer shares: the imported kernel, the value and unit parsers, profile file
 //! names, the per-kernel table and the injection library's rows.
 
+use super::metrics::Capability;
 use crate::error::{Error, Result};
 use crate::profile::{CANONICAL_COUNTERS, EXPORT_COUNTERS, KernelProfile, Launch, MODEL_INPUTS, Measured};
 use crate::table::{GROUP_COLUMN, Table};
@@ -47,8 +48,12 @@ pub struct ImportedKernel {
     pub counters: BTreeMap<String, f64>,
     /// Code-table inputs measured by the profiler (`achieved_occupancy`).
     pub code: BTreeMap<String, f64>,
-    /// The GPU as the export names it (nvprof's `Device` column), when it does.
+    /// The GPU as the export names it (nvprof's `Device` column, ncu's `device__attribute_display_name`),
+    /// when it does.
     pub device: Option<String>,
+    /// The GPU's compute capability, when the export gives it (ncu's `CC` column or
+    /// `device__attribute_compute_capability_major/minor`) and not its name.
+    pub capability: Option<Capability>,
     /// The SM clock during the measurement, MHz, when the export has it (ncu's
     /// `sm__cycles_elapsed.avg.per_second`).
     pub core_mhz: Option<f64>,
@@ -61,7 +66,7 @@ impl ImportedKernel {
         let p = KernelProfile {
             name: self.name.clone(),
             source: source.to_string(),
-            arch: self.device.as_deref().and_then(arch_of_device).map(str::to_string),
+            arch: self.gpu(),
             launch,
             counters: self.counters.clone(),
             code: self.code.clone(),
@@ -69,6 +74,28 @@ impl ImportedKernel {
         };
         p.check(source)?;
         Ok(p)
+    }
+}
+
+impl ImportedKernel {
+    /// The GPU the counters were measured on, as a profile records it: the built-in architecture's name
+    /// when there is one (`gtx1080ti`), else the export's name for it (`NVIDIA GeForce RTX 3090`), else its
+    /// compute capability (`sm_86`).
+    pub fn gpu(&self) -> Option<String> {
+        let named = self.device.as_deref().map(device_name).filter(|d| !d.is_empty());
+        match named {
+            Some(d) => Some(arch_of_device(d).map_or_else(|| d.to_string(), str::to_string)),
+            None => self.capability.map(|c| c.to_string()),
+        }
+    }
+}
+
+/// A GPU's name without nvprof's device index (`GeForce GTX 1080 Ti (0)` → `GeForce GTX 1080 Ti`).
+fn device_name(d: &str) -> &str {
+    let t = d.trim();
+    match t.rfind(" (") {
+        Some(i) if t.ends_with(')') && t[i + 2..t.len() - 1].chars().all(|c| c.is_ascii_digit()) => &t[..i],
+        _ => t,
     }
 }
 
@@ -304,6 +331,7 @@ pub fn read_inject_rows(text: &str, source: &str) -> Result<Vec<ImportedKernel>>
             counters,
             code: BTreeMap::new(),
             device: None,
+            capability: None,
             core_mhz: None,
         });
     }

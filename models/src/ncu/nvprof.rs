@@ -103,6 +103,7 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Met
             counters: mapped.counters,
             code: mapped.code,
             device,
+            capability: None,
             core_mhz: None,
         });
     }
@@ -289,6 +290,7 @@ pub fn gpu_trace_kernels(trace: &[TraceLaunch]) -> Vec<ImportedKernel> {
                 counters: BTreeMap::new(),
                 code: BTreeMap::new(),
                 device: None,
+                capability: None,
                 core_mhz: None,
             })
         })

@@ -69,6 +69,8 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 pub(super) enum Keep {
     /// ncu's identification columns: neither mapped nor dropped, not kept.
     Identity,
+    /// An identification column kept as text (`CC`, the compute capability).
+    IdentityText,
     /// Read by a map, the launch shape or the time: the number (and its unit) is kept.
     Number,
     /// The launch-shape and device cells, kept as text (`(256, 1, 1)`, `NVIDIA A100-SXM4-40GB`).
@@ -170,7 +172,7 @@ impl Launch {
         let keep = names.keep[id as usize];
         let x = number_bytes(raw);
         if let Some(x) = x {
-            if keep != Keep::Identity {
+            if !matches!(keep, Keep::Identity | Keep::IdentityText) {
                 self.open.push(id);
             }
             let v = x * units.factor(unit);
@@ -185,7 +187,7 @@ impl Launch {
         }
         match (keep, x) {
             (Keep::Number, Some(value)) => self.kept.push((id, Kept::Number { value, unit })),
-            (Keep::Text, _) => {
+            (Keep::Text | Keep::IdentityText, _) => {
                 self.kept.push((id, Kept::Text(String::from_utf8_lossy(trim(raw)).into())));
             }
             _ => {}

@@ -92,6 +92,7 @@ fn import_into(args: &Args, launch: Option<Launch>, w: impl Write) -> anyhow::Re
         source: &source,
         launch,
         table: KernelsCsv::new(w)?,
+        gpu: args.dcgm.read.gpu.as_deref().map(str::trim).filter(|g| !g.is_empty()),
         want_profiles: args.profiles.is_some(),
         profiles: Vec::new(),
         lines: Vec::new(),
@@ -181,6 +182,8 @@ fn read(args: &Args, source: &str, sink: &mut Sink<impl Write>) -> anyhow::Resul
 struct Sink<'a, W: Write> {
     source: &'a str,
     launch: Option<Launch>,
+    /// `--gpu` (shared with `import dcgm`): the GPU of an export that does not name it.
+    gpu: Option<&'a str>,
     table: KernelsCsv<W>,
     want_profiles: bool,
     profiles: Vec<(String, String)>,
@@ -192,7 +195,19 @@ struct Sink<'a, W: Write> {
 }
 
 impl<W: Write> Sink<'_, W> {
-    fn take(&mut self, k: ImportedKernel) -> Result<()> {
+    fn take(&mut self, mut k: ImportedKernel) -> Result<()> {
+        if let Some(gpu) = self.gpu {
+            let stated = ImportedKernel { device: Some(gpu.to_string()), capability: None, ..k.clone() }.gpu();
+            match k.gpu() {
+                Some(named) if k.device.is_some() && Some(&named) != stated.as_ref() => {
+                    return Err(Error::Invalid(format!(
+                        "{}: the export names the GPU ({named}); --gpu {gpu} contradicts it: drop --gpu",
+                        self.source
+                    )));
+                }
+                _ => k.device = Some(gpu.to_string()),
+            }
+        }
         let profile = k.to_profile(self.source, self.launch.clone())?;
         let file = profile_file_name(self.n, &k.name);
         let line = feeds_line(&profile, k.origin);
