@@ -92,7 +92,8 @@ pub struct KernelReport {
     pub calibration: CalibrationUse,
     pub context: Provenance,
     pub prediction: Prediction,
-    /// Where the prediction extrapolates (clocks outside the architecture's table): one line each.
+    /// Where the prediction extrapolates (clocks outside the architecture's table, power-model inputs far
+    /// outside the training data): one line each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extrapolation: Vec<String>,
 }
