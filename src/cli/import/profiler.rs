@@ -39,11 +39,25 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if args.gpu_trace.is_some() && args.source != "nvprof" {
         anyhow::bail!("--gpu-trace is nvprof's companion file; ncu exports carry their own launch shapes");
     }
-    if let Some(dir) = &args.profiles {
-        // Before the table: --out may name a file inside it.
-        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    // The profiles folder first (--out may name a file inside it); removed again when the import fails,
+    // so a failed import leaves nothing.
+    let created = match &args.profiles {
+        Some(dir) if !dir.exists() => {
+            std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+            Some(dir)
+        }
+        _ => None,
+    };
+    let result = write_all(args, launch);
+    if let (Err(_), Some(dir)) = (&result, created) {
+        let _ = std::fs::remove_dir(dir);
     }
-    let summary = match &args.out {
+    finish(result?, args.format)
+}
+
+/// The import proper: the table to --out (or stdout), the profiles, the summary of what was written.
+fn write_all(args: &Args, launch: Option<Launch>) -> anyhow::Result<Option<ImportSummary>> {
+    Ok(match &args.out {
         Some(out) => {
             let counts = write_atomic_with(out, |w| import_into(args, launch, w))?;
             let mut s = ImportSummary {
@@ -72,8 +86,7 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
             }
             None
         }
-    };
-    finish(summary, args.format)
+    })
 }
 
 /// What was written: table rows, distinct kernels, table columns and kernel profiles.
