@@ -33,6 +33,8 @@ pub mod metrics;
 mod nvprof;
 mod stream;
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod tests;
 
 pub use common::{
@@ -115,14 +117,14 @@ pub fn read_ncu_each(
         present_ever: Vec::new(),
         sets_seen: HashSet::new(),
     };
-    let kernel_name = |rec: &csv::ByteRecord| -> Result<Option<String>> {
+    let kernel_name = |rec: &csv::ByteRecord, line: u64| -> Result<Option<String>> {
         let raw = stream::trim(rec.get(kname).unwrap_or_default());
         if raw.is_empty() {
             return Ok(None);
         }
         String::from_utf8(raw.to_vec()).map(Some).map_err(|_| Error::Parse {
             file: source.into(),
-            line: rec.position().map_or(0, |p| p.line()),
+            line,
             column: "Kernel Name".into(),
             message: "not UTF-8 text: expected a profiler's CSV export".into(),
         })
@@ -144,8 +146,8 @@ pub fn read_ncu_each(
         let mut by_id: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut seen_metrics: BTreeSet<u32> = BTreeSet::new();
         while rdr.read_byte_record(&mut rec).map_err(csv_err)? {
-            let Some(name) = kernel_name(&rec)? else { continue };
-            let line = rec.position().map_or(0, |p| p.line());
+            let line = rdr.get_ref().file_line(rec.position().map_or(0, |p| p.line()));
+            let Some(name) = kernel_name(&rec, line)? else { continue };
             let metric = names.id(rec.get(mname).unwrap_or_default());
             let k = match id {
                 Some(i) => by_id.get(stream::trim(rec.get(i).unwrap_or_default())).copied(),
@@ -159,9 +161,9 @@ pub fn read_ncu_each(
                 None => {
                     let mut l = stream::Launch::new(line, intern_kernel(name, &mut finish));
                     // The per-launch columns (Block Size, Grid Size, …) ride along on every row.
-                    for (i, raw) in rec.iter().enumerate() {
+                    for (i, (raw, &h)) in rec.iter().zip(&header).enumerate() {
                         if i != mname && i != mvalue && Some(i) != munit && i != kname {
-                            l.cell(header[i], raw, none, &names, &units, source);
+                            l.cell(h, raw, none, &names, &units, source);
                         }
                     }
                     if let Some(i) = id {
@@ -188,17 +190,18 @@ pub fn read_ncu_each(
         let mut col_units: Vec<u32> = vec![none; header.len()];
         let mut first = true;
         while rdr.read_byte_record(&mut rec).map_err(csv_err)? {
-            let Some(name) = kernel_name(&rec)? else {
+            let line = rdr.get_ref().file_line(rec.position().map_or(0, |p| p.line()));
+            let Some(name) = kernel_name(&rec, line)? else {
                 if std::mem::take(&mut first) {
                     col_units = (0..header.len()).map(|i| units.id(rec.get(i).unwrap_or_default())).collect();
                 }
                 continue;
             };
             first = false;
-            let mut l = stream::Launch::new(rec.position().map_or(0, |p| p.line()), intern_kernel(name, &mut finish));
-            for (i, raw) in rec.iter().enumerate() {
-                if i != kname && i < header.len() {
-                    l.cell(header[i], raw, col_units[i], &names, &units, source);
+            let mut l = stream::Launch::new(line, intern_kernel(name, &mut finish));
+            for (i, (raw, (&h, &u))) in rec.iter().zip(header.iter().zip(&col_units)).enumerate() {
+                if i != kname {
+                    l.cell(h, raw, u, &names, &units, source);
                 }
             }
             l.close(&mut sets);

@@ -10,13 +10,17 @@ use std::collections::HashMap;
 use std::io::{BufRead, Read};
 use std::sync::Arc;
 
-/// Lines before the header row (the profiled program's own output) and ncu's `==PROF==` lines become
-/// empty lines, which the csv reader skips: a record's position stays its line in the file.
+/// Lines before the header row (the profiled program's own output) and ncu's `==PROF==` lines are left
+/// out of what the csv reader sees; [`Filtered::file_line`] maps its line numbers back to the file's.
 pub(super) struct Filtered<R> {
     inner: R,
     line: Vec<u8>,
     pos: usize,
     first: bool,
+    /// Lines passed on so far, and for each skipped line how many had been passed on before it: a
+    /// record's line in the file is its line in the filtered text plus the skipped lines before it.
+    passed: u64,
+    skipped: Vec<u64>,
     /// Whether the header row (the first line with a `"Kernel Name"` cell) was seen.
     pub(super) header_seen: bool,
     /// Whether any line other than `==` log lines was seen (an export without the header row).
@@ -25,13 +29,27 @@ pub(super) struct Filtered<R> {
 
 impl<R: BufRead> Filtered<R> {
     pub(super) fn new(inner: R) -> Filtered<R> {
-        Filtered { inner, line: Vec::new(), pos: 0, first: true, header_seen: false, had_text: false }
+        Filtered {
+            inner,
+            line: Vec::new(),
+            pos: 0,
+            first: true,
+            passed: 0,
+            skipped: Vec::new(),
+            header_seen: false,
+            had_text: false,
+        }
+    }
+
+    /// The line in the file of line `line` (from 1) of the text passed on.
+    pub(super) fn file_line(&self, line: u64) -> u64 {
+        line + self.skipped.partition_point(|&p| p < line) as u64
     }
 }
 
 impl<R: BufRead> Read for Filtered<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.pos >= self.line.len() {
+        while self.pos >= self.line.len() {
             self.line.clear();
             self.pos = 0;
             if self.inner.read_until(b'\n', &mut self.line)? == 0 {
@@ -49,8 +67,10 @@ impl<R: BufRead> Read for Filtered<R> {
                 self.header_seen = true;
             }
             if log || !self.header_seen {
+                self.skipped.push(self.passed);
                 self.line.clear();
-                self.line.push(b'\n');
+            } else {
+                self.passed += 1;
             }
         }
         let n = buf.len().min(self.line.len() - self.pos);
@@ -140,6 +160,11 @@ impl Units {
     }
 }
 
+/// A number for a message: in scientific notation when large (`1e300`, not three hundred digits).
+pub(crate) fn shown(v: f64) -> String {
+    if v.abs() >= 1e15 { format!("{v:e}") } else { format!("{v}") }
+}
+
 pub(super) fn trim(b: &[u8]) -> &[u8] {
     b.trim_ascii()
 }
@@ -181,7 +206,7 @@ impl Launch {
                     file: source.into(),
                     line: self.line,
                     column: names.names[id as usize].clone(),
-                    message: format!("{v} is outside ±1e18, the range of a launch's counter"),
+                    message: format!("{} is outside ±1e18, the range of a launch's counter", shown(v)),
                 });
             }
         }
