@@ -115,14 +115,19 @@ fn nvprof_names_its_gpu_and_a_contradicting_flag_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let metrics = real("nvprof-metrics_gtx1080ti_matrixMul.csv");
     let out = dir.path().join("refused");
-    let o = Import::new("nvprof", &metrics).profiles(&out).out(&out.join("t.csv")).arg("--gpu").arg("a100").run();
+    let o =
+        Import::new("nvprof", &metrics).profiles(&out).out(&out.join("t.csv")).arg("--gpu").arg("a100").run();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("gtx1080ti") && err.contains("--gpu"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!out.join("t.csv").exists());
     let trace = real("nvprof-gputrace_gtx1080ti_matrixMul.csv");
-    let profiles =
-        import_profiles("nvprof", &metrics, &dir.path().join("ok"), &["--gpu-trace", trace.to_str().unwrap()]);
+    let profiles = import_profiles(
+        "nvprof",
+        &metrics,
+        &dir.path().join("ok"),
+        &["--gpu-trace", trace.to_str().unwrap()],
+    );
     for (f, out) in predict_all_formats(&profiles[0], "titanx", &[]) {
         assert!(out.contains("gtx1080ti"), "{f}:\n{out}");
     }

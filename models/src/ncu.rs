@@ -7,7 +7,11 @@
 //!   the `range` maps of `models/counters/*.toml` (the same Perfworks names on every chip). Values are
 //!   brought back to base units with the units row (ncu scales to `Kbyte`, `Msector`, `usecond`, … unless
 //!   run with `--print-units base`, which keeps every digit: `8.19 Kbyte/block` is read as 8190 bytes).
-//!   Lines before the header row (the profiled program's own output) are skipped.
+//!   Lines before the header row (the profiled program's own output) are skipped. The file is read
+//!   streaming ([`read_ncu_each`]): one record at a time, names interned once, per launch only the cells
+//!   the maps read (the rest only counted), so a 100 MB export needs memory for its launches' counters,
+//!   not for its text. The GPU comes from `device__attribute_display_name` (or `Device Name`), else the
+//!   compute capability (`CC` column, `device__attribute_compute_capability_major/minor`).
 //!   Nsight Compute's *long* layout (`ncu --csv` with `--page details`, the default of older versions:
 //!   one row per launch and metric, `ID, …, Kernel Name, [Block Size, Grid Size,] …, Metric Name,
 //!   Metric Unit, Metric Value`) is read too, each launch gathered by its `ID`. Where an export has no
@@ -38,8 +42,8 @@ mod stream_tests;
 mod tests;
 
 pub use common::{
-    ImportedKernel, KernelsCsv, MetricUse, Origin, arch_of_device, kernel_columns, kernels_table, profile_file_name, read_inject_rows,
-    short_kernel_name,
+    ImportedKernel, KernelsCsv, MetricUse, Origin, arch_of_device, kernel_columns, kernels_table,
+    profile_file_name, read_inject_rows, short_kernel_name,
 };
 pub use nvprof::{
     TraceLaunch, gpu_trace_kernels, is_gpu_trace, join_gpu_trace, read_nvprof, read_nvprof_gpu_trace,
@@ -74,7 +78,8 @@ pub fn read_ncu_each(
     mut each: impl FnMut(ImportedKernel) -> Result<()>,
 ) -> Result<MetricUse> {
     let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
-    let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(Filtered::new(input));
+    let mut rdr =
+        csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(Filtered::new(input));
     let mut rec = csv::ByteRecord::new();
     let csv_err = |e| crate::table::csv_error(source, e);
     if !rdr.read_byte_record(&mut rec).map_err(csv_err)? {
@@ -153,7 +158,9 @@ pub fn read_ncu_each(
                 Some(i) => by_id.get(stream::trim(rec.get(i).unwrap_or_default())).copied(),
                 None => launches
                     .last()
-                    .filter(|l| finish.launch_names[l.name as usize] == name && !seen_metrics.contains(&metric))
+                    .filter(|l| {
+                        finish.launch_names[l.name as usize] == name && !seen_metrics.contains(&metric)
+                    })
                     .map(|_| launches.len() - 1),
             };
             let k = match k {
@@ -209,7 +216,9 @@ pub fn read_ncu_each(
         }
     }
     if finish.n == 0 {
-        return Err(fmt("no kernel rows: was the program's kernel profiled (check ncu's --kernel-name filter)?"));
+        return Err(fmt(
+            "no kernel rows: was the program's kernel profiled (check ncu's --kernel-name filter)?",
+        ));
     }
     Ok(finish.metric_use(&names))
 }
@@ -309,10 +318,8 @@ fn ncu_launch(
         message,
     };
     // Values in base units, `%` as fractions.
-    let values: BTreeMap<String, f64> = cells
-        .keys()
-        .filter_map(|k| raw(k).map(|(v, u)| (k.to_string(), v * units.factor(u))))
-        .collect();
+    let values: BTreeMap<String, f64> =
+        cells.keys().filter_map(|k| raw(k).map(|(v, u)| (k.to_string(), v * units.factor(u)))).collect();
     let scaled = |k: &str| values.get(k).copied();
     let range = map.map(MapKind::Range);
     let counters = map.canonical(MapKind::Range, &values);

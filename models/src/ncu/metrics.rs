@@ -291,20 +291,24 @@ const NCU_READS: &[&str] = &[
     "Achieved Occupancy",
 ];
 
+/// The FMA, MUL and ADD thread counts of one precision: per SM sub-partition, then per SM.
+type FpOpcodeMetrics = [[&'static str; 3]; 2];
+
 /// Per FP counter, the per-opcode thread counts (FMA, MUL, ADD) that give it, per SM sub-partition then
 /// per SM: `{smsp,sm}__sass_thread_inst_executed_op_{f,d,h}{fma,mul,add}_pred_on.sum`.
-static FP_OPCODE_METRICS: std::sync::LazyLock<Vec<(&str, [[&str; 3]; 2])>> = std::sync::LazyLock::new(|| {
-    let name = |unit: &str, prefix: &str, op: &str| -> &'static str {
-        format!("{unit}__sass_thread_inst_executed_op_{prefix}{op}_pred_on.sum").leak()
-    };
-    [("inst_fp_32", "f"), ("inst_fp_64", "d"), ("inst_fp_16", "h")]
-        .into_iter()
-        .map(|(counter, p)| {
-            let ops = |unit| [name(unit, p, "fma"), name(unit, p, "mul"), name(unit, p, "add")];
-            (counter, [ops("smsp"), ops("sm")])
-        })
-        .collect()
-});
+static FP_OPCODE_METRICS: std::sync::LazyLock<Vec<(&str, FpOpcodeMetrics)>> =
+    std::sync::LazyLock::new(|| {
+        let name = |unit: &str, prefix: &str, op: &str| -> &'static str {
+            format!("{unit}__sass_thread_inst_executed_op_{prefix}{op}_pred_on.sum").leak()
+        };
+        [("inst_fp_32", "f"), ("inst_fp_64", "d"), ("inst_fp_16", "h")]
+            .into_iter()
+            .map(|(counter, p)| {
+                let ops = |unit| [name(unit, p, "fma"), name(unit, p, "mul"), name(unit, p, "add")];
+                (counter, [ops("smsp"), ops("sm")])
+            })
+            .collect()
+    });
 
 /// Whether [`from_ncu`] may read the metric `name` (the streaming reader keeps only these as numbers).
 pub fn ncu_reads(name: &str) -> bool {
@@ -312,9 +316,8 @@ pub fn ncu_reads(name: &str) -> bool {
         return true;
     }
     let Some(rest) = name.strip_prefix("sm__").or_else(|| name.strip_prefix("smsp__")) else { return false };
-    let Some(op) = rest
-        .strip_prefix("sass_thread_inst_executed_op_")
-        .and_then(|r| r.strip_suffix("_pred_on.sum"))
+    let Some(op) =
+        rest.strip_prefix("sass_thread_inst_executed_op_").and_then(|r| r.strip_suffix("_pred_on.sum"))
     else {
         return false;
     };

@@ -75,7 +75,10 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Met
                 file: source.into(),
                 line,
                 column: format!("Avg of {m}"),
-                message: format!("{} is outside 0–1e18, the range of a launch's counter", super::stream::shown(v)),
+                message: format!(
+                    "{} is outside 0–1e18, the range of a launch's counter",
+                    super::stream::shown(v)
+                ),
             });
         }
         let i = match order.iter().position(|x| &x.0 == k) {

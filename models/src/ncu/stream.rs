@@ -193,7 +193,15 @@ impl Launch {
     }
 
     /// Takes one cell: counted when it is a number and a metric, range-checked, kept when a map reads it.
-    pub(super) fn cell(&mut self, id: u32, raw: &[u8], unit: u32, names: &Names, units: &Units, source: &str) {
+    pub(super) fn cell(
+        &mut self,
+        id: u32,
+        raw: &[u8],
+        unit: u32,
+        names: &Names,
+        units: &Units,
+        source: &str,
+    ) {
         let keep = names.keep[id as usize];
         let x = number_bytes(raw);
         if let Some(x) = x {

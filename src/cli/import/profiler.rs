@@ -159,8 +159,8 @@ fn read(args: &Args, source: &str, sink: &mut Sink<impl Write>) -> anyhow::Resul
         })
     };
     if args.source == "ncu" {
-        let file =
-            std::fs::File::open(&args.file).with_context(|| format!("{}: cannot read", args.file.display()))?;
+        let file = std::fs::File::open(&args.file)
+            .with_context(|| format!("{}: cannot read", args.file.display()))?;
         let input = std::io::BufReader::with_capacity(1 << 16, file);
         return Ok(read_ncu_each(input, source, |k| sink.take(k))?);
     }
@@ -173,7 +173,9 @@ fn read(args: &Args, source: &str, sink: &mut Sink<impl Write>) -> anyhow::Resul
     } else if is_gpu_trace(&text) {
         // A gpu trace alone: per-kernel times and shapes, no counters.
         let trace = read_nvprof_gpu_trace(&text, source)?;
-        eprintln!("gpumodel: {source} is an nvprof gpu trace: per-kernel times and launch shapes, no counters");
+        eprintln!(
+            "gpumodel: {source} is an nvprof gpu trace: per-kernel times and launch shapes, no counters"
+        );
         (gpu_trace_kernels(&trace), MetricUse::default())
     } else {
         let (mut kernels, metric_use) = read_nvprof(&text, source)?;
@@ -210,7 +212,8 @@ struct Sink<'a, W: Write> {
 impl<W: Write> Sink<'_, W> {
     fn take(&mut self, mut k: ImportedKernel) -> Result<()> {
         if let Some(gpu) = self.gpu {
-            let stated = ImportedKernel { device: Some(gpu.to_string()), capability: None, ..k.clone() }.gpu();
+            let stated =
+                ImportedKernel { device: Some(gpu.to_string()), capability: None, ..k.clone() }.gpu();
             match k.gpu() {
                 Some(named) if k.device.is_some() && Some(&named) != stated.as_ref() => {
                     return Err(Error::Invalid(format!(
