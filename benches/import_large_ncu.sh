@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Import speed and memory of `gpumodel import ncu` on ~100 MB exports, long (`--page details`) and wide
 # (`--page raw`) layouts, made by repeating the real A100 export's launch (../shared/profiles) with new IDs.
-# Usage: bash benches/import_large_ncu.sh [path/to/gpumodel]   (from the repository root; release build)
+# Usage: bash benches/import_large_ncu.sh [path/to/gpumodel] [DIR]   (from the repository root)
+# With DIR, the generated exports are kept there (and reused when present), and so are the tables the
+# import writes (`DIR/<layout>.table.csv`), so two builds' outputs can be compared.
 set -euo pipefail
 bin=${1:-target/release/gpumodel}
 src=../shared/profiles/ncu-long_a100_conv2d.csv
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-python3 - "$src" "$work" <<'PY'
+if [ -n "${2:-}" ]; then
+  work=$2
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+[ -s "$work/long.csv" ] && [ -s "$work/wide.csv" ] || python3 - "$src" "$work" <<'PY'
 import csv, io, sys
 src, work = sys.argv[1], sys.argv[2]
 lines = open(src, encoding="utf-8").read().splitlines()
@@ -49,7 +56,7 @@ with open(f"{work}/wide.csv", "w", encoding="utf-8") as f:
 PY
 for layout in long wide; do
   f="$work/$layout.csv"
-  echo "== $layout: $(du -m "$f" | cut -f1) MB"
+  echo "== $layout: $(du -m "$f" | cut -f1) MB, $(($(wc -l <"$f") - 1)) rows"
   /usr/bin/time -v "$bin" import ncu "$f" --out "$work/$layout.table.csv" --format json 2>"$work/time.txt" >/dev/null
   grep -E "Elapsed \(wall clock\)|Maximum resident set size" "$work/time.txt"
 done

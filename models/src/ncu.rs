@@ -7,7 +7,11 @@
 //!   the `range` maps of `models/counters/*.toml` (the same Perfworks names on every chip). Values are
 //!   brought back to base units with the units row (ncu scales to `Kbyte`, `Msector`, `usecond`, … unless
 //!   run with `--print-units base`, which keeps every digit: `8.19 Kbyte/block` is read as 8190 bytes).
-//!   Lines before the header row (the profiled program's own output) are skipped.
+//!   Lines before the header row (the profiled program's own output) are skipped. The file is read
+//!   streaming ([`read_ncu_each`]): one record at a time, names interned once, per launch only the cells
+//!   the maps read (the rest only counted), so a 100 MB export needs memory for its launches' counters,
+//!   not for its text. The GPU comes from `device__attribute_display_name` (or `Device Name`), else the
+//!   compute capability (`CC` column, `device__attribute_compute_capability_major/minor`).
 //!   Nsight Compute's *long* layout (`ncu --csv` with `--page details`, the default of older versions:
 //!   one row per launch and metric, `ID, …, Kernel Name, [Block Size, Grid Size,] …, Metric Name,
 //!   Metric Unit, Metric Value`) is read too, each launch gathered by its `ID`. Where an export has no
@@ -31,12 +35,15 @@
 mod common;
 pub mod metrics;
 mod nvprof;
+mod stream;
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;
 
 pub use common::{
-    ImportedKernel, MetricUse, Origin, arch_of_device, kernels_table, profile_file_name, read_inject_rows,
-    short_kernel_name,
+    ImportedKernel, KernelsCsv, MetricUse, Origin, arch_of_device, kernel_columns, kernels_table,
+    profile_file_name, read_inject_rows, short_kernel_name,
 };
 pub use nvprof::{
     TraceLaunch, gpu_trace_kernels, is_gpu_trace, join_gpu_trace, read_nvprof, read_nvprof_gpu_trace,
@@ -45,158 +52,294 @@ pub use nvprof::{
 use crate::counters::{CounterMap, MapKind};
 use crate::error::{Error, Result};
 use crate::profile::Launch;
-use common::{count_scale, count_u32, dim3, number, read_records, time_scale};
+use common::{count_u32, dim3, number, time_scale};
 use metrics::Mapped;
-use std::collections::BTreeMap;
-
-/// One launch as an ncu export gives it: its cells by column or metric name, each value with its unit.
-struct NcuLaunch {
-    line: u64,
-    name: String,
-    cells: BTreeMap<String, (String, String)>,
-}
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io::BufRead;
+use stream::{Filtered, Keep, Kept, Names, Units};
 
 /// Reads `ncu --csv --page raw` output (wide: one row per launch) or the long layout (`--page details`,
 /// one row per launch and metric).
 pub fn read_ncu(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, MetricUse)> {
-    // A UTF-8 byte-order mark (Windows editors, Excel) is not part of the first column's name.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    // ncu prints "==PROF==" log lines, and the profiled program's own output lands in the same stream
-    // when stdout is redirected: the table starts at the header row, the first with a "Kernel Name" cell.
-    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("==")).collect();
-    let start = lines.iter().position(|l| l.contains("\"Kernel Name\"")).unwrap_or(0);
-    let body = lines[start..].join("\n");
-    let recs = read_records(&body, source)?;
-    // Line numbers in the file: records are one per line here (ncu quotes but never breaks cells).
-    let file_line = |n: usize| -> u64 {
-        let kept = start + n;
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.starts_with("=="))
-            .nth(kept)
-            .map_or(kept as u64 + 1, |(i, _)| i as u64 + 1)
-    };
-    let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
-    let header =
-        recs.first().ok_or_else(|| fmt("empty file: expected the output of `ncu --csv --page raw`"))?;
-    let col = |name: &str| header.iter().position(|h| h == name);
-    let kname = col("Kernel Name").ok_or_else(|| {
-        fmt("no 'Kernel Name' column: expected the output of `ncu --csv` (--page raw or --page details)")
+    let mut out = Vec::new();
+    let use_ = read_ncu_each(text.as_bytes(), source, |k| {
+        out.push(k);
+        Ok(())
     })?;
-    let mut launches: Vec<NcuLaunch> = Vec::new();
-    if let (Some(mname), Some(mvalue)) = (col("Metric Name"), col("Metric Value")) {
-        // Long layout: gather each launch's rows by ID (or, lacking one, by consecutive kernel name).
-        let munit = col("Metric Unit");
-        let id = col("ID");
-        let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
-        for (n, rec) in recs.iter().enumerate().skip(1) {
-            let cell = |i: Option<usize>| i.and_then(|i| rec.get(i)).map(String::as_str).unwrap_or("");
-            let name = cell(Some(kname));
-            if name.is_empty() {
-                continue;
-            }
-            let key = match id {
-                Some(_) => cell(id).to_string(),
-                None => format!("{name}\u{0}{}", launches.len()),
-            };
-            let k = *by_id.entry(key).or_insert_with(|| {
-                let mut cells = BTreeMap::new();
-                // The per-launch columns (Block Size, Grid Size, …) ride along on every row.
-                for (i, h) in header.iter().enumerate() {
-                    if i != mname && i != mvalue && Some(i) != munit {
-                        cells.insert(h.clone(), (rec.get(i).cloned().unwrap_or_default(), String::new()));
-                    }
-                }
-                launches.push(NcuLaunch { line: file_line(n), name: name.to_string(), cells });
-                launches.len() - 1
-            });
-            let metric = cell(Some(mname));
-            if !metric.is_empty() {
-                launches[k]
-                    .cells
-                    .insert(metric.to_string(), (cell(Some(mvalue)).to_string(), cell(munit).to_string()));
-            }
-        }
-    } else {
-        let units: Vec<String> = recs.get(1).cloned().unwrap_or_default();
-        // The units row has no kernel name; data rows do.
-        let has_units = units.get(kname).is_some_and(|s| s.is_empty());
-        for (n, rec) in recs.iter().enumerate().skip(if has_units { 2 } else { 1 }) {
-            let name = rec.get(kname).cloned().unwrap_or_default();
-            if name.is_empty() {
-                continue;
-            }
-            let cells = header
-                .iter()
-                .enumerate()
-                .map(|(i, h)| {
-                    let unit =
-                        if has_units { units.get(i).cloned().unwrap_or_default() } else { String::new() };
-                    (h.clone(), (rec.get(i).cloned().unwrap_or_default(), unit))
-                })
-                .collect();
-            launches.push(NcuLaunch { line: file_line(n), name, cells });
-        }
+    Ok((out, use_))
+}
+
+/// As [`read_ncu`], streaming: reads `input` record by record and hands each launch to `each` as soon as
+/// it is complete (a wide row at once; the long layout's launches at the end, since their rows may
+/// interleave), so neither the file nor its cells are ever held whole.
+pub fn read_ncu_each(
+    input: impl BufRead,
+    source: &str,
+    mut each: impl FnMut(ImportedKernel) -> Result<()>,
+) -> Result<MetricUse> {
+    let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
+    let mut rdr =
+        csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(Filtered::new(input));
+    let mut rec = csv::ByteRecord::new();
+    let csv_err = |e| crate::table::csv_error(source, e);
+    if !rdr.read_byte_record(&mut rec).map_err(csv_err)? {
+        return Err(if rdr.get_ref().had_text {
+            fmt("no 'Kernel Name' column: expected the output of `ncu --csv` (--page raw or --page details)")
+        } else {
+            fmt("empty file: expected the output of `ncu --csv --page raw`")
+        });
     }
     // Canonical counters from the range map (the same metric names on every chip).
     let map = CounterMap::builtin("GA102")?;
-    let mut out = Vec::new();
-    let mut use_ = MetricUse::default();
-    for l in &launches {
-        out.push(ncu_launch(l, &map, source, &mut use_)?);
+    let range: BTreeSet<String> = map.map(MapKind::Range).values().flatten().cloned().collect();
+    let mut names = Names::new(move |n| {
+        if n == "CC" {
+            Keep::IdentityText
+        } else if NCU_IDENTITY_COLUMNS.contains(&n) {
+            Keep::Identity
+        } else if TEXT_CELLS.contains(&n) {
+            Keep::Text
+        } else if range.contains(n) || LAUNCH_AND_TIME.contains(&n) || metrics::ncu_reads(n) {
+            Keep::Number
+        } else {
+            Keep::Count
+        }
+    });
+    let header: Vec<u32> = rec.iter().map(|h| names.id(h)).collect();
+    let col = |name: &str| header.iter().position(|&h| names.names[h as usize] == name);
+    let kname = col("Kernel Name").ok_or_else(|| {
+        fmt("no 'Kernel Name' column: expected the output of `ncu --csv` (--page raw or --page details)")
+    })?;
+    let mut units = Units::default();
+    let none = units.id(b"");
+    let mut sets = HashMap::new();
+    let mut finish = Finish {
+        map: &map,
+        source,
+        n: 0,
+        launch_names: Vec::new(),
+        used_ever: Vec::new(),
+        present_ever: Vec::new(),
+        sets_seen: HashSet::new(),
+    };
+    let kernel_name = |rec: &csv::ByteRecord, line: u64| -> Result<Option<String>> {
+        let raw = stream::trim(rec.get(kname).unwrap_or_default());
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        String::from_utf8(raw.to_vec()).map(Some).map_err(|_| Error::Parse {
+            file: source.into(),
+            line,
+            column: "Kernel Name".into(),
+            message: "not UTF-8 text: expected a profiler's CSV export".into(),
+        })
+    };
+    let mut kernel_ids: HashMap<String, u32> = HashMap::new();
+    let mut intern_kernel = |name: String, finish: &mut Finish| -> u32 {
+        let next = finish.launch_names.len() as u32;
+        *kernel_ids.entry(name).or_insert_with_key(|k| {
+            finish.launch_names.push(k.clone());
+            next
+        })
+    };
+    if let (Some(mname), Some(mvalue)) = (col("Metric Name"), col("Metric Value")) {
+        // Long layout: gather each launch's rows by ID (or, lacking one, by consecutive kernel name: a
+        // metric seen again starts the next launch).
+        let munit = col("Metric Unit");
+        let id = col("ID");
+        let mut launches: Vec<stream::Launch> = Vec::new();
+        let mut by_id: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut seen_metrics: BTreeSet<u32> = BTreeSet::new();
+        while rdr.read_byte_record(&mut rec).map_err(csv_err)? {
+            let line = rdr.get_ref().file_line(rec.position().map_or(0, |p| p.line()));
+            let Some(name) = kernel_name(&rec, line)? else { continue };
+            let metric = names.id(rec.get(mname).unwrap_or_default());
+            let k = match id {
+                Some(i) => by_id.get(stream::trim(rec.get(i).unwrap_or_default())).copied(),
+                None => launches
+                    .last()
+                    .filter(|l| {
+                        finish.launch_names[l.name as usize] == name && !seen_metrics.contains(&metric)
+                    })
+                    .map(|_| launches.len() - 1),
+            };
+            let k = match k {
+                Some(k) => k,
+                None => {
+                    let mut l = stream::Launch::new(line, intern_kernel(name, &mut finish));
+                    // The per-launch columns (Block Size, Grid Size, …) ride along on every row.
+                    for (i, (raw, &h)) in rec.iter().zip(&header).enumerate() {
+                        if i != mname && i != mvalue && Some(i) != munit && i != kname {
+                            l.cell(h, raw, none, &names, &units, source);
+                        }
+                    }
+                    if let Some(i) = id {
+                        by_id.insert(stream::trim(rec.get(i).unwrap_or_default()).to_vec(), launches.len());
+                    }
+                    seen_metrics.clear();
+                    launches.push(l);
+                    launches.len() - 1
+                }
+            };
+            if names.names[metric as usize].is_empty() {
+                continue;
+            }
+            seen_metrics.insert(metric);
+            let unit = munit.map_or(none, |u| units.id(rec.get(u).unwrap_or_default()));
+            launches[k].cell(metric, rec.get(mvalue).unwrap_or_default(), unit, &names, &units, source);
+        }
+        for mut l in launches {
+            l.close(&mut sets);
+            finish.launch(l, &names, &units, &mut each)?;
+        }
+    } else {
+        // Wide layout: the units row (no kernel name) first, then one launch per row.
+        let mut col_units: Vec<u32> = vec![none; header.len()];
+        let mut first = true;
+        while rdr.read_byte_record(&mut rec).map_err(csv_err)? {
+            let line = rdr.get_ref().file_line(rec.position().map_or(0, |p| p.line()));
+            let Some(name) = kernel_name(&rec, line)? else {
+                if std::mem::take(&mut first) {
+                    col_units = (0..header.len()).map(|i| units.id(rec.get(i).unwrap_or_default())).collect();
+                }
+                continue;
+            };
+            first = false;
+            let mut l = stream::Launch::new(line, intern_kernel(name, &mut finish));
+            for (i, (raw, (&h, &u))) in rec.iter().zip(header.iter().zip(&col_units)).enumerate() {
+                if i != kname {
+                    l.cell(h, raw, u, &names, &units, source);
+                }
+            }
+            l.close(&mut sets);
+            finish.launch(l, &names, &units, &mut each)?;
+        }
     }
-    if out.is_empty() {
+    if finish.n == 0 {
         return Err(fmt(
             "no kernel rows: was the program's kernel profiled (check ncu's --kernel-name filter)?",
         ));
     }
-    Ok((out, use_))
+    Ok(finish.metric_use(&names))
+}
+
+/// Turns read launches into imported kernels, in launch order, and tallies which metrics fed a model.
+struct Finish<'a> {
+    map: &'a CounterMap,
+    source: &'a str,
+    n: usize,
+    launch_names: Vec<String>,
+    /// By metric id: whether it fed a counter in some launch / was a number in some launch.
+    used_ever: Vec<bool>,
+    present_ever: Vec<bool>,
+    /// The metric sets already tallied (launches share them).
+    sets_seen: HashSet<*const u32>,
+}
+
+impl Finish<'_> {
+    fn launch(
+        &mut self,
+        l: stream::Launch,
+        names: &Names,
+        units: &Units,
+        each: &mut impl FnMut(ImportedKernel) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(e) = l.error {
+            return Err(e);
+        }
+        // Later cells of the same name replace earlier ones, as in the export's own reading.
+        let mut cells: BTreeMap<&str, &Kept> = BTreeMap::new();
+        for (id, k) in &l.kept {
+            cells.insert(&names.names[*id as usize], k);
+        }
+        let name = &self.launch_names[l.name as usize];
+        // Which metrics feed a counter depends only on which the launch has: tallied once per set.
+        let new_set = self.sets_seen.insert(l.present.as_ptr());
+        let has = |m: &str| names.find(m).is_some_and(|id| l.present.contains(&id));
+        let tally: Option<&dyn Fn(&str) -> bool> = if new_set { Some(&has) } else { None };
+        let (k, used) = ncu_launch(name, l.line, &cells, tally, units, self.map, self.source)?;
+        self.used_ever.resize(names.names.len(), false);
+        self.present_ever.resize(names.names.len(), false);
+        if new_set {
+            for id in l.present.iter() {
+                self.present_ever[*id as usize] = true;
+            }
+        }
+        // What fed a counter is among the launch's numbers (the maps read nothing else).
+        for m in used.iter().flatten() {
+            if let Some(id) = names.find(m) {
+                self.used_ever[id as usize] = true;
+            }
+        }
+        self.n += 1;
+        each(k)
+    }
+
+    /// Over the whole file: the metrics that fed a counter, and those that never did.
+    fn metric_use(&self, names: &Names) -> MetricUse {
+        let mut use_ = MetricUse::default();
+        for (id, name) in names.names.iter().enumerate() {
+            match (self.used_ever.get(id), self.present_ever.get(id)) {
+                (Some(true), _) => use_.mapped.insert(name.clone()),
+                (_, Some(true)) => use_.dropped.insert(name.clone()),
+                _ => false,
+            };
+        }
+        use_
+    }
 }
 
 /// One ncu launch → an imported kernel: counters through the range map, the launch shape from the
 /// Block Size / Grid Size columns or the Launch Statistics metrics, the time from `gpu__time_duration`.
-fn ncu_launch(l: &NcuLaunch, map: &CounterMap, source: &str, use_: &mut MetricUse) -> Result<ImportedKernel> {
-    let get = |k: &str| l.cells.get(k).map(|(v, u)| (v.as_str(), u.as_str()));
-    let scaled = |k: &str| get(k).and_then(|(v, u)| number(v).map(|x| x * count_scale(u)));
+/// `tally`, when the launch's set of metrics is new, says which it has: the metrics that fed a counter are
+/// then returned.
+#[allow(clippy::too_many_arguments)]
+fn ncu_launch(
+    name: &str,
+    line: u64,
+    cells: &BTreeMap<&str, &Kept>,
+    tally: Option<&dyn Fn(&str) -> bool>,
+    units: &Units,
+    map: &CounterMap,
+    source: &str,
+) -> Result<(ImportedKernel, Option<BTreeSet<String>>)> {
+    let text = |k: &str| match cells.get(k) {
+        Some(Kept::Text(t)) => Some(&**t),
+        _ => None,
+    };
+    let raw = |k: &str| match cells.get(k) {
+        Some(Kept::Number { value, unit }) => Some((*value, *unit)),
+        _ => None,
+    };
     let bad = |column: &str, message: String| Error::Parse {
         file: source.into(),
-        line: l.line,
+        line,
         column: column.into(),
         message,
     };
-    let mut values = BTreeMap::new();
-    for (k, (v, u)) in &l.cells {
-        if let Some(x) = number(v) {
-            // Percentages become fractions; counts go back to base units.
-            let x = if u.trim() == "%" { x / 100.0 } else { x * count_scale(u) };
-            if !x.is_finite() || x.abs() > crate::profile::MAX_COUNTER_TOTAL {
-                return Err(bad(k, format!("{x} is outside ±1e18, the range of a launch's counter")));
-            }
-            values.insert(k.clone(), x);
-        }
-    }
+    // Values in base units, `%` as fractions.
+    let values: BTreeMap<String, f64> =
+        cells.keys().filter_map(|k| raw(k).map(|(v, u)| (k.to_string(), v * units.factor(u)))).collect();
+    let scaled = |k: &str| values.get(k).copied();
     let range = map.map(MapKind::Range);
     let counters = map.canonical(MapKind::Range, &values);
-    let mut used: std::collections::BTreeSet<String> = range
-        .iter()
-        .filter(|(c, _)| counters.contains_key(*c))
-        .flat_map(|(_, ms)| ms.iter().cloned())
-        .collect();
+    let mut used: Option<BTreeSet<String>> = tally.map(|_| {
+        range
+            .iter()
+            .filter(|(c, _)| counters.contains_key(*c))
+            .flat_map(|(_, ms)| ms.iter().cloned())
+            .collect()
+    });
     let mut mapped = Mapped { counters, ..Mapped::default() };
     metrics::from_ncu(&values, &mut mapped).map_err(|e| bad("Metric Value", e.0))?;
-    used.extend(mapped.used.iter().cloned());
-    // Launch and time columns are read below: count them as mapped too.
-    for k in LAUNCH_AND_TIME {
-        if values.contains_key(*k) {
-            used.insert(k.to_string());
-        }
+    if let (Some(used), Some(has)) = (&mut used, tally) {
+        used.append(&mut mapped.used);
+        // Launch and time columns are read below: count them as mapped too.
+        used.extend(LAUNCH_AND_TIME.iter().filter(|k| has(k)).map(|k| k.to_string()));
     }
-    let metric_names: Vec<&String> =
-        values.keys().filter(|k| !NCU_IDENTITY_COLUMNS.contains(&k.as_str())).collect();
-    use_.record(metric_names.into_iter(), &used);
     // The shape: 3-D columns first, then the metrics (a total count of blocks / threads).
     let dims = |col: &str, metric: &str| -> Result<Option<[u32; 3]>> {
-        if let Some((v, _)) = get(col).filter(|(v, _)| !v.is_empty()) {
+        if let Some(v) = text(col).filter(|v| !v.is_empty()) {
             if let Some(d) = dim3(v) {
                 return Ok(Some(d));
             }
@@ -239,31 +382,46 @@ fn ncu_launch(l: &NcuLaunch, map: &CounterMap, source: &str, use_: &mut MetricUs
     let time_s = ["gpu__time_duration.sum", "gpu__time_duration", "Duration"]
         .iter()
         .find_map(|m| {
-            let (v, u) = get(m)?;
-            let t = number(v)?;
+            let (t, u) = raw(m)?;
+            let u = &units.names[u as usize];
             // Without a unit, ncu's raw page is in nanoseconds.
             let k = if u.is_empty() { Some(1e-9) } else { time_scale(u) }?;
             Some(t * k).filter(|t| *t >= 0.0)
         })
         // Elapsed SM cycles at the measured SM clock.
         .or_else(|| Some(values.get("sm__cycles_elapsed.avg")? / hz?));
-    let device = ["Device Name", "device__attribute_display_name"]
+    let device = ["device__attribute_display_name", "Device Name"]
         .iter()
-        .find_map(|c| get(c).map(|(v, _)| v.to_string()).filter(|v| !v.is_empty()));
-    Ok(ImportedKernel {
+        .find_map(|c| text(c).map(str::to_string).filter(|v| !v.is_empty()));
+    // The compute capability: the raw page's `CC` column ("8.6") or the device attribute metrics.
+    let capability = text("CC").and_then(metrics::Capability::parse).or_else(|| {
+        let part = |m: &str| scaled(m).filter(|x| x.fract() == 0.0 && (0.0..100.0).contains(x));
+        let major = part("device__attribute_compute_capability_major")?;
+        let minor = part("device__attribute_compute_capability_minor")?;
+        Some(metrics::Capability { major: major as u32, minor: minor as u32 })
+    });
+    let k = ImportedKernel {
         origin: Origin::Ncu,
-        name: l.name.clone(),
+        name: name.to_string(),
         launch,
         time_s,
         counters: mapped.counters,
         code: mapped.code,
         device,
+        capability,
         core_mhz: hz.map(|f| f / 1e6),
-    })
+    };
+    Ok((k, used))
 }
 
-/// Columns and metrics read for the launch shape and the time (counted as mapped in the import report).
+/// Cells kept as text: the launch shape as `(x, y, z)` and the GPU's name.
+const TEXT_CELLS: &[&str] = &["Block Size", "Grid Size", "Device Name", "device__attribute_display_name"];
+
+/// Columns and metrics read for the launch shape, the time and the GPU (counted as mapped in the import
+/// report).
 const LAUNCH_AND_TIME: &[&str] = &[
+    "device__attribute_compute_capability_major",
+    "device__attribute_compute_capability_minor",
     "Block Size",
     "Grid Size",
     "launch__grid_size",

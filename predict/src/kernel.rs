@@ -206,3 +206,34 @@ pub fn predict_kernel(
         detail,
     })
 }
+
+/// How far from its training mean, in training standard deviations, a power-model input may be before
+/// the prediction is flagged as extrapolated. An artifact records each input's mean and standard
+/// deviation, not its range; no training row of the shipped Titan X models is beyond 3.6.
+pub const INPUT_EXTRAPOLATION_SIGMAS: f64 = 4.0;
+
+/// One line per power-model input of `p` more than [`INPUT_EXTRAPOLATION_SIGMAS`] standard deviations
+/// from the model's training mean: predicted, but outside what the model was trained on.
+pub fn input_extrapolation(model: &ModelArtifact, p: &Prediction) -> Vec<String> {
+    let s = &model.input_scaling;
+    p.model_inputs
+        .iter()
+        .zip(s.mean.iter().zip(&s.std))
+        .filter_map(|((name, x), (mean, std))| {
+            let z = (x - mean) / std;
+            (std.is_finite() && *std > 0.0 && z.abs() > INPUT_EXTRAPOLATION_SIGMAS).then(|| {
+                format!(
+                    "power-model input {name} = {} is {z:+.1} standard deviations from its training mean {} \
+                     (beyond ±{INPUT_EXTRAPOLATION_SIGMAS}): extrapolated",
+                    round3(*x),
+                    round3(*mean)
+                )
+            })
+        })
+        .collect()
+}
+
+/// A value with three significant decimals for a message (`0.154`, `879.75`, `2000`).
+fn round3(x: f64) -> f64 {
+    if x.abs() >= 100.0 { (x * 100.0).round() / 100.0 } else { (x * 1000.0).round() / 1000.0 }
+}

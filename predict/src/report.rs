@@ -63,7 +63,7 @@ impl Provenance {
     pub fn new(kernel: &KernelProfile, arch: &ArchProfile, model: &ModelArtifact) -> Provenance {
         Provenance {
             kernel_source: kernel.source.clone(),
-            measured_on: kernel.arch.clone().filter(|a| *a != arch.name),
+            measured_on: kernel.arch.clone().filter(|a| *a != arch.name && !same_capability(a, arch)),
             gpu: arch.display_name.clone(),
             model_trained_on: model
                 .training
@@ -73,6 +73,13 @@ impl Provenance {
                 .map(str::to_string),
         }
     }
+}
+
+/// Whether a profile's GPU known only by its compute capability (`sm_80`) is of the architecture's.
+fn same_capability(gpu: &str, arch: &ArchProfile) -> bool {
+    use gpumodel_models::ncu::metrics::Capability;
+    gpu.starts_with("sm_")
+        && Capability::parse(gpu).is_some_and(|c| Capability::parse(&arch.compute_capability) == Some(c))
 }
 
 /// `gpumodel predict` at one configuration.
@@ -85,7 +92,8 @@ pub struct KernelReport {
     pub calibration: CalibrationUse,
     pub context: Provenance,
     pub prediction: Prediction,
-    /// Where the prediction extrapolates (clocks outside the architecture's table): one line each.
+    /// Where the prediction extrapolates (clocks outside the architecture's table, power-model inputs far
+    /// outside the training data): one line each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extrapolation: Vec<String>,
 }
@@ -227,6 +235,7 @@ impl Export for KernelReport {
         let names = [
             "kernel",
             "arch",
+            "measured_on",
             "core_mhz",
             "mem_mhz",
             "warps_per_sm",
@@ -242,6 +251,7 @@ impl Export for KernelReport {
         s.push(vec![
             Cell::text(&self.kernel),
             Cell::text(&self.arch),
+            Cell::text(self.context.measured_on.clone().unwrap_or_default()),
             Cell::num(d.clocks.core_mhz, 0),
             Cell::num(d.clocks.mem_mhz, 0),
             Cell::int(d.occupancy.active_warps_per_sm),
@@ -391,6 +401,7 @@ impl Export for RooflineReport {
         let names = [
             "kernel",
             "arch",
+            "measured_on",
             "model",
             "core_mhz",
             "mem_mhz",
@@ -404,6 +415,7 @@ impl Export for RooflineReport {
         s.push(vec![
             Cell::text(&self.kernel),
             Cell::text(&self.arch),
+            Cell::text(self.context.measured_on.clone().unwrap_or_default()),
             Cell::text(self.model),
             Cell::num(r.clocks.core_mhz, 0),
             Cell::num(r.clocks.mem_mhz, 0),

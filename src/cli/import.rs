@@ -1,8 +1,9 @@
 //! `gpumodel import guerreiro|nvdvfs|ncu|nvprof FILE --out table.csv` — measurement files → training table
 //! (and, for ncu / nvprof, kernel profiles for `predict` with `--profiles DIR`).
 
+mod profiler;
+
 use super::output::{ExportFormat, emit, print};
-use anyhow::Context;
 use gpumodel_models::import::{BadRows, Format, ImportSummary, import_file};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return crate::cli::clocks::import(args);
     }
     if args.source == "ncu" || args.source == "nvprof" {
-        return run_profiler(args);
+        return profiler::run(args);
     }
     let format = Format::from_name(&args.source)?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
@@ -83,125 +84,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Prints the summary of a table written with --out.
-fn finish(summary: Option<ImportSummary>, format: ExportFormat) -> anyhow::Result<ExitCode> {
+pub(crate) fn finish(summary: Option<ImportSummary>, format: ExportFormat) -> anyhow::Result<ExitCode> {
     if let Some(s) = summary {
         print(&s, format)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Nsight Compute / nvprof CSV → training table (one row per kernel) and, optionally, kernel profiles.
-fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
-    use gpumodel_models::ncu::{
-        MetricUse, gpu_trace_kernels, is_gpu_trace, join_gpu_trace, kernels_table, profile_file_name,
-        read_ncu, read_nvprof, read_nvprof_gpu_trace,
-    };
-    use gpumodel_models::profile::Launch;
-    // The flags first: a bad --grid must not cost reading the file.
-    for (flag, v) in [("--grid", &args.grid), ("--block", &args.block)] {
-        if v.as_ref().is_some_and(|v| v.len() != 3 || v.contains(&0)) {
-            anyhow::bail!("{flag} takes three sizes of at least 1, like {flag} 128,1,1");
-        }
-    }
-    let launch = match (&args.grid, &args.block) {
-        (Some(g), Some(b)) => Some(Launch {
-            grid: [g[0], g[1], g[2]],
-            block: [b[0], b[1], b[2]],
-            registers_per_thread: 0,
-            shared_mem_per_block: 0,
-        }),
-        (None, None) => None,
-        _ => anyhow::bail!("give both --grid and --block, or neither"),
-    };
-    if args.gpu_trace.is_some() && args.source != "nvprof" {
-        anyhow::bail!("--gpu-trace is nvprof's companion file; ncu exports carry their own launch shapes");
-    }
-    let source = args.file.display().to_string();
-    let read = |p: &PathBuf| -> anyhow::Result<String> {
-        let bytes = std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?;
-        String::from_utf8(bytes).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: not UTF-8 text at byte {}: expected a profiler's CSV export",
-                p.display(),
-                e.utf8_error().valid_up_to()
-            )
-        })
-    };
-    let text = read(&args.file)?;
-    let (kernels, metric_use) = if args.source == "ncu" {
-        read_ncu(&text, &source)?
-    } else if is_gpu_trace(&text) && args.gpu_trace.is_some() {
-        anyhow::bail!(
-            "{source} is itself an nvprof gpu trace: give the metric table (`nvprof --csv --metrics …`) as FILE and \
-             the trace with --gpu-trace"
-        );
-    } else if is_gpu_trace(&text) {
-        // A gpu trace alone: per-kernel times and shapes, no counters.
-        let trace = read_nvprof_gpu_trace(&text, &source)?;
-        eprintln!(
-            "gpumodel: {source} is an nvprof gpu trace: per-kernel times and launch shapes, no counters"
-        );
-        (gpu_trace_kernels(&trace), MetricUse::default())
-    } else {
-        let (mut kernels, metric_use) = read_nvprof(&text, &source)?;
-        if let Some(tp) = &args.gpu_trace {
-            let trace = read_nvprof_gpu_trace(&read(tp)?, &tp.display().to_string())?;
-            for note in join_gpu_trace(&mut kernels, &trace) {
-                eprintln!("gpumodel: {note}");
-            }
-        }
-        (kernels, metric_use)
-    };
-    eprintln!(
-        "gpumodel: imported {} kernel(s) from {source}; counters mapped {} / dropped {}{}",
-        kernels.len(),
-        metric_use.mapped.len(),
-        metric_use.dropped.len(),
-        if args.verbose || metric_use.dropped.is_empty() { "" } else { " (--verbose lists them)" }
-    );
-    if args.verbose {
-        let list = |s: &std::collections::BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
-        eprintln!("gpumodel: mapped: {}", list(&metric_use.mapped));
-        eprintln!("gpumodel: dropped (no model reads them): {}", list(&metric_use.dropped));
-    }
-    // Everything is built before anything is written: a bad kernel leaves no partial set of profiles.
-    let mut profiles = Vec::new();
-    let mut feeds = std::collections::BTreeMap::new();
-    for (i, k) in kernels.iter().enumerate() {
-        let profile = k.to_profile(&source, launch.clone())?;
-        let file = profile_file_name(i, &k.name);
-        let line = feeds_line(&profile, k.origin);
-        // One line per kernel for a short export (or --verbose); counts per model for a long one.
-        if args.verbose || kernels.len() <= 20 {
-            eprintln!("gpumodel:   {file}: {line}");
-        }
-        *feeds.entry(line.split(" (").next().unwrap_or_default().to_string()).or_insert(0usize) += 1;
-        profiles.push((file, serde_json::to_string_pretty(&profile)? + "\n"));
-    }
-    if !(args.verbose || kernels.len() <= 20) {
-        for (model, n) in &feeds {
-            eprintln!("gpumodel:   {n} kernel(s): {model}");
-        }
-    }
-    if args.profiles.is_none() {
-        profiles.clear();
-    }
-    let table = kernels_table(&kernels, &source);
-    if let Some(dir) = &args.profiles {
-        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-        for (name, text) in &profiles {
-            let path = dir.join(name);
-            std::fs::write(&path, text).with_context(|| path.display().to_string())?;
-        }
-    }
-    let mut summary = write_table(&table, args)?;
-    if let (Some(s), Some(dir)) = (&mut summary, &args.profiles) {
-        s.profiles_dir = Some(dir.display().to_string());
-        s.profiles = profiles.len();
-    } else if let Some(dir) = &args.profiles {
-        eprintln!("gpumodel: wrote {} kernel profile(s) to {}", profiles.len(), dir.display());
-    }
-    finish(summary, args.format)
 }
 
 /// Writes the table to --out (through a temporary file: a failure leaves no half-written table) and
@@ -209,9 +96,7 @@ fn run_profiler(args: &Args) -> anyhow::Result<ExitCode> {
 fn write_table(t: &gpumodel_models::Table, args: &Args) -> anyhow::Result<Option<ImportSummary>> {
     match &args.out {
         Some(out) => {
-            let mut bytes = Vec::new();
-            t.write_csv_to(&mut bytes)?;
-            gpumodel_models::atomic::write_atomic(out, &bytes)?;
+            write_atomic_with(out, |w| Ok(t.write_csv_to(w)?))?;
             let source = args.file.display().to_string();
             Ok(Some(ImportSummary::of(t, &source, &args.source, &out.display().to_string())))
         }
@@ -224,18 +109,29 @@ fn write_table(t: &gpumodel_models::Table, args: &Args) -> anyhow::Result<Option
     }
 }
 
-/// Which model a kernel profile can feed, as one line of the import report.
-fn feeds_line(p: &gpumodel_models::profile::KernelProfile, origin: gpumodel_models::ncu::Origin) -> String {
-    use gpumodel_predict::kernel::fallback::{covers_anything, lacked};
-    let lacks = lacked(p);
-    if lacks.is_empty() {
-        "full pipeline timing model".into()
-    } else if covers_anything(p) {
-        let shape =
-            if p.launch.is_known() { String::new() } else { format!("; {}", origin.missing_launch_hint()) };
-        format!("roofline fallback (lacks {}){shape}", lacks.join(", "))
-    } else {
-        "no counter any model reads: see `gpumodel import --help` for the command lines of a complete profile"
-            .into()
+/// Writes `out` through its `.part` file and a rename (a failure leaves whatever was there before and no
+/// half-written file), streaming: `write` gets a buffered writer on the part file.
+pub(crate) fn write_atomic_with<T>(
+    out: &std::path::Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    use gpumodel_models::error::Error;
+    use std::io::Write;
+    let part = gpumodel_models::atomic::part_path(out);
+    let io = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    let result = (|| {
+        let file = std::fs::File::create(&part).map_err(io(&part))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        let v = write(&mut w)?;
+        w.flush().map_err(io(&part))?;
+        std::fs::rename(&part, out).map_err(io(out))?;
+        Ok(v)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&part);
     }
+    result
 }

@@ -15,7 +15,7 @@ use gpumodel_predict::Config;
 use gpumodel_predict::calibration::file::CalibrationFile;
 use gpumodel_predict::examples;
 use gpumodel_predict::kernel::fallback;
-use gpumodel_predict::kernel::predict_kernel;
+use gpumodel_predict::kernel::{input_extrapolation, predict_kernel};
 use gpumodel_predict::report::{CalibrationUse, KernelReport, Provenance, RooflineReport, SweepReport};
 use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps};
 use std::path::{Path, PathBuf};
@@ -176,6 +176,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.sweep {
         None => {
             let prediction = predict_kernel(&kernel, &arch, &model, &cfg)?;
+            let mut extrapolation = extrapolation;
+            extrapolation.extend(input_extrapolation(&model, &prediction));
             let report = KernelReport {
                 kernel: kernel.name,
                 arch: arch.name,

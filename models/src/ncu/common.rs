@@ -1,6 +1,7 @@
 //! What every profiler importer shares: the imported kernel, the value and unit parsers, profile file
 //! names, the per-kernel table and the injection library's rows.
 
+use super::metrics::Capability;
 use crate::error::{Error, Result};
 use crate::profile::{CANONICAL_COUNTERS, EXPORT_COUNTERS, KernelProfile, Launch, MODEL_INPUTS, Measured};
 use crate::table::{GROUP_COLUMN, Table};
@@ -47,8 +48,12 @@ pub struct ImportedKernel {
     pub counters: BTreeMap<String, f64>,
     /// Code-table inputs measured by the profiler (`achieved_occupancy`).
     pub code: BTreeMap<String, f64>,
-    /// The GPU as the export names it (nvprof's `Device` column), when it does.
+    /// The GPU as the export names it (nvprof's `Device` column, ncu's `device__attribute_display_name`),
+    /// when it does.
     pub device: Option<String>,
+    /// The GPU's compute capability, when the export gives it (ncu's `CC` column or
+    /// `device__attribute_compute_capability_major/minor`) and not its name.
+    pub capability: Option<Capability>,
     /// The SM clock during the measurement, MHz, when the export has it (ncu's
     /// `sm__cycles_elapsed.avg.per_second`).
     pub core_mhz: Option<f64>,
@@ -61,7 +66,7 @@ impl ImportedKernel {
         let p = KernelProfile {
             name: self.name.clone(),
             source: source.to_string(),
-            arch: self.device.as_deref().and_then(arch_of_device).map(str::to_string),
+            arch: self.gpu(),
             launch,
             counters: self.counters.clone(),
             code: self.code.clone(),
@@ -72,6 +77,28 @@ impl ImportedKernel {
     }
 }
 
+impl ImportedKernel {
+    /// The GPU the counters were measured on, as a profile records it: the built-in architecture's name
+    /// when there is one (`gtx1080ti`), else the export's name for it (`NVIDIA GeForce RTX 3090`), else its
+    /// compute capability (`sm_86`).
+    pub fn gpu(&self) -> Option<String> {
+        let named = self.device.as_deref().map(device_name).filter(|d| !d.is_empty());
+        match named {
+            Some(d) => Some(arch_of_device(d).map_or_else(|| d.to_string(), str::to_string)),
+            None => self.capability.map(|c| c.to_string()),
+        }
+    }
+}
+
+/// A GPU's name without nvprof's device index (`GeForce GTX 1080 Ti (0)` → `GeForce GTX 1080 Ti`).
+fn device_name(d: &str) -> &str {
+    let t = d.trim();
+    match t.rfind(" (") {
+        Some(i) if t.ends_with(')') && t[i + 2..t.len() - 1].chars().all(|c| c.is_ascii_digit()) => &t[..i],
+        _ => t,
+    }
+}
+
 /// Parses a number as the profilers print it ("1,234,567", "12.5", "n/a" → None).
 pub(crate) fn number(s: &str) -> Option<f64> {
     let t = s.trim().replace(',', "");
@@ -79,6 +106,21 @@ pub(crate) fn number(s: &str) -> Option<f64> {
         return None;
     }
     t.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// [`number`] of a cell's bytes, without allocating for the common case (no thousands separators).
+pub(crate) fn number_bytes(b: &[u8]) -> Option<f64> {
+    let t = b.trim_ascii();
+    if t.is_empty() || t.eq_ignore_ascii_case(b"n/a") {
+        return None;
+    }
+    let x = if t.contains(&b',') {
+        let digits: Vec<u8> = t.iter().copied().filter(|c| *c != b',').collect();
+        std::str::from_utf8(&digits).ok()?.trim().parse::<f64>().ok()
+    } else {
+        std::str::from_utf8(t).ok()?.parse::<f64>().ok()
+    };
+    x.filter(|x| x.is_finite())
 }
 
 /// "(256, 1, 1)" → [256, 1, 1].
@@ -168,25 +210,79 @@ pub fn profile_file_name(index: usize, kernel_name: &str) -> String {
     format!("{safe}-{:03}.json", index + 1)
 }
 
-/// A table of imported kernels: `kernel`, `time_s` (nan when unknown), the canonical counters, the ten
-/// model inputs as totals, and — when the time is known — as rates (`<input>_per_s`).
-pub fn kernels_table(kernels: &[ImportedKernel], source: &str) -> Table {
+/// The columns of the imported-kernel table after `kernel`: `time_s` (nan when unknown), the canonical
+/// counters, the ten model inputs as totals, and — when the time is known — as rates (`<input>_per_s`).
+pub fn kernel_columns() -> Vec<String> {
     let mut columns: Vec<String> = vec!["time_s".into()];
-    let counters: Vec<&str> = CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c).collect();
-    columns.extend(counters.iter().map(|c| c.to_string()));
+    columns.extend(CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| c.to_string()));
     columns.extend(MODEL_INPUTS.iter().map(|(i, _)| i.to_string()));
     columns.extend(MODEL_INPUTS.iter().map(|(i, _)| format!("{i}_per_s")));
+    columns
+}
+
+/// One kernel's row of [`kernel_columns`].
+fn kernel_row(k: &ImportedKernel) -> impl Iterator<Item = f64> + '_ {
+    let counters = CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| *c);
+    let totals: Vec<f64> = MODEL_INPUTS
+        .iter()
+        .map(|(_, parts)| parts.iter().map(|p| k.counters.get(*p).copied().unwrap_or(f64::NAN)).sum())
+        .collect();
+    let rates: Vec<f64> = totals.iter().map(|t| k.time_s.map_or(f64::NAN, |s| t / s)).collect();
+    std::iter::once(k.time_s.unwrap_or(f64::NAN))
+        .chain(counters.map(|c| k.counters.get(c).copied().unwrap_or(f64::NAN)))
+        .chain(totals)
+        .chain(rates)
+}
+
+/// The table of imported kernels (`kernel` then [`kernel_columns`]) written as CSV one kernel at a time,
+/// as [`Table::write_csv_to`] writes it, so a long export is never held whole.
+pub struct KernelsCsv<W: std::io::Write> {
+    out: csv::Writer<W>,
+    rows: usize,
+    names: BTreeSet<String>,
+}
+
+impl<W: std::io::Write> KernelsCsv<W> {
+    pub fn new(w: W) -> std::result::Result<KernelsCsv<W>, csv::Error> {
+        let mut out = csv::Writer::from_writer(w);
+        let columns = kernel_columns();
+        out.write_record(std::iter::once(GROUP_COLUMN).chain(columns.iter().map(String::as_str)))?;
+        Ok(KernelsCsv { out, rows: 0, names: BTreeSet::new() })
+    }
+
+    pub fn push(&mut self, k: &ImportedKernel) -> std::result::Result<(), csv::Error> {
+        self.out.write_field(&k.name)?;
+        for x in kernel_row(k) {
+            // Most cells of a partial export are empty: `format_number(NaN)` without the formatting.
+            if x.is_nan() {
+                self.out.write_field("NaN")?;
+            } else {
+                self.out.write_field(crate::table::format_number(x))?;
+            }
+        }
+        self.out.write_record(None::<&[u8]>)?;
+        self.rows += 1;
+        if !self.names.contains(&k.name) {
+            self.names.insert(k.name.clone());
+        }
+        Ok(())
+    }
+
+    /// Flushes the table; returns the writer, the rows written, the distinct kernels and the columns.
+    pub fn finish(self) -> std::result::Result<(W, usize, usize, usize), csv::Error> {
+        let (rows, kernels) = (self.rows, self.names.len());
+        let w = self.out.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
+        Ok((w, rows, kernels, 1 + kernel_columns().len()))
+    }
+}
+
+/// The same table as a [`Table`] (for tests and callers that want it in memory).
+pub fn kernels_table(kernels: &[ImportedKernel], source: &str) -> Table {
+    let columns = kernel_columns();
     let mut data = Array2::from_elem((kernels.len(), columns.len()), f64::NAN);
     for (r, k) in kernels.iter().enumerate() {
-        data[[r, 0]] = k.time_s.unwrap_or(f64::NAN);
-        for (j, c) in counters.iter().enumerate() {
-            data[[r, 1 + j]] = k.counters.get(*c).copied().unwrap_or(f64::NAN);
-        }
-        let base = 1 + counters.len();
-        for (j, (_, parts)) in MODEL_INPUTS.iter().enumerate() {
-            let total: f64 = parts.iter().map(|p| k.counters.get(*p).copied().unwrap_or(f64::NAN)).sum();
-            data[[r, base + j]] = total;
-            data[[r, base + MODEL_INPUTS.len() + j]] = k.time_s.map_or(f64::NAN, |t| total / t);
+        for (j, x) in kernel_row(k).enumerate() {
+            data[[r, j]] = x;
         }
     }
     Table {
@@ -235,6 +331,7 @@ pub fn read_inject_rows(text: &str, source: &str) -> Result<Vec<ImportedKernel>>
             counters,
             code: BTreeMap::new(),
             device: None,
+            capability: None,
             core_mhz: None,
         });
     }

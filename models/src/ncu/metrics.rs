@@ -126,10 +126,23 @@ const WARP: f64 = 32.0;
 struct Reader<'a> {
     m: &'a BTreeMap<String, f64>,
     out: Mapped,
+    /// Whether this reads ncu metrics: every name [`from_ncu`] looks up must then be one [`ncu_reads`]
+    /// names, since the streaming reader keeps only those (checked when the unit tests run).
+    ncu: bool,
 }
 
 impl Reader<'_> {
+    fn has(&self, name: &str) -> bool {
+        if cfg!(test) {
+            assert!(!self.ncu || ncu_reads(name), "from_ncu reads {name}, which ncu_reads does not name");
+        }
+        self.m.contains_key(name)
+    }
+
     fn get(&mut self, name: &str) -> Option<f64> {
+        if cfg!(test) {
+            assert!(!self.ncu || ncu_reads(name), "from_ncu reads {name}, which ncu_reads does not name");
+        }
         let v = self.m.get(name).copied()?;
         self.out.used.insert(name.to_string());
         Some(v)
@@ -137,7 +150,7 @@ impl Reader<'_> {
 
     /// The sum of `names`, when every one is there.
     fn sum(&mut self, names: &[&str]) -> Option<f64> {
-        if names.iter().any(|n| !self.m.contains_key(*n)) {
+        if names.iter().any(|n| !self.has(n)) {
             return None;
         }
         names.iter().map(|n| self.get(n)).sum()
@@ -167,7 +180,7 @@ impl Reader<'_> {
 /// the NV-DVFS rows).
 pub fn from_nvprof(m: &BTreeMap<String, f64>, cc: Option<Capability>) -> Result<Mapped, OutOfRange> {
     let cc = cc.unwrap_or(Capability { major: 6, minor: 1 });
-    let mut r = Reader { m, out: Mapped::default() };
+    let mut r = Reader { m, out: Mapped::default(), ncu: false };
     // Events with the canonical names (the paper's Fermi events; `gld_request`, `shared_load`, …).
     for (c, _) in crate::profile::CANONICAL_COUNTERS.iter().chain(crate::profile::EXPORT_COUNTERS) {
         if let Some(v) = r.get(c) {
@@ -249,11 +262,73 @@ pub fn from_nvprof(m: &BTreeMap<String, f64>, cc: Option<Capability>) -> Result<
 pub const THREAD_LEVEL: &[&str] =
     &["inst_fp_32", "inst_fp_64", "inst_fp_16", "inst_integer", "inst_bit_convert"];
 
+/// The ncu metrics (and details-page display names) [`from_ncu`] reads, besides the per-opcode FP counts
+/// `{sm,smsp}__sass_thread_inst_executed_op_{f,d,h}{fma,mul,add}_pred_on.sum`.
+const NCU_READS: &[&str] = &[
+    "sm__inst_executed.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "sass__inst_executed_global_loads",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "dram__sectors_read.sum",
+    "dram__sectors_write.sum",
+    "dram__bytes.sum",
+    "dram__sectors.sum",
+    "lts__t_sectors_op_read.sum",
+    "lts__t_sectors_op_write.sum",
+    "lts__t_sectors_op_atom.sum",
+    "lts__t_sectors_op_red.sum",
+    "lts__t_bytes.sum",
+    "lts__t_sectors.sum",
+    "sass__inst_executed_shared_loads",
+    "sass__inst_executed_shared_stores",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "sm__inst_executed_pipe_tensor.sum",
+    "smsp__inst_executed_pipe_tensor.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "Achieved Occupancy",
+];
+
+/// The FMA, MUL and ADD thread counts of one precision: per SM sub-partition, then per SM.
+type FpOpcodeMetrics = [[&'static str; 3]; 2];
+
+/// Per FP counter, the per-opcode thread counts (FMA, MUL, ADD) that give it, per SM sub-partition then
+/// per SM: `{smsp,sm}__sass_thread_inst_executed_op_{f,d,h}{fma,mul,add}_pred_on.sum`.
+static FP_OPCODE_METRICS: std::sync::LazyLock<Vec<(&str, FpOpcodeMetrics)>> =
+    std::sync::LazyLock::new(|| {
+        let name = |unit: &str, prefix: &str, op: &str| -> &'static str {
+            format!("{unit}__sass_thread_inst_executed_op_{prefix}{op}_pred_on.sum").leak()
+        };
+        [("inst_fp_32", "f"), ("inst_fp_64", "d"), ("inst_fp_16", "h")]
+            .into_iter()
+            .map(|(counter, p)| {
+                let ops = |unit| [name(unit, p, "fma"), name(unit, p, "mul"), name(unit, p, "add")];
+                (counter, [ops("smsp"), ops("sm")])
+            })
+            .collect()
+    });
+
+/// Whether [`from_ncu`] may read the metric `name` (the streaming reader keeps only these as numbers).
+pub fn ncu_reads(name: &str) -> bool {
+    if NCU_READS.contains(&name) {
+        return true;
+    }
+    let Some(rest) = name.strip_prefix("sm__").or_else(|| name.strip_prefix("smsp__")) else { return false };
+    let Some(op) =
+        rest.strip_prefix("sass_thread_inst_executed_op_").and_then(|r| r.strip_suffix("_pred_on.sum"))
+    else {
+        return false;
+    };
+    matches!(op.as_bytes().first(), Some(b'f' | b'd' | b'h')) && ["fma", "mul", "add"].contains(&&op[1..])
+}
+
 /// ncu metrics beyond the chip's range map (values in base units): each canonical counter from the first
 /// alternative the export has, as the nvprof → ncu comparison table pairs them. `counters` already holds
 /// what the range map gave; nothing there is replaced.
 pub fn from_ncu(m: &BTreeMap<String, f64>, mapped: &mut Mapped) -> Result<(), OutOfRange> {
-    let mut r = Reader { m, out: std::mem::take(mapped) };
+    let mut r = Reader { m, out: std::mem::take(mapped), ncu: true };
     let thread = 1.0 / WARP;
     r.set("inst_executed", &[(&["sm__inst_executed.sum"], 1.0)]);
     r.set(
@@ -314,14 +389,9 @@ pub fn from_ncu(m: &BTreeMap<String, f64>, mapped: &mut Mapped) -> Result<(), Ou
         ],
     );
     // FP instructions from the per-opcode thread counts (FMA, MUL, ADD), when the pipe counts are absent.
-    for (counter, prefix) in [("inst_fp_32", "f"), ("inst_fp_64", "d"), ("inst_fp_16", "h")] {
-        for unit in ["smsp", "sm"] {
-            let names: Vec<String> = ["fma", "mul", "add"]
-                .iter()
-                .map(|op| format!("{unit}__sass_thread_inst_executed_op_{prefix}{op}_pred_on.sum"))
-                .collect();
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let v = r.first(&[(&refs, thread)]);
+    for (counter, by_unit) in FP_OPCODE_METRICS.iter() {
+        for names in by_unit {
+            let v = r.first(&[(names, thread)]);
             r.put(counter, v);
         }
     }

@@ -75,7 +75,10 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Met
                 file: source.into(),
                 line,
                 column: format!("Avg of {m}"),
-                message: format!("{v} is outside 0–1e18, the range of a launch's counter"),
+                message: format!(
+                    "{} is outside 0–1e18, the range of a launch's counter",
+                    super::stream::shown(v)
+                ),
             });
         }
         let i = match order.iter().position(|x| &x.0 == k) {
@@ -103,6 +106,7 @@ pub fn read_nvprof(text: &str, source: &str) -> Result<(Vec<ImportedKernel>, Met
             counters: mapped.counters,
             code: mapped.code,
             device,
+            capability: None,
             core_mhz: None,
         });
     }
@@ -289,6 +293,7 @@ pub fn gpu_trace_kernels(trace: &[TraceLaunch]) -> Vec<ImportedKernel> {
                 counters: BTreeMap::new(),
                 code: BTreeMap::new(),
                 device: None,
+                capability: None,
                 core_mhz: None,
             })
         })

@@ -204,6 +204,7 @@ fn a_kernel_missing_from_the_gpu_trace_is_noted() {
         counters: BTreeMap::new(),
         code: BTreeMap::new(),
         device: None,
+        capability: None,
         core_mhz: None,
     }];
     let notes = join_gpu_trace(&mut k, &trace);
