@@ -5,20 +5,10 @@
 //! PCI bus id, finds that GPU in NVML under another index, samples its power while the program runs and
 //! writes the trace — the code a real GPU would run, minus CUPTI (`--no-counters`).
 
-use std::path::{Path, PathBuf};
+mod common;
 
-fn cc(src: &str, out: &Path, defines: &[&str]) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
-    let st = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
-        .args(defines)
-        .arg(&src)
-        .arg("-o")
-        .arg(out)
-        .status()
-        .expect("a C compiler (`cc`) is needed to build the fake driver libraries");
-    assert!(st.success(), "cc failed on {}", src.display());
-}
+use common::cc;
+use std::path::{Path, PathBuf};
 
 /// (fake NVML library, folder holding the fake libcuda.so).
 fn fake_driver(dir: &Path) -> (PathBuf, PathBuf) {
