@@ -81,3 +81,46 @@ fn a_missing_cuda_device_is_one_line_and_writes_nothing() {
     assert!(err.contains("no GPU with index 3") && err.contains("CUDA sees 1 device(s)"), "{err}");
     assert!(!out.exists() && !out.with_extension("json").exists());
 }
+
+/// `collect --pm-passes all` through CUPTI itself (collect/tests/fake_cupti, a GA102 whose metric database
+/// holds the counters of the DCGM fields): the collector plans the fields with the host API — FP64A needs 3
+/// hardware passes there, FP16A has no counter, one pass holds GRACT to DRAMA and FP32A needs a run of its
+/// own — samples each run's metrics and writes each field as counter / (elapsed × peak), the fraction the
+/// fake library's samples are built at.
+#[test]
+fn pm_passes_all_through_cupti_writes_the_dcgm_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let (nvml, cuda_dir) = fake_driver(dir.path());
+    let cupti = common::fake_cupti(dir.path(), 0);
+    let out = dir.path().join("t.csv");
+    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
+        .env_remove("GPUMODEL_FAKE_GPU")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env("GPUMODEL_NVML_LIB", &nvml)
+        .env("LD_LIBRARY_PATH", &cuda_dir)
+        .env("GPUMODEL_CUDA_LIBS", &cupti)
+        .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
+        .arg(&out)
+        .args(["/bin/sleep", "0.1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(meta["chip"], "GA102");
+    let passes = meta["replay"]["passes"].as_array().unwrap();
+    // Six groups of the GA102 map, then the two runs of fields.
+    assert_eq!(passes.len(), 8, "{passes:?}");
+    assert_eq!(passes[6]["counters"], serde_json::json!(["GRACT", "SMACT", "SMOCC", "TENSO", "DRAMA"]));
+    assert_eq!(passes[7]["counters"], serde_json::json!(["FP32A"]));
+    let t = gpumodel_models::Table::read_csv(&out, "kernel").unwrap();
+    for (name, v) in
+        [("GRACT", 0.9), ("SMACT", 0.8), ("SMOCC", 0.4), ("TENSO", 0.1), ("DRAMA", 0.3), ("FP32A", 0.5)]
+    {
+        let col = t.column(name).unwrap_or_else(|| panic!("no column {name}"));
+        let known: Vec<f64> = col.iter().copied().filter(|x| x.is_finite()).collect();
+        assert!(!known.is_empty() && known.iter().all(|x| (x - v).abs() < 1e-9), "{name}: {col:?}");
+    }
+    assert!(t.column("FP64A").is_none() && t.column("FP16A").is_none());
+}
