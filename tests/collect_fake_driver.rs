@@ -3,7 +3,9 @@
 //! nvml-wrapper's library-path option) and `libcuda.so` (collect/tests/fake_cuda, found by cudarc through
 //! LD_LIBRARY_PATH), built here with `cc`. The binary then opens NVML, asks the CUDA driver for device 0's
 //! PCI bus id, finds that GPU in NVML under another index, samples its power while the program runs and
-//! writes the trace — the code a real GPU would run, minus CUPTI (`--no-counters`).
+//! writes the trace — the code a real GPU would run, minus CUPTI (`--no-counters`). With the stand-in CUPTI
+//! as well (collect/tests/fake_cupti), `--pm-passes all` samples every counter group and the DCGM
+//! profiling fields through CUPTI's documented calls.
 
 mod common;
 
@@ -123,4 +125,62 @@ fn pm_passes_all_through_cupti_writes_the_dcgm_fields() {
         assert!(!known.is_empty() && known.iter().all(|x| (x - v).abs() < 1e-9), "{name}: {col:?}");
     }
     assert!(t.column("FP64A").is_none() && t.column("FP16A").is_none());
+}
+
+/// Field → PM-sampling run (1-based) of `gpumodel counters --chip GA102 --format json` with the CUPTI of
+/// `libs`, or `None` when that CUPTI cannot be loaded.
+fn dcgm_runs(libs: &std::ffi::OsStr) -> Option<Vec<(String, Option<u64>)>> {
+    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
+        .env("GPUMODEL_CUDA_LIBS", libs)
+        .env("LD_LIBRARY_PATH", libs)
+        .args(["counters", "--chip", "GA102", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    if !j["cupti_error"].is_null() {
+        return None;
+    }
+    let fields = j["dcgm"].as_array().unwrap_or_else(|| panic!("no dcgm list: {j}"));
+    Some(fields.iter().map(|f| (f["field"].as_str().unwrap().to_string(), f["run"].as_u64())).collect())
+}
+
+/// Both stand-ins plan the DCGM fields as CUPTI's own host library does for GA102: the fake CUPTI (through
+/// `gpumodel counters`) and the scripted GPU of GPUMODEL_FAKE_GPU=1 (the runs of its trace). Needs the real
+/// libraries (GPUMODEL_CUDA_LIBS); skipped without them unless GPUMODEL_REQUIRE_CUDA_LIBS=1.
+#[test]
+fn the_stand_ins_plan_the_dcgm_fields_as_cupti_does_for_ga102() {
+    let real = std::env::var_os("GPUMODEL_CUDA_LIBS").and_then(|l| dcgm_runs(&l));
+    let Some(real) = real else {
+        assert!(
+            !std::env::var("GPUMODEL_REQUIRE_CUDA_LIBS").is_ok_and(|v| v == "1"),
+            "GPUMODEL_REQUIRE_CUDA_LIBS=1 but CUPTI does not load from GPUMODEL_CUDA_LIBS"
+        );
+        eprintln!("skipping: no CUPTI in GPUMODEL_CUDA_LIBS");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cupti = common::fake_cupti(dir.path(), 0);
+    assert_eq!(dcgm_runs(cupti.as_os_str()).unwrap(), real, "fake CUPTI");
+
+    let out = dir.path().join("t.csv");
+    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
+        .arg(&out)
+        .arg("/bin/true")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let mut scripted: Vec<(String, Option<u64>)> = real.iter().map(|(f, _)| (f.clone(), None)).collect();
+    for p in meta["replay"]["passes"].as_array().unwrap() {
+        for c in p["counters"].as_array().unwrap() {
+            if let Some(s) = scripted.iter_mut().find(|(f, _)| c == f.as_str()) {
+                s.1 = p["pass"].as_u64();
+            }
+        }
+    }
+    assert_eq!(scripted, real, "scripted GPU");
 }
