@@ -170,14 +170,10 @@ fn merge_joins_per_host_traces() {
     assert_eq!(text.lines().count() - 1, rows_in);
 }
 
-/// `--pm-passes all` on the scripted GPU: one run per PM-sampling group of the GA102 map, then two of DCGM
-/// profiling fields, merged on time since the program started. The fake's extra groups read documented constants (counter j of pass
-/// k: (k·10 + j)·1e6 events/s, in the group's alphabetical order), so every merged column is checked
-/// against a value written here, not one taken from the collector.
-#[test]
-fn pm_passes_all_merges_every_group_into_one_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("app.csv");
+/// A `--pm-passes all` trace of the scripted GPU running `/bin/sleep 0.3`, in `dir`: its path and the run
+/// summary printed.
+fn replay_trace(dir: &Path) -> (std::path::PathBuf, String) {
+    let out = dir.join("app.csv");
     let o = fake()
         .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
         .arg(&out)
@@ -185,7 +181,17 @@ fn pm_passes_all_merges_every_group_into_one_trace() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let summary = String::from_utf8_lossy(&o.stdout);
+    (out, String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// `--pm-passes all` on the scripted GPU: one run per PM-sampling group of the GA102 map, then two of DCGM
+/// profiling fields, merged on time since the program started. The fake's extra groups read documented constants (counter j of pass
+/// k: (k·10 + j)·1e6 events/s, in the group's alphabetical order), so every merged column is checked
+/// against a value written here, not one taken from the collector.
+#[test]
+fn pm_passes_all_merges_every_group_into_one_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, summary) = replay_trace(dir.path());
     assert!(summary.contains("passes are separate runs: run time"), "{summary}");
     let t = gpumodel_models::Table::read_csv(&out, "kernel").unwrap();
     let want = [
@@ -251,26 +257,13 @@ fn pm_passes_all_merges_every_group_into_one_trace() {
 const FAKE_FIELDS: [(&str, f64); 6] =
     [("GRACT", 0.9), ("SMACT", 0.8), ("SMOCC", 0.4), ("TENSO", 0.1), ("DRAMA", 0.3), ("FP32A", 0.5)];
 
-/// A `--pm-passes all` trace of the scripted GPU running `/bin/sleep 0.3`, in `dir`.
-fn dcgm_trace(dir: &Path) -> std::path::PathBuf {
-    let out = dir.join("app.csv");
-    let o = fake()
-        .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
-        .arg(&out)
-        .args(["/bin/sleep", "0.3"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    out
-}
-
 /// Through the binary: `collect --pm-passes all` writes the DCGM field columns (every row in [0, 1], at
 /// the scripted fractions), and `import dcgm` reads the trace as one utilization profile of those values,
 /// its clock, power and run time.
 #[test]
 fn pm_passes_all_writes_dcgm_fields_that_import_dcgm_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dcgm_trace(dir.path());
+    let (out, _) = replay_trace(dir.path());
     let t = gpumodel_models::Table::read_csv(&out, "kernel").unwrap();
     for (name, v) in FAKE_FIELDS {
         let col = t.column(name).unwrap_or_else(|| panic!("no column {name}"));
@@ -314,7 +307,7 @@ fn pm_passes_all_writes_dcgm_fields_that_import_dcgm_reads() {
 #[test]
 fn predict_reads_a_collected_dcgm_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dcgm_trace(dir.path());
+    let (out, _) = replay_trace(dir.path());
     let o = gpumodel()
         .args(["predict", "--profile"])
         .arg(&out)
@@ -332,7 +325,8 @@ fn predict_reads_a_collected_dcgm_trace() {
     assert_eq!(points.len(), 4);
     let at_max = &points[3];
     assert_eq!(at_max["core_mhz"], 1410.0);
-    assert_eq!(at_max["power_w"], j["profile"]["power_w"]);
+    let (p, measured) = (at_max["power_w"].as_f64().unwrap(), j["profile"]["power_w"].as_f64().unwrap());
+    assert!((p - measured).abs() < 1e-9 * measured, "{p} vs {measured}");
     // Slower clocks take longer.
     assert!(points.windows(2).all(|w| w[0]["time_s"].as_f64() > w[1]["time_s"].as_f64()), "{points:?}");
 }

@@ -12,25 +12,45 @@ mod common;
 use common::cc;
 use std::path::{Path, PathBuf};
 
-/// (fake NVML library, folder holding the fake libcuda.so).
-fn fake_driver(dir: &Path) -> (PathBuf, PathBuf) {
-    let nvml = dir.join("libnvidia-ml.so.1");
-    cc("collect/tests/fake_nvml/fake_nvml.c", &nvml, &["-DSCENARIO=0"]);
-    let cuda_dir = dir.join("cuda");
-    std::fs::create_dir_all(&cuda_dir).unwrap();
-    cc("collect/tests/fake_cuda/fake_cuda.c", &cuda_dir.join("libcuda.so"), &[]);
-    (nvml, cuda_dir)
+/// The stand-in NVML and CUDA driver, built in a folder.
+struct Driver {
+    nvml: PathBuf,
+    cuda_dir: PathBuf,
+}
+
+impl Driver {
+    fn new(dir: &Path) -> Driver {
+        let nvml = dir.join("libnvidia-ml.so.1");
+        cc("collect/tests/fake_nvml/fake_nvml.c", &nvml, &["-DSCENARIO=0"]);
+        let cuda_dir = dir.join("cuda");
+        std::fs::create_dir_all(&cuda_dir).unwrap();
+        cc("collect/tests/fake_cuda/fake_cuda.c", &cuda_dir.join("libcuda.so"), &[]);
+        Driver { nvml, cuda_dir }
+    }
+
+    /// `gpumodel` on the real hardware path, over these libraries.
+    fn gpumodel(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"));
+        c.env_remove("GPUMODEL_FAKE_GPU")
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .env("GPUMODEL_NVML_LIB", &self.nvml)
+            .env("LD_LIBRARY_PATH", &self.cuda_dir);
+        c
+    }
+}
+
+/// The JSON sidecar of the trace `out`.
+fn sidecar(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap()
 }
 
 #[test]
 fn real_collect_path_matches_cuda_and_nvml_by_bus_id_and_writes_the_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let (nvml, cuda_dir) = fake_driver(dir.path());
+    let driver = Driver::new(dir.path());
     let out = dir.path().join("t.csv");
-    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
-        .env_remove("GPUMODEL_FAKE_GPU")
-        .env("GPUMODEL_NVML_LIB", &nvml)
-        .env("LD_LIBRARY_PATH", &cuda_dir)
+    let o = driver
+        .gpumodel()
         .args([
             "collect",
             "--no-counters",
@@ -48,8 +68,7 @@ fn real_collect_path_matches_cuda_and_nvml_by_bus_id_and_writes_the_trace() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let meta = sidecar(&out);
     assert_eq!(meta["status"], "complete");
     // CUDA's 0000:65:00.0 is NVML's device 1 ("Fake NVIDIA GPU 1", 654.321 W instantaneous).
     assert_eq!(meta["gpu"], "Fake NVIDIA GPU 1");
@@ -65,13 +84,10 @@ fn real_collect_path_matches_cuda_and_nvml_by_bus_id_and_writes_the_trace() {
 #[test]
 fn a_missing_cuda_device_is_one_line_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (nvml, cuda_dir) = fake_driver(dir.path());
+    let driver = Driver::new(dir.path());
     let out = dir.path().join("t.csv");
-    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
-        .env_remove("GPUMODEL_FAKE_GPU")
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env("GPUMODEL_NVML_LIB", &nvml)
-        .env("LD_LIBRARY_PATH", &cuda_dir)
+    let o = driver
+        .gpumodel()
         .args(["collect", "--no-counters", "--device", "3", "-o"])
         .arg(&out)
         .arg("/bin/true")
@@ -92,14 +108,11 @@ fn a_missing_cuda_device_is_one_line_and_writes_nothing() {
 #[test]
 fn pm_passes_all_through_cupti_writes_the_dcgm_fields() {
     let dir = tempfile::tempdir().unwrap();
-    let (nvml, cuda_dir) = fake_driver(dir.path());
+    let driver = Driver::new(dir.path());
     let cupti = common::fake_cupti(dir.path(), 0);
     let out = dir.path().join("t.csv");
-    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
-        .env_remove("GPUMODEL_FAKE_GPU")
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env("GPUMODEL_NVML_LIB", &nvml)
-        .env("LD_LIBRARY_PATH", &cuda_dir)
+    let o = driver
+        .gpumodel()
         .env("GPUMODEL_CUDA_LIBS", &cupti)
         .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
         .arg(&out)
@@ -108,8 +121,7 @@ fn pm_passes_all_through_cupti_writes_the_dcgm_fields() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let meta = sidecar(&out);
     assert_eq!(meta["chip"], "GA102");
     let passes = meta["replay"]["passes"].as_array().unwrap();
     // Six groups of the GA102 map, then the two runs of fields.
@@ -172,8 +184,7 @@ fn the_stand_ins_plan_the_dcgm_fields_as_cupti_does_for_ga102() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let meta = sidecar(&out);
     let mut scripted: Vec<(String, Option<u64>)> = real.iter().map(|(f, _)| (f.clone(), None)).collect();
     for p in meta["replay"]["passes"].as_array().unwrap() {
         for c in p["counters"].as_array().unwrap() {
