@@ -170,14 +170,10 @@ fn merge_joins_per_host_traces() {
     assert_eq!(text.lines().count() - 1, rows_in);
 }
 
-/// `--pm-passes all` on the scripted GPU: one run per PM-sampling group of the GA102 map, merged on
-/// time since the program started. The fake's extra groups read documented constants (counter j of pass
-/// k: (k·10 + j)·1e6 events/s, in the group's alphabetical order), so every merged column is checked
-/// against a value written here, not one taken from the collector.
-#[test]
-fn pm_passes_all_merges_every_group_into_one_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("app.csv");
+/// A `--pm-passes all` trace of the scripted GPU running `/bin/sleep 0.3`, in `dir`: its path and the run
+/// summary printed.
+fn replay_trace(dir: &Path) -> (std::path::PathBuf, String) {
+    let out = dir.join("app.csv");
     let o = fake()
         .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
         .arg(&out)
@@ -185,7 +181,17 @@ fn pm_passes_all_merges_every_group_into_one_trace() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let summary = String::from_utf8_lossy(&o.stdout);
+    (out, String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// `--pm-passes all` on the scripted GPU: one run per PM-sampling group of the GA102 map, then two of DCGM
+/// profiling fields, merged on time since the program started. The fake's extra groups read documented constants (counter j of pass
+/// k: (k·10 + j)·1e6 events/s, in the group's alphabetical order), so every merged column is checked
+/// against a value written here, not one taken from the collector.
+#[test]
+fn pm_passes_all_merges_every_group_into_one_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, summary) = replay_trace(dir.path());
     assert!(summary.contains("passes are separate runs: run time"), "{summary}");
     let t = gpumodel_models::Table::read_csv(&out, "kernel").unwrap();
     let want = [
@@ -220,7 +226,7 @@ fn pm_passes_all_merges_every_group_into_one_trace() {
     assert_eq!(meta["status"], "complete");
     assert_eq!(meta["summary"]["samples"], t.n_rows() as u64);
     let passes = meta["replay"]["passes"].as_array().unwrap();
-    assert_eq!(passes.len(), 6);
+    assert_eq!(passes.len(), 8);
     for (k, p) in passes.iter().enumerate() {
         assert_eq!(p["pass"], k + 1);
         assert_eq!(p["status"], "complete");
@@ -231,6 +237,8 @@ fn pm_passes_all_merges_every_group_into_one_trace() {
         passes[2]["counters"],
         serde_json::json!(["tex0_cache_sector_misses", "tex0_cache_sector_queries"])
     );
+    assert_eq!(passes[6]["counters"], serde_json::json!(["GRACT", "SMACT", "SMOCC", "TENSO", "DRAMA"]));
+    assert_eq!(passes[7]["counters"], serde_json::json!(["FP32A"]));
     assert!(meta["replay"]["duration_spread"]["range_pct"].as_f64().unwrap() >= 0.0);
 
     // `gpumodel merge` takes the merged trace like any other.
@@ -240,6 +248,87 @@ fn pm_passes_all_merges_every_group_into_one_trace() {
     let m = gpumodel_models::Table::read_csv(&all, "kernel").unwrap();
     assert_eq!(m.n_rows(), t.n_rows());
     assert!((m.column("inst_fp_32").unwrap()[0] - 50e6).abs() <= 1e-6 * 50e6);
+}
+
+/// The DCGM fields of the scripted GPU: each field's counter is a fixed fraction of its peak over the
+/// elapsed cycles (src/cli/gpu.rs), so each column must read that fraction: GA102 gives GRACT, SMACT,
+/// SMOCC, TENSO and DRAMA in one run and FP32A in the next; FP64A (3 hardware passes) and FP16A (no
+/// counter) are not sampled.
+const FAKE_FIELDS: [(&str, f64); 6] =
+    [("GRACT", 0.9), ("SMACT", 0.8), ("SMOCC", 0.4), ("TENSO", 0.1), ("DRAMA", 0.3), ("FP32A", 0.5)];
+
+/// Through the binary: `collect --pm-passes all` writes the DCGM field columns (every row in [0, 1], at
+/// the scripted fractions), and `import dcgm` reads the trace as one utilization profile of those values,
+/// its clock, power and run time.
+#[test]
+fn pm_passes_all_writes_dcgm_fields_that_import_dcgm_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = replay_trace(dir.path());
+    let t = gpumodel_models::Table::read_csv(&out, "kernel").unwrap();
+    for (name, v) in FAKE_FIELDS {
+        let col = t.column(name).unwrap_or_else(|| panic!("no column {name}"));
+        let known: Vec<f64> = col.iter().copied().filter(|x| x.is_finite()).collect();
+        assert!(known.len() * 10 >= col.len() * 8, "{name}: {} of {} rows known", known.len(), col.len());
+        assert!(known.iter().all(|x| (0.0..=1.0).contains(x) && (x - v).abs() < 1e-9), "{name}: {known:?}");
+    }
+    for absent in ["FP64A", "FP16A"] {
+        assert!(t.column(absent).is_none(), "{absent}");
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let power = meta["summary"]["mean_power_w"].as_f64().unwrap();
+
+    let csv = dir.path().join("x.csv");
+    let o = gpumodel().args(["import", "dcgm"]).arg(&out).arg("--out").arg(&csv).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut r = csv::Reader::from_path(&csv).unwrap();
+    let head = r.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let get = |name: &str| -> String {
+        let i = head.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name} in {head:?}"));
+        rows[0][i].to_string()
+    };
+    let num = |name: &str| get(name).parse::<f64>().unwrap_or_else(|e| panic!("{name}: {e}"));
+    for (name, v) in FAKE_FIELDS {
+        assert!((num(name) - v).abs() < 1e-9, "{name}: {}", get(name));
+    }
+    assert_eq!(get("FP64A"), "");
+    assert_eq!(get("source"), "collector");
+    assert!((num("core_mhz") - 1410.0).abs() < 1e-6, "{}", get("core_mhz"));
+    assert!((num("power_w") - power).abs() < 0.5, "{} vs {power}", num("power_w"));
+    // The run time of the program (0.3 s) as the samples cover it.
+    assert!((num("time_s") - 0.3).abs() < 0.05, "{}", num("time_s"));
+}
+
+/// `predict --profile` on the same trace, for a GPU without a shipped clock model and its clocks given:
+/// the profile it reads carries the fields, and the sweep answers at the measured clock with the
+/// measured power.
+#[test]
+fn predict_reads_a_collected_dcgm_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = replay_trace(dir.path());
+    let o = gpumodel()
+        .args(["predict", "--profile"])
+        .arg(&out)
+        .args(["--gpu", "NVIDIA A100-SXM4-40GB", "--core-clocks", "810,1005,1200,1410", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let fields = &j["profile"]["fields"];
+    for (name, v) in FAKE_FIELDS {
+        assert!((fields[name].as_f64().unwrap() - v).abs() < 1e-9, "{name}: {fields}");
+    }
+    assert_eq!(j["profile"]["source"], "collector");
+    let points = j["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    let at_max = &points[3];
+    assert_eq!(at_max["core_mhz"], 1410.0);
+    let (p, measured) = (at_max["power_w"].as_f64().unwrap(), j["profile"]["power_w"].as_f64().unwrap());
+    assert!((p - measured).abs() < 1e-9 * measured, "{p} vs {measured}");
+    // Slower clocks take longer.
+    assert!(points.windows(2).all(|w| w[0]["time_s"].as_f64() > w[1]["time_s"].as_f64()), "{points:?}");
 }
 
 /// SIGINT while pass 2 runs: exit 130, pass 1's trace complete and untouched, the merged trace says

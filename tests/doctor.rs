@@ -5,21 +5,11 @@
 //! nvidia-cuda-nvrtc-cu12 wheel when the test environment has it (scripts/test). One test per failure
 //! row, each showing the failure text and its fix; and this machine's own path, with no driver at all.
 
+mod common;
+
+use common::{cc, fake_cupti};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-fn cc(src: &str, out: &Path, defines: &[&str]) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
-    let st = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
-        .args(defines)
-        .arg(&src)
-        .arg("-o")
-        .arg(out)
-        .status()
-        .expect("a C compiler (`cc`) is needed to build the stand-in libraries");
-    assert!(st.success(), "cc failed on {}", src.display());
-}
 
 /// The folder of the real NVRTC in this test's environment, if any.
 fn nvrtc_dir() -> Option<PathBuf> {
@@ -77,15 +67,7 @@ impl Machine {
             &cuda.join("libcuda.so"),
             &[&format!("-DCUDA_VERSION={}", self.cuda_version)],
         );
-        let cupti = d.join("cupti");
-        std::fs::create_dir_all(&cupti).unwrap();
-        for name in ["libcupti.so.12", "libnvperf_host.so"] {
-            cc(
-                "collect/tests/fake_cupti/fake_cupti.c",
-                &cupti.join(name),
-                &[&format!("-DSCENARIO={}", self.cupti_scenario), &format!("-Wl,-soname,{name}")],
-            );
-        }
+        let cupti = fake_cupti(d, self.cupti_scenario);
         let libs = std::env::join_paths(std::iter::once(cupti).chain(nvrtc)).unwrap();
         let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
             .env_remove("GPUMODEL_FAKE_GPU")

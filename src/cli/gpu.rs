@@ -3,13 +3,15 @@
 //! and neither imports the other's, so there is no circle between them.
 
 use anyhow::Context;
-use gpumodel_collect::counters::CounterSource;
+use gpumodel_collect::counters::{CounterInterval, CounterSource};
+use gpumodel_collect::cupti::dcgm::{DcgmFields, FIELD_COUNTERS, FieldMetrics};
 use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
 use gpumodel_collect::fake::{FakeCounters, FakePower};
 use gpumodel_collect::nvml::{NvmlPower, open_nvml};
 use gpumodel_collect::run::{RunOptions, RunOutcome, run as run_program, run_replay};
 use gpumodel_collect::sampler::Clock;
 use gpumodel_collect::suite;
+use gpumodel_models::utilization::Field;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -64,9 +66,10 @@ pub(crate) fn pm_options(gpu: &GpuArgs) -> anyhow::Result<PmOptions> {
 }
 
 /// The scripted GPU's counter groups under `--pm-passes all`: pass 1 as without replay, then the extra
-/// groups of the built-in GA102 map (real canonical names, so model inputs are derived across passes).
-/// Counter j of extra pass k (k ≥ 2, j from 0) reads a constant (k·10 + j)·1e6 events/s, so tests can
-/// check every merged column against a known value.
+/// groups of the built-in GA102 map (real canonical names, so model inputs are derived across passes),
+/// then the runs of DCGM profiling fields ([`FAKE_DCGM_RUNS`]). Counter j of extra pass k (k ≥ 2, j from
+/// 0) reads a constant (k·10 + j)·1e6 events/s, so tests can check every merged column against a known
+/// value.
 fn fake_counters(pass: usize) -> anyhow::Result<Box<dyn CounterSource>> {
     if pass == 0 {
         return Ok(Box::new(FakeCounters::new(&["inst_executed", "dram_read_bytes"], 0.01, |t| {
@@ -74,6 +77,10 @@ fn fake_counters(pass: usize) -> anyhow::Result<Box<dyn CounterSource>> {
         })));
     }
     let map = gpumodel_models::counters::CounterMap::builtin("GA102")?;
+    let groups = map.pm_groups().len();
+    if pass >= groups {
+        return fake_dcgm_fields(pass - groups);
+    }
     let names: Vec<String> = map.pm_group(pass)?.keys().cloned().collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let rates: Vec<f64> = (0..names.len()).map(|j| ((pass + 1) * 10 + j) as f64 * 1e6).collect();
@@ -82,6 +89,94 @@ fn fake_counters(pass: usize) -> anyhow::Result<Box<dyn CounterSource>> {
 
 fn fake_pass_count() -> usize {
     gpumodel_models::counters::CounterMap::builtin("GA102").map_or(1, |m| m.pm_groups().len())
+        + FAKE_DCGM_RUNS.len()
+}
+
+/// The scripted GPU's DCGM profiling fields, one run of the program per entry, grouped as CUPTI's host
+/// library plans them for GA102 (`gpumodel counters --chip GA102`: FP64A needs 3 hardware passes there
+/// and FP16A has no counter, so neither is sampled). Each field reads a constant fraction of its peak.
+const FAKE_DCGM_RUNS: [&[(Field, f64)]; 2] = [
+    &[
+        (Field::Gract, 0.9),
+        (Field::Smact, 0.8),
+        (Field::Smocc, 0.4),
+        (Field::Tenso, 0.1),
+        (Field::Drama, 0.3),
+    ],
+    &[(Field::Fp32a, 0.5)],
+];
+
+/// DCGM field run `k` of the scripted GPU: the metrics the collector samples for each field (counter,
+/// elapsed cycles, peak per cycle) with per-sample values that make the field its fraction of
+/// [`FAKE_DCGM_RUNS`] — 14.1e6 elapsed cycles a 10 ms sample (1410 MHz), a peak of 48 warps per cycle for
+/// occupancy and 1 for the others — turned into fields by the collector's own [`DcgmFields`].
+fn fake_dcgm_fields(k: usize) -> anyhow::Result<Box<dyn CounterSource>> {
+    let run =
+        FAKE_DCGM_RUNS.get(k).with_context(|| format!("the scripted GPU has no DCGM field run {}", k + 1))?;
+    const ELAPSED: f64 = 14.1e6;
+    let mut values = std::collections::BTreeMap::new();
+    let mut fields = Vec::new();
+    for &(field, fraction) in *run {
+        let (_, counter, elapsed) = FIELD_COUNTERS
+            .iter()
+            .find(|(f, _, _)| *f == field)
+            .with_context(|| format!("no counter for {}", field.name()))?;
+        let peak = if field == Field::Smocc { 48.0 } else { 1.0 };
+        let m = FieldMetrics {
+            field,
+            counter: format!("{counter}.avg"),
+            elapsed: format!("{elapsed}.avg"),
+            peak: format!("{counter}.avg.peak_sustained"),
+        };
+        values.insert(m.counter.clone(), fraction * peak * ELAPSED);
+        values.insert(m.elapsed.clone(), ELAPSED);
+        values.insert(m.peak.clone(), peak);
+        fields.push(m);
+    }
+    let names: Vec<&str> = values.keys().map(String::as_str).collect();
+    let inner = PerSample {
+        inner: FakeCounters::new(&names, 0.01, |_| vec![]),
+        values: values.values().copied().collect(),
+    };
+    Ok(Box::new(DcgmFields::new(inner, fields)))
+}
+
+/// A scripted source whose metrics read the same value every sample, whatever its length (as a PM
+/// sample's cycle counts and peaks do), given as rates over each interval like the real source's.
+struct PerSample {
+    inner: FakeCounters,
+    values: Vec<f64>,
+}
+
+impl PerSample {
+    fn rates(&self, v: Vec<CounterInterval>) -> Vec<CounterInterval> {
+        v.into_iter()
+            .map(|iv| {
+                let d = iv.duration_s();
+                CounterInterval { rates: self.values.iter().map(|x| x / d).collect(), ..iv }
+            })
+            .collect()
+    }
+}
+
+impl CounterSource for PerSample {
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn start(&mut self, now_s: f64) -> gpumodel_collect::Result<()> {
+        self.inner.start(now_s)
+    }
+    fn poll(&mut self, now_s: f64) -> gpumodel_collect::Result<Vec<CounterInterval>> {
+        let v = self.inner.poll(now_s)?;
+        Ok(self.rates(v))
+    }
+    fn stop(&mut self, now_s: f64) -> gpumodel_collect::Result<Vec<CounterInterval>> {
+        let v = self.inner.stop(now_s)?;
+        Ok(self.rates(v))
+    }
 }
 
 /// What `collect` samples: power only, counters of the `[pm]` group, or every group (application replay).

@@ -77,3 +77,34 @@ impl Import {
         o
     }
 }
+
+/// Builds the stand-in library `src` (a C file of the repository, e.g. `collect/tests/fake_nvml/fake_nvml.c`)
+/// into `out` with `cc`, `defines` passed on (`-DSCENARIO=1`, linker flags).
+pub fn cc(src: &str, out: &std::path::Path, defines: &[&str]) {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(src);
+    let st = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+        .args(defines)
+        .arg(&src)
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("a C compiler (`cc`) is needed to build the stand-in libraries");
+    assert!(st.success(), "cc failed on {}", src.display());
+}
+
+/// The stand-in CUPTI (collect/tests/fake_cupti) built as `libcupti.so.12` and `libnvperf_host.so` in a new
+/// folder `cupti` of `dir`, each with its SONAME so that cudarc's own lookup finds the copy loaded; the
+/// folder goes first in GPUMODEL_CUDA_LIBS.
+pub fn fake_cupti(dir: &std::path::Path, scenario: u32) -> PathBuf {
+    let cupti = dir.join("cupti");
+    std::fs::create_dir_all(&cupti).unwrap();
+    for name in ["libcupti.so.12", "libnvperf_host.so"] {
+        cc(
+            "collect/tests/fake_cupti/fake_cupti.c",
+            &cupti.join(name),
+            &[&format!("-DSCENARIO={scenario}"), &format!("-Wl,-soname,{name}")],
+        );
+    }
+    cupti
+}

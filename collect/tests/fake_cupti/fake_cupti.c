@@ -7,8 +7,14 @@
  *   -DSCENARIO=0     profiling allowed: PM sampling yields two samples, the Range Profiler one range
  *   -DSCENARIO=1     counters restricted to admin users: cuptiPmSamplingEnable and cuptiRangeProfilerEnable
  *                    answer CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (ERR_NVGPUCTRPERM)
+ * Its metric database holds the counters behind DCGM's profiling fields (collect/src/cupti/dcgm.rs), with
+ * the passes GA102's own library plans for them: no FP16 pipe counter, the FP64 pipe counter needs 3
+ * hardware passes, and one pass holds up to 13 metrics (so the fields split after DRAMA, FP32A in a run of
+ * its own). Evaluated per sample, each field's counter is a fixed fraction of its peak over
+ * 1e7 elapsed cycles (FIELD_FRACTIONS below); every other metric reads 1e6 × (sample index + 1).
  * Every parameter structure starts with structSize and pPriv; only the fields written are spelled out. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +29,7 @@
 typedef int CUptiResult;
 #define CUPTI_SUCCESS 0
 #define CUPTI_ERROR_INSUFFICIENT_PRIVILEGES 35
+#define CUPTI_ERROR_UNKNOWN 999
 #define HEAD size_t structSize; void *pPriv;
 
 static int object_token;
@@ -60,22 +67,82 @@ CUptiResult cuptiProfilerGetCounterAvailability(availability_t *p) { return avai
 CUptiResult cuptiPmSamplingGetCounterAvailability(availability_t *p) { return availability(p); }
 
 /* Host API. */
-typedef struct { HEAD int profilerType; const char *pChipName; const uint8_t *avail; void *pHostObject; } host_init_t;
-CUptiResult cuptiProfilerHostInitialize(host_init_t *p) { p->pHostObject = &object_token; return CUPTI_SUCCESS; }
-OK_STUB(cuptiProfilerHostDeinitialize)
+/* A host object counts the metrics of its configuration and whether the FP64 pipe counter is among them;
+ * the config image carries both in its first bytes, which cuptiProfilerHostGetNumOfPasses reads. */
+#define METRICS_PER_PASS 13
+typedef struct { int fp64; size_t metrics; } host_object_t;
+typedef struct { HEAD int profilerType; const char *pChipName; const uint8_t *avail; host_object_t *pHostObject; } host_init_t;
+CUptiResult cuptiProfilerHostInitialize(host_init_t *p) {
+    p->pHostObject = calloc(1, sizeof(host_object_t));
+    return p->pHostObject ? CUPTI_SUCCESS : CUPTI_ERROR_UNKNOWN;
+}
+typedef struct { HEAD host_object_t *pHostObject; } host_deinit_t;
+CUptiResult cuptiProfilerHostDeinitialize(host_deinit_t *p) { free(p->pHostObject); return CUPTI_SUCCESS; }
 typedef struct { HEAD size_t numChips; const char *const *names; } chips_t;
 static const char *const chips[] = {"TU102", "GA100", "GA102", "AD102", "GH100"};
 CUptiResult cuptiProfilerHostGetSupportedChips(chips_t *p) { p->numChips = 5; p->names = chips; return CUPTI_SUCCESS; }
-OK_STUB(cuptiProfilerHostGetBaseMetrics)
-OK_STUB(cuptiProfilerHostConfigAddMetrics)
+
+/* Base metrics by CUpti_MetricType (0 counter, 1 ratio, 2 throughput); the names stay owned by the library. */
+#define METRIC_TYPE_COUNTER 0
+static const char *const counters[] = {
+    "dram__cycles_active", "dram__cycles_elapsed", "gr__cycles_active", "gr__cycles_elapsed",
+    "sm__cycles_active", "sm__cycles_elapsed", "sm__pipe_fma_cycles_active", "sm__pipe_fp64_cycles_active",
+    "sm__pipe_tensor_cycles_active", "sm__warps_active",
+};
+typedef struct { HEAD host_object_t *pHostObject; int metricType; const char **ppMetricNames; size_t numMetrics; } base_metrics_t;
+CUptiResult cuptiProfilerHostGetBaseMetrics(base_metrics_t *p) {
+    int counter = p->metricType == METRIC_TYPE_COUNTER;
+    p->ppMetricNames = counter ? (const char **)counters : NULL;
+    p->numMetrics = counter ? sizeof counters / sizeof counters[0] : 0;
+    return CUPTI_SUCCESS;
+}
+typedef struct { HEAD host_object_t *pHostObject; const char **ppMetricNames; size_t numMetrics; } add_metrics_t;
+CUptiResult cuptiProfilerHostConfigAddMetrics(add_metrics_t *p) {
+    p->pHostObject->metrics += p->numMetrics;
+    for (size_t i = 0; i < p->numMetrics; i++)
+        if (strncmp(p->ppMetricNames[i], "sm__pipe_fp64_cycles_active.", 28) == 0) p->pHostObject->fp64 = 1;
+    return CUPTI_SUCCESS;
+}
 typedef struct { HEAD void *host; size_t size; } image_size_t;
 CUptiResult cuptiProfilerHostGetConfigImageSize(image_size_t *p) { p->size = 32; return CUPTI_SUCCESS; }
-OK_STUB(cuptiProfilerHostGetConfigImage)
+typedef struct { HEAD host_object_t *pHostObject; size_t size; uint8_t *image; } config_image_t;
+CUptiResult cuptiProfilerHostGetConfigImage(config_image_t *p) {
+    memset(p->image, 0, p->size);
+    p->image[0] = (uint8_t)p->pHostObject->fp64;
+    p->image[1] = (uint8_t)(p->pHostObject->metrics > 255 ? 255 : p->pHostObject->metrics);
+    return CUPTI_SUCCESS;
+}
 typedef struct { HEAD size_t size; uint8_t *image; size_t numOfPasses; } passes_t;
-CUptiResult cuptiProfilerHostGetNumOfPasses(passes_t *p) { p->numOfPasses = 1; return CUPTI_SUCCESS; }
+CUptiResult cuptiProfilerHostGetNumOfPasses(passes_t *p) {
+    p->numOfPasses = p->image[0] ? 3 : (p->image[1] + METRICS_PER_PASS - 1) / METRICS_PER_PASS;
+    if (p->numOfPasses == 0) p->numOfPasses = 1;
+    return CUPTI_SUCCESS;
+}
+
+/* Per sample: each field's counter at a fraction of its peak (per cycle: 48 warps an SM, 1 for the others)
+ * over ELAPSED cycles, so a field reads its fraction: GRACT 0.9, SMACT 0.8, SMOCC 0.4, TENSO 0.1,
+ * DRAMA 0.3, FP32A 0.5, FP64A 0.05. */
+#define ELAPSED 1.0e7
+static const struct { const char *counter; double peak, fraction; } FIELD_FRACTIONS[] = {
+    {"gr__cycles_active", 1, 0.9}, {"sm__cycles_active", 1, 0.8}, {"sm__warps_active", 48, 0.4},
+    {"sm__pipe_tensor_cycles_active", 1, 0.1}, {"dram__cycles_active", 1, 0.3},
+    {"sm__pipe_fma_cycles_active", 1, 0.5}, {"sm__pipe_fp64_cycles_active", 1, 0.05},
+};
+static double metric_value(const char *name, size_t index) {
+    static const char elapsed[] = "__cycles_elapsed.avg";
+    size_t len = strlen(name), e = sizeof elapsed - 1;
+    if (len > e && strcmp(name + len - e, elapsed) == 0) return ELAPSED;
+    for (size_t k = 0; k < sizeof FIELD_FRACTIONS / sizeof FIELD_FRACTIONS[0]; k++) {
+        size_t c = strlen(FIELD_FRACTIONS[k].counter);
+        if (strncmp(name, FIELD_FRACTIONS[k].counter, c) != 0) continue;
+        if (strcmp(name + c, ".avg.peak_sustained") == 0) return FIELD_FRACTIONS[k].peak;
+        if (strcmp(name + c, ".avg") == 0) return FIELD_FRACTIONS[k].fraction * FIELD_FRACTIONS[k].peak * ELAPSED;
+    }
+    return 1.0e6 * (double)(index + 1);
+}
 typedef struct { HEAD void *host; const uint8_t *image; size_t size; size_t index; const char **names; size_t n; double *values; } evaluate_t;
 CUptiResult cuptiProfilerHostEvaluateToGpuValues(evaluate_t *p) {
-    for (size_t i = 0; i < p->n; i++) p->values[i] = 1.0e6 * (double)(p->index + 1);
+    for (size_t i = 0; i < p->n; i++) p->values[i] = metric_value(p->names[i], p->index);
     return CUPTI_SUCCESS;
 }
 OK_STUB(cuptiProfilerHostGetRangeName)
