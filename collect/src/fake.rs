@@ -222,3 +222,47 @@ impl CounterSource for FakeCounters {
             .collect()
     }
 }
+
+/// Fixed values per sample, as CUPTI PM sampling gives them (a sample's cycle counts and peaks do not grow
+/// with its length): each rate is the sample's value over the sample's length, as the real source reports
+/// `cuptiProfilerHostEvaluateToGpuValues` per sample divided by its timestamps.
+pub struct PerSample {
+    inner: FakeCounters,
+    values: Vec<f64>,
+}
+
+impl PerSample {
+    /// `values[i]` per sample for `inner`'s `i`-th name (`inner` gives the names and the sample times).
+    pub fn new(inner: FakeCounters, values: Vec<f64>) -> PerSample {
+        PerSample { inner, values }
+    }
+
+    fn rates(&self, v: Vec<CounterInterval>) -> Vec<CounterInterval> {
+        v.into_iter()
+            .map(|iv| {
+                let d = iv.duration_s();
+                CounterInterval { rates: self.values.iter().map(|x| x / d).collect(), ..iv }
+            })
+            .collect()
+    }
+}
+
+impl CounterSource for PerSample {
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn start(&mut self, now_s: f64) -> Result<()> {
+        self.inner.start(now_s)
+    }
+    fn poll(&mut self, now_s: f64) -> Result<Vec<CounterInterval>> {
+        let v = self.inner.poll(now_s)?;
+        Ok(self.rates(v))
+    }
+    fn stop(&mut self, now_s: f64) -> Result<Vec<CounterInterval>> {
+        let v = self.inner.stop(now_s)?;
+        Ok(self.rates(v))
+    }
+}

@@ -141,12 +141,20 @@ fn gpu_key(s: &str) -> Option<String> {
         .map(String::from)
 }
 
+/// Whether two GPU names can be the same model: they are unless both name a model number and the numbers
+/// differ (a name without one, e.g. "Fake GPU", is not held against a clock model the user gives).
 fn gpu_matches(a: &str, b: &str) -> bool {
     // "Tesla V100-SXM2-16GB" and "NVIDIA Tesla V100 (GV100)" are the same model; "H100" is not.
     match (gpu_key(a), gpu_key(b)) {
         (Some(x), Some(y)) => x == y,
         _ => true,
     }
+}
+
+/// Whether two GPU names are known to be the same model: both name a model number and it is the same
+/// (choosing a shipped clock model needs this much).
+fn same_gpu_model(a: &str, b: &str) -> bool {
+    matches!((gpu_key(a), gpu_key(b)), (Some(x), Some(y)) if x == y)
 }
 
 fn pick(set: &ProfileSet, job: Option<&str>) -> anyhow::Result<UtilizationProfile> {

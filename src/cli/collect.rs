@@ -34,8 +34,9 @@ pub struct Args {
     pub no_counters: bool,
     /// PM-sampling passes: `1` runs the program once with the chip's one-pass counter group (`[pm]`);
     /// `all` runs it once per counter group of the chip's map (application replay) so the trace also has
-    /// the global, local and texture sectors and the instruction mix, each pass in `<out>.pass<k>.csv`
-    /// and all merged into `<out>`. The passes are separate runs: see the sidecar's `replay`.
+    /// the global, local and texture sectors and the instruction mix, then once per group of the DCGM
+    /// profiling fields the chip has (columns SMACT, DRAMA, …), each pass in `<out>.pass<k>.csv` and all
+    /// merged into `<out>`. The passes are separate runs: see the sidecar's `replay`.
     #[arg(long, value_enum, default_value_t = PmPasses::One)]
     pub pm_passes: PmPasses,
     /// After the trace, run the program once more under the CUPTI Range Profiler (injection library,

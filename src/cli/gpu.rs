@@ -3,10 +3,10 @@
 //! and neither imports the other's, so there is no circle between them.
 
 use anyhow::Context;
-use gpumodel_collect::counters::{CounterInterval, CounterSource};
+use gpumodel_collect::counters::CounterSource;
 use gpumodel_collect::cupti::dcgm::{DcgmFields, FIELD_COUNTERS, FieldMetrics};
 use gpumodel_collect::cupti::pm::{CuptiPmCounters, PmOptions};
-use gpumodel_collect::fake::{FakeCounters, FakePower};
+use gpumodel_collect::fake::{FakeCounters, FakePower, PerSample};
 use gpumodel_collect::nvml::{NvmlPower, open_nvml};
 use gpumodel_collect::run::{RunOptions, RunOutcome, run as run_program, run_replay};
 use gpumodel_collect::sampler::Clock;
@@ -122,61 +122,16 @@ fn fake_dcgm_fields(k: usize) -> anyhow::Result<Box<dyn CounterSource>> {
             .find(|(f, _, _)| *f == field)
             .with_context(|| format!("no counter for {}", field.name()))?;
         let peak = if field == Field::Smocc { 48.0 } else { 1.0 };
-        let m = FieldMetrics {
-            field,
-            counter: format!("{counter}.avg"),
-            elapsed: format!("{elapsed}.avg"),
-            peak: format!("{counter}.avg.peak_sustained"),
-        };
+        let m = FieldMetrics::of(field, counter, elapsed);
         values.insert(m.counter.clone(), fraction * peak * ELAPSED);
         values.insert(m.elapsed.clone(), ELAPSED);
         values.insert(m.peak.clone(), peak);
         fields.push(m);
     }
     let names: Vec<&str> = values.keys().map(String::as_str).collect();
-    let inner = PerSample {
-        inner: FakeCounters::new(&names, 0.01, |_| vec![]),
-        values: values.values().copied().collect(),
-    };
+    let inner =
+        PerSample::new(FakeCounters::new(&names, 0.01, |_| vec![]), values.values().copied().collect());
     Ok(Box::new(DcgmFields::new(inner, fields)))
-}
-
-/// A scripted source whose metrics read the same value every sample, whatever its length (as a PM
-/// sample's cycle counts and peaks do), given as rates over each interval like the real source's.
-struct PerSample {
-    inner: FakeCounters,
-    values: Vec<f64>,
-}
-
-impl PerSample {
-    fn rates(&self, v: Vec<CounterInterval>) -> Vec<CounterInterval> {
-        v.into_iter()
-            .map(|iv| {
-                let d = iv.duration_s();
-                CounterInterval { rates: self.values.iter().map(|x| x / d).collect(), ..iv }
-            })
-            .collect()
-    }
-}
-
-impl CounterSource for PerSample {
-    fn names(&self) -> Vec<String> {
-        self.inner.names()
-    }
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn start(&mut self, now_s: f64) -> gpumodel_collect::Result<()> {
-        self.inner.start(now_s)
-    }
-    fn poll(&mut self, now_s: f64) -> gpumodel_collect::Result<Vec<CounterInterval>> {
-        let v = self.inner.poll(now_s)?;
-        Ok(self.rates(v))
-    }
-    fn stop(&mut self, now_s: f64) -> gpumodel_collect::Result<Vec<CounterInterval>> {
-        let v = self.inner.stop(now_s)?;
-        Ok(self.rates(v))
-    }
 }
 
 /// What `collect` samples: power only, counters of the `[pm]` group, or every group (application replay).

@@ -44,7 +44,8 @@ pub struct FieldMetrics {
 }
 
 impl FieldMetrics {
-    fn of(field: Field, counter: &str, elapsed: &str) -> FieldMetrics {
+    /// The metrics of `field` from its counter and elapsed-cycles bases (e.g. `sm__cycles_active`).
+    pub fn of(field: Field, counter: &str, elapsed: &str) -> FieldMetrics {
         FieldMetrics {
             field,
             counter: format!("{counter}.avg"),

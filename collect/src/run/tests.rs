@@ -1,7 +1,7 @@
 use super::merger::{Merger, derived_inputs};
 use super::*;
 use crate::counters::CounterInterval;
-use crate::fake::{FakeCounters, FakePower};
+use crate::fake::{FakeCounters, FakePower, PerSample};
 use crate::sampler::{Clock, PowerSample};
 use gpumodel_models::Table;
 use gpumodel_models::trace::RunStatus;
@@ -358,44 +358,6 @@ fn idle_phase_waits_for_its_first_power_sample_beyond_a_short_window() {
     assert!(t0.elapsed() < phases::FIRST_SAMPLE_GRACE, "a closed channel must not wait out the grace");
 }
 
-/// Fixed values per sample, as CUPTI PM sampling gives them: each rate is the sample's value over the
-/// sample's length (`cuptiProfilerHostEvaluateToGpuValues` per sample, divided by its timestamps).
-struct PerSample {
-    inner: FakeCounters,
-    values: Vec<f64>,
-}
-
-impl PerSample {
-    fn rates(&self, v: Vec<CounterInterval>) -> Vec<CounterInterval> {
-        v.into_iter()
-            .map(|iv| {
-                let d = iv.duration_s();
-                CounterInterval { rates: self.values.iter().map(|x| x / d).collect(), ..iv }
-            })
-            .collect()
-    }
-}
-
-impl CounterSource for PerSample {
-    fn names(&self) -> Vec<String> {
-        self.inner.names()
-    }
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn start(&mut self, now_s: f64) -> crate::Result<()> {
-        self.inner.start(now_s)
-    }
-    fn poll(&mut self, now_s: f64) -> crate::Result<Vec<CounterInterval>> {
-        let v = self.inner.poll(now_s)?;
-        Ok(self.rates(v))
-    }
-    fn stop(&mut self, now_s: f64) -> crate::Result<Vec<CounterInterval>> {
-        let v = self.inner.stop(now_s)?;
-        Ok(self.rates(v))
-    }
-}
-
 /// Per 10 ms sample of 14.1e6 SM cycles: SM active 0.5, occupancy 20 of 64 warps (0.3125), DRAM 0.25.
 const DCGM_WANT: [(gpumodel_models::utilization::Field, f64); 3] = [
     (gpumodel_models::utilization::Field::Smact, 0.5),
@@ -409,12 +371,7 @@ fn dcgm_source() -> Box<dyn CounterSource> {
     let fields: Vec<FieldMetrics> = FIELD_COUNTERS
         .iter()
         .filter(|(f, _, _)| DCGM_WANT.iter().any(|(w, _)| w == f))
-        .map(|(f, c, e)| FieldMetrics {
-            field: *f,
-            counter: format!("{c}.avg"),
-            elapsed: format!("{e}.avg"),
-            peak: format!("{c}.avg.peak_sustained"),
-        })
+        .map(|(f, c, e)| FieldMetrics::of(*f, c, e))
         .collect();
     let value = |m: &str| match m {
         "sm__cycles_active.avg" => 7.05e6,
@@ -432,10 +389,8 @@ fn dcgm_source() -> Box<dyn CounterSource> {
     names.sort();
     names.dedup();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let inner = PerSample {
-        inner: FakeCounters::new(&refs, 0.01, |_| vec![]),
-        values: names.iter().map(|m| value(m)).collect(),
-    };
+    let inner =
+        PerSample::new(FakeCounters::new(&refs, 0.01, |_| vec![]), names.iter().map(|m| value(m)).collect());
     Box::new(DcgmFields::new(inner, fields))
 }
 

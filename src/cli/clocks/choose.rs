@@ -51,7 +51,7 @@ pub(super) fn choose(given: Option<&str>, p: &UtilizationProfile, clocks: &[f64]
         format!("shipped clock model of the {} (trained on {})", m.gpu, m.provenance.dataset)
     };
     match &p.gpu {
-        Some(g) => match all.iter().find(|m| gpu_matches(g, &m.gpu)) {
+        Some(g) => match all.iter().find(|m| same_gpu_model(g, &m.gpu)) {
             Some(m) => Ok(Choice { basis: own(m), model: Some(m.clone()), caveats: vec![] }),
             None => carried_over(g, p, clocks, &all),
         },

@@ -12,6 +12,10 @@ fn slowdowns_read_as_percent_or_fraction() {
 fn gpu_names_match_by_their_model_number() {
     assert!(gpu_matches("Tesla V100-SXM2-16GB", "NVIDIA Tesla V100 (GV100)"));
     assert!(!gpu_matches("NVIDIA H100 80GB HBM3", "NVIDIA Tesla V100 (GV100)"));
+    // A name without a model number may go with a model the user gives, but picks no shipped one.
+    assert!(gpu_matches("Fake GPU", "NVIDIA Tesla V100 (GV100)"));
+    assert!(!same_gpu_model("Fake GPU", "NVIDIA Tesla V100 (GV100)"));
+    assert!(same_gpu_model("Tesla V100-PCIE-16GB", "NVIDIA Tesla V100 (GV100)"));
 }
 
 #[test]
