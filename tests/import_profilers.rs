@@ -165,6 +165,15 @@ fn real_gtx1080ti_nvprof_pairs_predict_with_the_full_model() {
             let j = predict_json(&f, &["--arch", "gtx1080ti"]);
             assert!(j["prediction"]["time_s"].as_f64().unwrap() > 0.0, "{j}");
             assert!(j.get("roofline").is_none(), "{j}");
+            // The table says which model gave the time.
+            let o = common::gpumodel()
+                .args(["predict", "--kernel"])
+                .arg(&f)
+                .args(["--arch", "gtx1080ti"])
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(out.contains("(the pipeline timing model)") && !out.contains("roofline"), "{out}");
         }
     }
 }

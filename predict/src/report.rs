@@ -187,7 +187,7 @@ impl Export for KernelReport {
                 c.dataset.name,
                 c.fit.out_of_fold_mape_pct
             ),
-            None => format!("time        {:.4} ms", p.time_s * 1e3),
+            None => format!("time        {:.4} ms (the pipeline timing model)", p.time_s * 1e3),
         });
         out.push(format!(
             "power       {:.1} W ({} model; inputs = counter rates at the predicted time)",
