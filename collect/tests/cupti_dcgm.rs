@@ -7,25 +7,10 @@
 
 use gpumodel_collect::cupti::dcgm::DcgmPlan;
 use gpumodel_collect::cupti::host::{HostProfiler, ProfilerKind};
-use gpumodel_collect::cupti::loader::load_cupti;
 use gpumodel_models::utilization::Field;
 
-/// CUPTI's host API keeps process-wide state: the tests take turns.
-static HOST_API: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn libs_or_skip() -> Option<std::sync::MutexGuard<'static, ()>> {
-    let guard = HOST_API.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    match load_cupti() {
-        Ok(_) => Some(guard),
-        Err(e) => {
-            if std::env::var("GPUMODEL_REQUIRE_CUDA_LIBS").is_ok_and(|v| v == "1") {
-                panic!("GPUMODEL_REQUIRE_CUDA_LIBS=1 but {e}");
-            }
-            eprintln!("skipping: {e}");
-            None
-        }
-    }
-}
+mod host_api;
+use host_api::libs_or_skip;
 
 /// Every metric of every group is accepted on its own, and each group needs one pass.
 fn check_groups(plan: &DcgmPlan) {
