@@ -112,7 +112,7 @@ pub fn read_ncu_each(
     })?;
     let mut units = Units::default();
     let none = units.id(b"");
-    let mut sets = HashMap::new();
+    let mut sets = stream::Sets::default();
     let mut finish = Finish {
         map: &map,
         source,
@@ -121,6 +121,10 @@ pub fn read_ncu_each(
         used_ever: Vec::new(),
         present_ever: Vec::new(),
         sets_seen: HashSet::new(),
+        layout: Vec::new(),
+        slots: Vec::new(),
+        values: BTreeMap::new(),
+        scratch: Vec::new(),
     };
     let kernel_name = |rec: &csv::ByteRecord, line: u64| -> Result<Option<String>> {
         let raw = stream::trim(rec.get(kname).unwrap_or_default());
@@ -234,6 +238,27 @@ struct Finish<'a> {
     present_ever: Vec<bool>,
     /// The metric sets already tallied (launches share them).
     sets_seen: HashSet<*const u32>,
+    /// The last launch's kept cells (metric id, whether a number), each number's rank among the
+    /// launch's numbers in name order (`None` when a later cell has its name), and the numbers by name.
+    layout: Vec<(u32, bool)>,
+    slots: Vec<Option<usize>>,
+    values: BTreeMap<String, f64>,
+    scratch: Vec<f64>,
+}
+
+/// One launch's kept cells, for the maps: text and numbers as read (by name, the last cell of a name),
+/// and the numbers in base units.
+struct Cells<'a> {
+    kept: &'a [(u32, Kept)],
+    names: &'a Names,
+    values: &'a BTreeMap<String, f64>,
+}
+
+impl Cells<'_> {
+    fn get(&self, name: &str) -> Option<&Kept> {
+        let id = self.names.find(name)?;
+        self.kept.iter().rev().find(|(i, _)| *i == id).map(|(_, k)| k)
+    }
 }
 
 impl Finish<'_> {
@@ -247,16 +272,13 @@ impl Finish<'_> {
         if let Some(e) = l.error {
             return Err(e);
         }
-        // Later cells of the same name replace earlier ones, as in the export's own reading.
-        let mut cells: BTreeMap<&str, &Kept> = BTreeMap::new();
-        for (id, k) in &l.kept {
-            cells.insert(&names.names[*id as usize], k);
-        }
+        self.values(&l.kept, names, units);
         let name = &self.launch_names[l.name as usize];
         // Which metrics feed a counter depends only on which the launch has: tallied once per set.
         let new_set = self.sets_seen.insert(l.present.as_ptr());
         let has = |m: &str| names.find(m).is_some_and(|id| l.present.contains(&id));
         let tally: Option<&dyn Fn(&str) -> bool> = if new_set { Some(&has) } else { None };
+        let cells = Cells { kept: &l.kept, names, values: &self.values };
         let (k, used) = ncu_launch(name, l.line, &cells, tally, units, self.map, self.source)?;
         self.used_ever.resize(names.names.len(), false);
         self.present_ever.resize(names.names.len(), false);
@@ -273,6 +295,44 @@ impl Finish<'_> {
         }
         self.n += 1;
         each(k)
+    }
+
+    /// The launch's numbers in base units (`%` as fractions) by metric name, into `self.values`. Later
+    /// cells of the same name replace earlier ones, as in the export's own reading. When the launch has
+    /// the same cells as the one before (the usual case), the map's keys are kept and only its values
+    /// are written, by position.
+    fn values(&mut self, kept: &[(u32, Kept)], names: &Names, units: &Units) {
+        let same = self.layout.len() == kept.len()
+            && self.layout.iter().zip(kept).all(|(&(id, number), (k, cell))| {
+                id == *k && number == matches!(cell, Kept::Number { .. })
+            });
+        if !same {
+            self.layout.clear();
+            self.layout.extend(kept.iter().map(|(id, cell)| (*id, matches!(cell, Kept::Number { .. }))));
+            let mut cells: BTreeMap<&str, usize> = BTreeMap::new();
+            for (i, (id, _)) in kept.iter().enumerate() {
+                cells.insert(&names.names[*id as usize], i);
+            }
+            self.values.clear();
+            self.slots.clear();
+            self.slots.resize(kept.len(), None);
+            for (name, &i) in &cells {
+                if let Kept::Number { .. } = kept[i].1 {
+                    self.slots[i] = Some(self.values.len());
+                    self.values.insert(name.to_string(), 0.0);
+                }
+            }
+        }
+        self.scratch.clear();
+        self.scratch.resize(self.values.len(), 0.0);
+        for (slot, (_, cell)) in self.slots.iter().zip(kept) {
+            if let (Some(slot), Kept::Number { value, unit }) = (slot, cell) {
+                self.scratch[*slot] = value * units.factor(*unit);
+            }
+        }
+        for (v, x) in self.values.values_mut().zip(&self.scratch) {
+            *v = *x;
+        }
     }
 
     /// Over the whole file: the metrics that fed a counter, and those that never did.
@@ -297,7 +357,7 @@ impl Finish<'_> {
 fn ncu_launch(
     name: &str,
     line: u64,
-    cells: &BTreeMap<&str, &Kept>,
+    cells: &Cells,
     tally: Option<&dyn Fn(&str) -> bool>,
     units: &Units,
     map: &CounterMap,
@@ -318,11 +378,10 @@ fn ncu_launch(
         message,
     };
     // Values in base units, `%` as fractions.
-    let values: BTreeMap<String, f64> =
-        cells.keys().filter_map(|k| raw(k).map(|(v, u)| (k.to_string(), v * units.factor(u)))).collect();
+    let values = cells.values;
     let scaled = |k: &str| values.get(k).copied();
     let range = map.map(MapKind::Range);
-    let counters = map.canonical(MapKind::Range, &values);
+    let counters = map.canonical(MapKind::Range, values);
     let mut used: Option<BTreeSet<String>> = tally.map(|_| {
         range
             .iter()
@@ -331,7 +390,7 @@ fn ncu_launch(
             .collect()
     });
     let mut mapped = Mapped { counters, ..Mapped::default() };
-    metrics::from_ncu(&values, &mut mapped).map_err(|e| bad("Metric Value", e.0))?;
+    metrics::from_ncu(values, &mut mapped).map_err(|e| bad("Metric Value", e.0))?;
     if let (Some(used), Some(has)) = (&mut used, tally) {
         used.append(&mut mapped.used);
         // Launch and time columns are read below: count them as mapped too.

@@ -228,17 +228,33 @@ impl Launch {
     }
 
     /// Closes the set of metrics the launch has, sharing it with the launches that had the same set.
-    pub(super) fn close(&mut self, sets: &mut HashMap<Vec<u32>, Arc<[u32]>>) {
+    pub(super) fn close(&mut self, sets: &mut Sets) {
         let mut open = std::mem::take(&mut self.open);
+        // Most launches have the cells of the one before, in the same order: its set, without sorting.
+        if let Some((last_open, last)) = &sets.last
+            && *last_open == open
+        {
+            self.present = last.clone();
+            return;
+        }
+        let in_order = open.clone();
         open.sort_unstable();
         open.dedup();
-        self.present = match sets.get(&open) {
+        self.present = match sets.seen.get(&open) {
             Some(s) => s.clone(),
             None => {
                 let s: Arc<[u32]> = Arc::from(open.as_slice());
-                sets.insert(open, s.clone());
+                sets.seen.insert(open, s.clone());
                 s
             }
         };
+        sets.last = Some((in_order, self.present.clone()));
     }
+}
+
+/// The metric sets launches have (shared), and the last launch's metrics in the order read with its set.
+#[derive(Default)]
+pub(super) struct Sets {
+    seen: HashMap<Vec<u32>, Arc<[u32]>>,
+    last: Option<(Vec<u32>, Arc<[u32]>)>,
 }
