@@ -126,25 +126,15 @@ pub fn read_ncu_each(
         values: BTreeMap::new(),
         scratch: Vec::new(),
     };
-    let kernel_name = |rec: &csv::ByteRecord, line: u64| -> Result<Option<String>> {
-        let raw = stream::trim(rec.get(kname).unwrap_or_default());
-        if raw.is_empty() {
-            return Ok(None);
-        }
-        String::from_utf8(raw.to_vec()).map(Some).map_err(|_| Error::Parse {
-            file: source.into(),
-            line,
-            column: "Kernel Name".into(),
-            message: "not UTF-8 text: expected a profiler's CSV export".into(),
-        })
-    };
     let mut kernel_ids: HashMap<String, u32> = HashMap::new();
-    let mut intern_kernel = |name: String, finish: &mut Finish| -> u32 {
+    let mut intern_kernel = |name: &str, finish: &mut Finish| -> u32 {
+        if let Some(&i) = kernel_ids.get(name) {
+            return i;
+        }
         let next = finish.launch_names.len() as u32;
-        *kernel_ids.entry(name).or_insert_with_key(|k| {
-            finish.launch_names.push(k.clone());
-            next
-        })
+        finish.launch_names.push(name.to_string());
+        kernel_ids.insert(name.to_string(), next);
+        next
     };
     if let (Some(mname), Some(mvalue)) = (col("Metric Name"), col("Metric Value")) {
         // Long layout: gather each launch's rows by ID (or, lacking one, by consecutive kernel name: a
@@ -156,7 +146,7 @@ pub fn read_ncu_each(
         let mut seen_metrics: BTreeSet<u32> = BTreeSet::new();
         while rdr.read_byte_record(&mut rec).map_err(csv_err)? {
             let line = rdr.get_ref().file_line(rec.position().map_or(0, |p| p.line()));
-            let Some(name) = kernel_name(&rec, line)? else { continue };
+            let Some(name) = kernel_name(&rec, kname, line, source)? else { continue };
             let metric = names.id(rec.get(mname).unwrap_or_default());
             let k = match id {
                 Some(i) => by_id.get(stream::trim(rec.get(i).unwrap_or_default())).copied(),
@@ -202,7 +192,7 @@ pub fn read_ncu_each(
         let mut first = true;
         while rdr.read_byte_record(&mut rec).map_err(csv_err)? {
             let line = rdr.get_ref().file_line(rec.position().map_or(0, |p| p.line()));
-            let Some(name) = kernel_name(&rec, line)? else {
+            let Some(name) = kernel_name(&rec, kname, line, source)? else {
                 if std::mem::take(&mut first) {
                     col_units = (0..header.len()).map(|i| units.id(rec.get(i).unwrap_or_default())).collect();
                 }
@@ -225,6 +215,20 @@ pub fn read_ncu_each(
         ));
     }
     Ok(finish.metric_use(&names))
+}
+
+/// The kernel name of a record (`None` when the cell is empty: ncu's units row).
+fn kernel_name<'r>(rec: &'r csv::ByteRecord, kname: usize, line: u64, source: &str) -> Result<Option<&'r str>> {
+    let raw = stream::trim(rec.get(kname).unwrap_or_default());
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    std::str::from_utf8(raw).map(Some).map_err(|_| Error::Parse {
+        file: source.into(),
+        line,
+        column: "Kernel Name".into(),
+        message: "not UTF-8 text: expected a profiler's CSV export".into(),
+    })
 }
 
 /// Turns read launches into imported kernels, in launch order, and tallies which metrics fed a model.
@@ -390,7 +394,7 @@ fn ncu_launch(
             .collect()
     });
     let mut mapped = Mapped { counters, ..Mapped::default() };
-    metrics::from_ncu(values, &mut mapped).map_err(|e| bad("Metric Value", e.0))?;
+    metrics::from_ncu_noting(values, &mut mapped, tally.is_some()).map_err(|e| bad("Metric Value", e.0))?;
     if let (Some(used), Some(has)) = (&mut used, tally) {
         used.append(&mut mapped.used);
         // Launch and time columns are read below: count them as mapped too.

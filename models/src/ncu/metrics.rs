@@ -129,6 +129,8 @@ struct Reader<'a> {
     /// Whether this reads ncu metrics: every name [`from_ncu`] looks up must then be one [`ncu_reads`]
     /// names, since the streaming reader keeps only those (checked when the unit tests run).
     ncu: bool,
+    /// Whether the metrics that fed a counter are noted in `out.used`.
+    note_used: bool,
 }
 
 impl Reader<'_> {
@@ -144,7 +146,9 @@ impl Reader<'_> {
             assert!(!self.ncu || ncu_reads(name), "from_ncu reads {name}, which ncu_reads does not name");
         }
         let v = self.m.get(name).copied()?;
-        self.out.used.insert(name.to_string());
+        if self.note_used {
+            self.out.used.insert(name.to_string());
+        }
         Some(v)
     }
 
@@ -180,7 +184,7 @@ impl Reader<'_> {
 /// the NV-DVFS rows).
 pub fn from_nvprof(m: &BTreeMap<String, f64>, cc: Option<Capability>) -> Result<Mapped, OutOfRange> {
     let cc = cc.unwrap_or(Capability { major: 6, minor: 1 });
-    let mut r = Reader { m, out: Mapped::default(), ncu: false };
+    let mut r = Reader { m, out: Mapped::default(), ncu: false, note_used: true };
     // Events with the canonical names (the paper's Fermi events; `gld_request`, `shared_load`, …).
     for (c, _) in crate::profile::CANONICAL_COUNTERS.iter().chain(crate::profile::EXPORT_COUNTERS) {
         if let Some(v) = r.get(c) {
@@ -328,7 +332,16 @@ pub fn ncu_reads(name: &str) -> bool {
 /// alternative the export has, as the nvprof → ncu comparison table pairs them. `counters` already holds
 /// what the range map gave; nothing there is replaced.
 pub fn from_ncu(m: &BTreeMap<String, f64>, mapped: &mut Mapped) -> Result<(), OutOfRange> {
-    let mut r = Reader { m, out: std::mem::take(mapped), ncu: true };
+    from_ncu_noting(m, mapped, true)
+}
+
+/// As [`from_ncu`]; `mapped.used` is left as it is unless `note_used`.
+pub(super) fn from_ncu_noting(
+    m: &BTreeMap<String, f64>,
+    mapped: &mut Mapped,
+    note_used: bool,
+) -> Result<(), OutOfRange> {
+    let mut r = Reader { m, out: std::mem::take(mapped), ncu: true, note_used };
     let thread = 1.0 / WARP;
     r.set("inst_executed", &[(&["sm__inst_executed.sum"], 1.0)]);
     r.set(
