@@ -200,6 +200,8 @@ pub fn read_ncu_each(
             };
             first = false;
             let mut l = stream::Launch::new(line, intern_kernel(name, &mut finish));
+            // At most a cell per column: room for them at once.
+            l.open.reserve(header.len());
             for (i, (raw, (&h, &u))) in rec.iter().zip(header.iter().zip(&col_units)).enumerate() {
                 if i != kname {
                     l.cell(h, raw, u, &names, &units, source);
@@ -218,7 +220,12 @@ pub fn read_ncu_each(
 }
 
 /// The kernel name of a record (`None` when the cell is empty: ncu's units row).
-fn kernel_name<'r>(rec: &'r csv::ByteRecord, kname: usize, line: u64, source: &str) -> Result<Option<&'r str>> {
+fn kernel_name<'r>(
+    rec: &'r csv::ByteRecord,
+    kname: usize,
+    line: u64,
+    source: &str,
+) -> Result<Option<&'r str>> {
     let raw = stream::trim(rec.get(kname).unwrap_or_default());
     if raw.is_empty() {
         return Ok(None);
@@ -306,10 +313,11 @@ impl Finish<'_> {
     /// the same cells as the one before (the usual case), the map's keys are kept and only its values
     /// are written, by position.
     fn values(&mut self, kept: &[(u32, Kept)], names: &Names, units: &Units) {
-        let same = self.layout.len() == kept.len()
-            && self.layout.iter().zip(kept).all(|(&(id, number), (k, cell))| {
-                id == *k && number == matches!(cell, Kept::Number { .. })
-            });
+        let same =
+            self.layout.len() == kept.len()
+                && self.layout.iter().zip(kept).all(|(&(id, number), (k, cell))| {
+                    id == *k && number == matches!(cell, Kept::Number { .. })
+                });
         if !same {
             self.layout.clear();
             self.layout.extend(kept.iter().map(|(id, cell)| (*id, matches!(cell, Kept::Number { .. }))));

@@ -7,6 +7,7 @@ use crate::profile::{CANONICAL_COUNTERS, EXPORT_COUNTERS, KernelProfile, Launch,
 use crate::table::{GROUP_COLUMN, Table};
 use ndarray::Array2;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 /// Which profiler output a kernel came from (to say what to do when something is missing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,6 +241,7 @@ pub struct KernelsCsv<W: std::io::Write> {
     out: csv::Writer<W>,
     rows: usize,
     names: BTreeSet<String>,
+    cell: String,
 }
 
 impl<W: std::io::Write> KernelsCsv<W> {
@@ -247,7 +249,7 @@ impl<W: std::io::Write> KernelsCsv<W> {
         let mut out = csv::Writer::from_writer(w);
         let columns = kernel_columns();
         out.write_record(std::iter::once(GROUP_COLUMN).chain(columns.iter().map(String::as_str)))?;
-        Ok(KernelsCsv { out, rows: 0, names: BTreeSet::new() })
+        Ok(KernelsCsv { out, rows: 0, names: BTreeSet::new(), cell: String::new() })
     }
 
     pub fn push(&mut self, k: &ImportedKernel) -> std::result::Result<(), csv::Error> {
@@ -257,7 +259,15 @@ impl<W: std::io::Write> KernelsCsv<W> {
             if x.is_nan() {
                 self.out.write_field("NaN")?;
             } else {
-                self.out.write_field(crate::table::format_number(x))?;
+                // As `table::format_number` writes it, into one reused buffer.
+                self.cell.clear();
+                if x.fract() == 0.0 && x.abs() < 1e15 {
+                    write!(self.cell, "{}", x as i64)
+                } else {
+                    write!(self.cell, "{x}")
+                }
+                .map_err(|e| csv::Error::from(std::io::Error::other(e)))?;
+                self.out.write_field(&self.cell)?;
             }
         }
         self.out.write_record(None::<&[u8]>)?;
