@@ -241,7 +241,16 @@ pub fn parse_number(s: &str) -> Option<f64> {
 
 /// Shortest text that reads back as the same f64.
 pub fn format_number(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 { format!("{}", x as i64) } else { format!("{x}") }
+    let mut s = String::new();
+    write_number(&mut s, x);
+    s
+}
+
+/// [`format_number`] appended to `out` (one reused buffer for many cells).
+pub fn write_number(out: &mut String, x: f64) {
+    use std::fmt::Write as _;
+    // Writing to a String cannot fail.
+    let _ = if x.fract() == 0.0 && x.abs() < 1e15 { write!(out, "{}", x as i64) } else { write!(out, "{x}") };
 }
 
 /// A cell as an error message quotes it: control characters escaped (a stray quote can make a CSV cell

@@ -7,7 +7,6 @@ use crate::profile::{CANONICAL_COUNTERS, EXPORT_COUNTERS, KernelProfile, Launch,
 use crate::table::{GROUP_COLUMN, Table};
 use ndarray::Array2;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 /// Which profiler output a kernel came from (to say what to do when something is missing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,14 +258,8 @@ impl<W: std::io::Write> KernelsCsv<W> {
             if x.is_nan() {
                 self.out.write_field("NaN")?;
             } else {
-                // As `table::format_number` writes it, into one reused buffer.
                 self.cell.clear();
-                if x.fract() == 0.0 && x.abs() < 1e15 {
-                    write!(self.cell, "{}", x as i64)
-                } else {
-                    write!(self.cell, "{x}")
-                }
-                .map_err(|e| csv::Error::from(std::io::Error::other(e)))?;
+                crate::table::write_number(&mut self.cell, x);
                 self.out.write_field(&self.cell)?;
             }
         }
