@@ -193,6 +193,14 @@ pub struct ValidateOutput {
 }
 
 impl ValidateOutput {
+    /// One time-MAPE column per baseline.
+    fn baseline_columns(&self) -> Vec<Column> {
+        let col = |name: &str| {
+            Column::new(format!("{}_mape_pct", name.replace('-', "_")), format!("{name} MAPE %"))
+        };
+        self.report.baselines.iter().map(|b| col(&b.name)).collect()
+    }
+
     fn kernel_section(&self) -> Section {
         let r = &self.report;
         let mut cols = vec![
@@ -202,12 +210,7 @@ impl ValidateOutput {
             Column::new("model_mape_pct", "model MAPE %"),
             Column::new("calibrated_mape_pct", "calibrated MAPE %"),
         ];
-        for b in &r.baselines {
-            cols.push(Column::new(
-                format!("{}_mape_pct", b.name.replace('-', "_")),
-                format!("{} MAPE %", b.name),
-            ));
-        }
+        cols.extend(self.baseline_columns());
         cols.push(Column::new("fold_p", "fold p"));
         cols.push(Column::new("power_mape_pct", "power MAPE %"));
         for o in &r.objectives {
@@ -254,12 +257,7 @@ impl ValidateOutput {
             Column::new("model_mape_pct", "model MAPE %"),
             Column::new("calibrated_mape_pct", "calibrated MAPE %"),
         ];
-        for b in &r.baselines {
-            cols.push(Column::new(
-                format!("{}_mape_pct", b.name.replace('-', "_")),
-                format!("{} MAPE %", b.name),
-            ));
-        }
+        cols.extend(self.baseline_columns());
         let mut s = Section::titled("per bottleneck class (time MAPE over its kernels' rows)", cols);
         for c in &r.per_class {
             let mut row = vec![
