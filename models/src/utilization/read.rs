@@ -175,17 +175,23 @@ fn number(s: &str) -> Option<f64> {
     t.replace(',', "").parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// NV-DVFS profile CSV
-
-fn nvdvfs_csv(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
+/// A flexible CSV reader over `text` and its trimmed header.
+fn csv_with_header<'a>(text: &'a str, origin: &str) -> Result<(csv::Reader<&'a [u8]>, Vec<String>)> {
     let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
-    let header: Vec<String> = r
+    let header = r
         .headers()
         .map_err(|e| crate::table::csv_error(origin, e))?
         .iter()
         .map(|h| h.trim().to_string())
         .collect();
+    Ok((r, header))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// NV-DVFS profile CSV
+
+fn nvdvfs_csv(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
+    let (mut r, header) = csv_with_header(text, origin)?;
     let pos = |c: &str| header.iter().position(|h| h == c);
     let need = |c: &str| {
         pos(c).ok_or_else(|| Error::Format {
@@ -737,13 +743,7 @@ fn ncu(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
 // gpumodel collect traces
 
 fn collector(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
-    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
-    let header: Vec<String> = r
-        .headers()
-        .map_err(|e| crate::table::csv_error(origin, e))?
-        .iter()
-        .map(|h| h.trim().to_string())
-        .collect();
+    let (mut r, header) = csv_with_header(text, origin)?;
     let pos = |c: &str| header.iter().position(|h| h == c);
     let fields: Vec<(Field, usize)> = Field::ALL
         .iter()
