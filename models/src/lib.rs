@@ -33,6 +33,7 @@ pub mod stats;
 pub mod table;
 pub mod timing;
 pub mod trace;
+pub mod uncertainty;
 pub mod units;
 pub mod utilization;
 

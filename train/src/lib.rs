@@ -33,7 +33,7 @@ pub mod metrics;
 pub mod mlr;
 pub mod physical;
 pub mod selection;
-pub mod uncertainty;
+pub use gpumodel_models::uncertainty;
 pub mod utilization;
 
 #[cfg(feature = "burn")]

@@ -41,6 +41,7 @@ use gpumodel_models::stats::{mape, median};
 use gpumodel_models::timing::{
     Clocks, SharedOverlap, TimingConfig, TimingInputs, occupancy, predict_time, predict_time_with,
 };
+use gpumodel_models::uncertainty::{self, Interval, Paired, SeedPredictions};
 
 pub mod nested;
 pub mod power_fit;
@@ -413,7 +414,9 @@ pub fn validate_with_progress(
         .map(|(oi, o)| ObjectiveSummary {
             objective: o.label(),
             median_regret_pct: median(regrets[oi].clone()),
-            mean_regret_pct: regrets[oi].iter().sum::<f64>() / regrets[oi].len().max(1) as f64,
+            mean_regret_pct: mean(&regrets[oi]),
+            median_regret_ci95_pct: regret_interval(&regrets[oi], &median),
+            mean_regret_ci95_pct: regret_interval(&regrets[oi], &|v| mean(&v)),
             max_regret_pct: regrets[oi].iter().copied().fold(0.0, f64::max),
             hit_rate: hits[oi] as f64 / groups.len() as f64,
             median_regret_measured_time_pct: median(regrets_mt[oi].clone()),
@@ -427,15 +430,23 @@ pub fn validate_with_progress(
                 .iter()
                 .max_by(|a, b| a.baseline_mape_pct[*l].total_cmp(&b.baseline_mape_pct[*l]))
                 .expect("at least 1 kernel");
-            BaselineSummary {
+            let (model_vs, calibrated_vs) = if groups.len() < MIN_KERNELS_FOR_INTERVAL {
+                (None, None)
+            } else {
+                let (m, c) = paired_with_baseline(&per_row, l)?;
+                (Some(m), Some(c))
+            };
+            Ok(BaselineSummary {
                 name: l.to_string(),
                 mape_pct: mape(per_row.iter().map(|r| (r.baseline_time_s[*l], r.measured_time_s))),
                 median_kernel_mape_pct: median(per_kernel.iter().map(|k| k.baseline_mape_pct[*l]).collect()),
                 worst_kernel: worst.kernel.clone(),
                 worst_kernel_mape_pct: worst.baseline_mape_pct[*l],
-            }
+                model_vs,
+                calibrated_vs,
+            })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let per_class = per_class(&per_kernel, &per_row, &labels);
     let mut method = vec![
         "one kernel profile per kernel, from its row nearest the architecture's default clocks; every clock pair predicted from it".to_string(),
@@ -445,6 +456,7 @@ pub fn validate_with_progress(
         format!("structural candidates: in each fold the model with bank-conflict replays overlapping the non-FP64 issue ((C^{0} + R^{0})^(1/{0}), p fixed at {0}, a development choice) and each wave's pipeline fill at the DRAM latency's time at the default core clock (not shortened by a higher core clock; a development choice), as is and with a compute floor over it that keeps the memory side (max(model, ((a·C + S)^{1} + M^{1})^(1/{1}) + sync), q = {1}, a development choice), compete with the calibration forms by the same inner leave-one-kernel-out error and keep rule; the per-kernel fold_form names the choice", gpumodel_models::timing::REPLAY_OVERLAP_EXPONENT, crate::calibration::FLOOR_MEMORY_EXPONENT),
         "calibration that cannot hurt: in each fold the uncalibrated model is a candidate too; the fold keeps its calibration only where the best calibrated candidate's inner leave-one-kernel-out error on the fold's training kernels beats the model's by more than one standard error of the per-kernel differences, else it predicts with the model as is".into(),
         "power for E·D^n: ridge MLR (least squares of gpumodel_models::stats, not gpumodel-train) on counter rates at the predicted time and the clocks, leave-one-kernel-out; the input set (clocks: clock polynomials; rates-times-v2: plus rates × core clock²; clock-levels: a free power and a free cost per operation per core-clock level) chosen in each fold by an inner leave-one-kernel-out power MAPE over its training kernels".into(),
+        format!("intervals: 95% percentile bootstrap over the kernels ({RESAMPLES} resamples of whole kernels, seed {BOOTSTRAP_SEED}; from {MIN_KERNELS_FOR_INTERVAL} kernels on) for the gap between our time MAPE and each baseline's (paired: the same resamples for both) and for the median and mean regret of each objective; an interval that spans 0 means these kernels cannot tell the two models apart"),
         "regret diagnostics: the same picks with the measured time (predicted power as computed) or the measured power (predicted time) in place of the prediction, to tell which side misleads the pick".into(),
         "calibration (the saved one): the model's structure (additive, or the structural alternative) chosen by the keep rule over all kernels, then p by plain leave-one-kernel-out over all kernels on that structure's rows (the fixed-p table), factors fitted on all kernels with both — kept only where their leave-one-kernel-out errors beat the structure alone by more than one standard error of the per-kernel differences (the folds' keep rule), else the file records the structure alone; with factors, its expected error on unseen kernels is the nested out-of-fold MAPE of the whole procedure (whose folds choose among more candidates than the file's four-factor form, e.g. the compute floor, or none); the structure alone records its own error (nothing is fitted)".into(),
     ];
@@ -492,6 +504,35 @@ pub fn validate_with_progress(
         calibration_in_sample_mape_pct: in_sample,
         calibration_model_mape_pct: saved_model_mape_pct,
     })
+}
+
+/// The 95% interval of a statistic of the per-kernel regrets, from [`MIN_KERNELS_FOR_INTERVAL`] kernels.
+fn regret_interval(regrets: &[f64], statistic: &dyn Fn(Vec<f64>) -> f64) -> Option<Interval> {
+    (regrets.len() >= MIN_KERNELS_FOR_INTERVAL)
+        .then(|| uncertainty::interval_of(regrets, statistic, RESAMPLES, BOOTSTRAP_SEED))
+        .flatten()
+}
+
+/// The mean of `v` (0 for an empty `v`).
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// Our model's and our calibrated time MAPE, each minus baseline `label`'s, with 95% intervals from one
+/// paired bootstrap over the kernels (whole kernels resampled, the three errors on the same draws).
+fn paired_with_baseline(per_row: &[RowResult], label: &str) -> Result<(Paired, Paired)> {
+    let column = |f: &dyn Fn(&RowResult) -> f64| vec![per_row.iter().map(f).collect::<Vec<f64>>()];
+    let models = [
+        SeedPredictions { model: "model".into(), per_seed: column(&|r| r.model_time_s) },
+        SeedPredictions { model: "calibrated".into(), per_seed: column(&|r| r.predicted_time_s) },
+        SeedPredictions { model: label.into(), per_seed: column(&|r| r.baseline_time_s[label]) },
+    ];
+    let measured: Vec<f64> = per_row.iter().map(|r| r.measured_time_s).collect();
+    let kernels: Vec<String> = per_row.iter().map(|r| r.kernel.clone()).collect();
+    let u = uncertainty::bootstrap(&models, &measured, &kernels, Some(label), RESAMPLES, BOOTSTRAP_SEED)
+        .map_err(|e| Error::Invalid(format!("the comparison with {label}: {e}")))?;
+    let vs = |i: usize| u.models[i].vs_reference.clone().expect("the reference is among the models");
+    Ok((vs(0), vs(1)))
 }
 
 /// The keep rule of a saved calibration: out of fold it must not be worse than the model as is.

@@ -424,7 +424,14 @@ impl RunParams {
             .zip(held_out)
             .map(|(c, per_seed)| SeedPredictions { model: c.name.clone(), per_seed })
             .collect();
-        uncertainty::bootstrap(&held, &test.targets.to_vec(), &test.groups, peer, self.bootstrap, self.seed)
+        Ok(uncertainty::bootstrap(
+            &held,
+            &test.targets.to_vec(),
+            &test.groups,
+            peer,
+            self.bootstrap,
+            self.seed,
+        )?)
     }
 
     /// Each candidate's artifact with its `training` record, and its figures by name.

@@ -1,4 +1,5 @@
-//! How precise a held-out figure is: a bootstrap over the test set's applications (kernels).
+//! How precise a held-out figure is: a bootstrap over the test set's applications (kernels), for the
+//! power models' held-out figures (`train`) and the timing model's errors beside a peer's (`validate`).
 //!
 //! A held-out MAPE is measured on a sample of applications (35 on the Titan X test file). Another 35
 //! applications would give another figure, and two models' figures differ by less than that spread more
@@ -8,8 +9,8 @@
 //! application are not independent (the same code at 64 clock pairs), so the application is the unit
 //! that is resampled, never the row.
 
-use crate::{Error, Result};
-use gpumodel_models::stats::median;
+use crate::error::{Error, Result};
+use crate::stats::median;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -104,6 +105,24 @@ fn interval(mut v: Vec<f64>) -> Interval {
     Interval { lo: at(0.025), hi: at(0.975) }
 }
 
+/// A 95% percentile interval of `statistic` over `values`, one per application (kernel): `resamples`
+/// draws of as many values as there are, with replacement (seeded). `None` for fewer than two values.
+pub fn interval_of(
+    values: &[f64],
+    statistic: &dyn Fn(Vec<f64>) -> f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<Interval> {
+    if values.len() < 2 || resamples == 0 {
+        return None;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let draws = (0..resamples)
+        .map(|_| statistic((0..values.len()).map(|_| values[rng.random_range(0..values.len())]).collect()))
+        .collect();
+    Some(interval(draws))
+}
+
 /// The number of applications (distinct groups) in `groups`: the bootstrap needs at least two.
 pub fn applications(groups: &[String]) -> usize {
     groups.iter().collect::<std::collections::BTreeSet<_>>().len()
@@ -126,13 +145,13 @@ pub fn bootstrap(
     }
     if let Some(i) = actual.iter().position(|a| *a == 0.0 || !a.is_finite()) {
         return Err(Error::Invalid(format!(
-            "test row {}: the measured power is {}, so MAPE is undefined: remove that row",
+            "test row {}: the measured value is {}, so MAPE is undefined: remove that row",
             i + 1,
             actual[i]
         )));
     }
     if resamples < 100 {
-        return Err(Error::Params(format!("{resamples} resamples: a 95% interval needs at least 100")));
+        return Err(Error::Invalid(format!("{resamples} resamples: a 95% interval needs at least 100")));
     }
     let mut by_app: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
     for (r, g) in groups.iter().enumerate() {
@@ -216,6 +235,24 @@ mod tests {
         assert_eq!(u.applications, 3);
         // Each of the 27 resamples has probability 1/27 > 2.5%, so all-a and all-c are the bounds.
         assert_eq!((x.ci95_pct.lo.round(), x.ci95_pct.hi.round()), (10.0, 30.0));
+    }
+
+    #[test]
+    fn interval_of_a_statistic_over_applications() {
+        // Two values: every resample is (a, a), (a, b), (b, a) or (b, b), each a quarter, so the 2.5th and
+        // 97.5th percentiles of the median are the two values themselves.
+        let i = interval_of(&[0.0, 10.0], &|v| median(v), 2000, 3).unwrap();
+        assert_eq!((i.lo, i.hi), (0.0, 10.0));
+        // Twenty equal values leave no spread; one value cannot be resampled.
+        let i = interval_of(&[4.0; 20], &|v| median(v), 500, 3).unwrap();
+        assert_eq!((i.lo, i.hi), (4.0, 4.0));
+        assert!(interval_of(&[4.0], &|v| median(v), 500, 3).is_none());
+        // Half the kernels at 0 and half at 6: the interval of the mean is inside (0, 6) and around 3.
+        let v: Vec<f64> = (0..30).map(|k| if k % 2 == 0 { 0.0 } else { 6.0 }).collect();
+        let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
+        let i = interval_of(&v, &mean, 4000, 3).unwrap();
+        assert!(i.lo > 1.0 && i.lo < 3.0 && i.hi > 3.0 && i.hi < 5.0, "{i:?}");
+        assert_eq!(interval_of(&v, &mean, 4000, 3), Some(i));
     }
 
     #[test]
