@@ -68,7 +68,19 @@ pub const MEASURED: &[&str] = &[
     "cost_fp64",
     "cost_fp16",
     "cost_conversion64",
+    "cost_int",
+    "cost_sfu",
 ];
+
+/// Measured fields that also have a looked-up value (the Programming Guide's rates, in the device's
+/// facts): the measurement replaces it in the profile, and a measurement whose kernel gives no usable
+/// cycle count leaves it there (the report says so) instead of stopping the run.
+pub const LOOKED_UP_UNLESS_MEASURED: &[&str] = &["cost_int", "cost_sfu"];
+
+/// Whether `field` is measured and has no looked-up value: the device's facts leave it out.
+pub fn measured_only(field: &str) -> bool {
+    MEASURED.contains(&field) && !LOOKED_UP_UNLESS_MEASURED.contains(&field)
+}
 
 /// Launches [`calibrate`] makes (for a progress bar).
 pub fn launches(p: CalParams) -> usize {
@@ -138,6 +150,12 @@ pub const ENTRIES: &[CalEntry] = &[
         name: "convert64_throughput",
         measures: "cost_conversion64",
         ptx: &["cvt.f64.f32", "cvt.rn.f32.f64", "bar.sync", "%clock64"],
+    },
+    CalEntry { name: "int_throughput", measures: "cost_int", ptx: &["add.s32", "xor.b32", "bar.sync", "%clock64"] },
+    CalEntry {
+        name: "sfu_throughput",
+        measures: "cost_sfu",
+        ptx: &["rsqrt.approx.ftz.f32", "bar.sync", "%clock64"],
     },
 ];
 
