@@ -564,3 +564,76 @@ fn the_throughput_constants_load_and_the_loader_checks_them() {
     assert!(a.shared_bytes_per_cycle.is_none() && a.cost_fp16.is_none());
 }
 
+
+/// A fake GPU whose `int_throughput` launches go wrong: a silent warp (`None`), or a driver error.
+struct BrokenInt(FakeCalibrationDevice, Option<Error>);
+
+impl CalibrationDevice for BrokenInt {
+    fn facts(&self) -> DeviceFacts {
+        self.0.facts()
+    }
+    fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {
+        let mut out = self.0.run(l)?;
+        if l.entry == "int_throughput" {
+            if let Some(e) = self.1.take() {
+                return Err(e);
+            }
+            out[2 * 5] = 0;
+        }
+        Ok(out)
+    }
+    fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, Error> {
+        self.0.run_timed(l, blocks)
+    }
+}
+
+/// The integer and special-function costs replace the Programming Guide's values in the profile when
+/// measured (the fake GPU's facts carry the a100's Guide values, 0.5 and 2; the Pascal-like GPU has 0.25
+/// and 1), and the report does not list them as looked up.
+#[test]
+fn measured_integer_and_special_function_costs_replace_the_guides() {
+    let mut dev = FakeCalibrationDevice::new(PASCAL_LIKE);
+    assert_eq!((dev.facts().value("cost_int"), dev.facts().value("cost_sfu")), (Some(0.5), Some(2.0)));
+    let est = calibrate(&mut dev, CalParams { repeats: 3, steps: 256 }, &mut |_| {}).unwrap();
+    let text = arch_toml("p", &dev.facts(), &est, &[], "Pascal-like (fake)", "2026-11-28").unwrap();
+    let a = ArchProfile::from_toml_str(&text, "p.toml").unwrap();
+    for (v, want, chain) in [(&a.cost_int, 0.25, "add.s32, xor.b32"), (&a.cost_sfu, 1.0, "rsqrt.approx.ftz.f32")] {
+        assert!((v.value - want).abs() / want < 0.03, "{} for true {want}", v.value);
+        let src = a.source_of(v);
+        assert!(src.starts_with("measured on this GPU (Pascal-like (fake))") && src.contains(chain), "{src}");
+        assert!(src.contains("median of 3 repetitions") && src.contains("Mei & Chu"), "{src}");
+    }
+    let report = CalibrateReport::new("g", "p", "p.toml", &dev.facts(), &est, &[], &dvfs::fit(&[]));
+    assert!(report.looked_up.iter().all(|v| v.field != "cost_int" && v.field != "cost_sfu"));
+    assert!(report.looked_up.iter().any(|v| v.field == "cost_ldst"), "still looked up");
+    assert!(gpumodel_models::export::Export::notes(&report).iter().all(|n| !n.contains("cost_")));
+}
+
+/// A kernel that gives no usable cycle count for cost_int leaves the Guide's value in the profile, and
+/// the report lists it as looked up with why (what the other units cannot do: they have no value to keep,
+/// so their failure stops the run); cost_sfu is still measured. A driver error is not such a failure: it
+/// stops the run.
+#[test]
+fn a_failed_integer_measurement_keeps_the_guides_value_and_says_so() {
+    let mut dev = BrokenInt(FakeCalibrationDevice::new(PASCAL_LIKE), None);
+    let est = calibrate(&mut dev, CalParams { repeats: 3, steps: 256 }, &mut |_| {}).unwrap();
+    let fields: Vec<&str> = est.iter().map(|e| e.field).collect();
+    assert!(!fields.contains(&"cost_int") && fields.contains(&"cost_sfu"), "{fields:?}");
+    let facts = dev.facts();
+    let text = arch_toml("p", &facts, &est, &[], "Pascal-like (fake)", "2026-11-28").unwrap();
+    let a = ArchProfile::from_toml_str(&text, "p.toml").unwrap();
+    assert_eq!(a.cost_int.value, 0.5);
+    assert!(a.source_of(&a.cost_int).contains("Programming Guide"), "{}", a.source_of(&a.cost_int));
+    assert!((a.cost_sfu.value - 1.0).abs() < 0.03, "{}", a.cost_sfu.value);
+    let report = CalibrateReport::new("g", "p", "p.toml", &facts, &est, &[], &dvfs::fit(&[]));
+    let int = report.looked_up.iter().find(|v| v.field == "cost_int").expect("cost_int looked up");
+    assert!(int.source.contains("kept: its measurement on this GPU gave no usable cycle count"), "{int:?}");
+    assert!(report.looked_up.iter().all(|v| v.field != "cost_sfu"));
+    let notes = gpumodel_models::export::Export::notes(&report);
+    assert!(notes.iter().any(|n| n.starts_with("cost_int was not measured") && n.contains("0.5")), "{notes:?}");
+
+    let driver = Error::Cuda { call: "cuLaunchKernel", message: "unspecified launch failure".into() };
+    let mut dev = BrokenInt(FakeCalibrationDevice::new(PASCAL_LIKE), Some(driver));
+    let err = calibrate(&mut dev, CalParams { repeats: 3, steps: 256 }, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("cuLaunchKernel"), "{err}");
+}
