@@ -179,7 +179,8 @@ fn a100_facts() -> DeviceFacts {
     let a100 = ArchProfile::builtin("a100").expect("the built-in a100 profile parses (tested in models)");
     // A100's L2: 40 MB (NVIDIA A100 Tensor Core GPU Architecture whitepaper).
     // The a100 profile's Guide values of cost_int and cost_sfu stay, as a real GPU's facts keep them.
-    let measured_only: Vec<&str> = super::MEASURED.iter().copied().filter(|f| super::measured_only(f)).collect();
+    let measured_only: Vec<&str> =
+        super::MEASURED.iter().copied().filter(|f| super::measured_only(f)).collect();
     let mut f = DeviceFacts::from_profile(&a100, &measured_only, 40 << 20);
     f.display_name = "NVIDIA A100-SXM4-40GB (fake)".into();
     f

@@ -114,7 +114,8 @@ pub fn arch_toml(
     let _ = writeln!(s, "compute_capability = {}", quote(&facts.compute_capability));
     let _ = writeln!(s);
     // A measured value replaces the looked-up one of the same field (LOOKED_UP_UNLESS_MEASURED).
-    for (field, value, src) in facts.values.iter().filter(|(f, _, _)| !estimates.iter().any(|e| e.field == f)) {
+    for (field, value, src) in facts.values.iter().filter(|(f, _, _)| !estimates.iter().any(|e| e.field == f))
+    {
         let _ = writeln!(s, "{field} = {{ value = {}, src = {} }}", num(*value), quote(src));
     }
     for (field, (v, src)) in

@@ -1,7 +1,8 @@
 //! What `gpumodel calibrate` reports: the constants it measured on the GPU (at the current clocks, and the
 //! DVFS memory constants at which clock pairs, with each fit's R² and residuals), and — so that nobody
 //! takes a looked-up number for a measured one — the values the profile takes from the driver or a
-//! reference, and the constants it could not fit and so does not write (with the reason).
+//! reference (a measured value of the same field replaces one; one kept because its measurement failed
+//! says so), and the constants it could not fit and so does not write (with the reason).
 
 use super::dvfs::{DvfsFit, Fitted, LineFit, PairPoint};
 use super::{DeviceFacts, Estimate, LOOKED_UP_UNLESS_MEASURED};

@@ -56,7 +56,12 @@ fn the_integer_and_special_function_loops_hold_only_their_chains() {
         let count = |body: &[&str], op: &str| body.iter().filter(|l| l.starts_with(op)).count();
         assert_eq!(count(&int, "xor.b32"), 64, "{arch}:\n{}", int.join("\n"));
         assert_eq!(count(&int, "add.s32"), 65, "{arch}:\n{}", int.join("\n"));
-        assert_eq!(int.len(), 64 + 65 + 1, "{arch}: more than the chains and the loop test:\n{}", int.join("\n"));
+        assert_eq!(
+            int.len(),
+            64 + 65 + 1,
+            "{arch}: more than the chains and the loop test:\n{}",
+            int.join("\n")
+        );
         assert!(!ptx_function(&ptx, "int_throughput").unwrap().contains("mul.lo"), "{arch}: a multiply");
         let sfu = unrolled_loop(ptx_function(&ptx, "sfu_throughput").unwrap());
         assert_eq!(count(&sfu, "rsqrt.approx.ftz.f32"), 32, "{arch}:\n{}", sfu.join("\n"));
@@ -564,7 +569,6 @@ fn the_throughput_constants_load_and_the_loader_checks_them() {
     assert!(a.shared_bytes_per_cycle.is_none() && a.cost_fp16.is_none());
 }
 
-
 /// A fake GPU whose `int_throughput` launches go wrong: a silent warp (`None`), or a driver error.
 struct BrokenInt(FakeCalibrationDevice, Option<Error>);
 
@@ -597,7 +601,9 @@ fn measured_integer_and_special_function_costs_replace_the_guides() {
     let est = calibrate(&mut dev, CalParams { repeats: 3, steps: 256 }, &mut |_| {}).unwrap();
     let text = arch_toml("p", &dev.facts(), &est, &[], "Pascal-like (fake)", "2026-11-28").unwrap();
     let a = ArchProfile::from_toml_str(&text, "p.toml").unwrap();
-    for (v, want, chain) in [(&a.cost_int, 0.25, "add.s32, xor.b32"), (&a.cost_sfu, 1.0, "rsqrt.approx.ftz.f32")] {
+    for (v, want, chain) in
+        [(&a.cost_int, 0.25, "add.s32, xor.b32"), (&a.cost_sfu, 1.0, "rsqrt.approx.ftz.f32")]
+    {
         assert!((v.value - want).abs() / want < 0.03, "{} for true {want}", v.value);
         let src = a.source_of(v);
         assert!(src.starts_with("measured on this GPU (Pascal-like (fake))") && src.contains(chain), "{src}");
@@ -630,7 +636,10 @@ fn a_failed_integer_measurement_keeps_the_guides_value_and_says_so() {
     assert!(int.source.contains("kept: its measurement on this GPU gave no usable cycle count"), "{int:?}");
     assert!(report.looked_up.iter().all(|v| v.field != "cost_sfu"));
     let notes = gpumodel_models::export::Export::notes(&report);
-    assert!(notes.iter().any(|n| n.starts_with("cost_int was not measured") && n.contains("0.5")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.starts_with("cost_int was not measured") && n.contains("0.5")),
+        "{notes:?}"
+    );
 
     let driver = Error::Cuda { call: "cuLaunchKernel", message: "unspecified launch failure".into() };
     let mut dev = BrokenInt(FakeCalibrationDevice::new(PASCAL_LIKE), Some(driver));
