@@ -88,8 +88,7 @@ fn quote(s: &str) -> String {
 /// The profile TOML. `name` is the profile's short name, `gpu` the GPU the run measured, `when` the date;
 /// `dvfs` the constants of the clock-pair sweep (the `[dvfs_memory]` table is written when all six of its
 /// constants are there, `l2_dram_bytes_per_core_cycle` on its own). An estimate replaces a fact of the same
-/// field. The text is checked by parsing it with
-/// the models crate's loader before it is returned.
+/// field. The text is checked by parsing it with the models crate's loader before it is returned.
 pub fn arch_toml(
     name: &str,
     facts: &DeviceFacts,

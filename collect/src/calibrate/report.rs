@@ -6,11 +6,11 @@
 
 use super::dvfs::{DvfsFit, Fitted, LineFit, PairPoint};
 use super::{DeviceFacts, Estimate, LOOKED_UP_UNLESS_MEASURED};
+use gpumodel_models::export::{Cell, Column, Export, Section};
+use serde::Serialize;
 
 /// Why a looked-up value stands where a measured one was expected.
 const KEPT: &str = "kept: its measurement on this GPU gave no usable cycle count";
-use gpumodel_models::export::{Cell, Column, Export, Section};
-use serde::Serialize;
 
 /// A profile value `calibrate` did not measure: read from the driver or taken from a cited reference.
 #[derive(Debug, Clone, PartialEq, Serialize)]
