@@ -62,7 +62,9 @@ fn the_fake_gpu_profile_loads_as_an_architecture() {
             "cost_fp32",
             "cost_fp64",
             "cost_fp16",
-            "cost_conversion64"
+            "cost_conversion64",
+            "cost_int",
+            "cost_sfu"
         ]
     );
     let a = ArchProfile::resolve(out.to_str().unwrap()).unwrap();
@@ -71,8 +73,9 @@ fn the_fake_gpu_profile_loads_as_an_architecture() {
     assert!((a.cyc_load.value - 480.0).abs() < 15.0, "{}", a.cyc_load.value);
     assert!(a.source_of(&a.out_warp_delay).contains("median of 5 repetitions"));
     // The throughput constants are in the profile, measured (not the a100 reference's), with the fake GPU's
-    // true rates: 128 shared bytes per cycle; 64 FP32, 32 FP64, 256 FP16 (half2 counting two) and 16
-    // conversion results per clock per SM, i.e. 0.5, 1, 0.25 and 2 cycles per warp instruction.
+    // true rates: 128 shared bytes per cycle; 64 FP32, 32 FP64, 256 FP16 (half2 counting two), 16
+    // conversion, 64 integer and 16 special-function results per clock per SM, i.e. 0.5, 1, 0.25, 2, 0.5
+    // and 2 cycles per warp instruction (the last two equal the Guide's, so the source is what tells).
     let t = TrueConstants::AMPERE_LIKE;
     for (field, v, want) in [
         ("shared_bytes_per_cycle", a.shared_bytes_per_cycle.as_ref(), t.shared_bytes_per_cycle),
@@ -80,6 +83,8 @@ fn the_fake_gpu_profile_loads_as_an_architecture() {
         ("cost_fp64", Some(&a.cost_fp64), 32.0 / t.fp64_per_clock),
         ("cost_fp16", a.cost_fp16.as_ref(), 64.0 / t.fp16_per_clock),
         ("cost_conversion64", a.cost_conversion64.as_ref(), 32.0 / t.conversion64_per_clock),
+        ("cost_int", Some(&a.cost_int), 32.0 / t.int_per_clock),
+        ("cost_sfu", Some(&a.cost_sfu), 32.0 / t.sfu_per_clock),
     ] {
         let v = v.unwrap_or_else(|| panic!("{field} missing from the profile"));
         assert!((v.value - want).abs() / want < 0.03, "{field}: {} for true {want}", v.value);
@@ -191,6 +196,10 @@ fn calibrate_says_what_is_measured_at_which_clock_pairs_and_what_is_looked_up() 
     let (measured, looked_up) = (names("measured", "field"), names("looked_up", "field"));
     assert!(measured.contains(&"cyc_load".into()) && !looked_up.contains(&"cyc_load".into()));
     assert!(looked_up.contains(&"sm_count".into()), "{looked_up:?}");
+    // The integer and special-function costs are measured now, no longer the Guide's looked-up rates.
+    for f in ["cost_int", "cost_sfu"] {
+        assert!(measured.contains(&f.into()) && !looked_up.contains(&f.into()), "{f}: {looked_up:?}");
+    }
     assert_eq!(
         names("dvfs_constants", "field"),
         [

@@ -307,3 +307,48 @@ extern "C" __global__ void __launch_bounds__(1024) convert64_throughput(CAL_ARGS
     for (int q = 0; q < 8; ++q) r += x[q];
     warp_finish(out, t0, (unsigned long long)__float_as_uint(r));
 }
+
+// cost_int: 8 independent chains of 32-bit integer adds and xors per thread, alternating (x = x + A, then
+// x = x ^ B), 16 integer instructions per step. The alternation is what keeps every one of them: two adds
+// in a row fuse into one three-input add (IADD3) and two xors into one LOP3 on recent GPUs, and no
+// instruction adds and xors at once. A and B are immediates with no special form (B is not the sign bit,
+// for which a xor is an add), the chains start from the thread and `knob`, and the trip count is a run-time
+// value, so nothing folds. No multiply, which Maxwell and Pascal split into several XMADs. (Run-time A
+// and B from `knob` were tried: the compiler recomputed one of them inside the loop.)
+extern "C" __global__ void __launch_bounds__(1024) int_throughput(CAL_ARGS) {
+    __shared__ long long stamp;
+    unsigned x[8];
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) x[q] = threadIdx.x * 8u + (unsigned)q + (unsigned)knob;
+    long long t0 = block_start(&stamp);
+    #pragma unroll 8
+    for (int k = 0; k < steps; ++k) {
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) {
+            x[q] += 0x9e3779b9u;
+            x[q] ^= 0x7f4a7c15u;
+        }
+    }
+    warp_finish(out, t0, x[0] ^ x[1] ^ x[2] ^ x[3] ^ x[4] ^ x[5] ^ x[6] ^ x[7]);
+}
+
+// cost_sfu: 8 independent chains of reciprocal square roots per thread (x = rsqrt(x), one MUFU.RSQ each,
+// converging to 1), 8 special-function instructions per step. Written in PTX with .ftz: without it a
+// compiler adds instructions that handle denormal inputs, and rsqrt needs no range reduction (ex2, sin
+// and cos take an extra RRO instruction before the MUFU on Maxwell and Pascal).
+extern "C" __global__ void __launch_bounds__(1024) sfu_throughput(CAL_ARGS) {
+    __shared__ long long stamp;
+    float x[8];
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) x[q] = (float)(threadIdx.x + (unsigned)q + (unsigned)knob);
+    long long t0 = block_start(&stamp);
+    #pragma unroll 4
+    for (int k = 0; k < steps; ++k) {
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) asm("rsqrt.approx.ftz.f32 %0, %0;" : "+f"(x[q]));
+    }
+    float r = 0.0f;
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) r += x[q];
+    warp_finish(out, t0, (unsigned long long)__float_as_uint(r));
+}

@@ -21,7 +21,7 @@
 //! here.
 
 use super::dvfs::{ClockPair, SupportedClocks};
-use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, MEASURED, SOURCE};
+use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, SOURCE, measured_only};
 use crate::Error;
 use crate::nvml::{ClockCallError, ClockLock, restore_clock_pair, set_clock_pair};
 use crate::nvrtc;
@@ -158,14 +158,15 @@ impl CudaCalibrationDevice {
                 "driver",
             ),
             // The Guide's "Arithmetic Instructions" table for compute capability 7.0 to 9.0 (64 32-bit
-            // integer adds and 16 SFU results per clock per SM), also taken for older GPUs. The FP32, FP64
-            // and FP16 rates and the 64-bit conversions are measured (MEASURED).
+            // integer adds and 16 SFU results per clock per SM), also taken for older GPUs: what the
+            // profile keeps when their measurement gives no usable cycle count (LOOKED_UP_UNLESS_MEASURED).
+            // The FP32, FP64 and FP16 rates and the 64-bit conversions are only measured (MEASURED).
             ("cost_int", 32.0 / 64.0, "guide"),
             ("cost_sfu", 32.0 / 16.0, "guide"),
             ("cost_ldst", 1.0, "guide"),
         ]
         .into_iter()
-        .filter(|(f, _, _)| !MEASURED.contains(f))
+        .filter(|(f, _, _)| !measured_only(f))
         .map(|(f, v, s)| (f.to_string(), v, s.to_string()))
         .collect();
         if let Some((f, v, _)) = values.iter().find(|(_, v, _)| !(v.is_finite() && *v > 0.0)) {

@@ -35,11 +35,14 @@ pub struct TrueConstants {
     /// Shared-memory bandwidth, bytes per SM per core cycle.
     pub shared_bytes_per_cycle: f64,
     /// Results per clock per SM, in the Programming Guide's terms (an FMA is one result; a packed `half2`
-    /// FMA is two): FP32, FP64 and FP16 fused multiply-add, and conversions from and to 64-bit types.
+    /// FMA is two): FP32, FP64 and FP16 fused multiply-add, conversions from and to 64-bit types, 32-bit
+    /// integer add and bitwise xor (one rate in the Guide), and special functions (reciprocal square root).
     pub fp32_per_clock: f64,
     pub fp64_per_clock: f64,
     pub fp16_per_clock: f64,
     pub conversion64_per_clock: f64,
+    pub int_per_clock: f64,
+    pub sfu_per_clock: f64,
 }
 
 /// The fake GPU's default clocks (the A100's, as its facts say): core, memory MHz.
@@ -71,6 +74,8 @@ impl TrueConstants {
         fp64_per_clock: 32.0,
         fp16_per_clock: 256.0,
         conversion64_per_clock: 16.0,
+        int_per_clock: 64.0,
+        sfu_per_clock: 16.0,
     };
 
     /// DRAM latency in core cycles at `c` (the form above).
@@ -133,7 +138,8 @@ impl FakeCalibrationDevice {
     }
 
     /// A throughput kernel's per-warp finishes: what one block of `l.threads` threads does (in the terms
-    /// of `calibrate.cu`: 16 shared bytes, 8 FMAs (16 FP16 results) or 16 conversions per thread and step)
+    /// of `calibrate.cu`: 16 shared bytes, 8 FMAs (16 FP16 results), 16 conversions, 16 integer adds and
+    /// xors or 8 reciprocal square roots per thread and step)
     /// at the true rate of its unit — or, when too few warps are in flight for that, at one dependent step
     /// per latency (`cyc_s` for shared loads, `alu_latency` for arithmetic) — the warps finishing one after
     /// another over the last tenth of it.
@@ -145,6 +151,8 @@ impl FakeCalibrationDevice {
             "fp32_throughput" => (8.0 * work / t.fp32_per_clock, t.alu_latency),
             "fp64_throughput" => (8.0 * work / t.fp64_per_clock, t.alu_latency),
             "fp16_throughput" => (16.0 * work / t.fp16_per_clock, t.alu_latency),
+            "int_throughput" => (16.0 * work / t.int_per_clock, 2.0 * t.alu_latency),
+            "sfu_throughput" => (8.0 * work / t.sfu_per_clock, t.alu_latency),
             _ => (16.0 * work / t.conversion64_per_clock, 2.0 * t.alu_latency),
         };
         let cycles = rate_bound.max(f64::from(l.steps) * latency) * self.jitter();
@@ -170,7 +178,10 @@ impl FakeCalibrationDevice {
 fn a100_facts() -> DeviceFacts {
     let a100 = ArchProfile::builtin("a100").expect("the built-in a100 profile parses (tested in models)");
     // A100's L2: 40 MB (NVIDIA A100 Tensor Core GPU Architecture whitepaper).
-    let mut f = DeviceFacts::from_profile(&a100, super::MEASURED, 40 << 20);
+    // The a100 profile's Guide values of cost_int and cost_sfu stay, as a real GPU's facts keep them.
+    let measured_only: Vec<&str> =
+        super::MEASURED.iter().copied().filter(|f| super::measured_only(f)).collect();
+    let mut f = DeviceFacts::from_profile(&a100, &measured_only, 40 << 20);
     f.display_name = "NVIDIA A100-SXM4-40GB (fake)".into();
     f
 }
@@ -211,7 +222,9 @@ impl CalibrationDevice for FakeCalibrationDevice {
             | "fp32_throughput"
             | "fp64_throughput"
             | "fp16_throughput"
-            | "convert64_throughput" => return Ok(self.block_throughput(l)),
+            | "convert64_throughput"
+            | "int_throughput"
+            | "sfu_throughput" => return Ok(self.block_throughput(l)),
             other => {
                 return Err(Error::Invalid(format!("fake GPU: unknown calibration kernel {other}")));
             }

@@ -2,7 +2,8 @@
 //! by pointer chasing (CYC_load), store cost (CYC_store), shared-memory and texture-cache latency (CYC_s,
 //! CYC_t), register cost (CYC_r), and the paper's in_warp_delay and out_warp_delay; the throughput of the
 //! SM's units the model charges instructions at ([`throughput`]: shared-memory bandwidth, FP32, FP64 and
-//! FP16 arithmetic, 64-bit conversions) — each measured over several repetitions and written, with its median and spread, as a `models/arch/*.toml` profile that
+//! FP16 arithmetic, 64-bit conversions, 32-bit integer arithmetic, special functions) — each measured over
+//! several repetitions and written, with its median and spread, as a `models/arch/*.toml` profile that
 //! `gpumodel predict --arch FILE` loads — and the DVFS memory constants of Wang & Chu's form, measured at
 //! several core/memory clock pairs ([`dvfs`]).
 //!
@@ -25,10 +26,15 @@
 //! **Measured and looked up.** Measured on the GPU: the [`MEASURED`] fields — at its current clocks the
 //! latencies by pointer chasing (DRAM, shared memory, texture cache: one thread, dependent loads), store
 //! cost, register cost, ALU latency, in/out-of-warp delays, L2 bandwidth, and on one SM the shared-memory
-//! bandwidth and the issue cost of FP32, FP64 and FP16 FMAs and of f32↔f64 conversions; at the clock pairs the DVFS memory constants (`dvfs_memory.latency_a`, `latency_b`,
-//! `delay_a`, `delay_b`, `l2_latency`, `l2_delay`) and `l2_dram_bytes_per_core_cycle`. Looked up:
-//! everything else the profile carries ([`DeviceFacts`]: SM count, clocks, limits and per-instruction costs
-//! from the driver and the cited references). A DVFS fit that is rejected (e.g. `--clock-pairs current`)
+//! bandwidth and the issue cost of FP32, FP64 and FP16 FMAs, of f32↔f64 conversions, of 32-bit integer
+//! adds and xors (`cost_int`) and of special-function instructions (`cost_sfu`); at the clock pairs the DVFS
+//! memory constants (`dvfs_memory.latency_a`, `latency_b`, `delay_a`, `delay_b`, `l2_latency`, `l2_delay`)
+//! and `l2_dram_bytes_per_core_cycle`. Looked up: everything else the profile carries ([`DeviceFacts`]: SM
+//! count, clocks, limits and the load/store cost from the driver and the cited references). `cost_int` and
+//! `cost_sfu` have a looked-up value too, the Programming Guide's rates ([`LOOKED_UP_UNLESS_MEASURED`]):
+//! the measurement replaces it, and when their kernel gives no usable cycle count the profile keeps it and
+//! the report lists it as looked up, with why; any other failed measurement stops the run and writes
+//! nothing. A DVFS fit that is rejected (e.g. `--clock-pairs current`)
 //! leaves its constants out of the profile — the `[dvfs_memory]` table is written only whole — and the
 //! model falls back to `cyc_load` and `in_warp_delay` fixed in memory-clock time. [`CalibrateReport`] says
 //! all of this, with the clock pairs, in the command's output, and every written constant cites how and
@@ -68,7 +74,19 @@ pub const MEASURED: &[&str] = &[
     "cost_fp64",
     "cost_fp16",
     "cost_conversion64",
+    "cost_int",
+    "cost_sfu",
 ];
+
+/// Measured fields that also have a looked-up value (the Programming Guide's rates, in the device's
+/// facts): the measurement replaces it in the profile, and a measurement whose kernel gives no usable
+/// cycle count leaves it there (the report says so) instead of stopping the run.
+pub const LOOKED_UP_UNLESS_MEASURED: &[&str] = &["cost_int", "cost_sfu"];
+
+/// Whether `field` is measured and has no looked-up value: the device's facts leave it out.
+pub fn measured_only(field: &str) -> bool {
+    MEASURED.contains(&field) && !LOOKED_UP_UNLESS_MEASURED.contains(&field)
+}
 
 /// Launches [`calibrate`] makes (for a progress bar).
 pub fn launches(p: CalParams) -> usize {
@@ -138,6 +156,16 @@ pub const ENTRIES: &[CalEntry] = &[
         name: "convert64_throughput",
         measures: "cost_conversion64",
         ptx: &["cvt.f64.f32", "cvt.rn.f32.f64", "bar.sync", "%clock64"],
+    },
+    CalEntry {
+        name: "int_throughput",
+        measures: "cost_int",
+        ptx: &["add.s32", "xor.b32", "bar.sync", "%clock64"],
+    },
+    CalEntry {
+        name: "sfu_throughput",
+        measures: "cost_sfu",
+        ptx: &["rsqrt.approx.ftz.f32", "bar.sync", "%clock64"],
     },
 ];
 

@@ -87,8 +87,8 @@ fn quote(s: &str) -> String {
 
 /// The profile TOML. `name` is the profile's short name, `gpu` the GPU the run measured, `when` the date;
 /// `dvfs` the constants of the clock-pair sweep (the `[dvfs_memory]` table is written when all six of its
-/// constants are there, `l2_dram_bytes_per_core_cycle` on its own). The text is checked by parsing it with
-/// the models crate's loader before it is returned.
+/// constants are there, `l2_dram_bytes_per_core_cycle` on its own). An estimate replaces a fact of the same
+/// field. The text is checked by parsing it with the models crate's loader before it is returned.
 pub fn arch_toml(
     name: &str,
     facts: &DeviceFacts,
@@ -112,7 +112,9 @@ pub fn arch_toml(
     let _ = writeln!(s, "chip = {}", quote(&facts.chip));
     let _ = writeln!(s, "compute_capability = {}", quote(&facts.compute_capability));
     let _ = writeln!(s);
-    for (field, value, src) in &facts.values {
+    // A measured value replaces the looked-up one of the same field (LOOKED_UP_UNLESS_MEASURED).
+    for (field, value, src) in facts.values.iter().filter(|(f, _, _)| !estimates.iter().any(|e| e.field == f))
+    {
         let _ = writeln!(s, "{field} = {{ value = {}, src = {} }}", num(*value), quote(src));
     }
     for (field, (v, src)) in

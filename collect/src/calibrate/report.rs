@@ -1,12 +1,16 @@
 //! What `gpumodel calibrate` reports: the constants it measured on the GPU (at the current clocks, and the
 //! DVFS memory constants at which clock pairs, with each fit's R² and residuals), and — so that nobody
 //! takes a looked-up number for a measured one — the values the profile takes from the driver or a
-//! reference, and the constants it could not fit and so does not write (with the reason).
+//! reference (a measured value of the same field replaces one; one kept because its measurement failed
+//! says so), and the constants it could not fit and so does not write (with the reason).
 
 use super::dvfs::{DvfsFit, Fitted, LineFit, PairPoint};
-use super::{DeviceFacts, Estimate};
+use super::{DeviceFacts, Estimate, LOOKED_UP_UNLESS_MEASURED};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use serde::Serialize;
+
+/// Why a looked-up value stands where a measured one was expected.
+const KEPT: &str = "kept: its measurement on this GPU gave no usable cycle count";
 
 /// A profile value `calibrate` did not measure: read from the driver or taken from a cited reference.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,13 +55,18 @@ impl CalibrateReport {
         points: &[PairPoint],
         fit: &DvfsFit,
     ) -> Self {
+        // A measured value replaces the looked-up one; a looked-up value of a measured field that is not
+        // among the estimates is there because its measurement gave no usable cycle count.
         let looked_up = facts
             .values
             .iter()
-            .map(|(field, value, src)| LookedUp {
-                field: field.clone(),
-                value: *value,
-                source: facts.sources.get(src).cloned().unwrap_or_else(|| src.clone()),
+            .filter(|(field, _, _)| !measured.iter().any(|e| e.field == field))
+            .map(|(field, value, src)| {
+                let mut source = facts.sources.get(src).cloned().unwrap_or_else(|| src.clone());
+                if LOOKED_UP_UNLESS_MEASURED.contains(&field.as_str()) {
+                    source.push_str(&format!(" ({KEPT})"));
+                }
+                LookedUp { field: field.clone(), value: *value, source }
             })
             .collect();
         CalibrateReport {
@@ -222,6 +231,13 @@ impl Export for CalibrateReport {
     fn notes(&self) -> Vec<String> {
         let mut notes: Vec<String> =
             self.not_measured.iter().map(|(f, w)| format!("not in the profile: {f} — {w}")).collect();
+        for v in self.looked_up.iter().filter(|v| LOOKED_UP_UNLESS_MEASURED.contains(&v.field.as_str())) {
+            notes.push(format!(
+                "{} was not measured (its kernel gave no usable cycle count in some repetition): the profile keeps \
+                 the looked-up value {}; run calibrate again to measure it",
+                v.field, v.value
+            ));
+        }
         if self.not_measured.iter().any(|(f, _)| f.starts_with("dvfs_memory.")) {
             notes.push(
                 "without [dvfs_memory] the timing model keeps the DRAM latency (cyc_load) and departure delay \

@@ -26,6 +26,49 @@ fn every_calibration_kernel_compiles_for_pascal_to_hopper_and_keeps_its_instruct
     }
 }
 
+/// The unrolled loop of a throughput kernel's PTX: from the first `nounroll` (the main loop after the
+/// compiler's own unrolling) to its back-edge, instructions only (no inline-asm markers).
+fn unrolled_loop(body: &str) -> Vec<&str> {
+    body.lines()
+        .map(str::trim)
+        .skip_while(|l| !l.starts_with(".pragma \"nounroll\""))
+        .skip(1)
+        .take_while(|l| !l.contains(" bra"))
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .collect()
+}
+
+/// The integer and special-function costs are only what they say if every chain instruction survives
+/// compilation as one instruction of its kind and nothing else runs in the loop: 8 chains x 8 unrolled
+/// steps of an add and a xor (one more add counts the loop), no multiply (several XMADs on Maxwell and
+/// Pascal; a run-time constant was once recomputed in the loop with one), and 8 x 4 reciprocal square
+/// roots. A chain the compiler folded, fused or padded fails here.
+#[test]
+fn the_integer_and_special_function_loops_hold_only_their_chains() {
+    if let Err(e) = nvrtc::ensure_loaded() {
+        assert!(!nvrtc::libs_required(), "GPUMODEL_REQUIRE_CUDA_LIBS=1 but {e}");
+        eprintln!("skipping: {e}");
+        return;
+    }
+    for arch in ["sm_60", "sm_70"].iter().chain(nvrtc::TEST_ARCHES) {
+        let ptx = nvrtc::compile_ptx("calibrate", SOURCE, arch).unwrap();
+        let int = unrolled_loop(ptx_function(&ptx, "int_throughput").unwrap());
+        let count = |body: &[&str], op: &str| body.iter().filter(|l| l.starts_with(op)).count();
+        assert_eq!(count(&int, "xor.b32"), 64, "{arch}:\n{}", int.join("\n"));
+        assert_eq!(count(&int, "add.s32"), 65, "{arch}:\n{}", int.join("\n"));
+        assert_eq!(
+            int.len(),
+            64 + 65 + 1,
+            "{arch}: more than the chains and the loop test:\n{}",
+            int.join("\n")
+        );
+        assert!(!ptx_function(&ptx, "int_throughput").unwrap().contains("mul.lo"), "{arch}: a multiply");
+        let sfu = unrolled_loop(ptx_function(&ptx, "sfu_throughput").unwrap());
+        assert_eq!(count(&sfu, "rsqrt.approx.ftz.f32"), 32, "{arch}:\n{}", sfu.join("\n"));
+        assert_eq!(sfu.len(), 32 + 2, "{arch}: more than the chains and the loop test:\n{}", sfu.join("\n"));
+    }
+}
+
 #[test]
 fn the_estimators_recover_the_fake_gpus_constants() {
     let mut dev = FakeCalibrationDevice::new(TRUTH);
@@ -48,6 +91,8 @@ fn the_estimators_recover_the_fake_gpus_constants() {
         ("cost_fp64", 32.0 / TRUTH.fp64_per_clock),
         ("cost_fp16", 64.0 / TRUTH.fp16_per_clock),
         ("cost_conversion64", 32.0 / TRUTH.conversion64_per_clock),
+        ("cost_int", 32.0 / TRUTH.int_per_clock),
+        ("cost_sfu", 32.0 / TRUTH.sfu_per_clock),
     ];
     assert_eq!(est.len(), want.len());
     for (e, (field, truth)) in est.iter().zip(want) {
@@ -60,7 +105,7 @@ fn the_estimators_recover_the_fake_gpus_constants() {
         assert_eq!(e.n, 9);
     }
     assert_eq!(launches, dev.launches);
-    assert_eq!(launches, 6 * 9 + 8 * 9 + 6 * 9 + 2 * 9 + 5 * 9);
+    assert_eq!(launches, 6 * 9 + 8 * 9 + 6 * 9 + 2 * 9 + 7 * 9);
     assert_eq!(launches, super::launches(CalParams::default()));
 }
 
@@ -407,14 +452,16 @@ fn the_profile_with_the_dvfs_constants_loads_and_cites_the_clock_pairs() {
 // --- throughput of the SM's units ---
 
 /// A second GPU, chosen by hand to differ from [`TRUTH`] in every rate: a consumer Pascal part in the
-/// Guide's terms for compute capability 6.1 (128 FP32, 4 FP64, 2 FP16 and 4 64-bit conversion results per
-/// clock per SM) with half the shared bandwidth.
+/// Guide's terms for compute capability 6.1 (128 FP32, 4 FP64, 2 FP16, 4 64-bit conversion, 128 32-bit
+/// integer add and xor, and 32 special-function results per clock per SM) with half the shared bandwidth.
 const PASCAL_LIKE: TrueConstants = TrueConstants {
     shared_bytes_per_cycle: 64.0,
     fp32_per_clock: 128.0,
     fp64_per_clock: 4.0,
     fp16_per_clock: 2.0,
     conversion64_per_clock: 4.0,
+    int_per_clock: 128.0,
+    sfu_per_clock: 32.0,
     ..TRUTH
 };
 
@@ -434,6 +481,8 @@ fn the_throughput_estimators_recover_each_units_rate() {
             ("cost_fp64", 32.0 / truth.fp64_per_clock, "core cycles per warp instruction"),
             ("cost_fp16", 64.0 / truth.fp16_per_clock, "core cycles per warp instruction"),
             ("cost_conversion64", 32.0 / truth.conversion64_per_clock, "core cycles per warp instruction"),
+            ("cost_int", 32.0 / truth.int_per_clock, "core cycles per warp instruction"),
+            ("cost_sfu", 32.0 / truth.sfu_per_clock, "core cycles per warp instruction"),
         ];
         assert_eq!(est.len(), want.len());
         for (e, (field, w, unit)) in est.iter().zip(want) {
@@ -443,7 +492,7 @@ fn the_throughput_estimators_recover_each_units_rate() {
         }
         // One block of 32 warps per launch, on one SM.
         assert!(dev.log.iter().all(|(entry, _)| throughput::UNITS.iter().any(|u| u.entry == *entry)));
-        assert_eq!(dev.launches, 5 * 9);
+        assert_eq!(dev.launches, 7 * 9);
     }
 }
 
@@ -518,4 +567,82 @@ fn the_throughput_constants_load_and_the_loader_checks_them() {
         .join("\n");
     let a = ArchProfile::from_toml_str(&old, "old.toml").unwrap();
     assert!(a.shared_bytes_per_cycle.is_none() && a.cost_fp16.is_none());
+}
+
+/// A fake GPU whose `int_throughput` launches go wrong: a silent warp (`None`), or a driver error.
+struct BrokenInt(FakeCalibrationDevice, Option<Error>);
+
+impl CalibrationDevice for BrokenInt {
+    fn facts(&self) -> DeviceFacts {
+        self.0.facts()
+    }
+    fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {
+        let mut out = self.0.run(l)?;
+        if l.entry == "int_throughput" {
+            if let Some(e) = self.1.take() {
+                return Err(e);
+            }
+            out[2 * 5] = 0;
+        }
+        Ok(out)
+    }
+    fn run_timed(&mut self, l: &CalLaunch, blocks: u32) -> Result<f64, Error> {
+        self.0.run_timed(l, blocks)
+    }
+}
+
+/// The integer and special-function costs replace the Programming Guide's values in the profile when
+/// measured (the fake GPU's facts carry the a100's Guide values, 0.5 and 2; the Pascal-like GPU has 0.25
+/// and 1), and the report does not list them as looked up.
+#[test]
+fn measured_integer_and_special_function_costs_replace_the_guides() {
+    let mut dev = FakeCalibrationDevice::new(PASCAL_LIKE);
+    assert_eq!((dev.facts().value("cost_int"), dev.facts().value("cost_sfu")), (Some(0.5), Some(2.0)));
+    let est = calibrate(&mut dev, CalParams { repeats: 3, steps: 256 }, &mut |_| {}).unwrap();
+    let text = arch_toml("p", &dev.facts(), &est, &[], "Pascal-like (fake)", "2026-11-28").unwrap();
+    let a = ArchProfile::from_toml_str(&text, "p.toml").unwrap();
+    for (v, want, chain) in
+        [(&a.cost_int, 0.25, "add.s32, xor.b32"), (&a.cost_sfu, 1.0, "rsqrt.approx.ftz.f32")]
+    {
+        assert!((v.value - want).abs() / want < 0.03, "{} for true {want}", v.value);
+        let src = a.source_of(v);
+        assert!(src.starts_with("measured on this GPU (Pascal-like (fake))") && src.contains(chain), "{src}");
+        assert!(src.contains("median of 3 repetitions") && src.contains("Mei & Chu"), "{src}");
+    }
+    let report = CalibrateReport::new("g", "p", "p.toml", &dev.facts(), &est, &[], &dvfs::fit(&[]));
+    assert!(report.looked_up.iter().all(|v| v.field != "cost_int" && v.field != "cost_sfu"));
+    assert!(report.looked_up.iter().any(|v| v.field == "cost_ldst"), "still looked up");
+    assert!(gpumodel_models::export::Export::notes(&report).iter().all(|n| !n.contains("cost_")));
+}
+
+/// A kernel that gives no usable cycle count for cost_int leaves the Guide's value in the profile, and
+/// the report lists it as looked up with why (what the other units cannot do: they have no value to keep,
+/// so their failure stops the run); cost_sfu is still measured. A driver error is not such a failure: it
+/// stops the run.
+#[test]
+fn a_failed_integer_measurement_keeps_the_guides_value_and_says_so() {
+    let mut dev = BrokenInt(FakeCalibrationDevice::new(PASCAL_LIKE), None);
+    let est = calibrate(&mut dev, CalParams { repeats: 3, steps: 256 }, &mut |_| {}).unwrap();
+    let fields: Vec<&str> = est.iter().map(|e| e.field).collect();
+    assert!(!fields.contains(&"cost_int") && fields.contains(&"cost_sfu"), "{fields:?}");
+    let facts = dev.facts();
+    let text = arch_toml("p", &facts, &est, &[], "Pascal-like (fake)", "2026-11-28").unwrap();
+    let a = ArchProfile::from_toml_str(&text, "p.toml").unwrap();
+    assert_eq!(a.cost_int.value, 0.5);
+    assert!(a.source_of(&a.cost_int).contains("Programming Guide"), "{}", a.source_of(&a.cost_int));
+    assert!((a.cost_sfu.value - 1.0).abs() < 0.03, "{}", a.cost_sfu.value);
+    let report = CalibrateReport::new("g", "p", "p.toml", &facts, &est, &[], &dvfs::fit(&[]));
+    let int = report.looked_up.iter().find(|v| v.field == "cost_int").expect("cost_int looked up");
+    assert!(int.source.contains("kept: its measurement on this GPU gave no usable cycle count"), "{int:?}");
+    assert!(report.looked_up.iter().all(|v| v.field != "cost_sfu"));
+    let notes = gpumodel_models::export::Export::notes(&report);
+    assert!(
+        notes.iter().any(|n| n.starts_with("cost_int was not measured") && n.contains("0.5")),
+        "{notes:?}"
+    );
+
+    let driver = Error::Cuda { call: "cuLaunchKernel", message: "unspecified launch failure".into() };
+    let mut dev = BrokenInt(FakeCalibrationDevice::new(PASCAL_LIKE), Some(driver));
+    let err = calibrate(&mut dev, CalParams { repeats: 3, steps: 256 }, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("cuLaunchKernel"), "{err}");
 }
