@@ -2,7 +2,7 @@
 //! First the DVFS memory constants at several clock pairs (`--clock-pairs`; the clocks are set through NVML
 //! and restored afterwards, also on error and Ctrl-C), then the other constants at the GPU's own clocks:
 //! latencies, delays, L2 bandwidth, and on one SM the shared-memory bandwidth and the issue cost of FP32,
-//! FP64 and FP16 arithmetic and of 64-bit conversions.
+//! FP64 and FP16 arithmetic, of 64-bit conversions, of 32-bit integer arithmetic and of special functions.
 //! Its output says which constants were measured (and at which clock pairs), which the profile looks up
 //! (driver, references), and which fits were rejected and so are not written.
 
@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, default_value_t = 9)]
     pub repeats: usize,
     /// Dependent accesses per latency measurement, and steps of each throughput kernel (shared-memory
-    /// bandwidth, FP32/FP64/FP16 arithmetic, 64-bit conversions).
+    /// bandwidth, FP32/FP64/FP16 arithmetic, 64-bit conversions, 32-bit integer arithmetic, special functions).
     #[arg(long, default_value_t = 4096)]
     pub steps: i32,
     /// Core:memory clock pairs (MHz) at which to measure the DVFS memory constants: `auto` (up to 4
