@@ -265,6 +265,12 @@ impl ArchProfile {
         .collect()
     }
 
+    /// Whether `gpu` (a profile's `arch`: a profile name, or the GPU name an export gives) is this GPU:
+    /// its short name, or its display name in any case.
+    pub fn names_gpu(&self, gpu: &str) -> bool {
+        gpu == self.name || gpu.trim().eq_ignore_ascii_case(&self.display_name)
+    }
+
     /// Core cycles of the shared pipe per wavefront (one warp-wide 32-bit access, a request or a
     /// bank-conflict replay): `warp_size × 4 / shared_bytes_per_cycle` where the profile has the shared
     /// bandwidth, else `cost_ldst`.

@@ -16,6 +16,7 @@
 pub mod arch;
 pub mod artifact;
 pub mod atomic;
+pub mod capability;
 pub mod catalogue;
 pub mod cluster;
 pub mod counters;

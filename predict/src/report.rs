@@ -63,7 +63,7 @@ impl Provenance {
     pub fn new(kernel: &KernelProfile, arch: &ArchProfile, model: &ModelArtifact) -> Provenance {
         Provenance {
             kernel_source: kernel.source.clone(),
-            measured_on: kernel.arch.clone().filter(|a| *a != arch.name && !same_capability(a, arch)),
+            measured_on: kernel.arch.clone().filter(|a| !arch.names_gpu(a) && !same_capability(a, arch)),
             gpu: arch.display_name.clone(),
             model_trained_on: model
                 .training
@@ -73,6 +73,23 @@ impl Provenance {
                 .map(str::to_string),
         }
     }
+}
+
+/// The note of a profile measured on another GPU than the one predicted on, with the way to predict on
+/// the GPU it was measured on: its built-in profile's name, or how to write a profile for it.
+fn another_gpu_note(measured_on: &str, arch: &str) -> String {
+    let builtin = ArchProfile::builtin_names()
+        .into_iter()
+        .find(|n| ArchProfile::builtin(n).is_ok_and(|a| a.names_gpu(measured_on)));
+    let how = match builtin {
+        Some(n) => format!("`--arch {n}` predicts on it"),
+        None => {
+            "no built-in profile for it: `gpumodel arch new` writes one from documents, `gpumodel calibrate` \
+                 measures one on it; then `--arch FILE`"
+                .to_string()
+        }
+    };
+    format!("note        counters measured on another GPU ({measured_on}), predicted on {arch} ({how})")
 }
 
 /// Whether a profile's GPU known only by its compute capability (`sm_80`) is of the architecture's.
@@ -147,12 +164,7 @@ impl Export for KernelReport {
         let d = &p.detail;
         let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
-        if let Some(m) = &ctx.measured_on {
-            out.push(format!(
-                "note        counters measured on another GPU ({m}), predicted on {}",
-                self.arch
-            ));
-        }
+        out.extend(ctx.measured_on.as_deref().map(|m| another_gpu_note(m, &self.arch)));
         out.extend(model_note(ctx, &self.arch));
         out.extend(self.extrapolation.iter().map(|x| format!("extrapol.   {x}")));
         out.push(format!(
@@ -346,12 +358,7 @@ impl Export for RooflineReport {
         let (r, ctx) = (&self.roofline, &self.context);
         let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
-        if let Some(m) = &ctx.measured_on {
-            out.push(format!(
-                "note        counters measured on another GPU ({m}), predicted on {}",
-                self.arch
-            ));
-        }
+        out.extend(ctx.measured_on.as_deref().map(|m| another_gpu_note(m, &self.arch)));
         out.push(format!(
             "model       roofline fallback: the pipeline timing model needs {}",
             r.lacked.join(", ")

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod arch;
 pub mod calibrate;
 pub mod clocks;
 pub mod cluster;
@@ -54,6 +55,9 @@ pub enum Command {
     Counters(counters::Args),
     /// Measure the timing model's constants on this GPU and write an architecture profile.
     Calibrate(calibrate::Args),
+    /// The built-in architecture profiles, and a profile from documents for a GPU that has none.
+    #[command(subcommand)]
+    Arch(arch::Action),
     /// Merge per-host / per-GPU collector outputs into one.
     Merge(merge::Args),
     /// Draw command results: one self-contained HTML report, or one figure as SVG.
@@ -75,6 +79,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Collect(a) => collect::run(a),
         Command::Counters(a) => counters::run(a),
         Command::Calibrate(a) => calibrate::run(a),
+        Command::Arch(a) => arch::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Report(a) => report::run(a),
     }

@@ -27,6 +27,7 @@ use crate::nvml::{ClockCallError, ClockLock, restore_clock_pair, set_clock_pair}
 use crate::nvrtc;
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use gpumodel_models::capability::{self, CapabilityFacts};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::error::NvmlError;
@@ -96,12 +97,7 @@ impl CudaCalibrationDevice {
             "nvml".to_string(),
             format!("NVML on {name} (max clocks, supported clocks, default power limit)"),
         );
-        sources.insert(
-            "guide".to_string(),
-            "NVIDIA CUDA C++ Programming Guide, 'Compute Capabilities' and 'Arithmetic Instructions' (results per \
-             clock cycle per SM) tables"
-                .to_string(),
-        );
+        sources.insert("guide".to_string(), capability::SOURCE.to_string());
         sources.insert(
             "guide_tx".to_string(),
             "CUDA C++ Programming Guide, global memory accesses: 32-byte sectors on compute capability 5.x and newer".into(),
@@ -128,10 +124,14 @@ impl CudaCalibrationDevice {
             .map(|v| v.into_iter().map(f64::from).collect())
             .unwrap_or_default();
         let tdp = dev.power_management_limit_default().map(|mw| f64::from(mw) / 1000.0).unwrap_or(f64::NAN);
+        // The documented per-SM facts of this compute capability (a newer one than the table takes its
+        // newest row).
+        let doc = capability::facts(&format!("{major}.{minor}"))
+            .unwrap_or(capability::CAPABILITIES[capability::CAPABILITIES.len() - 1]);
         let mut values: Vec<(String, f64, String)> = vec![
             ("sm_count", attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?, "driver"),
             ("warp_size", attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?, "driver"),
-            ("schedulers_per_sm", guide_rates(major, minor).2, "guide"),
+            ("schedulers_per_sm", doc.schedulers_per_sm, "guide"),
             ("core_mhz", core_mhz, "nvml"),
             ("mem_mhz", mem_mhz, "nvml"),
             ("mem_bandwidth_gbs", bw, "driver"),
@@ -161,9 +161,9 @@ impl CudaCalibrationDevice {
             // adds and SFU results per clock per SM): what the profile keeps when their measurement gives
             // no usable cycle count (LOOKED_UP_UNLESS_MEASURED). The FP32, FP64 and FP16 rates and the
             // 64-bit conversions are only measured (MEASURED).
-            ("cost_int", 32.0 / guide_rates(major, minor).0, "guide"),
-            ("cost_sfu", 32.0 / guide_rates(major, minor).1, "guide"),
-            ("cost_ldst", 1.0, "guide"),
+            ("cost_int", CapabilityFacts::cost(doc.int32), "guide"),
+            ("cost_sfu", CapabilityFacts::cost(doc.sfu), "guide"),
+            ("cost_ldst", CapabilityFacts::cost(doc.ldst_units), "guide"),
         ]
         .into_iter()
         .filter(|(f, _, _)| !measured_only(f))
@@ -339,32 +339,4 @@ fn texture_over(chain: &CudaSlice<u32>, elems: u32) -> Result<u64, Error> {
         elems,
         cudarc::driver::sys::CUarray_format::CU_AD_FORMAT_SIGNED_INT32,
     )
-}
-
-/// The Programming Guide's per-SM rates for compute capability `major.minor`: 32-bit integer adds and
-/// special-function results per clock, and warp schedulers ("Arithmetic Instructions" throughput table
-/// and the per-capability architecture sections): 5.x, 6.1 and 6.2 have 128 integer lanes, 32 SFU lanes
-/// and 4 schedulers; 6.0 has 64, 16 and 2; 7.0 and newer 64, 16 and 4.
-fn guide_rates(major: i32, minor: i32) -> (f64, f64, f64) {
-    match (major, minor) {
-        (6, 0) => (64.0, 16.0, 2.0),
-        (5, _) | (6, _) => (128.0, 32.0, 4.0),
-        _ => (64.0, 16.0, 4.0),
-    }
-}
-
-#[cfg(test)]
-mod guide_tests {
-    use super::guide_rates;
-
-    #[test]
-    fn guide_rates_follow_the_compute_capability() {
-        // GM204 / GP102 (the GTX 980 and 1080 Ti profiles: cost_int 0.25, cost_sfu 1), GP100 (the P100
-        // profile: 0.5, 2, 2 schedulers), and Volta onwards.
-        assert_eq!(guide_rates(5, 2), (128.0, 32.0, 4.0));
-        assert_eq!(guide_rates(6, 1), (128.0, 32.0, 4.0));
-        assert_eq!(guide_rates(6, 0), (64.0, 16.0, 2.0));
-        assert_eq!(guide_rates(7, 0), (64.0, 16.0, 4.0));
-        assert_eq!(guide_rates(9, 0), (64.0, 16.0, 4.0));
-    }
 }

@@ -48,7 +48,7 @@ mod report;
 pub mod throughput;
 
 pub use fake::{FakeCalibrationDevice, TrueConstants};
-pub use profile::{DeviceFacts, arch_toml, profile_name};
+pub use profile::{BoardSpec, DeviceFacts, arch_toml, documents_toml, profile_name};
 pub use report::{CalibrateReport, LookedUp};
 
 /// Profile fields calibration measures (the others come from [`DeviceFacts`]).

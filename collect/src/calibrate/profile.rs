@@ -54,6 +54,136 @@ impl DeviceFacts {
     }
 }
 
+/// What `gpumodel arch new` is told about a board: its own specification, everything that is not a
+/// property of its compute capability.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoardSpec {
+    /// Marketing name (`NVIDIA GeForce RTX 4090`).
+    pub display_name: String,
+    /// `8.9`.
+    pub compute_capability: String,
+    pub sm_count: f64,
+    /// Default (boost) core clock and memory clock as nvidia-smi reports them, MHz.
+    pub core_mhz: f64,
+    pub mem_mhz: f64,
+    /// Peak DRAM bandwidth, GB/s.
+    pub mem_bandwidth_gbs: f64,
+    /// Board power limit, W (carried over from the reference profile when not given).
+    pub tdp_w: Option<f64>,
+}
+
+impl DeviceFacts {
+    /// The facts of a GPU without a profile, from documents: `board` (the numbers its specification
+    /// gives), the Programming Guide's and whitepapers' per-SM facts of its compute capability
+    /// ([`gpumodel_models::capability`]), the departure delay derived from the bandwidth per SM, and the
+    /// latencies no document gives carried over from the built-in profile `like` — the DRAM ones
+    /// (`cyc_load`, `cyc_store`) kept in time (scaled by the core clocks), the others in core cycles — and
+    /// its L2 bandwidth scaled by SMs × core clock. `like`'s DVFS memory constants are not carried over
+    /// (they are a board's), so the DRAM latency follows the clocks in memory time.
+    pub fn from_documents(
+        board: &BoardSpec,
+        like: &ArchProfile,
+    ) -> Result<DeviceFacts, gpumodel_models::Error> {
+        use gpumodel_models::capability::{self, CapabilityFacts};
+        let invalid = |m: String| gpumodel_models::Error::Invalid(m);
+        let cc = board.compute_capability.trim();
+        let doc = capability::facts(cc).ok_or_else(|| {
+            invalid(format!(
+                "compute capability {cc} is not in the documented table (covered: {}): run `gpumodel calibrate` on \
+                 the GPU, or copy the profile of a built-in GPU and edit it",
+                capability::covered()
+            ))
+        })?;
+        for (what, v) in [
+            ("--sms", board.sm_count),
+            ("--core-mhz", board.core_mhz),
+            ("--mem-mhz", board.mem_mhz),
+            ("--bandwidth-gbs", board.mem_bandwidth_gbs),
+            ("--tdp-w", board.tdp_w.unwrap_or(1.0)),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(invalid(format!("{what} must be a positive number, got {v}")));
+            }
+        }
+        let carried = format!("carried_{}", like.name);
+        let scaled = format!("carried_{}_scaled", like.name);
+        let core_ratio = board.core_mhz / like.core_mhz.value;
+        let per_sm_per_cycle = board.mem_bandwidth_gbs * 1e9 / board.sm_count / (board.core_mhz * 1e6);
+        let cost = CapabilityFacts::cost;
+        let mut values: Vec<(String, f64, String)> = [
+            ("sm_count", board.sm_count, "board"),
+            ("warp_size", 32.0, "guide"),
+            ("schedulers_per_sm", doc.schedulers_per_sm, "guide"),
+            ("core_mhz", board.core_mhz, "board"),
+            ("mem_mhz", board.mem_mhz, "board"),
+            ("mem_bandwidth_gbs", board.mem_bandwidth_gbs, "board"),
+            (
+                "l2_bandwidth_gbs",
+                like.l2_bandwidth_gbs.value * board.sm_count * board.core_mhz
+                    / (like.sm_count.value * like.core_mhz.value),
+                &scaled,
+            ),
+            ("transaction_bytes", 32.0, "guide_tx"),
+            ("max_warps_per_sm", doc.max_warps_per_sm, "guide"),
+            ("max_blocks_per_sm", doc.max_blocks_per_sm, "guide"),
+            ("max_threads_per_block", 1024.0, "guide"),
+            ("registers_per_sm", 65536.0, "guide"),
+            ("register_alloc_unit", 256.0, "guide"),
+            ("max_registers_per_thread", 255.0, "guide"),
+            ("shared_mem_per_sm", doc.shared_mem_per_sm, "guide"),
+            ("max_shared_mem_per_block", doc.max_shared_mem_per_block, "guide"),
+            ("cyc_load", like.cyc_load.value * core_ratio, &scaled),
+            ("cyc_store", like.cyc_store.value * core_ratio, &scaled),
+            ("cyc_s", like.cyc_s.value, &carried),
+            ("cyc_r", like.cyc_r.value, &carried),
+            ("cyc_t", like.cyc_t.value, &carried),
+            ("alu_latency", like.alu_latency.value, &carried),
+            ("in_warp_delay", 32.0 / per_sm_per_cycle, "derived"),
+            ("out_warp_delay", like.out_warp_delay.value, &carried),
+            ("cost_fp32", cost(doc.fp32), "guide"),
+            ("cost_fp64", cost(doc.fp64), "guide"),
+            ("cost_int", cost(doc.int32), "guide"),
+            ("cost_sfu", cost(doc.sfu), "guide"),
+            ("cost_ldst", cost(doc.ldst_units), "guide"),
+            ("cost_conversion64", cost(doc.conversion64), "guide"),
+            ("shared_bytes_per_cycle", 128.0, "guide_smem"),
+        ]
+        .into_iter()
+        .map(|(f, v, s)| (f.to_string(), v, s.to_string()))
+        .collect();
+        let tdp = match board.tdp_w {
+            Some(w) => (w, "board".to_string()),
+            None => (like.tdp_w.value, carried.clone()),
+        };
+        values.push(("tdp_w".into(), tdp.0, tdp.1));
+        let like_name = format!(
+            "'{}' ({}, {}, compute capability {})",
+            like.name, like.display_name, like.chip, like.compute_capability
+        );
+        let sources: BTreeMap<String, String> = [
+            ("board".to_string(), "the board's specification, as given to `gpumodel arch new`".to_string()),
+            ("guide".into(), capability::SOURCE.into()),
+            ("guide_tx".into(), "CUDA C++ Programming Guide, global memory accesses: 32-byte sectors on compute capability 5.x and newer".into()),
+            ("guide_smem".into(), "CUDA C++ Programming Guide, shared memory of compute capability 5.x to 9.0: 32 banks of 32 bits per clock cycle, 128 bytes per SM per cycle".into()),
+            ("derived".into(), "derived: transaction_bytes / (mem_bandwidth_gbs / sm_count / core_mhz), the per-SM departure delay (Hong & Kim, ISCA 2009)".into()),
+            (carried.clone(), format!("carried over from the built-in profile {like_name} in core cycles: no document gives it for this GPU, and it was not measured here (`gpumodel calibrate` measures it)")),
+            (scaled.clone(), format!("carried over from the built-in profile {like_name}, scaled to this board: DRAM latencies kept in time (× this core clock / {:.0} MHz), L2 bandwidth × (SMs × core clock) / ({:.0} × {:.0} MHz); approximate, not measured here (`gpumodel calibrate` measures it)", like.core_mhz.value, like.sm_count.value, like.core_mhz.value)),
+        ]
+        .into_iter()
+        .collect();
+        Ok(DeviceFacts {
+            display_name: board.display_name.clone(),
+            chip: format!("{} sm_{}", doc.architecture, cc.replace('.', "")),
+            compute_capability: cc.to_string(),
+            values,
+            core_clocks_mhz: (vec![board.core_mhz], "board".into()),
+            mem_clocks_mhz: (vec![board.mem_mhz], "board".into()),
+            sources,
+            l2_cache_bytes: 0,
+        })
+    }
+}
+
 /// A profile name from a GPU name: `NVIDIA GeForce RTX 4090` → `rtx4090`.
 pub fn profile_name(display_name: &str) -> String {
     let lower = display_name.to_ascii_lowercase();
@@ -97,6 +227,32 @@ pub fn arch_toml(
     gpu: &str,
     when: &str,
 ) -> Result<String, gpumodel_models::Error> {
+    let header = [
+        "Written by `gpumodel calibrate`: measured constants cite the run with their spread;",
+        "the other values come from the driver or the reference they cite.",
+    ];
+    profile_toml(&header, name, facts, (estimates, dvfs, gpu, when))
+}
+
+/// The profile of a GPU from documents alone (`gpumodel arch new`): `facts` as
+/// [`DeviceFacts::from_documents`] builds them, nothing measured.
+pub fn documents_toml(name: &str, facts: &DeviceFacts) -> Result<String, gpumodel_models::Error> {
+    let header = [
+        "Written by `gpumodel arch new` from the board's numbers and NVIDIA's documents for its compute",
+        "capability; latencies carried over from a built-in profile (see their sources). Nothing here was",
+        "measured on this GPU: `gpumodel calibrate` on it measures the constants and writes a new profile.",
+    ];
+    profile_toml(&header, name, facts, (&[], &[], "", ""))
+}
+
+/// The profile TOML under `header`; `measured` = (estimates, DVFS fits, the GPU measured, the date).
+fn profile_toml(
+    header: &[&str],
+    name: &str,
+    facts: &DeviceFacts,
+    measured: (&[Estimate], &[Fitted], &str, &str),
+) -> Result<String, gpumodel_models::Error> {
+    let (estimates, dvfs, gpu, when) = measured;
     let mut sources = facts.sources.clone();
     let mut s = String::new();
     let _ = writeln!(
@@ -104,9 +260,9 @@ pub fn arch_toml(
         "# {} ({}, compute capability {}).",
         facts.display_name, facts.chip, facts.compute_capability
     );
-    let _ =
-        writeln!(s, "# Written by `gpumodel calibrate`: measured constants cite the run with their spread;");
-    let _ = writeln!(s, "# the other values come from the driver or the reference they cite.");
+    for line in header {
+        let _ = writeln!(s, "# {line}");
+    }
     let _ = writeln!(s, "name = {}", quote(name));
     let _ = writeln!(s, "display_name = {}", quote(&facts.display_name));
     let _ = writeln!(s, "chip = {}", quote(&facts.chip));

@@ -239,7 +239,7 @@ pub fn predict_roofline(k: &KernelProfile, arch: &ArchProfile, clocks: Clocks) -
             k.name
         )));
     };
-    let same_gpu = k.arch.as_deref().is_none_or(|a| a == arch.name);
+    let same_gpu = k.arch.as_deref().is_none_or(|a| arch.names_gpu(a));
     let anchor = k.measured.time_s.filter(|_| same_gpu).and_then(|m| {
         let at = Clocks {
             core_mhz: k.measured.core_mhz.unwrap_or(arch.core_mhz.value),
