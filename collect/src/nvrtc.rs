@@ -140,6 +140,20 @@ pub fn libs_required() -> bool {
     std::env::var("GPUMODEL_REQUIRE_CUDA_LIBS").is_ok_and(|v| v == "1")
 }
 
+/// For the tests that compile with the real NVRTC: whether it loaded. When it did not, a test skips (and
+/// says why), unless `GPUMODEL_REQUIRE_CUDA_LIBS=1`, where it fails.
+#[cfg(test)]
+pub(crate) fn loaded_or_skip() -> bool {
+    match ensure_loaded() {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(!libs_required(), "GPUMODEL_REQUIRE_CUDA_LIBS=1 but {e}");
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,9 +168,7 @@ mod tests {
     /// compile error carrying NVRTC's log (not a panic).
     #[test]
     fn real_nvrtc_compiles_and_reports_errors() {
-        if let Err(e) = ensure_loaded() {
-            assert!(!libs_required(), "GPUMODEL_REQUIRE_CUDA_LIBS=1 but {e}");
-            eprintln!("skipping: {e}");
+        if !loaded_or_skip() {
             return;
         }
         for arch in TEST_ARCHES {

@@ -82,9 +82,16 @@ pub fn facts(cc: &str) -> Option<CapabilityFacts> {
     CAPABILITIES.iter().find(|f| f.capability == cc.trim()).copied()
 }
 
-/// The covered capabilities, for an error message (`5.0, 5.2, …`).
-pub fn covered() -> String {
-    CAPABILITIES.iter().map(|f| f.capability).collect::<Vec<_>>().join(", ")
+/// The facts of compute capability `cc`, or the error that names the covered ones and what to do.
+pub fn require(cc: &str) -> crate::Result<CapabilityFacts> {
+    facts(cc).ok_or_else(|| {
+        crate::Error::Invalid(format!(
+            "compute capability {} is not in the documented table (covered: {}): run `gpumodel calibrate` on the \
+             GPU, or copy a built-in profile and edit it",
+            cc.trim(),
+            CAPABILITIES.iter().map(|f| f.capability).collect::<Vec<_>>().join(", ")
+        ))
+    })
 }
 
 impl CapabilityFacts {
@@ -136,6 +143,7 @@ mod tests {
     fn lookups() {
         assert_eq!(facts(" 8.9").unwrap().max_warps_per_sm, 48.0);
         assert!(facts("2.0").is_none() && facts("10.0").is_none());
-        assert!(covered().starts_with("5.0, 5.2, 6.0"));
+        let msg = require("10.0").unwrap_err().to_string();
+        assert!(msg.contains("10.0") && msg.contains("covered: 5.0, 5.2, 6.0"), "{msg}");
     }
 }

@@ -27,6 +27,11 @@ impl OverlapMean {
     }
 }
 
+/// The mean of `v`; NaN for an empty `v`.
+pub fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 }
+}
+
 /// The median of `v` (mean of the two middle values for an even count); NaN for an empty `v`.
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

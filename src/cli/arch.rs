@@ -176,13 +176,7 @@ fn nearest(cc: &str) -> anyhow::Result<ArchProfile> {
 }
 
 fn new(a: NewArgs) -> anyhow::Result<ExitCode> {
-    if capability::facts(&a.compute_capability).is_none() {
-        anyhow::bail!(
-            "compute capability {} is not in the documented table (covered: {}): run `gpumodel calibrate` on the GPU, or copy a built-in profile and edit it",
-            a.compute_capability.trim(),
-            capability::covered()
-        );
-    }
+    capability::require(&a.compute_capability)?;
     if let Some(out) = &a.out
         && out.exists()
         && !a.force

@@ -87,13 +87,7 @@ impl DeviceFacts {
         use gpumodel_models::capability::{self, CapabilityFacts};
         let invalid = |m: String| gpumodel_models::Error::Invalid(m);
         let cc = board.compute_capability.trim();
-        let doc = capability::facts(cc).ok_or_else(|| {
-            invalid(format!(
-                "compute capability {cc} is not in the documented table (covered: {}): run `gpumodel calibrate` on \
-                 the GPU, or copy the profile of a built-in GPU and edit it",
-                capability::covered()
-            ))
-        })?;
+        let doc = capability::require(cc)?;
         for (what, v) in [
             ("--sms", board.sm_count),
             ("--core-mhz", board.core_mhz),

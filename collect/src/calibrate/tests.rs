@@ -8,15 +8,19 @@ const TRUTH: TrueConstants = TrueConstants::AMPERE_LIKE;
 
 /// Pascal and Volta as well as the suite's targets: calibration is how a GPU the model was not built on
 /// gets its constants, and those are the oldest it runs on.
+/// `SOURCE` compiled with the real NVRTC for Pascal and Volta and the suite's targets, or None (skip) when
+/// NVRTC is missing and not required.
+fn compile_all() -> Option<Vec<(&'static str, String)>> {
+    if !nvrtc::loaded_or_skip() {
+        return None;
+    }
+    let arches = ["sm_60", "sm_70"].iter().chain(nvrtc::TEST_ARCHES);
+    Some(arches.map(|a| (*a, nvrtc::compile_ptx("calibrate", SOURCE, a).unwrap())).collect())
+}
+
 #[test]
 fn every_calibration_kernel_compiles_for_pascal_to_hopper_and_keeps_its_instructions() {
-    if let Err(e) = nvrtc::ensure_loaded() {
-        assert!(!nvrtc::libs_required(), "GPUMODEL_REQUIRE_CUDA_LIBS=1 but {e}");
-        eprintln!("skipping: {e}");
-        return;
-    }
-    for arch in ["sm_60", "sm_70"].iter().chain(nvrtc::TEST_ARCHES) {
-        let ptx = nvrtc::compile_ptx("calibrate", SOURCE, arch).unwrap();
+    for (arch, ptx) in compile_all().unwrap_or_default() {
         for e in ENTRIES {
             let body = ptx_function(&ptx, e.name).unwrap_or_else(|| panic!("{arch}: no .entry {}", e.name));
             for want in e.ptx {
@@ -45,13 +49,7 @@ fn unrolled_loop(body: &str) -> Vec<&str> {
 /// roots. A chain the compiler folded, fused or padded fails here.
 #[test]
 fn the_integer_and_special_function_loops_hold_only_their_chains() {
-    if let Err(e) = nvrtc::ensure_loaded() {
-        assert!(!nvrtc::libs_required(), "GPUMODEL_REQUIRE_CUDA_LIBS=1 but {e}");
-        eprintln!("skipping: {e}");
-        return;
-    }
-    for arch in ["sm_60", "sm_70"].iter().chain(nvrtc::TEST_ARCHES) {
-        let ptx = nvrtc::compile_ptx("calibrate", SOURCE, arch).unwrap();
+    for (arch, ptx) in compile_all().unwrap_or_default() {
         let int = unrolled_loop(ptx_function(&ptx, "int_throughput").unwrap());
         let count = |body: &[&str], op: &str| body.iter().filter(|l| l.starts_with(op)).count();
         assert_eq!(count(&int, "xor.b32"), 64, "{arch}:\n{}", int.join("\n"));

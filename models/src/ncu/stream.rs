@@ -119,16 +119,8 @@ impl Names {
 
     /// The id of a (trimmed) name.
     pub(super) fn id(&mut self, raw: &[u8]) -> u32 {
-        let raw = trim(raw);
-        if let Some(&i) = self.ids.get(raw) {
-            return i;
-        }
-        let name = String::from_utf8_lossy(raw).into_owned();
-        let i = self.names.len() as u32;
-        self.keep.push((self.classify)(&name));
-        self.names.push(name);
-        self.ids.insert(raw.to_vec(), i);
-        i
+        let (keep, classify) = (&mut self.keep, &self.classify);
+        intern(&mut self.ids, &mut self.names, raw, |name| keep.push(classify(name)))
     }
 }
 
@@ -142,17 +134,11 @@ pub(super) struct Units {
 
 impl Units {
     pub(super) fn id(&mut self, raw: &[u8]) -> u32 {
-        let raw = trim(raw);
-        if let Some(&i) = self.ids.get(raw) {
-            return i;
-        }
-        let name = String::from_utf8_lossy(raw).into_owned();
-        let i = self.names.len() as u32;
+        let factor = &mut self.factor;
         // Percentages become fractions; counts go back to base units.
-        self.factor.push(if name == "%" { 0.01 } else { count_scale(&name) });
-        self.names.push(name);
-        self.ids.insert(raw.to_vec(), i);
-        i
+        intern(&mut self.ids, &mut self.names, raw, |name| {
+            factor.push(if name == "%" { 0.01 } else { count_scale(name) })
+        })
     }
 
     pub(super) fn factor(&self, unit: u32) -> f64 {
@@ -163,6 +149,26 @@ impl Units {
 /// A number for a message: in scientific notation when large (`1e300`, not three hundred digits).
 pub(crate) fn shown(v: f64) -> String {
     if v.abs() >= 1e15 { format!("{v:e}") } else { format!("{v}") }
+}
+
+/// The id of the trimmed `raw` in `ids` / `names`, interning it when new; `first_seen` runs once per name,
+/// with the name, before it gets its id.
+fn intern(
+    ids: &mut HashMap<Vec<u8>, u32>,
+    names: &mut Vec<String>,
+    raw: &[u8],
+    first_seen: impl FnOnce(&str),
+) -> u32 {
+    let raw = trim(raw);
+    if let Some(&i) = ids.get(raw) {
+        return i;
+    }
+    let name = String::from_utf8_lossy(raw).into_owned();
+    let i = names.len() as u32;
+    first_seen(&name);
+    names.push(name);
+    ids.insert(raw.to_vec(), i);
+    i
 }
 
 pub(super) fn trim(b: &[u8]) -> &[u8] {

@@ -37,7 +37,7 @@ use crate::power::{UTILIZATIONS, base_values};
 use gpumodel_models::Table;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::energy::Objective;
-use gpumodel_models::stats::{mape, median};
+use gpumodel_models::stats::{mape, mean, median};
 use gpumodel_models::timing::{
     Clocks, SharedOverlap, TimingConfig, TimingInputs, occupancy, predict_time, predict_time_with,
 };
@@ -511,11 +511,6 @@ fn regret_interval(regrets: &[f64], statistic: &dyn Fn(Vec<f64>) -> f64) -> Opti
     (regrets.len() >= MIN_KERNELS_FOR_INTERVAL)
         .then(|| uncertainty::interval_of(regrets, statistic, RESAMPLES, BOOTSTRAP_SEED))
         .flatten()
-}
-
-/// The mean of `v` (0 for an empty `v`).
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
 /// Our model's and our calibrated time MAPE, each minus baseline `label`'s, with 95% intervals from one

@@ -60,10 +60,7 @@ pub fn jobs(set: &ProfileSet, min_mhz: Option<f64>) -> Vec<Job> {
     out
 }
 
-/// Mean of a slice (NaN when empty).
-pub(crate) fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 }
-}
+pub(crate) use gpumodel_models::stats::mean;
 
 /// Median of a slice (NaN when empty).
 pub(crate) fn median(v: &[f64]) -> f64 {
