@@ -147,3 +147,47 @@ fn training_on_the_v100_microbenchmarks_scores_dso_as_its_authors_did() {
         assert_eq!(chosen[key], from[key], "{key}");
     }
 }
+
+/// A clock model trained from a DCGM-form file named by a relative path goes into --out-dir under the
+/// file's own name (not beside the input, not under the relative path); flags of the power model are
+/// refused in one line before any fit.
+#[test]
+fn a_clock_model_from_a_relative_file_lands_in_out_dir_and_power_flags_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let src = data_dir().join("nvdvfs-dcgm/v100-dvfs-microbenchmark-profile.csv");
+    std::fs::copy(&src, dir.path().join("data/micro.csv")).unwrap();
+    let o = gpumodel()
+        .current_dir(dir.path())
+        .args([
+            "train",
+            "--data",
+            "data/micro.csv",
+            "--no-test",
+            "--min-core-mhz",
+            "700",
+            "--out-dir",
+            "models",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.path().join("models/micro-clock.json").is_file());
+    assert!(!dir.path().join("data/micro.csv-clock.json").exists());
+    let o = gpumodel()
+        .current_dir(dir.path())
+        .args(["train", "--data", "data/micro.csv", "--no-test", "--hidden", "8,8", "--install"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--hidden") && err.contains("--install") && err.contains("utilization-profile"),
+        "{err}"
+    );
+    // And the clock model's own flags on power-model data.
+    let o = gpumodel().args(["train", "--min-core-mhz", "700"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--min-core-mhz"));
+}

@@ -108,18 +108,36 @@ fn an_h100_with_its_clocks_gets_an_estimate_that_says_so() {
 }
 
 #[test]
-fn a_model_of_another_gpu_given_with_model_is_refused() {
+fn a_model_of_another_gpu_given_with_clock_model_is_refused() {
     let model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/dvfs-trained/v100.json");
     let o = gpumodel()
         .args(["predict", "--profile"])
         .arg(h100())
-        .args(["--gpu", "H100", "--model"])
+        .args(["--gpu", "H100", "--clock-model"])
         .arg(&model)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("H100") && err.contains("V100") && err.contains("--model"), "{err}");
+    assert!(err.contains("H100") && err.contains("V100") && err.contains("--clock-model"), "{err}");
+}
+
+/// `--model` is a power model's flag: with `--profile` it is refused in one line that names the clock
+/// model's own flag, before any file is read; so are the other flags of a kernel prediction.
+#[test]
+fn kernel_flags_with_a_profile_are_refused_in_one_line() {
+    for extra in
+        [&["--model", "x.json"][..], &["--kernel", "reduction"], &["--sweep", "warps"], &["--warps", "8"]]
+    {
+        let o = gpumodel().args(["predict", "--profile"]).arg(h100()).args(extra).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(extra[0]) && err.contains("--profile"), "{err}");
+    }
+    let o =
+        gpumodel().args(["predict", "--profile"]).arg(h100()).args(["--model", "x.json"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--clock-model"));
 }
 
 #[test]

@@ -158,8 +158,8 @@ fn list_kernels_shows_every_pattern_and_its_counters() {
 }
 
 /// Start to finish on the fake GPU: suite → train → calibrate → predict with both, the README's three
-/// commands. `predict` reads the trained model's `G_load/time_s` inputs from a kernel profile's counter
-/// totals and its predicted time, as train read them from the suite table.
+/// commands. `predict` reads the trained model's power inputs (`fp32_per_s`, …) from a kernel profile's
+/// counter totals and its predicted time, as train read them from the suite table.
 #[test]
 fn suite_table_trains_a_model_that_predict_uses_with_a_calibrated_profile() {
     let dir = tempfile::tempdir().unwrap();
@@ -174,13 +174,15 @@ fn suite_table_trains_a_model_that_predict_uses_with_a_calibrated_profile() {
     assert_eq!(
         fs.inputs.len(),
         11,
-        "all ten counter rates and core_mhz (mem_mhz was not swept): {:?}",
+        "all ten power inputs and core_mhz (mem_mhz was not swept): {:?}",
         fs.inputs
     );
-    assert!(fs.inputs.contains(&"T_miss/time_s".to_string()));
+    assert!(fs.inputs.contains(&"fp64_per_s".to_string()));
     assert!(
-        !fs.mlr_base.iter().any(|i| i.starts_with("T_")),
-        "the paper's MLR leaves the texture events out"
+        !fs.mlr_base
+            .iter()
+            .any(|i| ["fp32_per_s", "fp64_per_s", "int_per_s", "sfu_per_s"].contains(&i.as_str())),
+        "the MLR base leaves the instruction mix out (MLR+ has it)"
     );
     let o = gpumodel()
         .current_dir(d)

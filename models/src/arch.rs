@@ -266,9 +266,12 @@ impl ArchProfile {
     }
 
     /// Whether `gpu` (a profile's `arch`: a profile name, or the GPU name an export gives) is this GPU:
-    /// its short name, or its display name in any case.
+    /// its short name, its display name in any case, or a name with the same model number (the driver's
+    /// "NVIDIA A100-SXM4-40GB" is the profile "NVIDIA A100 (SXM4 40 GB)"; see [`gpu_model_number`]).
     pub fn names_gpu(&self, gpu: &str) -> bool {
-        gpu == self.name || gpu.trim().eq_ignore_ascii_case(&self.display_name)
+        gpu == self.name
+            || gpu.trim().eq_ignore_ascii_case(&self.display_name)
+            || gpu_model_number(gpu).is_some_and(|k| gpu_model_number(&self.display_name) == Some(k))
     }
 
     /// Core cycles of the shared pipe per wavefront (one warp-wide 32-bit access, a request or a
@@ -442,5 +445,39 @@ mod tests {
         let text = BUILTIN[0].1.replacen("src = \"paper\"", "src = \"nowhere\"", 1);
         let msg = ArchProfile::from_toml_str(&text, "x.toml").unwrap_err().to_string();
         assert!(msg.contains("source 'nowhere'"), "{msg}");
+    }
+}
+
+/// A GPU name's model number, upper-case: the first word of three or more letters and digits that holds a
+/// digit, with a following `Ti` or `Super` ("Tesla V100-SXM2-16GB" → `V100`, "NVIDIA GeForce GTX 1080 Ti"
+/// → `1080TI`, "NVIDIA GeForce RTX 4090" → `4090`); `None` for a name without one ("GTX TITAN X").
+pub fn gpu_model_number(name: &str) -> Option<String> {
+    let upper = name.to_ascii_uppercase();
+    let words: Vec<&str> =
+        upper.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let i = words.iter().position(|w| w.len() >= 3 && w.chars().any(|c| c.is_ascii_digit()))?;
+    let mut key = words[i].to_string();
+    if let Some(next) = words.get(i + 1).filter(|n| matches!(**n, "TI" | "SUPER")) {
+        key.push_str(next);
+    }
+    Some(key)
+}
+
+#[cfg(test)]
+mod gpu_name_tests {
+    use super::*;
+
+    #[test]
+    fn model_numbers_tell_boards_apart_and_join_spellings_of_one() {
+        assert_eq!(gpu_model_number("Tesla V100-SXM2-16GB").as_deref(), Some("V100"));
+        assert_eq!(gpu_model_number("NVIDIA A100-SXM4-40GB (fake)").as_deref(), Some("A100"));
+        assert_eq!(gpu_model_number("NVIDIA GeForce GTX 1080 Ti").as_deref(), Some("1080TI"));
+        assert_eq!(gpu_model_number("NVIDIA GeForce GTX 1080").as_deref(), Some("1080"));
+        assert_eq!(gpu_model_number("GeForce GTX TITAN X"), None);
+        let a100 = ArchProfile::builtin("a100").unwrap();
+        assert!(a100.names_gpu("NVIDIA A100-SXM4-40GB"));
+        assert!(!a100.names_gpu("NVIDIA H100 80GB HBM3"));
+        let ti = ArchProfile::builtin("gtx1080ti").unwrap();
+        assert!(ti.names_gpu("GeForce GTX 1080 Ti") && !ti.names_gpu("GeForce GTX 1080"));
     }
 }

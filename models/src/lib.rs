@@ -28,6 +28,7 @@ pub mod features;
 pub mod featureset;
 pub mod import;
 pub mod ncu;
+pub mod power_inputs;
 pub mod profile;
 pub mod registry;
 pub mod stats;

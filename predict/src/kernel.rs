@@ -30,6 +30,10 @@ pub struct Config {
     /// The timing model's structural options: the default (additive replays) on a new GPU; a
     /// calibration file sets the structure its factors were fitted to.
     pub timing: TimingConfig,
+    /// Answer with the kernel's measured time where the profile holds one made on this GPU at these clocks
+    /// (and no `--warps` asks for another configuration): no model beats a measurement of the same run.
+    /// `predict` sets it; `validate`, which scores the timing model against those measurements, does not.
+    pub use_measured_time: bool,
 }
 
 /// One timing-model component: its time, its share of Σ components (paper Fig. 5.7) and its access
@@ -54,6 +58,10 @@ pub struct TimePrediction {
     pub time_s: f64,
     /// Whether `time_s` is calibrated (`gpumodel predict --calibration`).
     pub calibrated: bool,
+    /// Whether `time_s` is the profile's measured time (made on this GPU at these clocks) rather than a
+    /// prediction; the breakdown and bottleneck are still the timing model's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub measured: bool,
     pub bottleneck: &'static str,
     pub bottleneck_share: f64,
     pub components: Vec<Component>,
@@ -153,6 +161,7 @@ fn time_with(
         occupancy: occ,
         time_s,
         calibrated: cal.is_some(),
+        measured: false,
         bottleneck,
         bottleneck_share,
         components,
@@ -186,7 +195,11 @@ pub fn predict_kernel(
     let default = Clocks::default_for(arch);
     let t0 =
         if clocks == default { None } else { Some(time_at(&x, arch, &occ, default, cal, cfg.timing).time_s) };
-    let detail = time_with(k, &x, arch, occ, clocks, cal, cfg.timing);
+    let mut detail = time_with(k, &x, arch, occ, clocks, cal, cfg.timing);
+    if let Some(t) = measured_time_here(k, arch, cfg, clocks) {
+        detail.time_s = t;
+        detail.measured = true;
+    }
     let base = base_values(k, &x, arch, t0.unwrap_or(detail.time_s), detail.time_s, clocks);
     let inputs = input_vector(model, |c| base.get(c)).map_err(|e| {
         Error::Mismatch(format!(
@@ -205,6 +218,32 @@ pub fn predict_kernel(
         model_inputs: model.inputs.iter().cloned().zip(inputs).collect(),
         detail,
     })
+}
+
+/// The profile's measured time when it answers this question exactly: made on `arch`'s GPU (the profile's
+/// `arch` names it), at `clocks` (within 0.5 %; a profile without a memory clock counts as measured at the
+/// board's default one), with no `--warps` asking for another configuration.
+pub fn measured_time_here(
+    k: &KernelProfile,
+    arch: &ArchProfile,
+    cfg: &Config,
+    clocks: Clocks,
+) -> Option<f64> {
+    if !cfg.use_measured_time || cfg.warps.is_some() {
+        return None;
+    }
+    let on = k.arch.as_deref()?;
+    if !arch.names_gpu(on) {
+        return None;
+    }
+    let m = &k.measured;
+    let close = |a: f64, b: f64| (a - b).abs() <= 0.005 * b;
+    // A profiler export without the memory clock was measured at the board's memory clock, unless the
+    // user set another: only the default memory clock is taken as the measured one.
+    let mem = m.mem_mhz.unwrap_or(arch.mem_mhz.value);
+    (m.core_mhz.is_some_and(|c| close(c, clocks.core_mhz)) && close(mem, clocks.mem_mhz))
+        .then_some(m.time_s)
+        .flatten()
 }
 
 /// How far from its training mean, in training standard deviations, a power-model input may be before

@@ -17,6 +17,7 @@
 
 pub mod baseline;
 pub mod calibration;
+pub mod clock;
 pub mod error;
 pub mod examples;
 pub mod kernel;

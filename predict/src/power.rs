@@ -10,6 +10,9 @@
 //! * **counter totals** under canonical and nvprof names plus `time_ms` at the requested clocks, so that
 //!   derived inputs such as `inst_executed/time_ms` (NV-DVFS models) evaluate to rates.
 //!
+//! * **the power inputs** (`inst_per_s`, `fp32_per_s`, …, [`gpumodel_models::power_inputs`]): counter
+//!   totals over the time at the requested clocks, the one vocabulary that every source gives.
+//!
 //! Plus `core_mhz` and `mem_mhz` (the requested clocks) and `default_core_mhz` / `default_mem_mhz`.
 
 use gpumodel_models::arch::ArchProfile;
@@ -64,6 +67,11 @@ impl BaseValues<'_> {
             "dram_write_transactions" => x.dram_write_bytes.unwrap_or(x.store_tx * self.tx_bytes) / 32.0,
             "shared_load_transactions" => (x.shared_base + x.shared_conflicts) * shared_ld_frac,
             "cf_executed" => self.k.counter("branch").unwrap_or(0.0),
+            other if gpumodel_models::power_inputs::is_power_input(other) => {
+                let input = gpumodel_models::power_inputs::POWER_INPUTS.iter().find(|p| p.name == other)?;
+                let total = gpumodel_models::power_inputs::sum_of(input, &|c| self.k.counter(c))?;
+                total / self.time_s
+            }
             other => {
                 return self.k.counter(other).or_else(|| {
                     self.k.model_input_totals().into_iter().find(|(n, _)| *n == other).and_then(|(_, t)| t)

@@ -57,6 +57,12 @@ pub struct Provenance {
     pub gpu: String,
     /// The dataset the power model was trained on, from its artifact.
     pub model_trained_on: Option<String>,
+    /// The GPU that dataset was measured on, when the artifact records it (a suite table's GPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_gpu: Option<String>,
+    /// Whether `model_gpu` is the GPU predicted on.
+    #[serde(skip)]
+    pub model_gpu_is_this: bool,
 }
 
 impl Provenance {
@@ -71,7 +77,20 @@ impl Provenance {
                 .and_then(|d| d.get("name"))
                 .and_then(|n| n.as_str())
                 .map(str::to_string),
+            model_gpu: model
+                .training
+                .get("dataset")
+                .and_then(|d| d.get("gpu"))
+                .and_then(|n| n.as_str())
+                .map(str::to_string),
+            model_gpu_is_this: false,
         }
+        .with_model_gpu_checked(arch)
+    }
+
+    fn with_model_gpu_checked(mut self, arch: &ArchProfile) -> Provenance {
+        self.model_gpu_is_this = self.model_gpu.as_deref().is_some_and(|g| arch.names_gpu(g));
+        self
     }
 }
 
@@ -151,6 +170,12 @@ fn structure_note(t: gpumodel_models::timing::TimingConfig) -> String {
 /// A power model describes the GPU it was trained on: a note when the architecture differs.
 fn model_note(ctx: &Provenance, arch: &str) -> Option<String> {
     let ds = ctx.model_trained_on.as_deref()?;
+    if let Some(gpu) = ctx.model_gpu.as_deref() {
+        // The artifact names its GPU: compare GPUs, not dataset and profile names.
+        return (!ctx.model_gpu_is_this).then(|| {
+            format!("note        the power model was trained on {ds} ({gpu}); its watts describe that GPU, not {arch}")
+        });
+    }
     (!ds.replace('-', "").contains(arch)).then(|| {
         format!("note        the power model was trained on {ds}; its watts describe that GPU, not {arch}")
     })
@@ -199,11 +224,19 @@ impl Export for KernelReport {
                 c.dataset.name,
                 c.fit.out_of_fold_mape_pct
             ),
+            None if d.measured => format!(
+                "time        {:.4} ms, measured on this GPU at these clocks (the pipeline timing model: {:.4} ms; \
+                 the breakdown below is its)",
+                p.time_s * 1e3,
+                d.timing.time_s * 1e3
+            ),
             None => format!("time        {:.4} ms (the pipeline timing model)", p.time_s * 1e3),
         });
         out.push(format!(
-            "power       {:.1} W ({} model; inputs = counter rates at the predicted time)",
-            p.power_w, self.model
+            "power       {:.1} W ({} model; inputs = counter rates at the {} time)",
+            p.power_w,
+            self.model,
+            if d.measured { "measured" } else { "predicted" }
         ));
         out.push(format!("energy      {:.4} J", p.energy_j));
         out.push(format!(

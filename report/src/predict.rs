@@ -1,5 +1,6 @@
-//! `gpumodel predict --format json`: the component times of one prediction as a stacked bar, and a
-//! `--sweep`'s curves of time, power and each E^a·D^b objective with its optimum marked.
+//! `gpumodel predict --format json`: the component times of one prediction as a stacked bar, a
+//! `--sweep`'s curves of time, power and each E^a·D^b objective with its optimum marked, and a `--profile`
+//! clock sweep's time, power and energy over core clocks with the E, ED and ED² optima.
 
 use crate::figure::{self, Figure, Note, Panel, Panels};
 use crate::{Result, view};
@@ -98,7 +99,101 @@ pub(crate) fn objective_label(a: f64, b: f64) -> (String, String) {
     (name, unit)
 }
 
+/// `predict --profile`'s result: a utilization profile swept over core clocks.
+#[derive(Deserialize)]
+struct ClockSweepView {
+    profile: ProfileView,
+    basis: String,
+    points: Vec<ClockPointView>,
+    optima: ClockOptima,
+    time_in_seconds: bool,
+}
+
+#[derive(Deserialize)]
+struct ProfileView {
+    name: String,
+    #[serde(default)]
+    gpu: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ClockPointView {
+    core_mhz: f64,
+    time_s: f64,
+    power_w: f64,
+    energy_j: f64,
+}
+
+#[derive(Deserialize)]
+struct ClockOptima {
+    energy: usize,
+    ed: usize,
+    ed2: usize,
+}
+
+fn clock_sweep_figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec<Note>)> {
+    let c: ClockSweepView = view(file, "predict", v)?;
+    let gpu = c.profile.gpu.as_deref().unwrap_or("an unnamed GPU");
+    let subtitle = format!("profile {} on {gpu}", c.profile.name);
+    let at = |i: usize| c.points.get(i).map(|p| p.core_mhz);
+    if c.points.len() < 2 {
+        let note = Note {
+            source: file.into(),
+            text: format!("no clock sweep: the profile's measured clock only ({})", c.basis),
+        };
+        return Ok((subtitle, vec![], vec![note]));
+    }
+    let (t_label, e_label) = if c.time_in_seconds {
+        ("time (s)".to_string(), "energy (J)".to_string())
+    } else {
+        ("time (relative to the profiled run)".to_string(), "energy (W × relative time)".to_string())
+    };
+    let mark = |name: &str, i: usize, y: &dyn Fn(&ClockPointView) -> f64| {
+        at(i).map(|x| (format!("{name}: {}", figure::tick(x)), x, y(&c.points[i])))
+    };
+    let ed = |q: &ClockPointView| q.energy_j * q.time_s;
+    let ed2 = |q: &ClockPointView| q.energy_j * q.time_s * q.time_s;
+    let panels = vec![
+        Panel {
+            y_label: t_label,
+            points: c.points.iter().map(|q| (q.core_mhz, q.time_s)).collect(),
+            optimum: None,
+        },
+        Panel {
+            y_label: "power (W)".into(),
+            points: c.points.iter().map(|q| (q.core_mhz, q.power_w)).collect(),
+            optimum: None,
+        },
+        Panel {
+            y_label: e_label,
+            points: c.points.iter().map(|q| (q.core_mhz, q.energy_j)).collect(),
+            optimum: mark("least energy", c.optima.energy, &|q| q.energy_j),
+        },
+        Panel {
+            y_label: "E·D".into(),
+            points: c.points.iter().map(|q| (q.core_mhz, ed(q))).collect(),
+            optimum: mark("least E·D", c.optima.ed, &ed),
+        },
+        Panel {
+            y_label: "E·D²".into(),
+            points: c.points.iter().map(|q| (q.core_mhz, ed2(q))).collect(),
+            optimum: mark("least E·D²", c.optima.ed2, &ed2),
+        },
+    ];
+    let fig = figure::panels(
+        "predict-profile",
+        &format!("Clock sweep of {} ({gpu})", c.profile.name),
+        &format!("{}. Diamonds mark each objective's optimum clock.", c.basis),
+        &Panels { x_label: "core clock (MHz)".into(), cols: 3, panels, point_marks: true, spans: vec![] },
+        vec![],
+    )?;
+    Ok((subtitle, vec![fig], vec![]))
+}
+
 pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec<Note>)> {
+    if v.get("points").is_some() && v.get("optima").is_some() && v.get("profile").is_some() {
+        return clock_sweep_figures(file, v);
+    }
     let p: PredictView = view(file, "predict", v)?;
     let mut figs = Vec::new();
     let subtitle = format!("kernel {} on {}", p.kernel, p.arch);

@@ -54,13 +54,13 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
     #[command(flatten)]
-    pub dcgm: crate::cli::clocks::ImportArgs,
+    pub dcgm: crate::cli::utilization::ImportArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let args = &args;
     if args.source == "dcgm" {
-        return crate::cli::clocks::import(args);
+        return crate::cli::utilization::import(args);
     }
     if args.source == "ncu" || args.source == "nvprof" {
         return profiler::run(args);

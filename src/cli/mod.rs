@@ -1,11 +1,11 @@
 //! Command-line parsing and dispatch: one module per subcommand, each with its own `Args` and `run`.
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod arch;
 pub mod calibrate;
-pub mod clocks;
 pub mod cluster;
 pub mod collect;
 pub mod counters;
@@ -20,6 +20,7 @@ pub mod report;
 pub mod split;
 pub mod suite;
 pub mod train;
+pub mod utilization;
 pub mod validate;
 
 /// Model GPU power and performance from hardware performance counters (Song et al., IPDPS 2013).
@@ -66,12 +67,14 @@ pub enum Command {
 
 /// Parses the command line and runs the subcommand.
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let given = Given::of(&matches);
     match cli.command {
         Command::Dataset(a) => dataset::run(a),
         Command::Import(a) => import::run(a),
-        Command::Train(a) => train::run(*a),
-        Command::Predict(a) => predict::run(a),
+        Command::Train(a) => train::run(*a, &given),
+        Command::Predict(a) => predict::run(a, &given),
         Command::Validate(a) => validate::run(a),
         Command::Cluster(a) => cluster::run(a),
         Command::Split(a) => split::run(a),
@@ -82,5 +85,50 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Arch(a) => arch::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Report(a) => report::run(a),
+    }
+}
+
+/// The flags typed on the command line for the subcommand (not those left at their defaults), so that a
+/// command can refuse flags that do not apply to what it was given: (argument id, as typed).
+pub struct Given(Vec<(String, String)>);
+
+impl Given {
+    fn of(m: &clap::ArgMatches) -> Given {
+        let Some((name, sub)) = m.subcommand() else { return Given(Vec::new()) };
+        let cmd = Cli::command();
+        // Argument ids only (the matches also hold the ids of the groups clap's derive makes per struct),
+        // each with the flag a user types.
+        let args: Vec<(String, String)> = cmd
+            .find_subcommand(name)
+            .map(|c| {
+                c.get_arguments()
+                    .map(|a| {
+                        let id = a.get_id().as_str().to_string();
+                        let flag = a.get_long().map_or_else(|| id.clone(), |l| format!("--{l}"));
+                        (id, flag)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Given(
+            args.into_iter()
+                .filter(|(id, _)| sub.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+                .collect(),
+        )
+    }
+
+    /// Whether the flag with argument id `id` (the field name, `out_dir`) was typed.
+    pub fn has(&self, id: &str) -> bool {
+        self.0.iter().any(|(g, _)| g == id)
+    }
+
+    /// The typed flags among the argument ids `ids`, as typed (`--out-dir`).
+    pub fn among(&self, ids: &[&str]) -> Vec<String> {
+        self.0.iter().filter(|(g, _)| ids.contains(&g.as_str())).map(|(_, f)| f.clone()).collect()
+    }
+
+    /// The typed flags not among the argument ids `ids`, as typed.
+    pub fn outside(&self, ids: &[&str]) -> Vec<String> {
+        self.0.iter().filter(|(g, _)| !ids.contains(&g.as_str())).map(|(_, f)| f.clone()).collect()
     }
 }

@@ -71,7 +71,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t)]
     pub format: ExportFormat,
     #[command(flatten)]
-    pub clocks: crate::cli::clocks::ProfileArgs,
+    pub clocks: crate::cli::utilization::ProfileArgs,
 }
 
 fn load_kernel(spec: &str) -> anyhow::Result<KernelProfile> {
@@ -102,13 +102,41 @@ fn load_model(spec: &str) -> anyhow::Result<ModelArtifact> {
     Ok(ModelArtifact::from_json_file(p)?)
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// The flags of a kernel prediction, which `--profile` (a clock sweep of a utilization profile) does not read.
+const KERNEL_FLAGS: &[&str] = &[
+    "warps",
+    "kernel",
+    "arch",
+    "model",
+    "core_mhz",
+    "mem_mhz",
+    "sweep",
+    "objectives",
+    "calibration",
+    "plot",
+    "force",
+];
+
+pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
+    if args.clocks.profile.is_some() {
+        let wrong = given.among(KERNEL_FLAGS);
+        if !wrong.is_empty() {
+            let model = if given.has("model") {
+                " (--model names a power model; give a clock model with --clock-model)"
+            } else {
+                ""
+            };
+            anyhow::bail!(
+                "--profile predicts a utilization profile over clocks and does not read {}{model}: drop {}, or \
+                 drop --profile to predict a kernel",
+                wrong.join(", "),
+                if wrong.len() == 1 { "it" } else { "them" }
+            );
+        }
+        return crate::cli::utilization::predict(&args.clocks, args.format);
+    }
     if let Some(p) = &args.plot {
         refuse_existing(p, args.force)?;
-    }
-    if args.clocks.profile.is_some() {
-        let model = (args.model != examples::DEFAULT_MODEL).then_some(args.model.as_str());
-        return crate::cli::clocks::predict(&args.clocks, model, args.format);
     }
     // Flags first: objectives and clocks are checked before any file is read.
     let objectives = if args.objectives.is_empty() {
@@ -146,7 +174,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // A calibration predicts with the structure it was fitted to (and recorded); without one, the model.
     let timing = calibration.as_ref().map(CalibrationFile::timing).unwrap_or_default();
-    let cfg = Config { clocks, warps: args.warps, calibration: cal, timing };
+    let cfg =
+        Config { clocks, warps: args.warps, calibration: cal, timing, use_measured_time: cal.is_none() };
     let context = Provenance::new(&kernel, &arch, &model);
     let extrapolation = extrapolation(&arch, clocks);
     let lacks = fallback::lacked(&kernel);

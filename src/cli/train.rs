@@ -7,6 +7,7 @@ use gpumodel_models::import::Format;
 use gpumodel_train::BpannParams;
 use gpumodel_train::bpann::Backend;
 use gpumodel_train::experiment::{Fitted, TrainParams, TrainReport, default_prefix};
+use gpumodel_train::utilization::run::is_profile_data;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -112,7 +113,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t, hide_possible_values = true)]
     pub format: ExportFormat,
     #[command(flatten)]
-    pub clocks: crate::cli::clocks::TrainArgs,
+    pub clocks: crate::cli::utilization::TrainArgs,
 }
 
 /// `--backend` values.
@@ -219,12 +220,48 @@ fn write_artifacts(
     Ok(())
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// The flags the clock-model path reads (utilization-profile data); every other flag is the power model's.
+const CLOCK_FLAGS: &[&str] = &[
+    "data",
+    "test",
+    "no_test",
+    "out_dir",
+    "prefix",
+    "format",
+    "quiet",
+    "min_core_mhz",
+    "peer_params",
+    "score_max_slowdown",
+];
+
+/// The flags that only the clock-model path reads.
+const CLOCK_ONLY_FLAGS: &[&str] = &["min_core_mhz", "peer_params", "score_max_slowdown"];
+
+pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
+    if is_profile_data(&args.data) {
+        let wrong = given.outside(CLOCK_FLAGS);
+        anyhow::ensure!(
+            wrong.is_empty(),
+            "{} is utilization-profile data (a clock model is trained from it): {} {} not apply; drop {} \
+             (the clock model reads --test, --no-test, --out-dir, --prefix, --min-core-mhz, --peer-params, \
+             --score-max-slowdown, --format)",
+            args.data,
+            wrong.join(", "),
+            if wrong.len() == 1 { "does" } else { "do" },
+            if wrong.len() == 1 { "it" } else { "them" }
+        );
+        return crate::cli::utilization::train(&args);
+    }
+    let wrong = given.among(CLOCK_ONLY_FLAGS);
+    anyhow::ensure!(
+        wrong.is_empty(),
+        "{} apply only to utilization-profile data (DCGM profiles over clocks); {} is power-model data: drop {}",
+        wrong.join(", "),
+        args.data,
+        if wrong.len() == 1 { "it" } else { "them" }
+    );
     if let Some(p) = &args.plot {
         refuse_existing(p, args.force)?;
-    }
-    if crate::cli::clocks::is_profile_data(&args.data) {
-        return crate::cli::clocks::train(&args);
     }
     // Stage 1: the flags alone; stage 2: the data. Nothing is fitted before both have passed.
     let checked = args.params()?.check()?;

@@ -4,12 +4,15 @@
 
 use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteKernel};
 use crate::Error;
+use gpumodel_models::power_inputs::{self, POWER_INPUTS};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The scripted GPU. Power is `idle_w` plus a per-counter weight times each counter's rate (in G/s),
-/// scaled by (core clock / default)²; rates scale with the core clock and the launched grid fraction.
+/// The scripted GPU. Its power law ([`FakeSuiteDevice::true_power`]) is `idle_w` plus, per power input
+/// ([`gpumodel_models::power_inputs`]), a weight times the input's rate (in G/s), scaled by (core clock /
+/// default)² for the SM's inputs and by the memory clock / default for DRAM traffic; rates scale with the
+/// core clock and the launched grid fraction. Journey tests check predictions against this law.
 pub struct FakeSuiteDevice {
     pub info: GpuInfo,
     /// Default clocks (what "current" means before any change).
@@ -49,6 +52,23 @@ impl FakeSuiteDevice {
             idle_w: 55.0,
             runs: 0,
         }
+    }
+
+    /// Watts per G/s of each power input, in the order of [`POWER_INPUTS`]; DRAM's is the memory system's.
+    pub const WEIGHTS: [f64; 10] = [6.0, 10.0, 18.0, 7.0, 12.0, 5.0, 9.0, 11.0, 8.0, 14.0];
+
+    /// The scripted GPU's true power at `clocks` for a kernel whose canonical counter rates (events per
+    /// second) are `rate`: the law every journey test checks against.
+    pub fn true_power(&self, rate: impl Fn(&str) -> Option<f64>, clocks: ClockPair) -> f64 {
+        let f = clocks.core_mhz / self.default_clocks.core_mhz;
+        let m = clocks.mem_mhz / self.default_clocks.mem_mhz;
+        let values = power_inputs::values(rate);
+        let mut w = self.idle_w;
+        for ((p, v), weight) in POWER_INPUTS.iter().zip(&values).zip(Self::WEIGHTS) {
+            let g = v.1.unwrap_or(0.0) / 1e9 * weight;
+            w += if p.name == "dram_bytes_per_s" { g * m } else { g * f * f };
+        }
+        w
     }
 
     /// The rates the fake GPU produces for `kernel` at `clocks` (also what tests compare against).
@@ -108,12 +128,11 @@ impl SuiteDevice for FakeSuiteDevice {
             flag.store(true, Ordering::SeqCst);
         }
         let rates = self.rates(kernel, self.current);
-        let f = self.current.core_mhz / self.default_clocks.core_mhz;
-        let dynamic: f64 = rates.values().map(|r| r / 1e9).sum::<f64>() * 12.0 * f * f;
+        let power_w = self.true_power(|c| rates.get(c).copied(), self.current);
         Ok(Measurement {
             seconds: min_seconds,
             launches: 100,
-            power_w: self.idle_w + dynamic,
+            power_w,
             power_samples: (min_seconds * 60.0).ceil() as usize,
             clocks: self.current,
             counter_rates: rates,

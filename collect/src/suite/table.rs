@@ -1,9 +1,11 @@
 //! The suite's training table on disk: a CSV that `gpumodel train --import table` reads (group column
-//! `kernel`, target `power_w`, clocks `core_mhz` / `mem_mhz`, the paper's ten inputs as event rates), written
+//! `kernel`, target `power_w`, clocks `core_mhz` / `mem_mhz`, the paper's ten inputs as totals per launch, the
+//! power model's inputs ([`gpumodel_models::power_inputs`]) as rates), written
 //! one flushed row at a time, and its JSON metadata sidecar (`<out>.json`: GPU name, chip, driver, kernels).
 
 use super::{ClockPair, GpuInfo, Measurement, Plan, SuiteKernel};
 use crate::Error;
+use gpumodel_models::power_inputs::{self, POWER_INPUTS};
 use gpumodel_models::profile::MODEL_INPUTS;
 use gpumodel_models::table::format_number;
 use serde::Serialize;
@@ -16,7 +18,7 @@ use std::path::{Path, PathBuf};
 pub const EXTRA_RATES: &[&str] =
     &["inst_fp_32", "inst_fp_64", "inst_integer", "inst_special", "dram_read_bytes", "dram_write_bytes"];
 
-/// Leading columns, before the model inputs and the extra rates.
+/// Leading columns, before the paper's inputs, the power inputs and the extra rates.
 const LEADING: &[&str] = &[
     "kernel",
     "pattern",
@@ -38,6 +40,7 @@ pub fn suite_header() -> Vec<String> {
         .iter()
         .copied()
         .chain(MODEL_INPUTS.iter().map(|(n, _)| *n))
+        .chain(POWER_INPUTS.iter().map(|p| p.name))
         .chain(EXTRA_RATES.iter().copied())
         .map(String::from)
         .collect()
@@ -105,8 +108,8 @@ impl RowWriter {
     /// Writes one row and flushes it.
     pub(crate) fn write(&mut self, k: &SuiteKernel, clocks: &str, m: &Measurement) -> Result<(), Error> {
         let pattern = k.entry().map_or("", |e| e.pattern);
-        // Counter columns are totals per launch (rate × time per launch), like a kernel profile's counter
-        // totals, so the feature set's `G_load/time_s` inputs are rates both here and in `predict`.
+        // The paper's input columns are totals per launch (rate × time per launch), like a kernel profile's
+        // counter totals (`G_load/time_s` is then a rate both here and in `predict`).
         let per_launch = m.seconds / m.launches.max(1) as f64;
         let rate = |name: &str| m.counter_rates.get(name).copied().unwrap_or(0.0) * per_launch;
         let mut rec: Vec<String> = vec![
@@ -124,6 +127,10 @@ impl RowWriter {
             m.power_samples.to_string(),
         ];
         rec.extend(MODEL_INPUTS.iter().map(|(_, parts)| format_number(parts.iter().map(|p| rate(p)).sum())));
+        // The power inputs are rates already; an input none of whose counters was collected is 0 here (the
+        // suite's kernels drive each of them, and a counter the collector has no metric for reads 0).
+        let rates = |c: &str| m.counter_rates.get(c).copied();
+        rec.extend(power_inputs::values(rates).into_iter().map(|(_, v)| format_number(v.unwrap_or(0.0))));
         rec.extend(EXTRA_RATES.iter().map(|n| format_number(rate(n))));
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(&rec).map_err(|e| Error::io(&self.path, e))?;
@@ -198,49 +205,40 @@ impl SuiteMetadata {
     }
 }
 
-/// The feature set of a suite table (`<out>.features.toml`): the paper's ten inputs (Table 5.2) as rates
-/// — derived inputs `G_load/time_s`, …, counter totals per launch over the time per launch, which
-/// `predict` evaluates the same way from a kernel profile's totals and its predicted time — plus the two
-/// clocks; target `power_w`, group `kernel`. The MLR base leaves out the texture events, as the paper's
-/// MLR does (MLR+ uses every input). Inputs that are constant in the table (a clock that was not swept, a
-/// counter no selected kernel drives) are left out: they carry no information and make the regressions
-/// singular. The file says which.
+/// The feature set of a suite table (`<out>.features.toml`): the power model's inputs
+/// ([`gpumodel_models::power_inputs`], rates that every source of kernel counters gives, so that a model
+/// trained here predicts a kernel profiled by the collector, ncu or nvprof) plus the two clocks; target
+/// `power_w`, group `kernel`. The MLR base is the instruction count and the memory traffic without the
+/// instruction mix (MLR+ adds the FP32, FP64, integer and SFU rates). Inputs that are constant in the table
+/// (a clock that was not swept, a counter no selected kernel drives) are left out: they carry no
+/// information and make the regressions singular. The file says which.
 pub fn feature_set_toml(table: &gpumodel_models::Table) -> String {
-    let time = table.column("time_s");
-    let varies = |name: &str, per_time: bool| -> bool {
-        let (Some(col), Some(t)) = (table.column(name), time.as_ref()) else { return false };
-        let v: Vec<f64> = col.iter().zip(t.iter()).map(|(x, t)| if per_time { x / t } else { *x }).collect();
-        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let varies = |name: &str| -> bool {
+        let Some(col) = table.column(name) else { return false };
+        let lo = col.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = col.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         lo.is_finite() && hi.is_finite() && hi > lo
     };
+    const MIX: [&str; 4] = ["fp32_per_s", "fp64_per_s", "int_per_s", "sfu_per_s"];
     let (mut inputs, mut base, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
-    for (name, _) in MODEL_INPUTS {
-        if varies(name, true) {
-            inputs.push(format!("\"{name}/time_s\""));
-            if !name.starts_with("T_") {
-                base.push(format!("\"{name}/time_s\""));
+    for name in POWER_INPUTS.iter().map(|p| p.name).chain(["core_mhz", "mem_mhz"]) {
+        if varies(name) {
+            inputs.push(format!("\"{name}\""));
+            if !MIX.contains(&name) {
+                base.push(format!("\"{name}\""));
             }
         } else {
-            dropped.push(*name);
-        }
-    }
-    for clock in ["core_mhz", "mem_mhz"] {
-        if varies(clock, false) {
-            inputs.push(format!("\"{clock}\""));
-            base.push(format!("\"{clock}\""));
-        } else {
-            dropped.push(clock);
+            dropped.push(name);
         }
     }
     let mut text = String::from(
-        "# Written by `gpumodel collect --suite`: the paper's ten counter inputs as rates, and the clocks.\n",
+        "# Written by `gpumodel collect --suite`: the power model's counter inputs (rates) and the clocks.\n",
     );
     if !dropped.is_empty() {
         text.push_str(&format!("# Left out, constant in this table: {}\n", dropped.join(", ")));
     }
     text.push_str(&format!(
-        "name = \"suite-paper10\"\ninputs = [{}]\ntarget = \"power_w\"\ngroup = \"kernel\"\nmlr_base = [{}]\n",
+        "name = \"suite-power\"\ninputs = [{}]\ntarget = \"power_w\"\ngroup = \"kernel\"\nmlr_base = [{}]\n",
         inputs.join(", "),
         base.join(", ")
     ));

@@ -268,6 +268,34 @@ pub struct ProfileSet {
 }
 
 impl ProfileSet {
+    /// The profile to answer for: `job` (a profile name or a device such as "GPU 1"), or the only one.
+    pub fn pick(&self, job: Option<&str>) -> Result<UtilizationProfile> {
+        let names = || {
+            let mut v: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).take(8).collect();
+            if self.profiles.len() > 8 {
+                v.push("…");
+            }
+            v.join(", ")
+        };
+        match job {
+            Some(j) => self
+                .profiles
+                .iter()
+                .find(|p| p.name == j || p.device.as_deref() == Some(j))
+                .cloned()
+                .ok_or_else(|| {
+                    Error::Invalid(format!("--job {j}: not in {}; it holds {}", self.origin, names()))
+                }),
+            None if self.profiles.len() == 1 => Ok(self.profiles[0].clone()),
+            None => Err(Error::Invalid(format!(
+                "{} holds {} profiles ({}): choose one with --job",
+                self.origin,
+                self.profiles.len(),
+                names()
+            ))),
+        }
+    }
+
     /// Checks every profile and that the file holds one GPU model only.
     pub fn check(&self) -> Result<()> {
         if self.profiles.is_empty() {

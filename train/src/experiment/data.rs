@@ -99,6 +99,21 @@ pub struct DataInfo {
     pub sha256: String,
     pub rows: usize,
     pub kernels: usize,
+    /// The GPU the rows were measured on, when the data says (a suite table's `<file>.json` sidecar).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+}
+
+/// The GPU a suite table was measured on, from its sidecar (`<table>.json`, `gpumodel-suite/1`).
+fn sidecar_gpu(table: &std::path::Path) -> Option<String> {
+    let mut s = table.as_os_str().to_owned();
+    s.push(".json");
+    let text = std::fs::read_to_string(std::path::PathBuf::from(s)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    if v.get("format")?.as_str()? != "gpumodel-suite/1" {
+        return None;
+    }
+    Some(v.get("gpu")?.get("name")?.as_str()?.to_string())
 }
 
 /// Opens a registered dataset or a file, reporting each skipped bad row on stderr.
@@ -120,6 +135,7 @@ pub fn open_dataset(spec: &str, import: Option<Format>, bad: BadRows) -> Result<
         sha256: registry::sha256_hex(&bytes),
         rows: t.n_rows(),
         kernels: t.distinct_groups().len(),
+        gpu: sidecar_gpu(&opened.path),
     };
     Ok((opened, info))
 }

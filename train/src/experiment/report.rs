@@ -127,6 +127,10 @@ pub struct TrainReport {
     pub applications: Vec<ApplicationError>,
     /// Files written (set by the caller after writing).
     pub artifacts: Vec<String>,
+    /// Models whose fit failed (a training-fit MAPE above 100 %), with the reason: reported, never written
+    /// and never chosen as the default.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed: BTreeMap<String, String>,
 }
 
 /// A fitted model ready to write: its candidate name and the artifact (with its `training` record).
@@ -257,6 +261,7 @@ impl Export for TrainReport {
         if let Some(t) = &self.test {
             v.push(format!("Held-out test: {} ({} rows, {} kernels)", t.name, t.rows, t.kernels));
         }
+        v.extend(self.failed.iter().map(|(m, why)| format!("{m}: {why}")));
         v
     }
 

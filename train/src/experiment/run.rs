@@ -264,8 +264,15 @@ impl RunParams {
             }
             _ => None,
         };
+        let failed = self
+            .candidates
+            .iter()
+            .zip(&fits.reports)
+            .filter_map(|(c, r)| Some((c.name.clone(), unusable(r)?)))
+            .collect();
         let (fitted, models) = self.records(fits.reports, fits.artifacts, held_out_uncertainty.as_ref())?;
         let report = TrainReport {
+            failed,
             data: self.train_info.clone(),
             test: self.test_info.clone(),
             feature_set: self.feature_set.clone(),
@@ -388,7 +395,7 @@ impl RunParams {
             .iter()
             .zip(&fits.reports)
             .zip(&fits.selection)
-            .filter(|(_, figs)| !figs.is_empty())
+            .filter(|((_, r), figs)| !figs.is_empty() && unusable(r).is_none())
             .filter_map(|((c, r), figs)| {
                 let (cv_mape_pct, cv_se_pct) = seed_averaged(figs);
                 Some(Candidate {
@@ -486,9 +493,46 @@ impl RunParams {
                 .into();
                 artifact.training["held_out_interval"] = rec;
             }
-            out.push(Fitted { name: c.name.clone(), artifact });
+            // A model that cannot fit its own training rows is reported, not written as if usable.
+            if unusable(&r).is_none() {
+                out.push(Fitted { name: c.name.clone(), artifact });
+            }
             models.insert(c.name.clone(), r);
         }
         Ok((out, models))
+    }
+}
+
+/// A training-fit MAPE above this, %, marks a fit as failed: a model that misses its own training rows by
+/// more than their size predicts nothing (a singular regression, a network that did not converge).
+pub const UNUSABLE_TRAINING_MAPE_PCT: f64 = 100.0;
+
+/// Why a fitted model is unusable, or `None` when it is usable.
+pub fn unusable(r: &ModelReport) -> Option<String> {
+    let m = r.training_fit.as_ref()?;
+    (!m.mape_pct.is_finite() || m.mape_pct > UNUSABLE_TRAINING_MAPE_PCT).then(|| {
+        format!(
+            "failed: {} % MAPE on its own training rows (above {UNUSABLE_TRAINING_MAPE_PCT} %: a singular or \
+             unconverged fit); not written",
+            gpumodel_models::table::format_number((m.mape_pct * 10.0).round() / 10.0)
+        )
+    })
+}
+
+#[cfg(test)]
+mod unusable_tests {
+    use super::*;
+    use crate::metrics::Metrics;
+
+    /// A fit that misses its own training rows by more than their size is failed; a usable one is not.
+    #[test]
+    fn a_fit_worse_than_its_own_rows_is_unusable() {
+        let groups = ["a".to_string(), "b".to_string()];
+        let bad = Metrics::score(&[250.0, 10.0], &[100.0, 100.0], &groups).unwrap();
+        let r = ModelReport { training_fit: Some(bad), ..ModelReport::default() };
+        let why = unusable(&r).expect("120 % MAPE is unusable");
+        assert!(why.contains("120") && why.contains("not written"), "{why}");
+        let good = Metrics::score(&[101.0, 99.0], &[100.0, 100.0], &groups).unwrap();
+        assert!(unusable(&ModelReport { training_fit: Some(good), ..ModelReport::default() }).is_none());
     }
 }

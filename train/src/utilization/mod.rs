@@ -8,6 +8,7 @@
 
 pub mod fit;
 pub mod policy;
+pub mod run;
 pub mod score;
 
 pub use fit::{ClockFitParams, fit_clock_model};

@@ -1,19 +1,17 @@
-//! Utilization profiles on the command line: `gpumodel import dcgm FILE`, `gpumodel predict --profile FILE
-//! [--max-slowdown 5%]` (time, power and energy at every supported core clock, and the clock to run at),
-//! and `gpumodel train --data <utilization-profile dataset>` (fit and score the clock model).
+//! Utilization profiles on the command line: the flags of `gpumodel import dcgm FILE`, `gpumodel predict
+//! --profile FILE [--max-slowdown 5%]` (time, power and energy at every supported core clock, and the clock
+//! to run at; `gpumodel_predict::clock`) and `gpumodel train --data <utilization-profile dataset>` (the clock
+//! model, `gpumodel_train::utilization::run`), and their dispatch.
 
 use crate::cli::output::{ExportFormat, print};
-use anyhow::{Context, bail};
+use anyhow::bail;
 use gpumodel_models::export::{Cell, Column, Export, Section};
-use gpumodel_models::registry::{Locator, Registry, sha256_hex};
-use gpumodel_models::utilization::model::{ClockModel, ClockPoint, ObjectivePolicy, Optima, optima};
 use gpumodel_models::utilization::read::{ProfileFormat, ReadOptions, read_file};
-use gpumodel_models::utilization::{Field, ProfileSet, UtilizationProfile};
-use gpumodel_train::utilization::fit::{ClockFitParams, fit_clock_model, fit_dso};
-use gpumodel_train::utilization::score::{ClockEvaluation, evaluate, read_published};
-use gpumodel_train::utilization::{Job, jobs};
+use gpumodel_models::utilization::{Field, UtilizationProfile};
+use gpumodel_predict::clock::{SweepRequest, sweep_profile};
+use gpumodel_train::utilization::run::{ClockTrainParams, train_clock_model};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Parses a slowdown bound: `5%`, `5 %` or `0.05`.
@@ -78,9 +76,17 @@ impl ReadArgs {
 pub struct ProfileArgs {
     /// A utilization profile (dcgmi dmon log, dcgm-exporter text, ncu CSV, collector trace, NV-DVFS
     /// profile CSV, or a profile TOML/JSON): predict time, power and energy at every supported core clock
-    /// and the clock to run at. --model then names a clock model (default: the shipped V100 model).
+    /// and the clock to run at, with the clock model of the profile's GPU (--clock-model, --models-dir, or
+    /// a shipped one).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// With --profile: the clock model to use (a JSON file written by `gpumodel train` on profiles over clocks).
+    #[arg(long, value_name = "FILE", requires = "profile")]
+    pub clock_model: Option<PathBuf>,
+    /// With --profile: folders of your clock models, searched by the profile's GPU before the shipped ones
+    /// (also GPUMODEL_MODELS, folders separated by ':').
+    #[arg(long, value_name = "DIR", requires = "profile")]
+    pub models_dir: Vec<PathBuf>,
     /// With --profile: the lowest-energy clock whose predicted time is within this bound of the fastest.
     #[arg(long, value_name = "PCT", value_parser = parse_slowdown, requires = "profile")]
     pub max_slowdown: Option<f64>,
@@ -118,100 +124,55 @@ pub struct TrainArgs {
     pub score_max_slowdown: f64,
 }
 
-mod choose;
 mod import;
-mod predict;
-#[cfg(test)]
-mod tests;
-mod train;
 
 pub use import::import;
-pub use predict::predict;
-pub use train::train;
 
-/// A GPU name's model number: the first word of letters and digits ("Tesla V100-SXM2-16GB" → "V100").
-fn gpu_key(s: &str) -> Option<String> {
-    s.to_ascii_uppercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .find(|w| {
-            w.len() >= 3
-                && w.chars().any(|c| c.is_ascii_digit())
-                && w.chars().any(|c| c.is_ascii_alphabetic())
-        })
-        .map(String::from)
-}
-
-/// Whether two GPU names can be the same model: they are unless both name a model number and the numbers
-/// differ (a name without one, e.g. "Fake GPU", is not held against a clock model the user gives).
-fn gpu_matches(a: &str, b: &str) -> bool {
-    // "Tesla V100-SXM2-16GB" and "NVIDIA Tesla V100 (GV100)" are the same model; "H100" is not.
-    match (gpu_key(a), gpu_key(b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => true,
+/// `gpumodel predict --profile FILE`.
+pub fn predict(args: &ProfileArgs, format: ExportFormat) -> anyhow::Result<ExitCode> {
+    let Some(path) = &args.profile else { bail!("--profile FILE is needed") };
+    let (fmt, opts) = args.read.options(false)?;
+    let mut model_dirs = args.models_dir.clone();
+    if let Some(env) = std::env::var_os("GPUMODEL_MODELS") {
+        model_dirs.extend(std::env::split_paths(&env));
     }
+    let req = SweepRequest {
+        model: args.clock_model.clone(),
+        model_dirs,
+        core_clocks: args.core_clocks.clone(),
+        max_slowdown: args.max_slowdown,
+    };
+    let set = read_file(path, fmt, &opts)?;
+    let profile = set.pick(args.job.as_deref())?;
+    print(&sweep_profile(profile, &req)?, format)?;
+    Ok(ExitCode::SUCCESS)
 }
 
-/// Whether two GPU names are known to be the same model: both name a model number and it is the same
-/// (choosing a shipped clock model needs this much).
-fn same_gpu_model(a: &str, b: &str) -> bool {
-    matches!((gpu_key(a), gpu_key(b)), (Some(x), Some(y)) if x == y)
+/// `gpumodel train --data <utilization profiles>`: the clock model.
+pub fn train(all: &crate::cli::train::Args) -> anyhow::Result<ExitCode> {
+    let params = ClockTrainParams {
+        data: all.data.clone(),
+        test: all.test.clone(),
+        no_test: all.no_test,
+        out_dir: all.out_dir.clone(),
+        prefix: all.prefix.clone(),
+        min_core_mhz: all.clocks.min_core_mhz,
+        peer_params: all.clocks.peer_params.clone(),
+        score_max_slowdown: all.clocks.score_max_slowdown,
+    };
+    print(&train_clock_model(&params)?, all.format)?;
+    Ok(ExitCode::SUCCESS)
 }
 
-fn pick(set: &ProfileSet, job: Option<&str>) -> anyhow::Result<UtilizationProfile> {
-    match job {
-        Some(j) => set
-            .profiles
-            .iter()
-            .find(|p| p.name == j || p.device.as_deref() == Some(j))
-            .cloned()
-            .with_context(|| format!("--job {j}: not in {}; it holds {}", set.origin, names(set))),
-        None if set.profiles.len() == 1 => Ok(set.profiles[0].clone()),
-        None => bail!(
-            "{} holds {} profiles ({}): choose one with --job",
-            set.origin,
-            set.profiles.len(),
-            names(set)
-        ),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slowdowns_read_as_percent_or_fraction() {
+        assert_eq!(parse_slowdown("5%"), Ok(0.05));
+        assert_eq!(parse_slowdown("0.05"), Ok(0.05));
+        assert!(parse_slowdown("fast").unwrap_err().contains("5%"));
+        assert!(parse_slowdown("-3%").is_err());
     }
-}
-
-fn names(set: &ProfileSet) -> String {
-    let mut v: Vec<&str> = set.profiles.iter().map(|p| p.name.as_str()).take(8).collect();
-    if set.profiles.len() > 8 {
-        v.push("…");
-    }
-    v.join(", ")
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// train --data <utilization profiles>
-
-/// Whether a `--data` value is utilization-profile data (a registered dataset with that importer, or a
-/// file that reads as the NV-DVFS profile CSV).
-pub fn is_profile_data(spec: &str) -> bool {
-    if let Ok(e) = Registry::builtin().get(spec) {
-        return e.importer == ProfileFormat::REGISTRY_IMPORTER;
-    }
-    std::fs::read(spec)
-        .map(|b| {
-            let head = String::from_utf8_lossy(&b[..b.len().min(4096)]).to_string();
-            ProfileFormat::guess(&head) == Some(ProfileFormat::NvdvfsCsv)
-        })
-        .unwrap_or(false)
-}
-
-/// A dataset opened as utilization profiles: the set, and its registry name and sha256 when registered.
-fn open(spec: &str) -> anyhow::Result<(ProfileSet, String, Option<String>, Option<String>)> {
-    let reg = Registry::builtin();
-    let opts = ReadOptions { skip_bad_rows: true, ..ReadOptions::default() };
-    if let Ok(e) = reg.get(spec) {
-        let (path, _) = Locator::from_env().resolve(e)?;
-        let o = ReadOptions { gpu: Some(e.gpu.clone()), ..opts };
-        let set = read_file(&path, Some(ProfileFormat::NvdvfsCsv), &o)?;
-        return Ok((set, e.name.clone(), Some(e.sha256.clone()), e.test_set.clone()));
-    }
-    let p = Path::new(spec);
-    let bytes = std::fs::read(p).with_context(|| format!("reading {spec}"))?;
-    let set = read_file(p, Some(ProfileFormat::NvdvfsCsv), &opts)?;
-    Ok((set, spec.to_string(), Some(sha256_hex(&bytes)), None))
 }

@@ -1,8 +1,13 @@
-//! `gpumodel predict --profile`: the clock sweep of one utilization profile.
+//! A utilization profile's clock sweep: time, power and energy at every supported core clock, the E, ED
+//! and ED² optima, and the clock to run at (`gpumodel predict --profile`).
 
-use super::*;
-// ---------------------------------------------------------------------------------------------------------
-// predict --profile
+use super::choose::{Choice, choose};
+use crate::{Error, Result};
+use gpumodel_models::export::{Cell, Column, Export, Section};
+use gpumodel_models::utilization::model::{ClockPoint, ObjectivePolicy, Optima, optima};
+use gpumodel_models::utilization::{Field, UtilizationProfile};
+use serde::Serialize;
+use std::path::PathBuf;
 
 /// `predict --profile`'s result.
 #[derive(Debug, Serialize)]
@@ -25,7 +30,7 @@ pub struct ClockSweep {
 }
 
 impl Export for ClockSweep {
-    const COMMAND: &'static str = "predict-profile";
+    const COMMAND: &'static str = "predict";
     fn sections(&self) -> Vec<Section> {
         let t = if self.time_in_seconds { "time s" } else { "time (rel.)" };
         let e = if self.time_in_seconds { "energy J" } else { "energy (W·rel.)" };
@@ -133,16 +138,26 @@ impl Export for ClockSweep {
     }
 }
 
-/// `gpumodel predict --profile FILE`: `model` is `--model` when the user gave one.
-pub fn predict(args: &ProfileArgs, model: Option<&str>, format: ExportFormat) -> anyhow::Result<ExitCode> {
-    let Some(path) = &args.profile else { bail!("--profile FILE is needed") };
-    let (fmt, opts) = args.read.options(false)?;
-    if let Some(c) = args.core_clocks.iter().find(|c| !(c.is_finite() && **c > 0.0)) {
-        bail!("--core-clocks {c}: a clock must be a positive number of MHz");
+/// What `predict --profile` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct SweepRequest {
+    /// `--model`: a clock model file the user gave.
+    pub model: Option<PathBuf>,
+    /// Folders of the user's clock models (`--models-dir`, `GPUMODEL_MODELS`), searched by GPU name before
+    /// the shipped models.
+    pub model_dirs: Vec<PathBuf>,
+    /// `--core-clocks`: the GPU's supported core clocks, for a GPU without a clock model.
+    pub core_clocks: Vec<f64>,
+    /// `--max-slowdown`: the bound of the lowest-energy clock within a slowdown.
+    pub max_slowdown: Option<f64>,
+}
+
+/// The clock sweep of `profile`.
+pub fn sweep_profile(profile: UtilizationProfile, req: &SweepRequest) -> Result<ClockSweep> {
+    if let Some(c) = req.core_clocks.iter().find(|c| !(c.is_finite() && **c > 0.0)) {
+        return Err(Error::Invalid(format!("--core-clocks {c}: a clock must be a positive number of MHz")));
     }
-    let set = read_file(path, fmt, &opts)?;
-    let profile = pick(&set, args.job.as_deref())?;
-    let choice = choose::choose(model, &profile, &args.core_clocks)?;
+    let choice: Choice = choose(req, &profile)?;
     let points = match &choice.model {
         Some(m) => {
             m.check_profile(&profile)?;
@@ -160,8 +175,8 @@ pub fn predict(args: &ProfileArgs, model: Option<&str>, format: ExportFormat) ->
             }]
         }
     };
-    let optima = optima(&points, args.max_slowdown);
-    let result = ClockSweep {
+    let optima = optima(&points, req.max_slowdown);
+    Ok(ClockSweep {
         power_from_profile: profile.power_w.is_some(),
         time_in_seconds: profile.time_s.is_some(),
         model_gpu: choice.model.as_ref().map(|m| m.gpu.clone()),
@@ -171,7 +186,5 @@ pub fn predict(args: &ProfileArgs, model: Option<&str>, format: ExportFormat) ->
         profile,
         points,
         optima,
-    };
-    print(&result, format)?;
-    Ok(ExitCode::SUCCESS)
+    })
 }
