@@ -562,3 +562,23 @@ fn merge_of_a_missing_trace_says_the_cause_once_and_writes_nothing() {
     assert_eq!(err.matches("No such file or directory").count(), 1, "cause repeated: {err}");
     assert!(!out.exists());
 }
+
+/// `--kernel-totals` needs the injection library after the trace: when it cannot be found, collect says so
+/// in one line before running anything, and writes nothing.
+#[test]
+fn kernel_totals_without_the_injection_library_fail_before_any_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.csv");
+    let o = fake()
+        .env("GPUMODEL_INJECT_LIB", dir.path().join("missing.so"))
+        .args(["collect", "--idle-seconds", "0", "--min-seconds", "0", "--kernel-totals", "-o"])
+        .arg(&out)
+        .arg("/bin/true")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("cannot load libgpumodel_inject.so") && e.contains("GPUMODEL_INJECT_LIB"), "{e}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing is written");
+}

@@ -102,3 +102,61 @@ fn suite_then_train_then_predict_a_kernel_outside_the_suite_within_ten_percent()
     let err = (p - truth).abs() / truth;
     assert!(err < 0.10, "predicted {p:.1} W, the scripted GPU draws {truth:.1} W ({:.1} % off)", 100.0 * err);
 }
+
+/// The same kernel as an Nsight Compute export (`ncu --csv --page raw`, with the GA100 range-map metrics
+/// and the SM clock in ncu's own unit, cycles per nanosecond) → `import ncu --profiles` → `predict`: the
+/// GPU comes from the export, the measured time answers, and the power is within 10 % of the law.
+#[test]
+fn an_ncu_export_of_that_kernel_predicts_the_same_power_within_ten_percent() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut c = fake();
+    c.args(["collect", "--suite", "--out", "mygpu.csv"]);
+    run(c, d);
+    let mut c = gpumodel();
+    c.args(["train", "--data", "mygpu.csv", "--import", "table", "--features", "mygpu.csv.features.toml"]);
+    c.args(["--out-dir", "models", "-q"]);
+    run(c, d);
+    let metrics: &[(&str, &str, &str)] = &[
+        ("smsp__inst_executed.sum", "inst", "inst_executed"),
+        ("smsp__inst_executed_pipe_fma.sum", "inst", "inst_fp_32"),
+        ("smsp__inst_executed_pipe_alu.sum", "inst", "inst_integer"),
+        ("smsp__inst_executed_pipe_fp64.sum", "inst", "inst_fp_64"),
+        ("smsp__inst_executed_pipe_xu.sum", "inst", "inst_special"),
+        ("smsp__sass_inst_executed_op_branch.sum", "inst", "branch"),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum", "sector", "l1_global_load_hit"),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum", "sector", "l1_global_load_miss"),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sector", "global_store_transaction"),
+        ("smsp__inst_executed_op_shared_ld.sum", "inst", "shared_load"),
+        ("smsp__inst_executed_op_shared_st.sum", "inst", "shared_store"),
+        ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "", "l1_shared_bank_conflict"),
+        ("dram__bytes_read.sum", "byte", "dram_read_bytes"),
+        ("dram__bytes_write.sum", "byte", "dram_write_bytes"),
+    ];
+    let q = |v: &str| format!("\"{v}\"");
+    let mut head = vec![q("ID"), q("Kernel Name"), q("Block Size"), q("Grid Size")];
+    head.extend(["device__attribute_display_name", "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second"].map(q));
+    let mut units = vec![q(""); 5];
+    units.extend([q("msecond"), q("cycle/nsecond")]);
+    let mut row = vec![q("0"), q("stencil_mix(float*)"), q("(256, 1, 1)"), q("(864, 1, 1)")];
+    row.extend([q("NVIDIA A100-SXM4-40GB"), q("1"), q("1.41")]);
+    for (m, unit, counter) in metrics {
+        let v = COUNTERS.iter().find(|(c, _)| c == counter).unwrap().1;
+        head.push(q(m));
+        units.push(q(unit));
+        row.push(q(&format!("{v}")));
+    }
+    let csv = [head.join(","), units.join(","), row.join(",")].join("\n") + "\n";
+    std::fs::write(d.join("k.csv"), csv).unwrap();
+    let mut c = gpumodel();
+    c.args(["import", "ncu", "k.csv", "--profiles", "profiles"]);
+    run(c, d);
+    let profile = std::fs::read_dir(d.join("profiles")).unwrap().next().unwrap().unwrap().path();
+    let mut c = gpumodel();
+    c.args(["predict", "--arch", "a100", "--model", "models/mygpu-default.json", "--format", "json", "--kernel"]);
+    c.arg(&profile);
+    let p = predicted_power(&run(c, d));
+    let truth = true_power();
+    let err = (p - truth).abs() / truth;
+    assert!(err < 0.10, "predicted {p:.1} W, the scripted GPU draws {truth:.1} W ({:.1} % off)", 100.0 * err);
+}

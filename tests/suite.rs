@@ -71,9 +71,9 @@ fn the_fake_gpu_suite_writes_a_trainable_table_with_metadata() {
     let fs = FeatureSet::from_toml_file(&dir.path().join("suite.csv.features.toml")).unwrap();
     // Only the counters these three patterns drive vary, and mem_mhz was not swept: the rest are left out
     // (constant columns make the regressions singular) and the file says so.
-    assert_eq!(fs.inputs, ["exec_inst/time_s", "S_access/time_s", "core_mhz"]);
+    assert_eq!(fs.inputs, ["inst_per_s", "fp64_per_s", "shared_per_s", "core_mhz"]);
     let text = std::fs::read_to_string(dir.path().join("suite.csv.features.toml")).unwrap();
-    assert!(text.contains("# Left out, constant in this table: G_load, G_store"), "{text}");
+    assert!(text.contains("# Left out, constant in this table: fp32_per_s, int_per_s"), "{text}");
     let mut derived = t.clone();
     gpumodel_models::features::derive_columns(&mut derived, &fs.inputs).unwrap();
     let ds = Dataset::from_table(&derived, &fs).unwrap();
@@ -204,7 +204,8 @@ fn suite_table_trains_a_model_that_predict_uses_with_a_calibrated_profile() {
          [counters]\ngld_request = 2e5\nl1_global_load_hit = 1e5\nl1_global_load_miss = 1e5\n\
          global_store_transaction = 5e4\nlocal_load = 0\nlocal_store = 0\ninst_executed = 5e6\nbranch = 1e5\n\
          divergent_branch = 1e3\nshared_load = 1e5\nl1_shared_bank_conflict = 1e4\n\
-         tex0_cache_sector_queries = 1e4\ntex0_cache_sector_misses = 1e3\ninst_fp_32 = 2e6\n",
+         tex0_cache_sector_queries = 1e4\ntex0_cache_sector_misses = 1e3\ninst_fp_32 = 2e6\n\
+         inst_fp_64 = 1e5\ninst_integer = 5e5\ninst_special = 1e4\ndram_read_bytes = 3e6\ndram_write_bytes = 1e6\n",
     )
     .unwrap();
     let o = gpumodel()

@@ -11,23 +11,34 @@ use std::path::{Path, PathBuf};
 /// File name of the injection library.
 pub const INJECT_LIB: &str = "libgpumodel_inject.so";
 
-/// Finds the injection library: `GPUMODEL_INJECT_LIB`, else next to the running executable (or its
-/// parent folder, where cargo puts it for tests).
+/// Finds the injection library: `GPUMODEL_INJECT_LIB`, else next to the running executable (or its parent
+/// folder, where cargo puts it for tests), else in `../lib/gpumodel/` beside the executable's folder (an
+/// installed layout: `bin/gpumodel`, `lib/gpumodel/libgpumodel_inject.so`).
 pub fn find_inject_lib() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("GPUMODEL_INJECT_LIB") {
-        return Ok(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            return Err(Error::Invalid(format!(
+                "cannot load {INJECT_LIB}: GPUMODEL_INJECT_LIB={} is not a file; point it at the built library",
+                p.display()
+            )));
+        }
+        return Ok(p);
     }
     let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
-    for dir in exe.ancestors().skip(1).take(2) {
-        let p = dir.join(INJECT_LIB);
-        if p.is_file() {
-            return Ok(p);
-        }
+    let mut places: Vec<PathBuf> = exe.ancestors().skip(1).take(2).map(|d| d.join(INJECT_LIB)).collect();
+    if let Some(prefix) = exe.parent().and_then(Path::parent) {
+        places.push(prefix.join("lib/gpumodel").join(INJECT_LIB));
     }
-    Err(Error::MissingLibrary {
-        library: INJECT_LIB.into(),
-        detail: "not next to the gpumodel executable; build it (cargo build -p gpumodel-inject) or set GPUMODEL_INJECT_LIB".into(),
-    })
+    if let Some(p) = places.iter().find(|p| p.is_file()) {
+        return Ok(p.clone());
+    }
+    let bin = exe.parent().map_or_else(|| ".".into(), |d| d.display().to_string());
+    Err(Error::Invalid(format!(
+        "cannot load {INJECT_LIB}: it is not beside the gpumodel executable (`cargo install` installs only the \
+         executable): from the source tree run `cargo build --release -p gpumodel-inject && cp \
+         target/release/{INJECT_LIB} {bin}/`, or set GPUMODEL_INJECT_LIB to the library"
+    )))
 }
 
 /// Runs `program` under the injection library, writing rows to `rows_csv` (must not exist), and returns

@@ -449,7 +449,11 @@ fn ncu_launch(
         }),
         _ => None,
     };
-    let hz = values.get("sm__cycles_elapsed.avg.per_second").copied().filter(|f| *f > 0.0);
+    // A rate in ncu's units: `cycle/nsecond` (GHz, the raw page's), `cycle/usecond`, `cycle/second`, or
+    // the details page's `Ghz` / `Mhz`; without a unit, cycles per second.
+    let hz = raw("sm__cycles_elapsed.avg.per_second")
+        .and_then(|(v, u)| common::per_second(v, &units.names[u as usize]))
+        .filter(|f| *f > 0.0);
     let time_s = ["gpu__time_duration.sum", "gpu__time_duration", "Duration"]
         .iter()
         .find_map(|m| {

@@ -202,10 +202,25 @@ pub fn predict_kernel(
     }
     let base = base_values(k, &x, arch, t0.unwrap_or(detail.time_s), detail.time_s, clocks);
     let inputs = input_vector(model, |c| base.get(c)).map_err(|e| {
-        Error::Mismatch(format!(
-            "{e}; a kernel profile provides {} (and counter totals by name)",
-            crate::power::UTILIZATIONS.join(", ") + ", core_mhz, mem_mhz, time_ms"
-        ))
+        // Power inputs the profile lacks: name the counters that give each, so the export can be redone.
+        let lacking: Vec<String> = gpumodel_models::power_inputs::POWER_INPUTS
+            .iter()
+            .filter(|p| model.inputs.iter().any(|i| i == p.name) && base.get(p.name).is_none())
+            .map(|p| format!("{} ({})", p.name, gpumodel_models::power_inputs::needs(p)))
+            .collect();
+        if lacking.is_empty() {
+            Error::Mismatch(format!(
+                "{e}; a kernel profile provides {} (and counter totals by name)",
+                crate::power::UTILIZATIONS.join(", ") + ", core_mhz, mem_mhz, time_ms"
+            ))
+        } else {
+            Error::Mismatch(format!(
+                "kernel '{}' lacks the counters of the power model's input(s) {}: profile them (ncu: `gpumodel \
+                 import --help` lists the metrics) or use a power model trained without them",
+                k.name,
+                lacking.join(", ")
+            ))
+        }
     })?;
     let power_w = model.predict_one(&inputs);
     if !power_w.is_finite() {

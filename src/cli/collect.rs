@@ -99,6 +99,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     resolve_program(first)?;
     pm_options(&args.gpu)?;
+    // The injection library is needed after the trace: a missing one fails now, before anything is written.
+    if args.kernel_totals {
+        gpumodel_collect::kernels::find_inject_lib().context("--kernel-totals")?;
+    }
     let host = host_name();
     let name = std::path::Path::new(first)
         .file_name()

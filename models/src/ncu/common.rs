@@ -150,6 +150,25 @@ pub(crate) fn time_scale(unit: &str) -> Option<f64> {
     }
 }
 
+/// A rate as ncu prints it, per second: `cycle/nsecond` → × 1e9, `Kcycle/usecond` → × 1e9, `Ghz` → × 1e9,
+/// `Mhz` → × 1e6, no unit → as is; `None` for a unit that is not a rate.
+pub(crate) fn per_second(v: f64, unit: &str) -> Option<f64> {
+    let u = unit.trim();
+    if u.is_empty() {
+        return Some(v);
+    }
+    if let Some((count, time)) = u.split_once('/') {
+        return time_scale(time).map(|t| v * count_scale(count) / t);
+    }
+    match u.to_ascii_lowercase().as_str() {
+        "hz" => Some(v),
+        "khz" => Some(v * 1e3),
+        "mhz" => Some(v * 1e6),
+        "ghz" => Some(v * 1e9),
+        _ => None,
+    }
+}
+
 /// Factor from a count unit as ncu prints it to the base unit. ncu scales values to a fitting magnitude
 /// with decimal prefixes unless run with `--print-units base` (e.g. `Kbyte` = 1000 byte, `Msector`,
 /// `Kbyte/block`); base units (`byte`, `inst`, `sector`, `register/thread`), ratios and empty units are 1.
@@ -426,5 +445,22 @@ impl MetricUse {
                 self.dropped.insert(m.clone());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::per_second;
+
+    /// ncu's raw page prints the SM clock in cycles per nanosecond: 1.41 of them is 1410 MHz.
+    #[test]
+    fn clock_rates_read_in_every_unit_ncu_prints() {
+        let mhz = |v: f64, u: &str| per_second(v, u).map(|hz| (hz / 1e6 * 1e6).round() / 1e6);
+        assert_eq!(mhz(1.41, "cycle/nsecond"), Some(1410.0));
+        assert_eq!(mhz(1410.0, "cycle/usecond"), Some(1410.0));
+        assert_eq!(mhz(1.41, "Ghz"), Some(1410.0));
+        assert_eq!(mhz(1410.0, "Mhz"), Some(1410.0));
+        assert_eq!(mhz(1.41e9, ""), Some(1410.0));
+        assert_eq!(per_second(3.0, "byte"), None);
     }
 }
