@@ -8,10 +8,14 @@ use super::*;
 #[derive(Debug, Serialize)]
 pub struct ClockSweep {
     pub profile: UtilizationProfile,
+    /// What reading the profile assumed for want of it in the file: the answer leads with it.
+    pub assumptions: Vec<String>,
     /// Which model answers, in words (the shipped one, `--model`, or an estimate carried over).
     pub basis: String,
     /// What the answer assumes or lacks.
     pub caveats: Vec<String>,
+    /// What reading the profile found: where its time and energy came from, rows left out, contradictions.
+    pub reading: Vec<String>,
     /// The GPU of the model used; `None` when no sweep was possible (the measured clock only).
     pub model_gpu: Option<String>,
     /// Whether the profile carried its own power (else the own-clock model predicted it).
@@ -69,7 +73,8 @@ impl Export for ClockSweep {
             .iter()
             .filter_map(|f| p.fields.get(f).map(|v| format!("{} {v:.2}", f.name())))
             .collect();
-        vec![
+        let mut lines = self.assumptions.clone();
+        lines.extend([
             format!(
                 "profile '{}' ({}{}) at {:.0} MHz: {}",
                 p.name,
@@ -79,10 +84,12 @@ impl Export for ClockSweep {
                 fields.join(", ")
             ),
             format!("model: {}", self.basis),
-        ]
+        ]);
+        lines
     }
     fn notes(&self) -> Vec<String> {
         let mut n = self.caveats.clone();
+        n.extend(self.reading.iter().cloned());
         if self.model_gpu.is_none() {
             return n;
         }
@@ -168,6 +175,8 @@ pub fn predict(args: &ProfileArgs, model: Option<&str>, format: ExportFormat) ->
         policy: choice.model.as_ref().map(|m| m.policy.clone()).unwrap_or_default(),
         basis: choice.basis,
         caveats: choice.caveats,
+        reading: set.notes,
+        assumptions: set.assumptions,
         profile,
         points,
         optima,
