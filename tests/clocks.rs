@@ -42,7 +42,23 @@ fn a_real_v100_dmon_log_imports_to_one_profile_of_its_active_seconds() {
         .filter(|l| l.trim_start().starts_with("GPU"))
         .count();
     assert!(samples > 0 && samples < total, "only the active samples ({samples} of {total}) are the job");
-    assert_eq!(col("time_s").parse::<f64>().unwrap(), samples as f64, "1 s per sample by default");
+    // The log was recorded about 50 ms apart, not at dmon's default 1 s: its energy counter (TOTEC, mJ)
+    // rising over the rows divided by their summed POWER is the time between rows.
+    let (mut rise_mj, mut power_sum) = (0.0, 0.0);
+    let text =
+        std::fs::read_to_string(shared("profiles/dcgm/dcgmi-dmon_GV100-baseline-LSTM-1380-0.txt")).unwrap();
+    let rows: Vec<Vec<f64>> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("GPU"))
+        .map(|l| l.split_whitespace().skip(16).take(2).map(|c| c.parse().unwrap()).collect())
+        .collect();
+    for w in rows.windows(2) {
+        rise_mj += w[1][1] - w[0][1];
+        power_sum += w[1][0];
+    }
+    let dt = rise_mj / 1000.0 / power_sum;
+    let time: f64 = col("time_s").parse().unwrap();
+    assert!((time / (samples as f64 * dt) - 1.0).abs() < 1e-6, "{time} s for {samples} samples of {dt} s");
 }
 
 #[test]

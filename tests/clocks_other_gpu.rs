@@ -58,7 +58,9 @@ fn the_h100_log_is_a_job_even_though_its_gract_stays_zero() {
     assert!(n > 10, "the log has SM activity in {n} samples");
     assert_eq!(col("samples"), n.to_string());
     assert_eq!(col("core_mhz"), "1785", "the log's SACLK");
-    assert!((col("power_w").parse::<f64>().unwrap() - power).abs() < 1e-6, "{text}");
+    // The job's power is the energy counter's (TOTEC) rise over its rows per second, which the POWER
+    // readings sample: the two agree closely on this log.
+    assert!((col("power_w").parse::<f64>().unwrap() / power - 1.0).abs() < 0.01, "{text}");
     assert_eq!(col("GRACT"), "0");
 }
 

@@ -135,7 +135,10 @@ fn an_ncu_export_of_that_kernel_predicts_the_same_power_within_ten_percent() {
     ];
     let q = |v: &str| format!("\"{v}\"");
     let mut head = vec![q("ID"), q("Kernel Name"), q("Block Size"), q("Grid Size")];
-    head.extend(["device__attribute_display_name", "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second"].map(q));
+    head.extend(
+        ["device__attribute_display_name", "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second"]
+            .map(q),
+    );
     let mut units = vec![q(""); 5];
     units.extend([q("msecond"), q("cycle/nsecond")]);
     let mut row = vec![q("0"), q("stencil_mix(float*)"), q("(256, 1, 1)"), q("(864, 1, 1)")];
@@ -153,7 +156,16 @@ fn an_ncu_export_of_that_kernel_predicts_the_same_power_within_ten_percent() {
     run(c, d);
     let profile = std::fs::read_dir(d.join("profiles")).unwrap().next().unwrap().unwrap().path();
     let mut c = gpumodel();
-    c.args(["predict", "--arch", "a100", "--model", "models/mygpu-default.json", "--format", "json", "--kernel"]);
+    c.args([
+        "predict",
+        "--arch",
+        "a100",
+        "--model",
+        "models/mygpu-default.json",
+        "--format",
+        "json",
+        "--kernel",
+    ]);
     c.arg(&profile);
     let p = predicted_power(&run(c, d));
     let truth = true_power();

@@ -79,3 +79,16 @@ pub fn plot_svg<E: Export>(result: &E, path: &Path, force: bool) -> anyhow::Resu
     eprintln!("wrote {} (figure)", path.display());
     Ok(())
 }
+
+/// The command as typed, with the program reduced to its name and no absolute path of this machine.
+pub fn command_line() -> String {
+    let words: Vec<String> = std::env::args()
+        .enumerate()
+        .map(|(i, a)| match std::path::Path::new(&a) {
+            _ if i == 0 => "gpumodel".to_string(),
+            p if p.is_absolute() => p.file_name().map_or(a.clone(), |f| f.to_string_lossy().into_owned()),
+            _ => a,
+        })
+        .collect();
+    words.join(" ")
+}

@@ -158,22 +158,9 @@ impl Args {
             cv_restarts: self.cv_restarts,
             folds: self.folds,
             group_folds: self.group_folds,
-            command: command_line(),
+            command: crate::cli::output::command_line(),
         })
     }
-}
-
-/// The command as typed, with the program reduced to its name and no absolute path of this machine.
-fn command_line() -> String {
-    let words: Vec<String> = std::env::args()
-        .enumerate()
-        .map(|(i, a)| match Path::new(&a) {
-            _ if i == 0 => "gpumodel".to_string(),
-            p if p.is_absolute() => p.file_name().map_or(a.clone(), |f| f.to_string_lossy().into_owned()),
-            _ => a,
-        })
-        .collect();
-    words.join(" ")
 }
 
 /// Whether to draw the progress bar: on stderr, whatever stdout is (a table or JSON redirected to a
@@ -220,7 +207,7 @@ fn write_artifacts(
     Ok(())
 }
 
-/// The flags the clock-model path reads (utilization-profile data); every other flag is the power model's.
+/// The flags the clock-model path reads (utilization-profile data), and those only it reads.
 const CLOCK_FLAGS: &[&str] = &[
     "data",
     "test",
@@ -233,8 +220,6 @@ const CLOCK_FLAGS: &[&str] = &[
     "peer_params",
     "score_max_slowdown",
 ];
-
-/// The flags that only the clock-model path reads.
 const CLOCK_ONLY_FLAGS: &[&str] = &["min_core_mhz", "peer_params", "score_max_slowdown"];
 
 pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
@@ -242,23 +227,20 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
         let wrong = given.outside(CLOCK_FLAGS);
         anyhow::ensure!(
             wrong.is_empty(),
-            "{} is utilization-profile data (a clock model is trained from it): {} {} not apply; drop {} \
+            "{} is utilization-profile data (a clock model is trained from it): {} do(es) not apply; drop them \
              (the clock model reads --test, --no-test, --out-dir, --prefix, --min-core-mhz, --peer-params, \
              --score-max-slowdown, --format)",
             args.data,
-            wrong.join(", "),
-            if wrong.len() == 1 { "does" } else { "do" },
-            if wrong.len() == 1 { "it" } else { "them" }
+            wrong.join(", ")
         );
         return crate::cli::utilization::train(&args);
     }
     let wrong = given.among(CLOCK_ONLY_FLAGS);
     anyhow::ensure!(
         wrong.is_empty(),
-        "{} apply only to utilization-profile data (DCGM profiles over clocks); {} is power-model data: drop {}",
+        "{} appl(ies) only to utilization-profile data (DCGM profiles over clocks); {} is power-model data: drop it",
         wrong.join(", "),
-        args.data,
-        if wrong.len() == 1 { "it" } else { "them" }
+        args.data
     );
     if let Some(p) = &args.plot {
         refuse_existing(p, args.force)?;

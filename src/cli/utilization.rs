@@ -40,19 +40,19 @@ pub struct ReadArgs {
     /// Core clock (MHz) of the profiled run, for files without a clock column.
     #[arg(long, value_name = "MHZ")]
     pub profile_core_mhz: Option<f64>,
-    /// dcgmi dmon's sampling interval (its -d option), ms: active samples × interval = run time.
-    #[arg(long, value_name = "MS", default_value_t = 1000.0)]
-    pub dmon_interval_ms: f64,
+    /// dcgmi dmon's sampling interval (its -d option), ms, checked against the one a log with an energy
+    /// counter (TOTEC) gives; a log without one assumes 1000 and says so.
+    #[arg(long, value_name = "MS")]
+    pub dmon_interval_ms: Option<f64>,
 }
 
 impl ReadArgs {
     fn options(&self, skip_bad_rows: bool) -> anyhow::Result<(Option<ProfileFormat>, ReadOptions)> {
         let format = self.profile_format.as_deref().map(ProfileFormat::from_name).transpose()?;
-        if !(self.dmon_interval_ms.is_finite() && self.dmon_interval_ms > 0.0) {
-            bail!(
-                "--dmon-interval-ms {}: the interval must be a positive number of milliseconds",
-                self.dmon_interval_ms
-            );
+        if let Some(ms) = self.dmon_interval_ms
+            && !(ms.is_finite() && ms > 0.0)
+        {
+            bail!("--dmon-interval-ms {ms}: the interval must be a positive number of milliseconds");
         }
         if let Some(c) = self.profile_core_mhz
             && !(c.is_finite() && c > 0.0)
@@ -64,7 +64,7 @@ impl ReadArgs {
             ReadOptions {
                 gpu: self.gpu.clone(),
                 core_mhz: self.profile_core_mhz,
-                interval_s: Some(self.dmon_interval_ms / 1000.0),
+                interval_s: self.dmon_interval_ms.map(|ms| ms / 1000.0),
                 skip_bad_rows,
             },
         ))
@@ -143,8 +143,7 @@ pub fn predict(args: &ProfileArgs, format: ExportFormat) -> anyhow::Result<ExitC
         max_slowdown: args.max_slowdown,
     };
     let set = read_file(path, fmt, &opts)?;
-    let profile = set.pick(args.job.as_deref())?;
-    print(&sweep_profile(profile, &req)?, format)?;
+    print(&sweep_profile(&set, args.job.as_deref(), &req)?, format)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -265,6 +265,14 @@ pub struct ProfileSet {
     pub profiles: Vec<UtilizationProfile>,
     /// Rows or samples left out, with why (only where the caller asked to skip bad rows).
     pub skipped: Vec<String>,
+    /// Rows left out of the averages, by reason, with how many (readers of time series count every one).
+    pub dropped: BTreeMap<String, usize>,
+    /// What the reader found and the answer should say: where a run's time and energy came from, counter
+    /// resets, fields that contradict each other.
+    pub notes: Vec<String>,
+    /// What the reader had to assume for want of it in the file (a default sample interval): an answer
+    /// built on the set leads with these.
+    pub assumptions: Vec<String>,
 }
 
 impl ProfileSet {
@@ -293,6 +301,24 @@ impl ProfileSet {
                 self.profiles.len(),
                 names()
             ))),
+        }
+    }
+
+    /// A set with nothing dropped, noted or assumed yet.
+    pub fn new(
+        origin: &str,
+        source: Source,
+        profiles: Vec<UtilizationProfile>,
+        skipped: Vec<String>,
+    ) -> Self {
+        ProfileSet {
+            origin: origin.to_string(),
+            source,
+            profiles,
+            skipped,
+            dropped: BTreeMap::new(),
+            notes: vec![],
+            assumptions: vec![],
         }
     }
 
@@ -420,12 +446,7 @@ mod tests {
     fn mixed_gpus_in_one_set_are_refused() {
         let mut q = profile();
         q.gpu = Some("H100".into());
-        let set = ProfileSet {
-            origin: "f".into(),
-            source: Source::Document,
-            profiles: vec![profile(), q],
-            skipped: vec![],
-        };
+        let set = ProfileSet::new("f", Source::Document, vec![profile(), q], vec![]);
         let msg = set.check().unwrap_err().to_string();
         assert!(msg.contains("H100") && msg.contains("V100"), "{msg}");
     }

@@ -77,7 +77,9 @@ pub struct ReadOptions {
     pub gpu: Option<String>,
     /// Core clock when the file has none, MHz.
     pub core_mhz: Option<f64>,
-    /// dmon's sampling interval (`-d`, default 1000 ms), s: the active samples times it is the run time.
+    /// dmon's sampling interval (its `-d`), s, as the user recalls it. A log with an energy counter (TOTEC)
+    /// tells its own interval, and the two must agree; a log without one uses this, or 1 s (dmon's default)
+    /// stated as an assumption.
     pub interval_s: Option<f64>,
     /// Skip malformed rows (each named in [`ProfileSet::skipped`]) instead of failing at the first.
     pub skip_bad_rows: bool,
@@ -114,12 +116,12 @@ pub fn read_text(text: &str, origin: &str, format: ProfileFormat, opts: &ReadOpt
         ProfileFormat::Prometheus => prometheus(text, origin, opts)?,
         ProfileFormat::Ncu => ncu(text, origin, opts)?,
         ProfileFormat::Collector => collector(text, origin, opts)?,
-        ProfileFormat::Document => ProfileSet {
-            origin: origin.to_string(),
-            source: Source::Document,
-            profiles: vec![UtilizationProfile::from_document(text, origin)?],
-            skipped: vec![],
-        },
+        ProfileFormat::Document => ProfileSet::new(
+            origin,
+            Source::Document,
+            vec![UtilizationProfile::from_document(text, origin)?],
+            vec![],
+        ),
     };
     for p in &mut set.profiles {
         if let Some(g) = &opts.gpu {
@@ -268,7 +270,7 @@ fn nvdvfs_csv(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet
             Err(e) => reject(opts, &mut skipped, e)?,
         }
     }
-    Ok(ProfileSet { origin: origin.to_string(), source: Source::NvdvfsCsv, profiles, skipped })
+    Ok(ProfileSet::new(origin, Source::NvdvfsCsv, profiles, skipped))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -356,114 +358,8 @@ fn no_active(origin: &str, device: &str, n: usize) -> Error {
 // ---------------------------------------------------------------------------------------------------------
 // dcgmi dmon
 
-/// Column names of dmon's non-profiling fields the profile uses: SM clock (100; app clock 110), memory
-/// clock (101; app clock 111), power (155).
-const DMON_CORE: &[&str] = &["SMCLK", "SACLK"];
-const DMON_MEM: &[&str] = &["MMCLK", "MACLK"];
-const DMON_POWER: &[&str] = &["POWER"];
-
-fn dmon(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
-    let interval = opts.interval_s.unwrap_or(1.0);
-    let mut columns: Vec<String> = Vec::new();
-    let mut map: Vec<Option<Field>> = Vec::new();
-    let (mut ci, mut mi, mut pi) = (None, None, None);
-    let mut devices: BTreeMap<String, Acc> = BTreeMap::new();
-    let mut skipped = Vec::new();
-    let mut vals: Vec<Option<f64>> = Vec::new();
-    let mut fv: Vec<(Field, f64)> = Vec::with_capacity(8);
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() {
-            continue;
-        }
-        if t.starts_with('#') {
-            if !t.contains("Entity") {
-                continue;
-            }
-            // "# Entity  GRACT …" (older dcgmi) or "#Entity   GRACT …" (newer): the names after "Entity".
-            let toks: Vec<&str> = t.split_whitespace().collect();
-            let start = toks.iter().position(|x| x.ends_with("Entity")).map_or(1, |p| p + 1);
-            columns = toks[start..].iter().map(|s| s.to_string()).collect();
-            map = columns.iter().map(|c| Field::parse(c)).collect();
-            let find = |names: &[&str]| names.iter().find_map(|n| columns.iter().position(|c| c == n));
-            (ci, mi, pi) = (find(DMON_CORE), find(DMON_MEM), find(DMON_POWER));
-            continue;
-        }
-        let mut toks = t.split_whitespace();
-        let (Some(kind), Some(id)) = (toks.next(), toks.next()) else { continue };
-        // The units line under the header ("Id … W mJ") has no entity id.
-        if kind.eq_ignore_ascii_case("id") || id.parse::<u32>().is_err() {
-            continue;
-        }
-        if columns.is_empty() {
-            return Err(parse_err(
-                origin,
-                i + 1,
-                "Entity",
-                "a sample before any '# Entity' header line".into(),
-            ));
-        }
-        vals.clear();
-        vals.extend(toks.map(number));
-        if vals.len() != columns.len() {
-            let e = parse_err(
-                origin,
-                i + 1,
-                "*",
-                format!(
-                    "{} values under a header of {} columns: a truncated line?",
-                    vals.len(),
-                    columns.len()
-                ),
-            );
-            reject(opts, &mut skipped, e)?;
-            continue;
-        }
-        fv.clear();
-        let mut missing = false;
-        for (j, f) in map.iter().enumerate() {
-            if let Some(f) = f {
-                match vals[j] {
-                    Some(v) => fv.push((*f, v)),
-                    None => missing = true,
-                }
-            }
-        }
-        // A sample with N/A profiling cells (the first seconds of a watch) carries no utilization.
-        if missing || fv.is_empty() {
-            continue;
-        }
-        if let Some(&(f, v)) = fv.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
-            let e =
-                parse_err(origin, i + 1, f.name(), format!("{v} is outside [0, 1]: DCGM fields are ratios"));
-            reject(opts, &mut skipped, e)?;
-            continue;
-        }
-        let device = format!("{kind} {id}");
-        let get = |j: Option<usize>| j.and_then(|j| vals[j]);
-        let acc = match devices.get_mut(&device) {
-            Some(a) => a,
-            None => devices.entry(device).or_default(),
-        };
-        acc.add(&fv, get(ci), get(mi), get(pi), 1.0);
-    }
-    let mut profiles = Vec::new();
-    for (device, acc) in &devices {
-        if acc.n == 0 {
-            return Err(no_active(origin, device, acc.n_all));
-        }
-        let mut p = acc.profile(device.clone(), Source::DcgmiDmon, None, Some(acc.n as f64 * interval));
-        if p.core_mhz.is_nan() && opts.core_mhz.is_none() {
-            return Err(Error::Invalid(format!(
-                "{origin}: no core clock column (SMCLK or SACLK): record it with `dcgmi dmon -e …,100` or give \
-                 --core-mhz"
-            )));
-        }
-        p.name = device.clone();
-        profiles.push(p);
-    }
-    Ok(ProfileSet { origin: origin.to_string(), source: Source::DcgmiDmon, profiles, skipped })
-}
+mod dmon;
+use dmon::dmon;
 
 // ---------------------------------------------------------------------------------------------------------
 // dcgm-exporter (Prometheus text exposition format)
@@ -578,7 +474,7 @@ fn prometheus(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet
         }
         profiles.push(d.acc.profile(key.clone(), Source::DcgmExporter, d.gpu.clone(), None));
     }
-    Ok(ProfileSet { origin: origin.to_string(), source: Source::DcgmExporter, profiles, skipped })
+    Ok(ProfileSet::new(origin, Source::DcgmExporter, profiles, skipped))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -736,7 +632,7 @@ fn ncu(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet> {
         time_s: (total > 0.0).then_some(total),
         samples: launches.len(),
     };
-    Ok(ProfileSet { origin: origin.to_string(), source: Source::Ncu, profiles: vec![p], skipped })
+    Ok(ProfileSet::new(origin, Source::Ncu, vec![p], skipped))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -790,7 +686,7 @@ fn collector(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet>
     let stem = Path::new(origin).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
     let mut p = acc.profile(stem, Source::Collector, None, Some(acc.weight));
     p.device = None;
-    Ok(ProfileSet { origin: origin.to_string(), source: Source::Collector, profiles: vec![p], skipped })
+    Ok(ProfileSet::new(origin, Source::Collector, vec![p], skipped))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use super::choose::{Choice, choose};
 use crate::{Error, Result};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use gpumodel_models::utilization::model::{ClockPoint, ObjectivePolicy, Optima, optima};
-use gpumodel_models::utilization::{Field, UtilizationProfile};
+use gpumodel_models::utilization::{Field, ProfileSet, UtilizationProfile};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -13,10 +13,14 @@ use std::path::PathBuf;
 #[derive(Debug, Serialize)]
 pub struct ClockSweep {
     pub profile: UtilizationProfile,
+    /// What reading the profile assumed for want of it in the file: the answer leads with it.
+    pub assumptions: Vec<String>,
     /// Which model answers, in words (the shipped one, `--model`, or an estimate carried over).
     pub basis: String,
     /// What the answer assumes or lacks.
     pub caveats: Vec<String>,
+    /// What reading the profile found: where its time and energy came from, rows left out, contradictions.
+    pub reading: Vec<String>,
     /// The GPU of the model used; `None` when no sweep was possible (the measured clock only).
     pub model_gpu: Option<String>,
     /// Whether the profile carried its own power (else the own-clock model predicted it).
@@ -74,7 +78,8 @@ impl Export for ClockSweep {
             .iter()
             .filter_map(|f| p.fields.get(f).map(|v| format!("{} {v:.2}", f.name())))
             .collect();
-        vec![
+        let mut lines = self.assumptions.clone();
+        lines.extend([
             format!(
                 "profile '{}' ({}{}) at {:.0} MHz: {}",
                 p.name,
@@ -84,10 +89,12 @@ impl Export for ClockSweep {
                 fields.join(", ")
             ),
             format!("model: {}", self.basis),
-        ]
+        ]);
+        lines
     }
     fn notes(&self) -> Vec<String> {
         let mut n = self.caveats.clone();
+        n.extend(self.reading.iter().cloned());
         if self.model_gpu.is_none() {
             return n;
         }
@@ -152,8 +159,10 @@ pub struct SweepRequest {
     pub max_slowdown: Option<f64>,
 }
 
-/// The clock sweep of `profile`.
-pub fn sweep_profile(profile: UtilizationProfile, req: &SweepRequest) -> Result<ClockSweep> {
+/// The clock sweep of the profile `job` of `set` (or its only one), with what reading the set assumed
+/// and found.
+pub fn sweep_profile(set: &ProfileSet, job: Option<&str>, req: &SweepRequest) -> Result<ClockSweep> {
+    let profile = set.pick(job)?;
     if let Some(c) = req.core_clocks.iter().find(|c| !(c.is_finite() && **c > 0.0)) {
         return Err(Error::Invalid(format!("--core-clocks {c}: a clock must be a positive number of MHz")));
     }
@@ -183,6 +192,8 @@ pub fn sweep_profile(profile: UtilizationProfile, req: &SweepRequest) -> Result<
         policy: choice.model.as_ref().map(|m| m.policy.clone()).unwrap_or_default(),
         basis: choice.basis,
         caveats: choice.caveats,
+        reading: set.notes.clone(),
+        assumptions: set.assumptions.clone(),
         profile,
         points,
         optima,

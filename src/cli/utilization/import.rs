@@ -12,6 +12,8 @@ struct ImportSummary {
     out: Option<String>,
     profiles: Vec<UtilizationProfile>,
     skipped: Vec<String>,
+    /// What reading assumed, then what it found.
+    notes: Vec<String>,
 }
 
 impl Export for ImportSummary {
@@ -25,6 +27,7 @@ impl Export for ImportSummary {
             n.push(format!("written to {o}"));
         }
         n.extend(self.skipped.iter().map(|s| format!("skipped: {s}")));
+        n.extend(self.notes.iter().cloned());
         n
     }
 }
@@ -65,9 +68,13 @@ pub fn import(args: &crate::cli::import::Args) -> anyhow::Result<ExitCode> {
         out: out.map(|o| o.display().to_string()),
         profiles: set.profiles.clone(),
         skipped: set.skipped.clone(),
+        notes: [set.assumptions.clone(), set.notes.clone()].concat(),
     };
     match out {
-        None => crate::cli::output::emit(&set.to_csv())?,
+        None => {
+            summary.notes.iter().for_each(|n| eprintln!("gpumodel: {n}"));
+            crate::cli::output::emit(&set.to_csv())?
+        }
         Some(o) => {
             let ext = o.extension().and_then(|e| e.to_str()).unwrap_or("");
             let text = match ext {

@@ -122,3 +122,221 @@ fn nvdvfs_rows_become_one_profile_each_and_an_empty_row_names_its_line() {
     assert_eq!((p.name.as_str(), p.program.as_deref()), ("app_input000", Some("app")));
     assert_eq!((p.power_w, p.time_s, p.mem_mhz), (Some(150.0), Some(1.5), Some(877.0)));
 }
+
+/// A dmon log of GPU 0 with GRACT, SMACT, FP32A, POWER, TOTEC and SACLK columns, one line per row.
+fn dmon_log(rows: &[String]) -> String {
+    let mut s = String::from(
+        "# Entity  GRACT  SMACT  FP32A  POWER  TOTEC  SACLK\n      Id                        W     mJ\n",
+    );
+    for r in rows {
+        s.push_str(&format!("     GPU 0  {r}\n"));
+    }
+    s
+}
+
+/// Fourteen rows 0.1 s apart at 50 W: the counter rises 5000 mJ a row. Rows 0-1 idle, 2-13 active.
+fn job_rows() -> Vec<String> {
+    (0..14)
+        .map(|k| {
+            let a = if k >= 2 { "0.500" } else { "0.000" };
+            format!("{a}  {a}  0.100  50.0  {}  1380", 1_000_000 + 5000 * k)
+        })
+        .collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9 * b.abs().max(1.0)
+}
+
+#[test]
+fn dmon_takes_its_interval_and_energy_from_the_energy_counter() {
+    let set = read_text(&dmon_log(&job_rows()), "d", ProfileFormat::Dmon, &ReadOptions::default()).unwrap();
+    let p = &set.profiles[0];
+    // 13 rises of 5000 mJ at 50 W: 65 J / 650 W = 0.1 s a row; 12 active rows are 1.2 s.
+    assert_eq!(p.samples, 12);
+    assert!(close(p.time_s.unwrap(), 1.2), "{p:?}");
+    // The counter's rise over the active rows (rows 1→2 … 12→13): 12 × 5 J = 60 J in 1.2 s.
+    assert!(close(p.power_w.unwrap(), 50.0), "{p:?}");
+    assert!(set.assumptions.is_empty(), "{:?}", set.assumptions);
+    assert!(
+        set.notes.iter().any(|n| n.contains("100.0 ms") && n.contains("energy counter")),
+        "{:?}",
+        set.notes
+    );
+}
+
+#[test]
+fn dmon_rows_without_a_profiling_sample_count_toward_the_next_one() {
+    // Every other row N/A, as dmon prints when a tick brings no new profiling sample: each value row
+    // stands for two rows, 0.2 s.
+    let rows: Vec<String> = (0..24)
+        .map(|k| {
+            let c = if k % 2 == 0 { "N/A" } else { "0.500" };
+            format!("{c}  {c}  {c}  50.0  {}  1380", 1_000_000 + 5000 * k)
+        })
+        .collect();
+    let set = read_text(&dmon_log(&rows), "d", ProfileFormat::Dmon, &ReadOptions::default()).unwrap();
+    let p = &set.profiles[0];
+    assert_eq!(p.samples, 12);
+    assert!(close(p.time_s.unwrap(), 2.4), "{p:?}");
+    assert!(close(p.power_w.unwrap(), 50.0), "{p:?}");
+    assert_eq!(set.dropped.get("every profiling cell N/A"), Some(&12), "{:?}", set.dropped);
+    assert!(set.notes.iter().any(|n| n.contains("12 of 24 rows left out")), "{:?}", set.notes);
+}
+
+#[test]
+fn dmon_given_interval_is_checked_against_the_counter() {
+    let text = dmon_log(&job_rows());
+    let far = ReadOptions { interval_s: Some(1.0), ..ReadOptions::default() };
+    let msg = read_text(&text, "d", ProfileFormat::Dmon, &far).unwrap_err().to_string();
+    assert!(
+        msg.contains("100.0 ms") && msg.contains("1000.0 ms") && msg.contains("drop --dmon-interval-ms"),
+        "{msg}"
+    );
+    // 5% off is the counter's own scatter: the log's interval is used and the agreement said.
+    let near = ReadOptions { interval_s: Some(0.105), ..ReadOptions::default() };
+    let set = read_text(&text, "d", ProfileFormat::Dmon, &near).unwrap();
+    assert!(close(set.profiles[0].time_s.unwrap(), 1.2));
+    assert!(set.notes.iter().any(|n| n.contains("agrees")), "{:?}", set.notes);
+}
+
+#[test]
+fn dmon_without_a_counter_assumes_one_second_and_says_so() {
+    let set = read_text(DMON, "d.txt", ProfileFormat::Dmon, &ReadOptions::default()).unwrap();
+    assert_eq!(set.assumptions.len(), 2, "one per device: {:?}", set.assumptions);
+    assert!(set.assumptions[0].contains("assumes 1 s") && set.assumptions[0].contains("TOTEC"));
+    let given = ReadOptions { interval_s: Some(0.5), ..ReadOptions::default() };
+    let set = read_text(DMON, "d.txt", ProfileFormat::Dmon, &given).unwrap();
+    assert!(set.assumptions.is_empty());
+    assert_eq!(set.profiles[0].time_s, Some(1.0), "two samples of 0.5 s");
+}
+
+#[test]
+fn dmon_counter_reset_is_left_out_and_counted() {
+    let mut rows = job_rows();
+    // From row 6 the counter starts again from 0 (a driver reload): the step 5→6 is left out.
+    for (k, r) in rows.iter_mut().enumerate().skip(6) {
+        *r = format!("0.500  0.500  0.100  50.0  {}  1380", 5000 * (k - 6));
+    }
+    let set = read_text(&dmon_log(&rows), "d", ProfileFormat::Dmon, &ReadOptions::default()).unwrap();
+    let p = &set.profiles[0];
+    // 12 rises of 5 J at 50 W: 0.1 s a row; the job's energy is 11 steps (55 J) over 1.1 s: 50 W.
+    assert!(close(p.time_s.unwrap(), 1.2), "{p:?}");
+    assert!(close(p.power_w.unwrap(), 50.0), "{p:?}");
+    assert!(set.notes.iter().any(|n| n.contains("fell 1 time")), "{:?}", set.notes);
+}
+
+#[test]
+fn dmon_counts_every_row_it_leaves_out_by_reason() {
+    let mut rows = job_rows();
+    rows[3] = "nan  0.500  0.100  50.0  1015000  1380".into();
+    rows[4] = "0.500  N/A  0.100  50.0  1020000  1380".into();
+    rows[5] = "0.500  0.500  0.100  -3.0  1025000  1380".into();
+    rows[6] = "0.500  1.500  0.100  50.0  1030000  1380".into();
+    rows[7] = "0.500  0.500".into();
+    let text = dmon_log(&rows);
+    let msg = read_text(&text, "d", ProfileFormat::Dmon, &ReadOptions::default()).unwrap_err().to_string();
+    assert!(msg.contains("d:9") && msg.contains("outside [0, 1]"), "{msg}");
+    let skip = ReadOptions { skip_bad_rows: true, ..ReadOptions::default() };
+    let set = read_text(&text, "d", ProfileFormat::Dmon, &skip).unwrap();
+    let want: BTreeMap<String, usize> = [
+        ("a profiling cell NaN or infinite", 1),
+        ("some profiling cells N/A", 1),
+        ("POWER negative (the reading alone left out)", 1),
+        ("a ratio outside [0, 1]", 1),
+        ("a truncated line", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(set.dropped, want);
+    assert_eq!(set.skipped.len(), 2, "{:?}", set.skipped);
+    let p = &set.profiles[0];
+    assert_eq!(p.samples, 8, "rows 2, 5 and 8-13");
+    assert!(set.notes.iter().any(|n| n.contains("4 of 14 rows left out")), "{:?}", set.notes);
+}
+
+#[test]
+fn dmon_names_fields_that_contradict_each_other() {
+    let rows: Vec<String> = (0..12)
+        .map(|k| match k % 3 {
+            0 => format!("0.000  0.400  0.100  50.0  {}  1380", 5000 * k),
+            1 => format!("0.500  0.000  0.200  50.0  {}  1380", 5000 * k),
+            _ => format!("0.500  0.400  0.100  50.0  {}  1380", 5000 * k),
+        })
+        .collect();
+    let set = read_text(&dmon_log(&rows), "d", ProfileFormat::Dmon, &ReadOptions::default()).unwrap();
+    let note = set.notes.iter().find(|n| n.contains("contradictory")).expect("a note");
+    assert!(note.contains("4 of 12 active samples read GRACT 0 with SMACT above 0.001"), "{note}");
+    assert!(
+        note.contains("4 of 12 active samples read SMACT 0 with occupancy or a pipe above 0.001"),
+        "{note}"
+    );
+}
+
+/// A real `dcgmi dmon` log of ../profiles/dcgm beside the datasets, when GPUMODEL_DATA_DIR names them.
+fn real_log(name: &str) -> Option<(String, String)> {
+    let Some(dir) = std::env::var_os("GPUMODEL_DATA_DIR") else {
+        eprintln!("skipped: GPUMODEL_DATA_DIR is not set");
+        return None;
+    };
+    let path = std::path::Path::new(&dir).join("../profiles/dcgm").join(name);
+    match std::fs::read_to_string(&path) {
+        Ok(t) => Some((t, path.display().to_string())),
+        Err(_) => {
+            eprintln!("skipped: {} is not there", path.display());
+            None
+        }
+    }
+}
+
+/// What the energy counter implies for the job, from the raw text alone: the GPU rows split on whitespace
+/// (GRACT, SMACT … FP16A are cells 2-9, POWER 16, TOTEC 17); a row whose eight profiling cells are numbers
+/// and GRACT or SMACT above 0 is active and stands for the rows since the one before it with numbers.
+/// Returns the counter's rise over those rows (J) and the time it implies at their mean POWER (s).
+fn counter_implies(text: &str) -> (f64, f64) {
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|t| t.first() == Some(&"GPU") && t.len() == 19)
+        .collect();
+    let num = |s: &str| s.parse::<f64>().ok();
+    let (mut joules, mut power_sum, mut n, mut prev): (f64, f64, usize, Option<usize>) = (0.0, 0.0, 0, None);
+    for (k, t) in rows.iter().enumerate() {
+        if t[2..10].iter().any(|c| num(c).is_none()) {
+            continue;
+        }
+        if let Some(j) = prev
+            && (num(t[2]).unwrap() > 0.0 || num(t[3]).unwrap() > 0.0)
+        {
+            joules += (num(t[17]).unwrap() - num(rows[j][17]).unwrap()) / 1000.0;
+            for r in &rows[j + 1..=k] {
+                power_sum += num(r[16]).unwrap();
+                n += 1;
+            }
+        }
+        prev = Some(k);
+    }
+    (joules, joules / (power_sum / n as f64))
+}
+
+fn agrees_with_its_counter(name: &str) {
+    let Some((text, path)) = real_log(name) else { return };
+    let set = read_text(&text, &path, ProfileFormat::Dmon, &ReadOptions::default()).unwrap();
+    let p = &set.profiles[0];
+    let (joules, seconds) = counter_implies(&text);
+    let (t, e) = (p.time_s.unwrap(), p.time_s.unwrap() * p.power_w.unwrap());
+    assert!((t / seconds - 1.0).abs() < 0.02, "{name}: time {t} s, the counter implies {seconds} s");
+    assert!((e / joules - 1.0).abs() < 0.02, "{name}: energy {e} J, the counter implies {joules} J");
+    assert!(set.assumptions.is_empty(), "{:?}", set.assumptions);
+}
+
+#[test]
+fn the_real_h100_log_agrees_with_its_energy_counter() {
+    agrees_with_its_counter("dcgmi-dmon_GH100-baseline-LSTM-1785-0.txt");
+}
+
+#[test]
+fn the_real_v100_log_agrees_with_its_energy_counter() {
+    agrees_with_its_counter("dcgmi-dmon_GV100-baseline-LSTM-1380-0.txt");
+}
