@@ -9,11 +9,8 @@ use gpumodel_collect::suite::{ClockPair, FakeSuiteDevice};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn gpumodel() -> Command {
-    let mut c = Command::cargo_bin("gpumodel").unwrap();
-    c.env_remove("GPUMODEL_FAKE_GPU");
-    c
-}
+mod common;
+use common::gpumodel;
 
 fn fake() -> Command {
     let mut c = gpumodel();
@@ -67,6 +64,18 @@ fn kernel_toml() -> String {
     s
 }
 
+/// The suite on the scripted GPU and the power model trained from it: `models/mygpu-default.json` in `d`.
+fn suite_and_model(d: &Path) {
+    let mut c = fake();
+    c.args(["collect", "--suite", "--out", "mygpu.csv"]);
+    run(c, d);
+    let mut c = gpumodel();
+    c.args(["train", "--data", "mygpu.csv", "--import", "table", "--features", "mygpu.csv.features.toml"]);
+    c.args(["--out-dir", "models", "-q"]);
+    let trained = run(c, d);
+    assert!(d.join("models/mygpu-default.json").is_file(), "{trained}");
+}
+
 fn predicted_power(json: &str) -> f64 {
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
     v["prediction"]["power_w"].as_f64().unwrap_or_else(|| panic!("no prediction.power_w in {json}"))
@@ -79,14 +88,7 @@ fn predicted_power(json: &str) -> f64 {
 fn suite_then_train_then_predict_a_kernel_outside_the_suite_within_ten_percent() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut c = fake();
-    c.args(["collect", "--suite", "--out", "mygpu.csv"]);
-    run(c, d);
-    let mut c = gpumodel();
-    c.args(["train", "--data", "mygpu.csv", "--import", "table", "--features", "mygpu.csv.features.toml"]);
-    c.args(["--out-dir", "models", "-q"]);
-    let trained = run(c, d);
-    assert!(d.join("models/mygpu-default.json").is_file(), "{trained}");
+    suite_and_model(d);
     std::fs::write(d.join("k.toml"), kernel_toml()).unwrap();
 
     let mut c = gpumodel();
@@ -110,13 +112,7 @@ fn suite_then_train_then_predict_a_kernel_outside_the_suite_within_ten_percent()
 fn an_ncu_export_of_that_kernel_predicts_the_same_power_within_ten_percent() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut c = fake();
-    c.args(["collect", "--suite", "--out", "mygpu.csv"]);
-    run(c, d);
-    let mut c = gpumodel();
-    c.args(["train", "--data", "mygpu.csv", "--import", "table", "--features", "mygpu.csv.features.toml"]);
-    c.args(["--out-dir", "models", "-q"]);
-    run(c, d);
+    suite_and_model(d);
     let metrics: &[(&str, &str, &str)] = &[
         ("smsp__inst_executed.sum", "inst", "inst_executed"),
         ("smsp__inst_executed_pipe_fma.sum", "inst", "inst_fp_32"),
