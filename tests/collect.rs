@@ -91,7 +91,7 @@ fn short_programs_are_repeated_up_to_min_seconds() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.csv");
     let o = fake()
-        .args(["collect", "--idle-seconds", "0", "--min-seconds", "0.3", "-o"])
+        .args(["collect", "--idle-seconds", "0", "--min-seconds", "1", "-o"])
         .arg(&out)
         .args(["/bin/sh", "-c", "sleep 0.05"])
         .output()
@@ -99,9 +99,11 @@ fn short_programs_are_repeated_up_to_min_seconds() {
     assert!(o.status.success(), "{}", stderr(&o));
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    // However slow the host, one 0.05 s run never reaches 1 s: the program is repeated, and the
+    // repetitions together cover at least --min-seconds.
     let reps = meta["summary"]["repetitions"].as_u64().unwrap();
-    assert!(reps >= 3, "{reps}");
-    assert!(meta["summary"]["duration_s"].as_f64().unwrap() >= 0.3);
+    assert!(reps >= 2, "{reps}");
+    assert!(meta["summary"]["duration_s"].as_f64().unwrap() >= 1.0);
     assert_eq!(meta["status"], "complete");
 }
 
@@ -217,8 +219,8 @@ fn pm_passes_all_merges_every_group_into_one_trace() {
     for (name, v) in want {
         let col = t.column(name).unwrap_or_else(|| panic!("no column {name}"));
         let known: Vec<f64> = col.iter().copied().filter(|x| x.is_finite()).collect();
-        // The last rows may outlast a pass that ended a little sooner: those are unknown (NaN).
-        assert!(known.len() * 10 >= col.len() * 8, "{name}: {} of {} rows known", known.len(), col.len());
+        // The last rows may outlast a pass that ended sooner (on a loaded host, several): unknown (NaN).
+        assert!(known.len() * 2 >= col.len(), "{name}: {} of {} rows known", known.len(), col.len());
         assert!(known.iter().all(|x| (x - v).abs() <= 1e-6 * v), "{name}: {known:?}");
     }
     let meta: serde_json::Value =
@@ -268,15 +270,25 @@ fn pm_passes_all_writes_dcgm_fields_that_import_dcgm_reads() {
     for (name, v) in FAKE_FIELDS {
         let col = t.column(name).unwrap_or_else(|| panic!("no column {name}"));
         let known: Vec<f64> = col.iter().copied().filter(|x| x.is_finite()).collect();
-        assert!(known.len() * 10 >= col.len() * 8, "{name}: {} of {} rows known", known.len(), col.len());
+        // Each pass runs on the host's timer: on a loaded host a pass may end a few rows sooner than
+        // the merged trace (those rows are unknown), so only most rows are required.
+        assert!(known.len() * 2 >= col.len(), "{name}: {} of {} rows known", known.len(), col.len());
         assert!(known.iter().all(|x| (0.0..=1.0).contains(x) && (x - v).abs() < 1e-9), "{name}: {known:?}");
     }
     for absent in ["FP64A", "FP16A"] {
         assert!(t.column(absent).is_none(), "{absent}");
     }
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
-    let power = meta["summary"]["mean_power_w"].as_f64().unwrap();
+    // The profile's power is the time-weighted mean over the rows where every field is known; its run
+    // time is the whole trace's.
+    let (dt, pw) = (t.column("dt_s").unwrap(), t.column("power_w").unwrap());
+    let known = |i: usize| FAKE_FIELDS.iter().all(|(n, _)| t.column(n).unwrap()[i].is_finite());
+    let (mut wsum, mut wp) = (0.0, 0.0);
+    for i in (0..t.n_rows()).filter(|i| known(*i)) {
+        wsum += dt[i];
+        wp += dt[i] * pw[i];
+    }
+    let power = wp / wsum;
+    let run_s: f64 = dt.iter().sum();
 
     let csv = dir.path().join("x.csv");
     let o = gpumodel().args(["import", "dcgm"]).arg(&out).arg("--out").arg(&csv).output().unwrap();
@@ -296,9 +308,8 @@ fn pm_passes_all_writes_dcgm_fields_that_import_dcgm_reads() {
     assert_eq!(get("FP64A"), "");
     assert_eq!(get("source"), "collector");
     assert!((num("core_mhz") - 1410.0).abs() < 1e-6, "{}", get("core_mhz"));
-    assert!((num("power_w") - power).abs() < 0.5, "{} vs {power}", num("power_w"));
-    // The run time of the program (0.3 s) as the samples cover it.
-    assert!((num("time_s") - 0.3).abs() < 0.05, "{}", num("time_s"));
+    assert!((num("power_w") - power).abs() < 0.05, "{} vs {power}", num("power_w"));
+    assert!((num("time_s") - run_s).abs() < 1e-3, "{} vs {run_s}", num("time_s"));
 }
 
 /// `predict --profile` on the same trace, for a GPU without a shipped clock model and its clocks given:
@@ -408,7 +419,14 @@ fn kernel_totals_without_a_driver_say_why_and_keep_the_trace() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("k.csv");
-    let o = fake()
+    // `cargo test --workspace` builds the injection library into target/<profile>/deps/ (for its own
+    // test); a narrower build may lack it, and then the refusal comes before anything is written.
+    let lib = assert_cmd::cargo::cargo_bin("gpumodel").with_file_name("deps/libgpumodel_inject.so");
+    let mut cmd = fake();
+    if lib.is_file() {
+        cmd.env("GPUMODEL_INJECT_LIB", &lib);
+    }
+    let o = cmd
         .args(["collect", "--idle-seconds", "0", "--min-seconds", "0", "--kernel-totals", "-o"])
         .arg(&out)
         .arg("/bin/true")
@@ -417,13 +435,13 @@ fn kernel_totals_without_a_driver_say_why_and_keep_the_trace() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
-    // Built by `cargo test --workspace` next to the binary; a narrower build may lack it: also one line.
-    assert!(
-        e.contains("k.kernels.csv was not written: the CUDA driver did not load")
-            || e.contains("cannot load libgpumodel_inject.so"),
-        "{e}"
-    );
-    assert!(out.exists() && out.with_extension("json").exists());
+    if lib.is_file() {
+        assert!(e.contains("k.kernels.csv was not written: the CUDA driver did not load"), "{e}");
+        assert!(out.exists() && out.with_extension("json").exists());
+    } else {
+        assert!(e.contains("cannot load libgpumodel_inject.so"), "{e}");
+        assert!(!out.exists() && !out.with_extension("json").exists());
+    }
 }
 
 // ---- `gpumodel import ncu|nvprof` on hand-written fixtures in the documented layouts ----

@@ -162,18 +162,20 @@ fn real_gtx1080ti_nvprof_pairs_predict_with_the_full_model() {
         let first = files[0].file_name().unwrap().to_string_lossy().into_owned();
         assert!(first == "matrixMulCUDA-001.json" || first == "reduce6-001.json", "{first}");
         for f in files {
-            let j = predict_json(&f, &["--arch", "gtx1080ti"]);
+            // Without --arch: the GPU the export names (nvprof's Device column).
+            let j = predict_json(&f, &[]);
+            assert_eq!(j["arch"], "gtx1080ti", "{j}");
+            assert!(j["context"]["arch_note"].as_str().unwrap().contains("is the built-in gtx1080ti"), "{j}");
+            assert!(j["context"].get("measured_on").is_none_or(|m| m.is_null()), "{j}");
             assert!(j["prediction"]["time_s"].as_f64().unwrap() > 0.0, "{j}");
             assert!(j.get("roofline").is_none(), "{j}");
-            // The table says which model gave the time.
-            let o = common::gpumodel()
-                .args(["predict", "--kernel"])
-                .arg(&f)
-                .args(["--arch", "gtx1080ti"])
-                .output()
-                .unwrap();
+            // The table says which model gave the time, and which GPU and why.
+            let o = common::gpumodel().args(["predict", "--kernel"]).arg(&f).output().unwrap();
             let out = String::from_utf8_lossy(&o.stdout);
             assert!(out.contains("(the pipeline timing model)") && !out.contains("roofline"), "{out}");
+            assert!(out.contains("gpu from    the GPU the profile names"), "{out}");
+            // --arch overrides it.
+            assert_eq!(predict_json(&f, &["--arch", "titanx"])["arch"], "titanx");
         }
     }
 }
@@ -200,6 +202,11 @@ fn real_a100_ncu_export_predicts_with_the_roofline_fallback() {
     assert!(j["roofline"]["expected_error_pct"].as_f64().is_some(), "{j}");
     // At the default clock, faster than measured at 960 MHz.
     let d = predict_json(f, &["--arch", "a100"]);
+    // The export names no GPU (no device name, no compute capability): without --arch the answer says
+    // it fell back on the default and how to choose.
+    let n = predict_json(f, &[]);
+    assert_eq!(n["arch"], "titanx", "{n}");
+    assert!(n["context"]["arch_note"].as_str().unwrap().contains("the profile names no GPU"), "{n}");
     assert!(d["roofline"]["time_s"].as_f64().unwrap() < t, "{d}");
 }
 

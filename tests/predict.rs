@@ -410,3 +410,41 @@ fn out_of_range_profile_values_are_refused() {
         assert!(e.contains(field) && e.trim().lines().count() == 1, "{e}");
     }
 }
+
+/// A power above the board's limit is an error in every format, not a note: the Titan X profile with its
+/// limit set to 20 W (below what the default example draws) flags the default prediction in the table,
+/// the JSON and the CSV, and every point of a sweep that passes it.
+#[test]
+fn power_above_the_board_limit_is_an_error_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = include_str!("../models/arch/titanx.toml")
+        .replace("tdp_w = { value = 250, src = \"wp\" }", "tdp_w = { value = 20, src = \"wp\" }");
+    assert!(text.contains("value = 20,"), "the Titan X profile no longer states tdp_w as this test expects");
+    let arch = write(&dir, "low-limit.toml", &text);
+    let arch = arch.to_str().unwrap();
+    let j = json(&["predict", "--arch", arch]);
+    let power = j["prediction"]["power_w"].as_f64().unwrap();
+    assert!(power > 20.0, "{power}");
+    let e = j["out_of_bounds"][0].as_str().unwrap();
+    assert!(e.contains("above the titanx board limit of 20 W"), "{e}");
+    let table = gpumodel().args(["predict", "--arch", arch]).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.lines().any(|l| l.starts_with("ERROR") && l.contains("board limit of 20 W")), "{table}");
+    let csv = gpumodel().args(["predict", "--arch", arch, "--format", "csv"]).output().unwrap();
+    let mut r = csv::Reader::from_reader(&csv.stdout[..]);
+    let head = r.headers().unwrap().clone();
+    let i = head.iter().position(|h| h == "out_of_bounds").unwrap();
+    let row = r.records().next().unwrap().unwrap();
+    assert!(row[i].contains("board limit of 20 W"), "{row:?}");
+    let s = json(&["predict", "--arch", arch, "--sweep", "warps"]);
+    let over = s["sweep"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["power_w"].as_f64().unwrap() > 20.0)
+        .count();
+    assert_eq!(s["out_of_bounds"].as_array().unwrap().len(), over, "{}", s["out_of_bounds"]);
+    // At the real limit (250 W) the same prediction carries no such error.
+    let ok = json(&["predict"]);
+    assert!(ok.get("out_of_bounds").is_none(), "{ok}");
+}

@@ -141,6 +141,14 @@ fn sleep_until(deadline: Instant, stop: &AtomicBool) {
     }
 }
 
+/// The index of the next deadline (`start + k·period`) after sample `k` was taken `elapsed` after the
+/// start: `k + 1`, or the last deadline already passed when the wake-up was later than a whole period
+/// (missed deadlines are skipped, not made up in a burst).
+fn next_deadline(k: u32, elapsed: Duration, period: Duration) -> u32 {
+    let due = (elapsed.as_secs_f64() / period.as_secs_f64()) as u32;
+    (k + 1).max(due)
+}
+
 /// Starts the power sampler: reads `source` every `1/rate_hz` seconds on absolute deadlines.
 pub fn spawn_power<P: PowerSource + 'static>(
     mut source: P,
@@ -183,12 +191,7 @@ pub fn spawn_power<P: PowerSource + 'static>(
                 if tx.send(Event::Power(PowerSample { t_s: clock.at(now), reading, late_s })).is_err() {
                     break; // nobody listens any more
                 }
-                k += 1;
-                // Skip deadlines already missed by a whole period instead of bursting.
-                let due = (now.saturating_duration_since(start).as_secs_f64() / period.as_secs_f64()) as u32;
-                if due > k {
-                    k = due;
-                }
+                k = next_deadline(k, now.saturating_duration_since(start), period);
             }
             send_energy(&mut source, &clock, &tx);
             stats.wall_s = start.elapsed().as_secs_f64();
@@ -286,16 +289,28 @@ mod tests {
             })
             .collect();
         assert_eq!(times.len() as u64, stats.samples);
-        // ~60 samples in 300 ms at 200 Hz; a loaded 2-core CI box may skip some, never add any.
-        assert!(times.len() >= 20 && times.len() <= 62, "{}", times.len());
-        // Sample k sits at or after its deadline k·5 ms (+ start offset); no drift: the last sample is
-        // not later than its deadline plus one period, whatever the earlier lateness was.
-        let t0 = times[0];
+        assert_eq!(stats.late_s.len() as u64, stats.samples);
+        // What holds however busy the host: at least the first sample, never more samples than
+        // deadlines passed while the thread ran (one per 5 ms, plus the one at the start), each at or
+        // after its deadline, in order. The schedule itself is `next_deadline`'s, tested below.
+        assert!(!times.is_empty());
+        assert!(times.len() as f64 <= stats.wall_s / 0.005 + 1.0, "{} in {} s", times.len(), stats.wall_s);
+        assert!(stats.late_s.iter().all(|l| *l >= 0.0));
         for w in times.windows(2) {
             assert!(w[1] > w[0]);
         }
-        let last = *times.last().unwrap() - t0;
-        assert!(last < 0.3 + 0.005 * 2.0, "{last}");
+    }
+
+    #[test]
+    fn deadlines_do_not_drift_and_missed_ones_are_skipped() {
+        let period = Duration::from_millis(5);
+        let ms = Duration::from_micros;
+        // On time or a little late: the next deadline, whatever the lateness (no drift).
+        assert_eq!(next_deadline(0, ms(100), period), 1);
+        assert_eq!(next_deadline(7, ms(7 * 5000 + 4900), period), 8);
+        // Woken 3.5 periods after deadline 2: deadlines 3, 4 and 5 passed; the next is 5, once.
+        assert_eq!(next_deadline(2, ms(2 * 5000 + 17_500), period), 5);
+        assert_eq!(next_deadline(5, ms(27_600), period), 6);
     }
 
     #[test]

@@ -274,6 +274,27 @@ impl ArchProfile {
             || gpu_model_number(gpu).is_some_and(|k| gpu_model_number(&self.display_name) == Some(k))
     }
 
+    /// The built-in profile of the GPU a kernel profile names (its `arch`): by name or model number, or,
+    /// for a GPU known only by its compute capability (`sm_80`), the one built-in profile of that
+    /// capability. `None` when no built-in profile is that GPU, or several share the capability.
+    pub fn builtin_for_gpu(gpu: &str) -> Option<ArchProfile> {
+        let all: Vec<ArchProfile> =
+            Self::builtin_names().into_iter().filter_map(|n| ArchProfile::builtin(n).ok()).collect();
+        if let Some(a) = all.iter().find(|a| a.names_gpu(gpu)) {
+            return Some(a.clone());
+        }
+        let cc = gpu
+            .trim()
+            .strip_prefix("sm_")
+            .filter(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()))?;
+        let want = format!("{}.{}", &cc[..cc.len() - 1], &cc[cc.len() - 1..]);
+        let mut same = all.into_iter().filter(|a| a.compute_capability == want);
+        match (same.next(), same.next()) {
+            (Some(a), None) => Some(a),
+            _ => None,
+        }
+    }
+
     /// Core cycles of the shared pipe per wavefront (one warp-wide 32-bit access, a request or a
     /// bank-conflict replay): `warp_size × 4 / shared_bytes_per_cycle` where the profile has the shared
     /// bandwidth, else `cost_ldst`.
@@ -477,6 +498,15 @@ mod gpu_name_tests {
         let a100 = ArchProfile::builtin("a100").unwrap();
         assert!(a100.names_gpu("NVIDIA A100-SXM4-40GB"));
         assert!(!a100.names_gpu("NVIDIA H100 80GB HBM3"));
+        let name = |g: &str| ArchProfile::builtin_for_gpu(g).map(|a| a.name);
+        assert_eq!(name("NVIDIA A100-SXM4-40GB").as_deref(), Some("a100"));
+        assert_eq!(name("GeForce GTX 1080 Ti").as_deref(), Some("gtx1080ti"));
+        assert_eq!(name("sm_80").as_deref(), Some("a100"));
+        assert_eq!(name("sm_90").as_deref(), Some("h100"));
+        // Two built-in profiles are compute capability 5.2 (GTX 980, Titan X): no single answer.
+        assert_eq!(name("sm_52"), None);
+        assert_eq!(name("NVIDIA B200"), None);
+        assert_eq!(name("sm_"), None);
         let ti = ArchProfile::builtin("gtx1080ti").unwrap();
         assert!(ti.names_gpu("GeForce GTX 1080 Ti") && !ti.names_gpu("GeForce GTX 1080"));
     }

@@ -1,6 +1,7 @@
 //! One kernel at one configuration: time with its breakdown, power, energy.
 
 pub mod fallback;
+pub mod gpu;
 
 use crate::calibration::TimeCalibration;
 use crate::error::{Error, Result};

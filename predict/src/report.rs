@@ -63,6 +63,10 @@ pub struct Provenance {
     /// Whether `model_gpu` is the GPU predicted on.
     #[serde(skip)]
     pub model_gpu_is_this: bool,
+    /// How the GPU predicted on was chosen when `--arch` was not given (the GPU the profile names, or
+    /// the default and why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch_note: Option<String>,
 }
 
 impl Provenance {
@@ -84,6 +88,7 @@ impl Provenance {
                 .and_then(|n| n.as_str())
                 .map(str::to_string),
             model_gpu_is_this: false,
+            arch_note: None,
         }
         .with_model_gpu_checked(arch)
     }
@@ -132,6 +137,10 @@ pub struct KernelReport {
     /// outside the training data): one line each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extrapolation: Vec<String>,
+    /// Figures no run on this GPU can show (power above the board limit, …): errors, one line each
+    /// ([`crate::kernel::gpu::beyond_the_hardware`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub out_of_bounds: Vec<String>,
 }
 
 /// `gpumodel predict --sweep`.
@@ -143,6 +152,9 @@ pub struct SweepReport {
     pub calibration: CalibrationUse,
     pub context: Provenance,
     pub sweep: Sweep,
+    /// Points no run on this GPU can show (power above the board limit, …): errors, one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub out_of_bounds: Vec<String>,
 }
 
 fn cal_line(c: &CalibrationUse) -> Option<(&str, &CalibrationFile)> {
@@ -189,6 +201,8 @@ impl Export for KernelReport {
         let d = &p.detail;
         let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
+        out.extend(self.out_of_bounds.iter().map(|x| format!("ERROR       {x}")));
+        out.extend(ctx.arch_note.as_deref().map(|n| format!("gpu from    {n}")));
         out.extend(ctx.measured_on.as_deref().map(|m| another_gpu_note(m, &self.arch)));
         out.extend(model_note(ctx, &self.arch));
         out.extend(self.extrapolation.iter().map(|x| format!("extrapol.   {x}")));
@@ -291,6 +305,7 @@ impl Export for KernelReport {
             "bottleneck_share",
             "calibration",
             "extrapolation",
+            "out_of_bounds",
         ];
         let mut s = Section::new(names.iter().map(|n| Column::new(*n, *n)).collect());
         s.push(vec![
@@ -307,6 +322,7 @@ impl Export for KernelReport {
             Cell::num(d.bottleneck_share, 3),
             Cell::text(self.calibration.file.clone().unwrap_or_default()),
             Cell::text(self.extrapolation.join("; ")),
+            Cell::text(self.out_of_bounds.join("; ")),
         ]);
         Some(s)
     }
@@ -317,6 +333,8 @@ impl Export for SweepReport {
 
     fn preamble(&self) -> Vec<String> {
         let mut out = vec![format!("kernel {} on {}", self.kernel, self.context.gpu)];
+        out.extend(self.out_of_bounds.iter().map(|x| format!("ERROR {x}")));
+        out.extend(self.context.arch_note.iter().cloned());
         out.extend(model_note(&self.context, &self.arch));
         if let Some(file) = &self.calibration.file {
             out.push(format!("times calibrated by {file}"));
@@ -391,6 +409,7 @@ impl Export for RooflineReport {
         let (r, ctx) = (&self.roofline, &self.context);
         let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
+        out.extend(ctx.arch_note.as_deref().map(|n| format!("gpu from    {n}")));
         out.extend(ctx.measured_on.as_deref().map(|m| another_gpu_note(m, &self.arch)));
         out.push(format!(
             "model       roofline fallback: the pipeline timing model needs {}",

@@ -15,6 +15,7 @@ use gpumodel_predict::Config;
 use gpumodel_predict::calibration::file::CalibrationFile;
 use gpumodel_predict::examples;
 use gpumodel_predict::kernel::fallback;
+use gpumodel_predict::kernel::gpu::{beyond_the_hardware, choose_arch};
 use gpumodel_predict::kernel::{input_extrapolation, predict_kernel};
 use gpumodel_predict::report::{CalibrationUse, KernelReport, Provenance, RooflineReport, SweepReport};
 use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps};
@@ -39,9 +40,10 @@ pub struct Args {
     #[arg(long, default_value = examples::DEFAULT_KERNEL)]
     pub kernel: String,
     /// Architecture profile: a built-in name (c2075, m2090, gtx980, titanx, gtx1080ti, p100, v100, a100,
-    /// h100) or a TOML file.
-    #[arg(long, default_value = examples::DEFAULT_ARCH)]
-    pub arch: String,
+    /// h100) or a TOML file. Default: the GPU the kernel file names (an export's device or compute
+    /// capability), else titanx; the built-in examples are predicted on titanx.
+    #[arg(long)]
+    pub arch: Option<String>,
     /// Power model artifact (JSON, e.g. models/trained/*.json), or the embedded titanx-bpann.
     #[arg(long, default_value = examples::DEFAULT_MODEL)]
     pub model: String,
@@ -153,7 +155,9 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
             anyhow::bail!("{flag} {v}: a clock must be within 50–{max} MHz");
         }
     }
-    let arch = ArchProfile::resolve(&args.arch)?;
+    let kernel = load_kernel(&args.kernel)?;
+    let choice = choose_arch(args.arch.as_deref(), &kernel, examples::kernel(&args.kernel).is_some())?;
+    let arch = choice.arch;
     let calibration = match &args.calibration {
         Some(p) => {
             let c = CalibrationFile::read(p)?;
@@ -163,7 +167,6 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let cal = calibration.as_ref().and_then(CalibrationFile::calibration);
-    let kernel = load_kernel(&args.kernel)?;
     let model = load_model(&args.model)?;
     let clocks = match (args.core_mhz, args.mem_mhz) {
         (None, None) => None,
@@ -176,7 +179,7 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
     let timing = calibration.as_ref().map(CalibrationFile::timing).unwrap_or_default();
     let cfg =
         Config { clocks, warps: args.warps, calibration: cal, timing, use_measured_time: cal.is_none() };
-    let context = Provenance::new(&kernel, &arch, &model);
+    let context = Provenance { arch_note: choice.note, ..Provenance::new(&kernel, &arch, &model) };
     let extrapolation = extrapolation(&arch, clocks);
     let lacks = fallback::lacked(&kernel);
     if !lacks.is_empty() {
@@ -207,7 +210,9 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
             let prediction = predict_kernel(&kernel, &arch, &model, &cfg)?;
             let mut extrapolation = extrapolation;
             extrapolation.extend(input_extrapolation(&model, &prediction));
+            let out_of_bounds = beyond_the_hardware(&arch, prediction.time_s, prediction.power_w);
             let report = KernelReport {
+                out_of_bounds,
                 kernel: kernel.name,
                 arch: arch.name,
                 model: args.model,
@@ -226,7 +231,17 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
                 SweepArg::Warps => sweep_warps(&kernel, &arch, &model, &cfg, &objectives)?,
                 SweepArg::CoreClock => sweep_core_clock(&kernel, &arch, &model, &cfg, &objectives)?,
             };
+            let out_of_bounds = sweep
+                .points
+                .iter()
+                .flat_map(|p| {
+                    beyond_the_hardware(&arch, p.time_s, p.power_w)
+                        .into_iter()
+                        .map(move |e| format!("at {}: {e}", p.x))
+                })
+                .collect();
             let report = SweepReport {
+                out_of_bounds,
                 kernel: kernel.name,
                 arch: arch.name,
                 model: args.model,

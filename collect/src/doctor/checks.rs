@@ -433,10 +433,7 @@ fn power_rows(rows: &mut Rows, facts: &mut Facts, probes: &mut dyn Probes, n: &N
         rows.not_tried("power", "sampling", "a power reading", "power_reading");
         return;
     }
-    match guarded("the power sampler", || {
-        let source = probes.power_source(n.index)?;
-        sampling_run(source, o.rate_hz, o.sample_seconds)
-    }) {
+    match guarded("the power sampler", || probes.sampling(n.index, o.rate_hz, o.sample_seconds)) {
         Ok(s) => {
             let period_ms = 1e3 / s.requested_hz;
             let good = s.achieved_hz >= 0.95 * s.requested_hz && s.p99_jitter_ms <= 0.5 * period_ms;

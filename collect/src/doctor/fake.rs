@@ -3,7 +3,7 @@
 
 use super::{
     ClockFacts, CudaFacts, CuptiFacts, KernelFacts, MigState, NvmlDevice, NvmlFacts, NvrtcFacts, PmFacts,
-    Probes, RangeFacts,
+    Probes, RangeFacts, SamplingFacts,
 };
 use crate::error::{Error, Result};
 use crate::fake::FakePower;
@@ -24,6 +24,10 @@ pub struct FakeProbes {
     pub kernel: Answer<KernelFacts>,
     pub pm: Answer<PmFacts>,
     pub range: Answer<RangeFacts>,
+    /// The highest power sampling rate this scripted host keeps, Hz, and its p99 interval jitter, ms:
+    /// the sampling row reads these figures, never the test machine's own scheduling.
+    pub kept_hz: f64,
+    pub jitter_ms: f64,
 }
 
 fn answer<T: Clone>(a: &Answer<T>) -> Result<T> {
@@ -84,6 +88,8 @@ impl FakeProbes {
             }),
             pm: Ok(PmFacts { chip: "GA102".into(), samples: 6, kernel_launched: true }),
             range: Ok(RangeFacts { metric: "smsp__inst_executed.sum".into(), ranges: 1, value: Some(5.0e6) }),
+            kept_hz: 1000.0,
+            jitter_ms: 0.2,
         }
     }
 
@@ -126,5 +132,15 @@ impl Probes for FakeProbes {
     }
     fn range_profiler(&mut self, _cuda_device: u32) -> Result<RangeFacts> {
         answer(&self.range)
+    }
+    fn sampling(&mut self, _nvml_index: u32, rate_hz: f64, seconds: f64) -> Result<SamplingFacts> {
+        let achieved_hz = rate_hz.min(self.kept_hz);
+        Ok(SamplingFacts {
+            requested_hz: rate_hz,
+            achieved_hz,
+            samples: (achieved_hz * seconds).round() as usize,
+            p99_jitter_ms: self.jitter_ms,
+            mean_power_w: self.power_w,
+        })
     }
 }

@@ -296,6 +296,10 @@ pub trait Probes {
     fn pm_sampling(&mut self, cuda_device: u32, rate_hz: f64) -> Result<PmFacts>;
     /// Profiles a tiny kernel with the Range Profiler on one metric.
     fn range_profiler(&mut self, cuda_device: u32) -> Result<RangeFacts>;
+    /// Samples [`Probes::power_source`] at `rate_hz` for `seconds`: the rate and jitter this host keeps.
+    fn sampling(&mut self, nvml_index: u32, rate_hz: f64, seconds: f64) -> Result<SamplingFacts> {
+        checks::sampling_run(self.power_source(nvml_index)?, rate_hz, seconds)
+    }
 }
 
 /// Runs `f`, turning a panic (a library lacking a function its bindings look up on first use) into an

@@ -103,9 +103,13 @@ fn energy_counter_matches_the_power_integral_with_the_fake() {
     let r = run(&o, FakePower::constant(clock, 50.0), None, Arc::new(AtomicBool::new(false))).unwrap();
     let s = r.meta.summary.unwrap();
     assert_eq!(s.energy_source, "energy_counter");
-    // 50 W over ~0.3 s; counter read within one period of each end.
-    assert!((s.energy_j - 50.0 * s.duration_s).abs() < 50.0 * 0.03, "{} vs {}", s.energy_j, s.duration_s);
-    assert!((s.power_integral_j - s.energy_j).abs() < 50.0 * 0.03);
+    // 50 W over ~0.3 s. The counter is read at sampler ticks near each end of the run, which a busy
+    // host may delay by a few periods, so the bounds are wide: they catch a unit or scale error (mJ read
+    // as J, a missing or doubled interval), not the host's scheduling.
+    let ratio = s.energy_j / (50.0 * s.duration_s);
+    assert!((0.5..=1.5).contains(&ratio), "{} J over {} s", s.energy_j, s.duration_s);
+    let ratio = s.power_integral_j / s.energy_j;
+    assert!((0.5..=1.5).contains(&ratio), "{} vs {}", s.power_integral_j, s.energy_j);
 }
 
 #[test]
@@ -150,12 +154,11 @@ fn replay_opts(dir: &Path, program: &[&str]) -> RunOptions {
     RunOptions { idle_seconds: 0.0, ..opts(dir, program) }
 }
 
-/// Pass 1 samples `gld_request` = 100 + 1000·t, pass 2 the L1 hits and misses = 200 + 1000·t and
-/// 300 + 1000·t, t in seconds since the pass's run clock started (≈ since its program started). On
-/// the merged rows, aligned by time since the program started, hit − gld_request stays ≈ 100 (the
-/// tolerance of 150 allows 150 ms of start-up jitter between passes on a loaded machine); had pass 2
-/// been placed after pass 1 on one clock, the difference would be ≈ 100 − 1000 × 0.5 s. G_load is
-/// derived across the passes.
+/// Pass 1 samples `gld_request` at 100 events/s, pass 2 the L1 hits and misses at 200 and 300, each
+/// pass from its own program start. Merged on time since the program started, every row but the last
+/// few (which may outlast the shorter pass) carries all three at those rates; had pass 2 been placed
+/// after pass 1 on one clock, pass 1's rows would have no hits or misses. G_load is derived across the
+/// passes. Nothing here depends on how fast the host runs the passes.
 #[test]
 fn replay_merges_every_group_on_time_since_the_program_started() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,8 +174,8 @@ fn replay_merges_every_group_on_time_since_the_program_started() {
             let g = groups[k].clone();
             let base = 100.0 * (k as f64 + 1.0);
             let n = g.len();
-            Ok(Box::new(FakeCounters::new(&g, 0.01, move |t| {
-                (0..n).map(|j| base + 100.0 * j as f64 + 1000.0 * t).collect()
+            Ok(Box::new(FakeCounters::new(&g, 0.01, move |_| {
+                (0..n).map(|j| base + 100.0 * j as f64).collect()
             })) as Box<dyn CounterSource>)
         },
         Arc::new(AtomicBool::new(false)),
@@ -186,11 +189,20 @@ fn replay_merges_every_group_on_time_since_the_program_started() {
     let miss = t.column("l1_global_load_miss").unwrap();
     let g_load = t.column("G_load").unwrap();
     assert!(t.n_rows() >= 10, "{}", t.n_rows());
-    // Interior rows: both passes cover them (the last rows may outlast the shorter pass).
-    for i in 1..t.n_rows() - 3 {
-        assert!((hit[i] - gld[i] - 100.0).abs() < 150.0, "row {i}: {} vs {}", hit[i], gld[i]);
-        assert!((miss[i] - hit[i] - 100.0).abs() < 1e-6, "row {i}");
-        assert!((g_load[i] - (gld[i] + hit[i] + miss[i])).abs() < 1e-6, "row {i}");
+    // Rows both passes cover: the first half of the program's 0.5 s, however slow a pass started.
+    let t_s = t.column("t_s").unwrap();
+    let start = t_s[0];
+    let covered: Vec<usize> = (1..t.n_rows()).filter(|&i| t_s[i] - start <= 0.25).collect();
+    assert!(covered.len() >= 3, "{t_s:?}");
+    for i in covered {
+        assert!((gld[i] - 100.0).abs() < 1e-6, "row {i}: {}", gld[i]);
+        assert!(
+            (hit[i] - 200.0).abs() < 1e-6 && (miss[i] - 300.0).abs() < 1e-6,
+            "row {i}: {} {}",
+            hit[i],
+            miss[i]
+        );
+        assert!((g_load[i] - 600.0).abs() < 1e-6, "row {i}");
     }
     let rp = r.meta.replay.unwrap();
     assert_eq!(rp.passes.len(), 2);
@@ -199,7 +211,7 @@ fn replay_merges_every_group_on_time_since_the_program_started() {
     assert_eq!(rp.passes[1].trace, "t.pass2.csv");
     for p in &rp.passes {
         let d = p.duration_s.unwrap();
-        assert!((0.5..2.0).contains(&d), "{d}");
+        assert!(d >= 0.5, "{d}");
         assert_eq!(p.mean_power_w, Some(70.0));
     }
     let spread = rp.duration_spread.unwrap();

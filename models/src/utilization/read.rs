@@ -658,9 +658,12 @@ fn collector(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet>
     let mut acc = Acc::default();
     let mut skipped = Vec::new();
     let mut fv = Vec::with_capacity(8);
+    // The run time is the whole trace's, rows whose fields are unknown (a pass that ended sooner) included.
+    let mut run_s = 0.0;
     for (i, rec) in r.records().enumerate() {
         let Ok(rec) = rec else { break };
         let get = |j: Option<usize>| j.and_then(|j| rec.get(j)).and_then(number);
+        run_s += get(dt).filter(|w| *w > 0.0).unwrap_or(0.0);
         fv.clear();
         let mut missing = false;
         for &(f, j) in &fields {
@@ -684,7 +687,8 @@ fn collector(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet>
         return Err(no_active(origin, "the trace", acc.n_all));
     }
     let stem = Path::new(origin).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
-    let mut p = acc.profile(stem, Source::Collector, None, Some(acc.weight));
+    let mut p =
+        acc.profile(stem, Source::Collector, None, Some(if dt.is_some() { run_s } else { acc.weight }));
     p.device = None;
     Ok(ProfileSet::new(origin, Source::Collector, vec![p], skipped))
 }
