@@ -114,9 +114,12 @@ fn pm_passes_all_through_cupti_writes_the_dcgm_fields() {
     let o = driver
         .gpumodel()
         .env("GPUMODEL_CUDA_LIBS", &cupti)
+        // Samples every 10 ms for as long as each pass runs: they overlap the program's rows however
+        // late a busy host starts it (two samples at the start may all come before it).
+        .env("FAKE_CUPTI_CONTINUOUS", "1")
         .args(["collect", "--pm-passes", "all", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
         .arg(&out)
-        .args(["/bin/sleep", "0.1"])
+        .args(["/bin/sleep", "0.2"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

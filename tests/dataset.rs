@@ -236,3 +236,42 @@ fn gpumodel_sha(_bytes: &[u8]) -> String {
     // Independent of the code under test: `printf tampered | sha256sum`.
     "d121be3103007b41edf96f8262925f8c7d61894afe9a041843b631f69445bc57".to_string()
 }
+
+/// A dataset's name stands for its file in `import`, as in `train --data`: the same table as importing
+/// the file by its path.
+#[test]
+fn import_takes_a_dataset_name_for_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (by_name, by_path) = (dir.path().join("n.csv"), dir.path().join("p.csv"));
+    let o = gpumodel()
+        .args(["import", "guerreiro", "guerreiro-titanx-micro", "--out"])
+        .arg(&by_name)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let file = data_dir().join("guerreiro-titanx/titanx_micro_names_peak_idle_HPCAandCF.csv");
+    assert!(file.is_file(), "the registry's file moved: {}", file.display());
+    gpumodel().args(["import", "guerreiro"]).arg(&file).arg("--out").arg(&by_path).assert().success();
+    let (a, b) = (std::fs::read_to_string(&by_name).unwrap(), std::fs::read_to_string(&by_path).unwrap());
+    assert_eq!(a.lines().count(), 6529);
+    assert_eq!(a, b);
+}
+
+/// A binary file given where a text export belongs is named as such, in one line.
+#[test]
+fn a_binary_file_is_said_to_be_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("export.xlsx");
+    std::fs::write(&bin, [0x50, 0x4b, 0x03, 0x04, 0xff, 0xfe, 0x00, 0x9c]).unwrap();
+    let o = gpumodel()
+        .args(["import", "guerreiro"])
+        .arg(&bin)
+        .arg("--out")
+        .arg(dir.path().join("o.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("export.xlsx: not a text file (not UTF-8)") && !e.contains("permissions"), "{e}");
+}

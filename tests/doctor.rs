@@ -83,6 +83,27 @@ impl Machine {
     }
 }
 
+/// The table row that names `id`, with the full texts of the notes it points to (`… [k]`: a text too
+/// long for a 120-column table continues below it as note k, wrapped).
+fn row_text(out: &str, id: &str) -> String {
+    let line =
+        out.lines().find(|l| l.contains(&format!(" {id} "))).unwrap_or_else(|| panic!("no row {id}: {out}"));
+    let mut text = line.to_string();
+    for (i, _) in line.match_indices("… [") {
+        let k: String = line[i + "… [".len()..].chars().take_while(char::is_ascii_digit).collect();
+        let head = format!("[{k}] ");
+        let mut lines = out.lines().skip_while(|l| !l.starts_with(&head));
+        let first = lines.next().unwrap_or_else(|| panic!("no note {k}: {out}"));
+        text.push(' ');
+        text.push_str(&first[head.len()..]);
+        for more in lines.take_while(|l| l.starts_with(' ')) {
+            text.push(' ');
+            text.push_str(more.trim_start());
+        }
+    }
+    text
+}
+
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
@@ -148,7 +169,7 @@ fn permission_denied_shows_the_driver_option() {
     let Some(o) = m.doctor(&[]) else { return };
     assert_eq!(o.status.code(), Some(1));
     let out = String::from_utf8_lossy(&o.stdout);
-    let line = out.lines().find(|l| l.contains("profiling_permission")).unwrap();
+    let line = row_text(&out, "profiling_permission");
     assert!(line.contains("missing") && line.contains("restricted to admin users"), "{line}");
     assert!(line.contains("options nvidia NVreg_RestrictProfilingToAdminUsers=0"), "{line}");
     assert!(out.contains("not ready"), "{out}");
@@ -218,9 +239,11 @@ fn mig_shows_how_to_turn_it_off() {
     let Some(o) = m.doctor(&[]) else { return };
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     let out = String::from_utf8_lossy(&o.stdout);
-    let line = out.lines().find(|l| l.contains(" mig ")).unwrap();
+    let line = row_text(&out, "mig");
     assert!(line.contains("degraded") && line.contains("MIG mode is on"), "{line}");
     assert!(line.contains("sudo nvidia-smi -i 00000000:65:00.0 -mig 0"), "{line}");
+    // The table fits a 120-column terminal.
+    assert!(out.lines().all(|l| l.chars().count() <= 120), "{out}");
 }
 
 /// This machine as it is: no NVIDIA driver at all. Every GPU row is missing with the driver's fix, the

@@ -360,3 +360,24 @@ fn import_help_names_the_complete_profile_command_lines() {
         "{h}"
     );
 }
+
+/// A real export cut short (it stops in the middle of a metric row, as a copy that did not finish leaves
+/// it) is an error naming the line, and leaves no table or profiles behind.
+#[test]
+fn a_truncated_ncu_export_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(real("ncu-long_a100_conv2d.csv")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let last_line = 30;
+    let half = lines[last_line - 1];
+    let cut = format!("{}\n{}", lines[..last_line - 1].join("\n"), &half[..half.len() / 2]);
+    let f = dir.path().join("cut.csv");
+    std::fs::write(&f, cut).unwrap();
+    let (out, pdir) = (dir.path().join("t.csv"), dir.path().join("p"));
+    let o = Import::new("ncu", f).out(&out).profiles(&pdir).run();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.contains(&format!("cut.csv:{last_line}:")) && e.contains("the export is cut short"), "{e}");
+    assert!(!out.exists() && !pdir.exists());
+}

@@ -889,7 +889,7 @@ fn progress_with_eta_on_a_terminal_unless_quiet() {
     let args = "train --data train.csv --test test.csv --import table --features fs.toml \
                 --models bpann-lbfgs,physical --folds 0 --group-folds 3 --epochs 200 --format json";
     let shown = on_a_terminal(dir.path(), args);
-    assert!(shown.contains("training") && shown.contains("eta"), "{shown:?}");
+    assert!(shown.contains("train [") && shown.contains("eta"), "{shown:?}");
     let quiet = on_a_terminal(dir.path(), &format!("{args} --quiet"));
     assert!(!quiet.contains("eta"), "{quiet:?}");
     let v: serde_json::Value =
@@ -906,4 +906,26 @@ fn train_help_fits_on_a_page() {
     for flag in ["--models", "--out-dir", "--quiet", "--hidden", "--epochs", "--learning-rate", "--l2"] {
         assert!(help.contains(flag), "{flag}");
     }
+}
+
+/// In a log (stderr not a terminal) `train` says that it started, each quarter of the work with the time
+/// so far, and when it was done; `--quiet` says nothing.
+#[test]
+fn progress_shows_in_a_log_as_plain_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    table_files(dir.path());
+    let fast = ["--epochs", "200", "--format", "json"];
+    let out = table_train(dir.path(), "test.csv", "bpann-lbfgs,physical", &fast);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("train: ")).collect();
+    assert_eq!(lines.first(), Some(&"train: started"), "{err}");
+    for q in [25, 50, 75, 100] {
+        let at = format!("train: {q}% (");
+        assert_eq!(lines.iter().filter(|l| l.starts_with(&at)).count(), 1, "{err}");
+    }
+    assert!(lines.last().unwrap().starts_with("train: done in "), "{err}");
+    let quiet =
+        table_train(dir.path(), "test.csv", "bpann-lbfgs,physical", &[&fast[..], &["--quiet"]].concat());
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("train: "));
 }

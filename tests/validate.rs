@@ -10,6 +10,10 @@ fn gtx1080ti_json_report() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // In a log, the progress is plain lines, the last with the total time.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("validate: started") && err.contains("validate: 100% ("), "{err}");
+    assert!(err.lines().any(|l| l.starts_with("validate: done in ")), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["rows"], 600);
     assert_eq!(v["kernels"], 30);

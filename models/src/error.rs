@@ -60,7 +60,24 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An I/O error on `path`; text that is not UTF-8 (a binary, compressed or spreadsheet file read as
+    /// text) is said to be that, not a permissions problem.
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io { path: path.into(), source }
+        let path = path.into();
+        if source.kind() == std::io::ErrorKind::InvalidData {
+            return Error::not_text(&path.display().to_string());
+        }
+        Error::Io { path, source }
+    }
+
+    /// `file` is not UTF-8 text.
+    pub(crate) fn not_text(file: &str) -> Error {
+        Error::Format {
+            file: file.to_string(),
+            message:
+                "not a text file (not UTF-8): give the text export itself (CSV, TOML or JSON), not a binary, \
+                      compressed or spreadsheet file"
+                    .into(),
+        }
     }
 }

@@ -362,9 +362,94 @@ fn render_text<E: Export>(value: &E) -> String {
     out
 }
 
-/// An aligned text table: `right[j]` right-aligns column j, header included.
+/// The widest a table may be, in columns (like `nvidia-smi` and `cargo`, a table fits a terminal).
+pub const TABLE_WIDTH: usize = 120;
+
+/// A table too wide for [`TABLE_WIDTH`] is set with one space between columns instead of two, and, where
+/// that is not enough, its longest text cells (over 16 characters) are moved below it: each keeps its
+/// start and a note number, `[k]`, and the whole text follows the table as note `k`. (Long headers of
+/// number columns are kept: such a table may stay wider.) Returns the rows, the notes and the spacing.
+fn fit_to_width(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[bool],
+) -> (Vec<Vec<String>>, Vec<String>, usize) {
+    let n = header.len();
+    let len = |c: &str| c.chars().count();
+    let widths = |rows: &[Vec<String>]| -> Vec<usize> {
+        (0..n)
+            .map(|j| rows.iter().filter_map(|r| r.get(j)).map(|c| len(c)).fold(len(header[j]), usize::max))
+            .collect()
+    };
+    let mut rows = rows.to_vec();
+    let mut notes: Vec<String> = Vec::new();
+    if widths(&rows).iter().sum::<usize>() + 2 * n.saturating_sub(1) <= TABLE_WIDTH {
+        return (rows, notes, 2);
+    }
+    let mut capped = vec![false; n];
+    loop {
+        let w = widths(&rows);
+        let total = w.iter().sum::<usize>() + n.saturating_sub(1);
+        if total <= TABLE_WIDTH {
+            break;
+        }
+        // The widest text column not capped yet gives up what the table is over, down to 16 columns.
+        let Some(j) =
+            (0..n).filter(|&j| !right.get(j).copied().unwrap_or(false) && !capped[j]).max_by_key(|&j| w[j])
+        else {
+            break;
+        };
+        capped[j] = true;
+        let cap = w[j].saturating_sub(total - TABLE_WIDTH).max(16).max(len(header[j]));
+        for r in rows.iter_mut() {
+            let Some(c) = r.get_mut(j) else { continue };
+            if len(c) <= cap {
+                continue;
+            }
+            // One note per text: cells that say the same thing share its number.
+            let k = match notes.iter().position(|n| n == c) {
+                Some(k) => k + 1,
+                None => {
+                    notes.push(c.clone());
+                    notes.len()
+                }
+            };
+            let mark = format!("… [{k}]");
+            let keep: String = c.chars().take(cap.saturating_sub(len(&mark))).collect();
+            *c = format!("{}{mark}", keep.trim_end());
+        }
+    }
+    // A table that cannot fit (long headers of number columns) keeps its spacing.
+    let fits = widths(&rows).iter().sum::<usize>() + n.saturating_sub(1) <= TABLE_WIDTH;
+    let sep = if fits || !notes.is_empty() { 1 } else { 2 };
+    (rows, notes, sep)
+}
+
+/// `text` wrapped at [`TABLE_WIDTH`] on spaces, the lines after the first indented by `indent` spaces.
+fn wrap(text: &str, indent: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("one line at least");
+        let room = line.chars().count() + 1 + word.chars().count();
+        if !line.trim().is_empty() && room > TABLE_WIDTH {
+            lines.push(format!("{}{word}", " ".repeat(indent)));
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
+/// An aligned text table: `right[j]` right-aligns column j, header included. A table wider than
+/// [`TABLE_WIDTH`] moves the ends of its longest text cells below it as numbered notes.
 pub fn aligned(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
     let n = header.len();
+    let (rows, notes, sep) = fit_to_width(header, rows, right);
+    let sep = " ".repeat(sep);
+    let rows = &rows;
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (j, c) in r.iter().enumerate().take(n) {
@@ -385,16 +470,23 @@ pub fn aligned(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String 
                 }
             })
             .collect();
-        out.push_str(parts.join("  ").trim_end());
+        out.push_str(parts.join(&sep).trim_end());
         out.push('\n');
     };
     line(header, &mut out);
     let rule: Vec<String> = width.iter().map(|w| "-".repeat(*w)).collect();
-    out.push_str(&rule.join("  "));
+    out.push_str(&rule.join(&sep));
     out.push('\n');
     for r in rows {
         let cells: Vec<&str> = r.iter().map(String::as_str).collect();
         line(&cells, &mut out);
+    }
+    for (k, note) in notes.iter().enumerate() {
+        let mark = format!("[{}] ", k + 1);
+        for l in wrap(&format!("{mark}{note}"), mark.len()) {
+            out.push_str(&l);
+            out.push('\n');
+        }
     }
     out
 }
@@ -534,5 +626,48 @@ mod tests {
     fn format_names_parse() {
         assert_eq!("md".parse::<Format>(), Ok(Format::Markdown));
         assert!("yaml".parse::<Format>().unwrap_err().contains("table, csv, json, markdown"));
+    }
+}
+
+#[cfg(test)]
+mod width_tests {
+    use super::*;
+
+    /// A table with a 300-character text column fits 120 columns: the long cells keep their start and a
+    /// note number, and the whole texts follow as numbered notes, wrapped, each word kept.
+    #[test]
+    fn a_wide_table_fits_the_terminal_with_numbered_notes() {
+        let long = (0..60).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" ");
+        let rows = vec![
+            vec!["gpu".to_string(), "ok".into(), long.clone(), "1.5".into()],
+            vec!["cupti".to_string(), "missing".into(), "short".into(), "2".into()],
+        ];
+        let out = aligned(&["id", "status", "found", "n"], &rows, &[false, false, false, true]);
+        assert!(out.lines().all(|l| l.chars().count() <= TABLE_WIDTH), "{out}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[2].starts_with("gpu") && lines[2].contains("word0 word1") && lines[2].contains("… [1]"),
+            "{out}"
+        );
+        assert!(lines[3].contains("short") && !lines[3].contains('['), "{out}");
+        let notes = lines[4..].join(" ");
+        assert!(notes.starts_with("[1] word0 "), "{out}");
+        let words: Vec<&str> = notes.trim_start_matches("[1] ").split_whitespace().collect();
+        assert_eq!(words.join(" "), long);
+        // Cells that say the same thing share one note.
+        let same = vec![vec![long.clone()], vec![long.clone()]];
+        let out = aligned(&["text"], &same, &[false]);
+        assert_eq!(out.matches("… [1]").count(), 2, "{out}");
+        assert!(!out.contains("[2]"), "{out}");
+        // A few columns over: one space between columns instead of two, no notes.
+        let cells: Vec<String> = (0..11).map(|i| format!("{i:>10}")).collect();
+        let header: Vec<String> = (0..11).map(|i| format!("col{i}")).collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let out = aligned(&header, &[cells], &[false; 11]);
+        assert!(out.lines().all(|l| l.chars().count() <= TABLE_WIDTH) && !out.contains('['), "{out}");
+        assert_eq!(out.lines().nth(1).unwrap().matches(' ').count(), 10, "{out}");
+        // A table that fits is left as it is.
+        let narrow = aligned(&["a", "b"], &[vec!["x".into(), "y".into()]], &[false, false]);
+        assert_eq!(narrow, "a  b\n-  -\nx  y\n");
     }
 }

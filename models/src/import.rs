@@ -89,6 +89,9 @@ pub fn import_file(path: &Path, format: Format, bad: BadRows) -> Result<Imported
 
 /// Imports bytes in the given format; `source` names them in errors.
 pub fn import_bytes(bytes: &[u8], source: &str, format: Format, bad: BadRows) -> Result<Imported> {
+    if std::str::from_utf8(bytes).is_err() {
+        return Err(Error::not_text(source));
+    }
     match format {
         Format::Guerreiro => guerreiro(bytes, source, bad),
         Format::Nvdvfs => nvdvfs(bytes, source, bad),

@@ -110,6 +110,7 @@ pub fn read_ncu_each(
     let kname = col("Kernel Name").ok_or_else(|| {
         fmt("no 'Kernel Name' column: expected the output of `ncu --csv` (--page raw or --page details)")
     })?;
+    let mut tail = Tail::default();
     let mut units = Units::default();
     let none = units.id(b"");
     let mut sets = stream::Sets::default();
@@ -146,6 +147,7 @@ pub fn read_ncu_each(
         let mut seen_metrics: BTreeSet<u32> = BTreeSet::new();
         while rdr.read_byte_record(&mut rec).map_err(csv_err)? {
             let line = rdr.get_ref().file_line(rec.position().map_or(0, |p| p.line()));
+            tail.record(rec.len(), line);
             let Some(name) = kernel_name(&rec, kname, line, source)? else { continue };
             let metric = names.id(rec.get(mname).unwrap_or_default());
             let k = match id {
@@ -182,6 +184,7 @@ pub fn read_ncu_each(
             let unit = munit.map_or(none, |u| units.id(rec.get(u).unwrap_or_default()));
             launches[k].cell(metric, rec.get(mvalue).unwrap_or_default(), unit, &names, &units, source);
         }
+        tail.check(rdr.get_ref().ends_with_newline, source)?;
         for mut l in launches {
             l.close(&mut sets);
             finish.launch(l, &names, &units, &mut each)?;
@@ -192,6 +195,7 @@ pub fn read_ncu_each(
         let mut first = true;
         while rdr.read_byte_record(&mut rec).map_err(csv_err)? {
             let line = rdr.get_ref().file_line(rec.position().map_or(0, |p| p.line()));
+            tail.record(rec.len(), line);
             let Some(name) = kernel_name(&rec, kname, line, source)? else {
                 if std::mem::take(&mut first) {
                     col_units = (0..header.len()).map(|i| units.id(rec.get(i).unwrap_or_default())).collect();
@@ -210,6 +214,7 @@ pub fn read_ncu_each(
             l.close(&mut sets);
             finish.launch(l, &names, &units, &mut each)?;
         }
+        tail.check(rdr.get_ref().ends_with_newline, source)?;
     }
     if finish.n == 0 {
         return Err(fmt(
@@ -217,6 +222,38 @@ pub fn read_ncu_each(
         ));
     }
     Ok(finish.metric_use(&names))
+}
+
+/// The last two records' lengths and the last one's line: an export cut short (a copy or a run that
+/// stopped) ends mid-line with a last row of fewer cells than the row before it. (Rows of one layout
+/// may differ from the header in length: ncu leaves out empty trailing rule columns.)
+#[derive(Default)]
+struct Tail {
+    before: usize,
+    last: usize,
+    line: u64,
+}
+
+impl Tail {
+    fn record(&mut self, len: usize, line: u64) {
+        (self.before, self.last, self.line) = (self.last, len, line);
+    }
+
+    fn check(&self, ends_with_newline: bool, source: &str) -> Result<()> {
+        if ends_with_newline || self.before == 0 || self.last >= self.before {
+            return Ok(());
+        }
+        Err(Error::Parse {
+            file: source.to_string(),
+            line: self.line,
+            column: "*".into(),
+            message: format!(
+                "the file ends inside this row ({} cells where the row before has {}): the export is cut short; \
+                 export it again",
+                self.last, self.before
+            ),
+        })
+    }
 }
 
 /// The kernel name of a record (`None` when the cell is empty: ncu's units row).

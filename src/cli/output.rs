@@ -44,6 +44,81 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Progress of a long command on stderr: a bar on a terminal; elsewhere (logs, CI, pipes) a line when the
+/// work starts, one per quarter of it with the elapsed time, and one at the end, so a log shows that the
+/// command is alive and how far it is.
+pub struct Progress {
+    bar: ProgressBar,
+    plain: Option<Plain>,
+}
+
+struct Plain {
+    what: String,
+    start: std::time::Instant,
+    /// Work done, work in all, and the next quarter (1–4) to report.
+    state: std::sync::Mutex<(u64, u64, u64)>,
+}
+
+impl Progress {
+    /// `what` names the work in the plain lines (`train: 50% …`); `quiet` shows nothing.
+    pub fn new(len: u64, what: &str, quiet: bool) -> Progress {
+        if quiet {
+            return Progress { bar: ProgressBar::hidden(), plain: None };
+        }
+        if std::io::stderr().is_terminal() {
+            return Progress { bar: progress_bar(len, what), plain: None };
+        }
+        let state = std::sync::Mutex::new((0, len, 1));
+        Progress {
+            bar: ProgressBar::hidden(),
+            plain: Some(Plain { what: what.to_string(), start: std::time::Instant::now(), state }),
+        }
+    }
+
+    /// How much work there is in all (when it is known only after the start).
+    pub fn set_length(&self, len: u64) {
+        self.bar.set_length(len);
+        if let Some(p) = &self.plain {
+            let mut s = p.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.1 = len;
+        }
+    }
+
+    /// `n` more units done.
+    pub fn inc(&self, n: u64) {
+        self.bar.inc(n);
+        if let Some(p) = &self.plain {
+            let mut s = p.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if s.0 == 0 && n > 0 {
+                eprintln!("{}: started", p.what);
+            }
+            s.0 += n;
+            let (done, len) = (s.0, s.1.max(1));
+            while s.2 <= 4 && done * 4 >= s.2 * len {
+                eprintln!(
+                    "{}: {}% ({done} of {len}), {:.1} s",
+                    p.what,
+                    25 * s.2,
+                    p.start.elapsed().as_secs_f64()
+                );
+                s.2 += 1;
+            }
+        }
+    }
+
+    /// The work is over: the bar is cleared; a log that showed progress gets the total time. (Work that
+    /// stopped before any progress, on a refusal, leaves stderr to the error's one line.)
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+        if let Some(p) = &self.plain {
+            let s = p.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if s.0 > 0 {
+                eprintln!("{}: done in {:.1} s", p.what, p.start.elapsed().as_secs_f64());
+            }
+        }
+    }
+}
+
 /// A progress bar on stderr when stderr is a terminal; hidden otherwise (pipes, CI, files).
 pub fn progress_bar(len: u64, message: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {

@@ -1,7 +1,7 @@
 //! `gpumodel train` — parse the flags, hand them to the library's checked parameters
 //! (`gpumodel_train::experiment`), run, then write the artifacts where asked and print the result.
 
-use super::output::{ExportFormat, plot_svg, print, progress_bar, refuse_existing};
+use super::output::{ExportFormat, Progress, plot_svg, print, refuse_existing};
 use anyhow::Context;
 use gpumodel_models::import::Format;
 use gpumodel_train::BpannParams;
@@ -255,15 +255,11 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
         }
     }
     let (run, train, test) = (&prepared.run, &prepared.train, prepared.test.as_ref());
-    let pb = if shows_progress(args.quiet) {
-        progress_bar(run.progress_len().max(1), "training")
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let pb = Progress::new(run.progress_len().max(1), "train", !shows_progress(args.quiet));
     let folds = run.fold_sets(train)?;
     let folds_csv = args.folds_out.as_ref().map(|_| run.folds_csv(train, &folds)).transpose()?;
     let (mut report, fitted) = run.run(train, test, &folds, &mut |n| pb.inc(n))?;
-    pb.finish_and_clear();
+    pb.finish();
 
     // Everything is computed: only now is anything written, so a failure above leaves no partial output.
     if let Some(dir) = &out_dir {

@@ -1,7 +1,7 @@
 //! `gpumodel validate --data nvdvfs-gtx1080ti --arch gtx1080ti` — predicted vs measured kernel time for
 //! every kernel and clock pair, and the E·D^n optimum each model picks against the measured one.
 
-use crate::cli::output::{ExportFormat, plot_svg, print, progress_bar, refuse_existing};
+use crate::cli::output::{ExportFormat, plot_svg, print, refuse_existing};
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::energy::Objective;
 use gpumodel_models::import::{BadRows, Format};
@@ -61,8 +61,8 @@ pub struct Args {
     pub quiet: bool,
 }
 
-/// The progress bar of the calibration fits (hidden when stderr is not a terminal).
-struct Bar(indicatif::ProgressBar);
+/// The progress of the calibration fits (a bar on a terminal, plain lines in a log).
+struct Bar(crate::cli::output::Progress);
 
 impl Progress for Bar {
     fn start(&self, total: u64) {
@@ -120,9 +120,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let opened = open(&args.data, Some(Format::Nvdvfs), BadRows::Fail, &Locator::from_env())?;
     let opts = Options { objectives, kernels, baselines };
-    let bar = Bar(if args.quiet { indicatif::ProgressBar::hidden() } else { progress_bar(0, "validate") });
+    let bar = Bar(crate::cli::output::Progress::new(0, "validate", args.quiet));
     let report = validate_with_progress(&opened.imported.table, &arch, &opts, &bar);
-    bar.0.finish_and_clear();
+    bar.0.finish();
     let report = report?;
     if let Some(p) = args.save_calibration.as_ref().filter(|_| !report.calibration_would_hurt()) {
         let bytes = std::fs::read(&opened.path)

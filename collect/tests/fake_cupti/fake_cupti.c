@@ -4,7 +4,8 @@
  * structures of cupti_profiler_host.h, cupti_pmsampling.h and cupti_range_profiler.h (CUPTI 12.9), and
  * answers as one GA102 would:
  *   -DCUPTI_API=<n>  what cuptiGetVersion reports (default 28, CUDA 12.9 Update 1)
- *   -DSCENARIO=0     profiling allowed: PM sampling yields two samples, the Range Profiler one range
+ *   -DSCENARIO=0     profiling allowed: PM sampling yields two samples (or, with FAKE_CUPTI_CONTINUOUS set in
+ *                    the environment, one every 10 ms since the start), the Range Profiler one range
  *   -DSCENARIO=1     counters restricted to admin users: cuptiPmSamplingEnable and cuptiRangeProfilerEnable
  *                    answer CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (ERR_NVGPUCTRPERM)
  * Its metric database holds the counters behind DCGM's profiling fields (collect/src/cupti/dcgm.rs), with
@@ -164,8 +165,18 @@ typedef struct { HEAD void *object; const char **names; size_t n; uint32_t maxSa
 CUptiResult cuptiPmSamplingGetCounterDataSize(pm_size_t *p) { p->size = 256; return CUPTI_SUCCESS; }
 OK_STUB(cuptiPmSamplingCounterDataImageInitialize)
 typedef struct { HEAD const uint8_t *image; size_t size; size_t total, populated, completed; } pm_info_t;
+/* Two samples; with FAKE_CUPTI_CONTINUOUS set in the environment, as the hardware does, one every 10 ms
+ * since the start (at least two), so that samples cover a program however late a busy host starts it. */
 CUptiResult cuptiPmSamplingGetCounterDataInfo(pm_info_t *p) {
-    p->total = 1024; p->populated = 2; p->completed = 2;
+    size_t n = 2;
+    if (getenv("FAKE_CUPTI_CONTINUOUS")) {
+        uint64_t now;
+        cuptiGetTimestamp(&now);
+        n = (size_t)((now - started_ns) / 10000000ull);
+        if (n < 2) n = 2;
+        if (n > 1024) n = 1024;
+    }
+    p->total = 1024; p->populated = n; p->completed = n;
     return CUPTI_SUCCESS;
 }
 typedef struct { HEAD void *object; const uint8_t *image; size_t size; size_t index; uint64_t start, end; } pm_sample_t;

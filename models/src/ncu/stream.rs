@@ -25,6 +25,9 @@ pub(super) struct Filtered<R> {
     pub(super) header_seen: bool,
     /// Whether any line other than `==` log lines was seen (an export without the header row).
     pub(super) had_text: bool,
+    /// Whether the last line read ended with a newline (ncu ends every line with one: a file that stops
+    /// mid-line was cut short).
+    pub(super) ends_with_newline: bool,
 }
 
 impl<R: BufRead> Filtered<R> {
@@ -38,6 +41,7 @@ impl<R: BufRead> Filtered<R> {
             skipped: Vec::new(),
             header_seen: false,
             had_text: false,
+            ends_with_newline: true,
         }
     }
 
@@ -55,6 +59,7 @@ impl<R: BufRead> Read for Filtered<R> {
             if self.inner.read_until(b'\n', &mut self.line)? == 0 {
                 return Ok(0);
             }
+            self.ends_with_newline = self.line.ends_with(b"\n");
             if std::mem::take(&mut self.first) && self.line.starts_with("\u{feff}".as_bytes()) {
                 // A UTF-8 byte-order mark (Windows editors, Excel) is not part of the first column's name.
                 self.line.drain(..3);

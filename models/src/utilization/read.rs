@@ -24,6 +24,8 @@ pub enum ProfileFormat {
     Collector,
     /// A profile document (TOML or JSON) as `gpumodel import dcgm --format json` writes one profile.
     Document,
+    /// gpumodel's profile table, as `gpumodel import dcgm --out FILE.csv` writes it.
+    Table,
 }
 
 impl ProfileFormat {
@@ -31,7 +33,7 @@ impl ProfileFormat {
     pub const REGISTRY_IMPORTER: &'static str = "dcgm-profile";
 
     /// Names accepted on the command line.
-    pub const NAMES: &'static str = "dmon, exporter, ncu, collector, nvdvfs, document";
+    pub const NAMES: &'static str = "dmon, exporter, ncu, collector, nvdvfs, document, table";
 
     pub fn from_name(name: &str) -> Result<ProfileFormat> {
         match name {
@@ -41,6 +43,7 @@ impl ProfileFormat {
             "collector" | "trace" => Ok(ProfileFormat::Collector),
             "nvdvfs" | "dcgm-profile" => Ok(ProfileFormat::NvdvfsCsv),
             "document" | "toml" | "json" => Ok(ProfileFormat::Document),
+            "table" => Ok(ProfileFormat::Table),
             other => Err(Error::Invalid(format!(
                 "unknown utilization-profile format '{other}': use one of {}",
                 ProfileFormat::NAMES
@@ -60,6 +63,8 @@ impl ProfileFormat {
             Some(ProfileFormat::Ncu)
         } else if first.contains("SMACT") && first.contains("core_frequency") {
             Some(ProfileFormat::NvdvfsCsv)
+        } else if first.starts_with(table::HEAD) {
+            Some(ProfileFormat::Table)
         } else if first.starts_with("t_s,") {
             Some(ProfileFormat::Collector)
         } else if first.starts_with('{') || first.contains('=') {
@@ -122,6 +127,7 @@ pub fn read_text(text: &str, origin: &str, format: ProfileFormat, opts: &ReadOpt
             vec![UtilizationProfile::from_document(text, origin)?],
             vec![],
         ),
+        ProfileFormat::Table => table::profile_table(text, origin)?,
     };
     for p in &mut set.profiles {
         if let Some(g) = &opts.gpu {
@@ -360,6 +366,7 @@ fn no_active(origin: &str, device: &str, n: usize) -> Error {
 
 mod dmon;
 use dmon::dmon;
+mod table;
 
 // ---------------------------------------------------------------------------------------------------------
 // dcgm-exporter (Prometheus text exposition format)

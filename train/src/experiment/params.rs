@@ -278,6 +278,7 @@ impl CheckedParams {
         }
         let train = dataset(&mut opened.imported.table, &data_fs)
             .map_err(|e| Error::Invalid(format!("training data {}: {e}", train_info.name)))?;
+        zero_targets(&train, "training data", &train_info.name)?;
         let test_spec = if p.no_test {
             None
         } else {
@@ -288,6 +289,7 @@ impl CheckedParams {
                 let (mut o, info) = open_dataset(spec, p.import.filter(|_| p.test.is_some()), bad_rows)?;
                 let ds = dataset(&mut o.imported.table, &data_fs)
                     .map_err(|e| Error::Invalid(format!("test data {}: {e}", info.name)))?;
+                zero_targets(&ds, "test data", &info.name)?;
                 (Some(ds), Some(info))
             }
             None => (None, None),
@@ -319,6 +321,18 @@ impl CheckedParams {
             bootstrap: p.bootstrap,
         };
         Ok(Prepared { run, train, test, notes })
+    }
+}
+
+/// A zero target makes every MAPE undefined: refused before any training, naming the row.
+fn zero_targets(ds: &Dataset, what: &str, name: &str) -> Result<()> {
+    match ds.targets.iter().position(|t| *t == 0.0) {
+        Some(i) => bad(format!(
+            "{what} {name}: row {}: the measured {} is 0, so MAPE is undefined: remove rows with zero power",
+            i + 1,
+            ds.target_name
+        )),
+        None => Ok(()),
     }
 }
 

@@ -340,3 +340,21 @@ fn the_real_h100_log_agrees_with_its_energy_counter() {
 fn the_real_v100_log_agrees_with_its_energy_counter() {
     agrees_with_its_counter("dcgmi-dmon_GV100-baseline-LSTM-1380-0.txt");
 }
+
+/// What `import dcgm --out FILE.csv` writes, gpumodel reads back: the table is told from its header and
+/// gives the same profiles, value for value (names with commas and quotes included).
+#[test]
+fn the_profile_table_gpumodel_writes_reads_back_unchanged() {
+    let mut set = read_text(DMON, "d.txt", ProfileFormat::Dmon, &ReadOptions::default()).unwrap();
+    set.profiles[1].name = "GPU 1, \"second\"".into();
+    set.profiles[0].gpu = Some("Tesla V100-SXM2-16GB".into());
+    let csv = set.to_csv();
+    assert_eq!(ProfileFormat::guess(&csv), Some(ProfileFormat::Table));
+    let back = read_text(&csv, "t.csv", ProfileFormat::Table, &ReadOptions::default()).unwrap();
+    assert_eq!(back.profiles, set.profiles);
+    assert_eq!(back.source, Source::DcgmiDmon);
+    // A row whose source gpumodel never writes is named.
+    let bad = csv.replacen("dcgmi-dmon", "spreadsheet", 1);
+    let e = read_text(&bad, "t.csv", ProfileFormat::Table, &ReadOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("'spreadsheet' is not a source gpumodel writes"), "{e}");
+}
