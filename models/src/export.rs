@@ -120,6 +120,10 @@ impl Cell {
     fn display(&self) -> String {
         match self {
             Cell::Text(s) => s.clone(),
+            // Beyond 1e15 a fixed-point number is a wall of digits: shown as 1.234e300 instead.
+            Cell::Num { value, decimals } if value.is_finite() && value.abs() >= 1e15 => {
+                format!("{value:.prec$e}", prec = (*decimals).max(3))
+            }
             Cell::Num { value, decimals } if value.is_finite() => format!("{value:.decimals$}"),
             Cell::Sci { value, decimals } if value.is_finite() => format!("{value:.decimals$e}"),
             Cell::Num { value, .. } | Cell::Sci { value, .. } => format!("{value}"),
@@ -133,6 +137,12 @@ impl Cell {
     fn raw(&self) -> String {
         match self {
             Cell::Text(s) => s.clone(),
+            // Every digit, but 1e300 as `1e300`, not as 301 digits.
+            Cell::Num { value, .. } | Cell::Sci { value, .. } | Cell::Shown { value, .. }
+                if value.abs() >= 1e16 =>
+            {
+                format!("{value:e}")
+            }
             Cell::Num { value, .. } | Cell::Sci { value, .. } | Cell::Shown { value, .. } => {
                 format!("{value}")
             }
@@ -666,6 +676,11 @@ mod width_tests {
         let out = aligned(&header, &[cells], &[false; 11]);
         assert!(out.lines().all(|l| l.chars().count() <= TABLE_WIDTH) && !out.contains('['), "{out}");
         assert_eq!(out.lines().nth(1).unwrap().matches(' ').count(), 10, "{out}");
+        // Huge numbers in exponent form, in tables and in what programs read.
+        assert_eq!(Cell::num(1e300, 1).display(), "1.000e300");
+        assert_eq!(Cell::num(1e300, 1).raw(), "1e300");
+        assert_eq!(Cell::num(1234.5, 1).display(), "1234.5");
+        assert_eq!(Cell::num(1234.5, 1).raw(), "1234.5");
         // A table that fits is left as it is.
         let narrow = aligned(&["a", "b"], &[vec!["x".into(), "y".into()]], &[false, false]);
         assert_eq!(narrow, "a  b\n-  -\nx  y\n");
