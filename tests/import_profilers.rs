@@ -199,6 +199,12 @@ fn real_a100_ncu_export_predicts_with_the_roofline_fallback() {
     assert_eq!(j["model"], "roofline", "{j}");
     assert!(j["roofline"]["lacked"][0].as_str().unwrap().contains("inst_executed"), "{j}");
     assert!((j["roofline"]["time_s"].as_f64().unwrap() - t).abs() < 1e-12, "{j}");
+    // Anchored, the terms are scaled as the time is: none exceeds it, the longest plus the fill is it.
+    let terms: Vec<f64> =
+        j["roofline"]["terms"].as_array().unwrap().iter().map(|x| x["time_s"].as_f64().unwrap()).collect();
+    let fill = j["roofline"]["fill_s"].as_f64().unwrap();
+    assert!(terms.iter().all(|x| *x <= t), "{terms:?} vs {t}");
+    assert!((terms[0] + fill - t).abs() < 1e-9 * t, "{terms:?} + {fill} vs {t}");
     assert!(j["roofline"]["expected_error_pct"].as_f64().is_some(), "{j}");
     // At the default clock, faster than measured at 960 MHz.
     let d = predict_json(f, &["--arch", "a100"]);

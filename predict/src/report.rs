@@ -452,6 +452,9 @@ impl Export for RooflineReport {
             s.push(vec![Cell::text(t.name), Cell::num(t.time_s * 1e3, 6)]);
         }
         s.push(vec![Cell::text("fill (DRAM latency)"), Cell::num(self.roofline.fill_s * 1e3, 6)]);
+        if self.roofline.anchor.is_some() {
+            s.then("terms scaled as the time is, by the measured time over the roofline's at the measured clocks");
+        }
         vec![s]
     }
 

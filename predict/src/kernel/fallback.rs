@@ -103,9 +103,9 @@ pub struct Roofline {
     pub time_s: f64,
     /// The bound: the term with the longest time.
     pub bound: &'static str,
-    /// Every term the profile covers, longest first.
+    /// Every term the profile covers, longest first (anchored: scaled as the time is).
     pub terms: Vec<Term>,
-    /// The pipeline fill, seconds (one DRAM latency).
+    /// The pipeline fill, seconds (one DRAM latency; anchored: scaled as the time is).
     pub fill_s: f64,
     /// The measured time it is anchored on, seconds, and the clocks of that measurement.
     pub anchor: Option<(f64, Clocks)>,
@@ -248,10 +248,11 @@ pub fn predict_roofline(k: &KernelProfile, arch: &ArchProfile, clocks: Clocks) -
         let (t0, _, _) = roofline_s(k, arch, at)?;
         (t0 > 0.0).then_some((m, at, t0))
     });
-    let time_s = match anchor {
-        Some((m, _, t0)) => m * t / t0,
-        None => t,
-    };
+    // Anchored, every term is scaled as the total is, so that the longest term plus the fill is the
+    // predicted time (a term never exceeds the total it is part of).
+    let scale = anchor.map_or(1.0, |(m, _, t0)| m / t0);
+    let time_s = t * scale;
+    let terms: Vec<Term> = terms.into_iter().map(|x| Term { time_s: x.time_s * scale, ..x }).collect();
     let expected = |table: &[f64]| {
         let mut v: Vec<f64> = table.to_vec();
         v.sort_by(f64::total_cmp);
@@ -269,7 +270,7 @@ pub fn predict_roofline(k: &KernelProfile, arch: &ArchProfile, clocks: Clocks) -
         time_s,
         bound: terms[0].name,
         terms,
-        fill_s: fill,
+        fill_s: fill * scale,
         anchor: anchor.map(|(m, at, _)| (m, at)),
         lacked: lacked(k),
         gpu_assumed: anchor.is_some() && k.arch.is_none(),
