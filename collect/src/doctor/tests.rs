@@ -250,7 +250,7 @@ fn the_real_sampling_run_measures_the_scripted_power() {
         0.2,
     )
     .unwrap();
-    assert!(s.samples >= 2, "{s:?}");
+    assert!(s.samples >= 1, "{s:?}");
     assert_eq!(s.mean_power_w, 42.0);
     assert_eq!(s.requested_hz, 50.0);
 }
