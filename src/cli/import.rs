@@ -5,7 +5,7 @@ mod profiler;
 
 use super::output::{ExportFormat, emit, print};
 use gpumodel_models::import::{BadRows, Format, ImportSummary, import_file};
-use gpumodel_models::registry::{self, Locator, Registry};
+use gpumodel_models::registry::{self, Locator};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -69,9 +69,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let format = Format::from_name(&args.source)?;
     let bad = if args.skip_bad_rows { BadRows::Skip } else { BadRows::Fail };
     // A dataset's name (`gpumodel dataset list`) stands for its file, as it does for `train --data`.
-    let name = args.file.to_str().filter(|n| !args.file.exists() && Registry::builtin().get(n).is_ok());
-    let imported = match name {
-        Some(n) => registry::open(n, Some(format), bad, &Locator::from_env())?.imported,
+    let imported = match args.file.to_str() {
+        Some(spec) => registry::open(spec, Some(format), bad, &Locator::from_env())?.imported,
         None => import_file(&args.file, format, bad)?,
     };
     if !imported.skipped.is_empty() {

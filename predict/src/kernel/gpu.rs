@@ -5,25 +5,12 @@ use crate::error::Result;
 use crate::examples::DEFAULT_ARCH;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::profile::KernelProfile;
-use serde::Serialize;
 
-/// Where the architecture of a prediction came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ArchFrom {
-    /// `--arch`.
-    Flag,
-    /// The GPU the kernel profile names.
-    Profile,
-    /// The built-in default: the profile names no GPU, or one without a built-in profile.
-    Default,
-}
-
-/// The architecture to predict on, where it came from, and the line that says so (`None` for `--arch`).
+/// The architecture to predict on and the line that says how it was chosen (`None` for `--arch` and the
+/// built-in examples).
 #[derive(Debug, Clone)]
 pub struct ArchChoice {
     pub arch: ArchProfile,
-    pub from: ArchFrom,
     pub note: Option<String>,
 }
 
@@ -33,14 +20,10 @@ pub struct ArchChoice {
 /// `--arch` they are predicted there, without a note.
 pub fn choose_arch(flag: Option<&str>, kernel: &KernelProfile, builtin_example: bool) -> Result<ArchChoice> {
     if let Some(spec) = flag {
-        return Ok(ArchChoice { arch: ArchProfile::resolve(spec)?, from: ArchFrom::Flag, note: None });
+        return Ok(ArchChoice { arch: ArchProfile::resolve(spec)?, note: None });
     }
     if builtin_example {
-        return Ok(ArchChoice {
-            arch: ArchProfile::builtin(DEFAULT_ARCH)?,
-            from: ArchFrom::Default,
-            note: None,
-        });
+        return Ok(ArchChoice { arch: ArchProfile::builtin(DEFAULT_ARCH)?, note: None });
     }
     let named = kernel.arch.as_deref().map(str::trim).filter(|g| !g.is_empty());
     if let Some(gpu) = named
@@ -48,7 +31,7 @@ pub fn choose_arch(flag: Option<&str>, kernel: &KernelProfile, builtin_example: 
     {
         let note =
             format!("the GPU the profile names ({gpu}) is the built-in {}; --arch overrides", arch.name);
-        return Ok(ArchChoice { arch, from: ArchFrom::Profile, note: Some(note) });
+        return Ok(ArchChoice { arch, note: Some(note) });
     }
     let arch = ArchProfile::builtin(DEFAULT_ARCH)?;
     let note = match named {
@@ -61,7 +44,7 @@ pub fn choose_arch(flag: Option<&str>, kernel: &KernelProfile, builtin_example: 
              arch list`)"
         ),
     };
-    Ok(ArchChoice { arch, from: ArchFrom::Default, note: Some(note) })
+    Ok(ArchChoice { arch, note: Some(note) })
 }
 
 /// What no run on `arch` can show, one line each: a power above the board limit (`tdp_w`) or not above
@@ -76,7 +59,8 @@ pub fn beyond_the_hardware(arch: &ArchProfile, time_s: f64, power_w: f64) -> Vec
         ));
     } else if power_w > limit {
         out.push(format!(
-            "power {power_w:.1} W is above the {} board limit of {limit:.0} W: the power model is outside its data              (or describes another GPU); train one on this GPU (`gpumodel collect --suite`, `gpumodel train`)",
+            "power {power_w:.1} W is above the {} board limit of {limit:.0} W: the power model is outside its data \
+             (or describes another GPU); train one on this GPU (`gpumodel collect --suite`, `gpumodel train`)",
             arch.name
         ));
     }
@@ -99,21 +83,21 @@ mod tests {
     #[test]
     fn the_flag_wins_then_the_profile_then_the_default() {
         let c = choose_arch(Some("v100"), &kernel(Some("NVIDIA A100-SXM4-40GB")), false).unwrap();
-        assert_eq!((c.arch.name.as_str(), c.from, c.note), ("v100", ArchFrom::Flag, None));
+        assert_eq!((c.arch.name.as_str(), c.note), ("v100", None));
         let c = choose_arch(None, &kernel(Some("NVIDIA A100-SXM4-40GB")), false).unwrap();
-        assert_eq!((c.arch.name.as_str(), c.from), ("a100", ArchFrom::Profile));
+        assert_eq!(c.arch.name, "a100");
         assert!(c.note.unwrap().contains("(NVIDIA A100-SXM4-40GB) is the built-in a100"));
         let c = choose_arch(None, &kernel(Some("sm_70")), false).unwrap();
         assert_eq!(c.arch.name, "v100");
         let c = choose_arch(None, &kernel(Some("NVIDIA B200")), false).unwrap();
-        assert_eq!((c.arch.name.as_str(), c.from), (DEFAULT_ARCH, ArchFrom::Default));
+        assert_eq!(c.arch.name, DEFAULT_ARCH);
         assert!(c.note.unwrap().contains("names NVIDIA B200, which has no single built-in profile"));
         let c = choose_arch(None, &kernel(None), false).unwrap();
-        assert_eq!(c.from, ArchFrom::Default);
+        assert_eq!(c.arch.name, DEFAULT_ARCH);
         assert!(c.note.unwrap().contains("names no GPU"));
         // A built-in example (measured on a GTX 980) is a demonstration on the default GPU.
         let c = choose_arch(None, &kernel(Some("gtx980")), true).unwrap();
-        assert_eq!((c.arch.name.as_str(), c.from, c.note), (DEFAULT_ARCH, ArchFrom::Default, None));
+        assert_eq!((c.arch.name.as_str(), c.note), (DEFAULT_ARCH, None));
     }
 
     #[test]

@@ -35,9 +35,9 @@ pub(super) fn profile_table(text: &str, origin: &str) -> Result<ProfileSet> {
         Field::ALL.iter().filter_map(|f| pos(f.name()).map(|j| (*f, j))).collect();
     let mut profiles = Vec::new();
     let mut first_source = None;
-    for (i, rec) in r.records().enumerate() {
-        let line = i + 2;
+    for rec in r.records() {
         let rec = rec.map_err(|e| crate::table::csv_error(origin, e))?;
+        let line = rec.position().map_or(0, |p| p.line() as usize);
         let cell = |j: Option<usize>| j.and_then(|j| rec.get(j)).map(str::trim).filter(|t| !t.is_empty());
         let text = |j: Option<usize>| cell(j).map(str::to_string);
         let num = |c: &str| cell(pos(c)).and_then(number);
