@@ -133,6 +133,8 @@ fn an_export_from_a_gpu_without_a_profile_points_to_arch_new() {
     Import::new("ncu", &export)
         .arg("--gpu")
         .arg("NVIDIA GeForce RTX 4090")
+        .arg("--gpu-cc")
+        .arg("8.9")
         .out(&dir.path().join("t.csv"))
         .profiles(&profiles)
         .ok();

@@ -164,3 +164,38 @@ fn a_clock_outside_the_table_is_flagged_as_table_and_model_extrapolation() {
         assert!(out.contains("power-model input core_mhz"), "{f}:\n{out}");
     }
 }
+
+/// `--gpu` takes the GPUs gpumodel knows: a misspelt one is refused on one line naming the closest known
+/// GPU, before anything is read or written; an unknown GPU passes with its compute capability, which the
+/// kernel profiles record.
+#[test]
+fn a_misspelt_gpu_is_refused_with_the_closest_name_and_an_unknown_one_needs_its_capability() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = real("ncu-long_a100_conv2d.csv");
+    let out = dir.path().join("refused");
+    let o =
+        Import::new("ncu", &file).profiles(&out).out(&out.join("t.csv")).arg("--gpu").arg("Tesla V10").run();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("did you mean \"NVIDIA Tesla V100 (SXM2)\"") && err.contains("--gpu-cc"), "{err}");
+    assert!(!out.exists(), "nothing is written");
+
+    let o = gpumodel()
+        .args(["predict", "--profile", "datasets/examples/dcgm/v100-job.dmon.txt", "--gpu", "RTX 9090"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("\"RTX 9090\" is no GPU gpumodel knows"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    let stated = import_profiles(
+        "ncu",
+        &file,
+        &dir.path().join("cc"),
+        &["--gpu", "NVIDIA GeForce RTX 4090", "--gpu-cc", "8.9"],
+    );
+    let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stated[0]).unwrap()).unwrap();
+    assert_eq!(p["arch"], "NVIDIA GeForce RTX 4090 (sm_89)");
+}

@@ -26,6 +26,7 @@ pub mod error;
 pub mod export;
 pub mod features;
 pub mod featureset;
+pub mod gpu_name;
 pub mod import;
 pub mod ncu;
 pub mod power_inputs;

@@ -8,7 +8,7 @@ use anyhow::bail;
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use gpumodel_models::utilization::read::{ProfileFormat, ReadOptions, read_file};
 use gpumodel_models::utilization::{Field, UtilizationProfile};
-use gpumodel_predict::clock::{SweepRequest, sweep_profile};
+use gpumodel_predict::clock::{SweepRequest, known_gpus, sweep_profile};
 use gpumodel_train::utilization::run::{ClockTrainParams, train_clock_model};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -34,9 +34,14 @@ pub struct ReadArgs {
     /// Utilization-profile format: dmon, exporter, ncu, collector, nvdvfs, document (guessed when unambiguous).
     #[arg(long, value_name = "FORMAT")]
     pub profile_format: Option<String>,
-    /// The GPU model, for files that do not name it (dcgmi dmon, ncu).
+    /// The GPU model, for files that do not name it (dcgmi dmon, ncu): a GPU `gpumodel arch list` shows
+    /// (by name or model number, e.g. a100, "Tesla V100-SXM2-16GB"), or one a clock model names; another
+    /// GPU with --gpu-cc.
     #[arg(long, value_name = "NAME")]
     pub gpu: Option<String>,
+    /// The compute capability of a --gpu that gpumodel has no profile of (e.g. 8.9), recorded with its name.
+    #[arg(long, value_name = "X.Y", requires = "gpu")]
+    pub gpu_cc: Option<String>,
     /// Core clock (MHz) of the profiled run, for files without a clock column.
     #[arg(long, value_name = "MHZ")]
     pub profile_core_mhz: Option<f64>,
@@ -47,7 +52,12 @@ pub struct ReadArgs {
 }
 
 impl ReadArgs {
-    fn options(&self, skip_bad_rows: bool) -> anyhow::Result<(Option<ProfileFormat>, ReadOptions)> {
+    /// The reading options; `--gpu` checked against the known GPUs and those `clock_model_gpus` name.
+    pub fn options(
+        &self,
+        skip_bad_rows: bool,
+        clock_model_gpus: &[String],
+    ) -> anyhow::Result<(Option<ProfileFormat>, ReadOptions)> {
         let format = self.profile_format.as_deref().map(ProfileFormat::from_name).transpose()?;
         if let Some(ms) = self.dmon_interval_ms
             && !(ms.is_finite() && ms > 0.0)
@@ -62,12 +72,29 @@ impl ReadArgs {
         Ok((
             format,
             ReadOptions {
-                gpu: self.gpu.clone(),
+                gpu: self.checked_gpu(clock_model_gpus)?,
                 core_mhz: self.profile_core_mhz,
                 interval_s: self.dmon_interval_ms.map(|ms| ms / 1000.0),
                 skip_bad_rows,
             },
         ))
+    }
+}
+
+/// The GPUs of the shipped clock models (a `--gpu` that names one is known).
+pub fn shipped_gpus() -> Vec<String> {
+    known_gpus(&SweepRequest::default())
+}
+
+impl ReadArgs {
+    /// `--gpu` as it is recorded: a known GPU's name, or another's with its `--gpu-cc`.
+    pub fn checked_gpu(&self, clock_model_gpus: &[String]) -> anyhow::Result<Option<String>> {
+        match &self.gpu {
+            Some(g) => {
+                Ok(Some(gpumodel_models::gpu_name::check(g, self.gpu_cc.as_deref(), clock_model_gpus)?))
+            }
+            None => Ok(None),
+        }
     }
 }
 
@@ -131,7 +158,6 @@ pub use import::import;
 /// `gpumodel predict --profile FILE`.
 pub fn predict(args: &ProfileArgs, format: ExportFormat) -> anyhow::Result<ExitCode> {
     let Some(path) = &args.profile else { bail!("--profile FILE is needed") };
-    let (fmt, opts) = args.read.options(false)?;
     let mut model_dirs = args.models_dir.clone();
     if let Some(env) = std::env::var_os("GPUMODEL_MODELS") {
         model_dirs.extend(std::env::split_paths(&env));
@@ -142,6 +168,7 @@ pub fn predict(args: &ProfileArgs, format: ExportFormat) -> anyhow::Result<ExitC
         core_clocks: args.core_clocks.clone(),
         max_slowdown: args.max_slowdown,
     };
+    let (fmt, opts) = args.read.options(false, &known_gpus(&req))?;
     let set = read_file(path, fmt, &opts)?;
     print(&sweep_profile(&set, args.job.as_deref(), &req)?, format)?;
     Ok(ExitCode::SUCCESS)

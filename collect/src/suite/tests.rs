@@ -300,3 +300,29 @@ fn current_after_a_pair_resets_the_clocks_first() {
     let t = Table::read_csv(&p.out, "kernel").unwrap();
     assert_eq!(t.distinct_values("core_mhz"), vec![900.0, 1410.0]);
 }
+
+/// A shared GPU's clocks are not ours to change: the suite at the current clocks (`current`, the default
+/// of `collect --suite --clocks`) runs every kernel without one set-clock or reset call, and a resumed
+/// run at the current clocks does not either, even on a GPU that would accept them.
+#[test]
+fn the_suite_at_the_current_clocks_never_calls_the_clock_setters() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = FakeSuiteDevice::new();
+    assert!(dev.clocks_allowed, "a GPU that would accept a clock change, so that none may hide");
+    let mut p = Plan { min_seconds: 0.01, ..plan(dir.path(), "current", &[]) };
+    assert_eq!(p.clocks, [None], "`current` is no clock pair");
+    let stop = Arc::new(AtomicBool::new(false));
+    dev.stop_after = Some((5, stop.clone()));
+    let first = run_suite(&mut dev, &p, &stop, &mut |_| {}).unwrap();
+    assert!(first.interrupted && first.rows_written == 5, "{first:?}");
+    stop.store(false, std::sync::atomic::Ordering::SeqCst);
+    dev.stop_after = None;
+    p.resume = true;
+    let rest = run_suite(&mut dev, &p, &stop, &mut |_| {}).unwrap();
+    assert_eq!(first.rows_written + rest.rows_written, p.kernels.len());
+    let clock_calls: Vec<&String> = dev.log.iter().filter(|c| !c.starts_with("run ")).collect();
+    assert!(clock_calls.is_empty(), "clock calls at the current clocks: {clock_calls:?}");
+    assert_eq!(dev.log.len(), p.kernels.len(), "one run per kernel");
+    assert!(rows(&p.out).iter().all(|(_, clocks)| clocks == "current"));
+    assert!(first.warnings.is_empty() && rest.warnings.is_empty());
+}

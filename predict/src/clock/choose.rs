@@ -67,6 +67,22 @@ fn user_models(dirs: &[PathBuf]) -> Vec<(PathBuf, ClockModel)> {
     out
 }
 
+/// The GPUs the clock models at hand name: `--clock-model`'s, the user's folders' and the shipped ones (a
+/// `--gpu` naming one of them is a GPU gpumodel knows).
+pub fn known_gpus(req: &SweepRequest) -> Vec<String> {
+    let mut gpus: Vec<String> = user_models(&req.model_dirs).into_iter().map(|(_, m)| m.gpu).collect();
+    if let Some(m) = req
+        .model
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok().map(|t| (p, t)))
+        .and_then(|(p, t)| ClockModel::from_json(&t, &p.display().to_string()).ok())
+    {
+        gpus.push(m.gpu);
+    }
+    gpus.extend(shipped().unwrap_or_default().into_iter().map(|m| m.gpu));
+    gpus
+}
+
 /// Chooses the clock model for `p`: `--model`, else the user's model of the profile's GPU (from
 /// `req.model_dirs`), else the shipped one, else a shipped one carried over.
 pub fn choose(req: &SweepRequest, p: &UtilizationProfile) -> Result<Choice> {

@@ -5,5 +5,5 @@
 pub mod choose;
 pub mod sweep;
 
-pub use choose::{Choice, choose, gpu_matches, same_gpu_model, shipped};
+pub use choose::{Choice, choose, gpu_matches, known_gpus, same_gpu_model, shipped};
 pub use sweep::{ClockSweep, SweepRequest, sweep_profile};

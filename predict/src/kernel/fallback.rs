@@ -218,7 +218,7 @@ smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,\
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,\
 smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_fp64.sum,smsp__inst_executed_pipe_alu.sum,\
 smsp__inst_executed_pipe_xu.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,\
-lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active ./app";
+lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__sass_inst_executed_op_branch.sum,device__attribute_display_name,sm__cycles_elapsed.avg.per_second ./app";
 
 /// The nvprof equivalent (GPUs up to Volta).
 pub const NVPROF_METRICS: &str = "nvprof --csv --metrics inst_executed,gld_transactions,gld_transactions_per_request,\

@@ -39,6 +39,7 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if args.gpu_trace.is_some() && args.source != "nvprof" {
         anyhow::bail!("--gpu-trace is nvprof's companion file; ncu exports carry their own launch shapes");
     }
+    let gpu = args.dcgm.read.checked_gpu(&crate::cli::utilization::shipped_gpus())?;
     // The profiles folder first (--out may name a file inside it); removed again when the import fails,
     // so a failed import leaves nothing.
     let created = match &args.profiles {
@@ -48,7 +49,7 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    let result = write_all(args, launch);
+    let result = write_all(args, launch, gpu.as_deref());
     if let (Err(_), Some(dir)) = (&result, created) {
         let _ = std::fs::remove_dir(dir);
     }
@@ -56,10 +57,14 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The import proper: the table to --out (or stdout), the profiles, the summary of what was written.
-fn write_all(args: &Args, launch: Option<Launch>) -> anyhow::Result<Option<ImportSummary>> {
+fn write_all(
+    args: &Args,
+    launch: Option<Launch>,
+    gpu: Option<&str>,
+) -> anyhow::Result<Option<ImportSummary>> {
     Ok(match &args.out {
         Some(out) => {
-            let counts = write_atomic_with(out, |w| import_into(args, launch, w))?;
+            let counts = write_atomic_with(out, |w| import_into(args, launch, gpu, w))?;
             let mut s = ImportSummary {
                 source: args.file.display().to_string(),
                 format: args.source.clone(),
@@ -79,7 +84,7 @@ fn write_all(args: &Args, launch: Option<Launch>) -> anyhow::Result<Option<Impor
         }
         None => {
             let mut bytes = Vec::new();
-            let counts = import_into(args, launch, &mut bytes)?;
+            let counts = import_into(args, launch, gpu, &mut bytes)?;
             emit(&String::from_utf8_lossy(&bytes))?;
             if let Some(dir) = &args.profiles {
                 eprintln!("gpumodel: wrote {} kernel profile(s) to {}", counts.profiles, dir.display());
@@ -99,13 +104,18 @@ struct Counts {
 
 /// Reads the export, writes the table to `w` one kernel at a time, reports on stderr and writes the
 /// profiles (all built before the first is written: a bad kernel leaves no partial set).
-fn import_into(args: &Args, launch: Option<Launch>, w: impl Write) -> anyhow::Result<Counts> {
+fn import_into(
+    args: &Args,
+    launch: Option<Launch>,
+    gpu: Option<&str>,
+    w: impl Write,
+) -> anyhow::Result<Counts> {
     let source = args.file.display().to_string();
     let mut sink = Sink {
         source: &source,
         launch,
         table: KernelsCsv::new(w)?,
-        gpu: args.dcgm.read.gpu.as_deref().map(str::trim).filter(|g| !g.is_empty()),
+        gpu,
         want_profiles: args.profiles.is_some(),
         profiles: Vec::new(),
         lines: Vec::new(),

@@ -60,7 +60,7 @@ fn profiles_section(ps: &[UtilizationProfile]) -> Vec<Section> {
 /// writes them only when all is well.
 pub fn import(args: &crate::cli::import::Args) -> anyhow::Result<ExitCode> {
     let (file, out, format) = (args.file.as_path(), args.out.as_deref(), args.format);
-    let (fmt, opts) = args.dcgm.read.options(args.skip_bad_rows)?;
+    let (fmt, opts) = args.dcgm.read.options(args.skip_bad_rows, &shipped_gpus())?;
     let set = read_file(file, fmt, &opts)?;
     let summary = ImportSummary {
         file: file.display().to_string(),
