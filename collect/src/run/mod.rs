@@ -102,13 +102,15 @@ fn run_once<P: PowerSource + 'static>(
     // Phase 2: idle with the counter profiler running (its own overhead).
     let mut csampler = None;
     if let Some(mut src) = counters {
-        if let Err(e) = src.start(clock.now_s()) {
+        let started = clock.now_s();
+        if let Err(e) = src.start(started) {
             let _ = psampler.stop();
             meta.status = RunStatus::Failed(e.to_string());
             writer.finish(&meta)?;
             return Err(e);
         }
         csampler = Some(spawn_counters(src, opts.rate_hz.min(100.0), clock, tx.clone())?);
+        c.profiler_from = started;
         c.phase = Phase::Profiler;
         c.drain_phase(idle_d);
     }

@@ -1,4 +1,4 @@
-//! The phases of a run and the consumer that accounts each sampler event to the phase it arrived in.
+//! The phases of a run and the consumer that accounts each power sample to the phase it was read in.
 
 use super::merger::Merger;
 use crate::error::Error;
@@ -23,6 +23,9 @@ pub(super) struct Consumer {
     rx: Receiver<Event>,
     pub(super) merger: Merger,
     pub(super) phase: Phase,
+    /// When the counter profiler started, seconds on the run clock (infinite before): a power sample
+    /// read earlier is idle power even when the host delivers it after the phase has changed.
+    pub(super) profiler_from: f64,
     /// Power in phase 1.
     pub(super) idle: Acc,
     /// Power in phase 2.
@@ -59,6 +62,7 @@ impl Consumer {
                 written: vec![],
             },
             phase: Phase::Idle,
+            profiler_from: f64::INFINITY,
             idle: Acc::default(),
             with_profiler: Acc::default(),
             energies: vec![],
@@ -123,10 +127,12 @@ impl Consumer {
         {
             match ev {
                 Event::Power(s) => {
-                    match self.phase {
-                        Phase::Idle => self.idle.add(s.reading.power.get()),
-                        Phase::Profiler => self.with_profiler.add(s.reading.power.get()),
-                        Phase::Run => {}
+                    // By the time the sample was read, not when it arrived: a loaded host can queue
+                    // several samples across a phase change.
+                    if s.t_s < self.profiler_from.min(self.merger.run_start) {
+                        self.idle.add(s.reading.power.get());
+                    } else if s.t_s < self.merger.run_start {
+                        self.with_profiler.add(s.reading.power.get());
                     }
                     self.merger.push_power(s);
                 }

@@ -65,6 +65,38 @@ fn idle_power_and_profiler_overhead_are_accounted() {
     assert!(t.column("exec_inst").unwrap().iter().all(|&c| (c - 4e9).abs() < 1.0));
 }
 
+/// A loaded host can deliver power samples after the phase they were read in has ended: each is
+/// accounted by the time it was read, so queued idle samples never lower the profiler's overhead and
+/// queued profiler samples never become trace rows.
+#[test]
+fn queued_samples_are_accounted_to_the_phase_they_were_read_in() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut c = phases::Consumer::new(rx, false, 0, vec![]);
+    let sample = |t_s: f64, w: f64| {
+        let reading = crate::power::PowerReading { power: gpumodel_models::Watts(w), core: None, mem: None };
+        crate::sampler::Event::Power(PowerSample { t_s, reading, late_s: 0.0 })
+    };
+    // Phase 1 ends with nothing consumed; the profiler starts at 1 s, the program at 2 s.
+    c.profiler_from = 1.0;
+    c.phase = phases::Phase::Profiler;
+    for t in [0.2, 0.5, 0.8] {
+        tx.send(sample(t, 100.0)).unwrap();
+    }
+    tx.send(sample(1.2, 130.0)).unwrap();
+    c.drain(Duration::ZERO);
+    c.phase = phases::Phase::Run;
+    c.merger.run_start = 2.0;
+    for t in [1.5, 1.8, 2.1, 2.4] {
+        tx.send(sample(t, 130.0)).unwrap();
+    }
+    c.drain(Duration::ZERO);
+    assert_eq!(c.idle.mean(), Some(100.0));
+    assert_eq!(c.with_profiler.mean(), Some(130.0));
+    // Rows start at the program: (2.0, 2.1] and (2.1, 2.4].
+    let rows = c.merger.ready(true);
+    assert_eq!(rows.len(), 2, "{}", rows.len());
+}
+
 #[test]
 fn counter_rates_are_time_weighted_over_each_row() {
     let mut m = Merger {
@@ -189,11 +221,11 @@ fn replay_merges_every_group_on_time_since_the_program_started() {
     let miss = t.column("l1_global_load_miss").unwrap();
     let g_load = t.column("G_load").unwrap();
     assert!(t.n_rows() >= 10, "{}", t.n_rows());
-    // Rows both passes cover: the first half of the program's 0.5 s, however slow a pass started.
+    // Rows both passes cover: the program's first 0.45 s (each pass's program runs at least 0.5 s),
+    // however slow a pass started. A loaded host may starve the sampler early on, so at least two.
     let t_s = t.column("t_s").unwrap();
-    let start = t_s[0];
-    let covered: Vec<usize> = (1..t.n_rows()).filter(|&i| t_s[i] - start <= 0.25).collect();
-    assert!(covered.len() >= 3, "{t_s:?}");
+    let covered: Vec<usize> = (1..t.n_rows()).filter(|&i| t_s[i] <= 0.45).collect();
+    assert!(covered.len() >= 2, "{t_s:?}");
     for i in covered {
         assert!((gld[i] - 100.0).abs() < 1e-6, "row {i}: {}", gld[i]);
         assert!(
