@@ -20,6 +20,15 @@
 //! * **Texture**: from Maxwell on, L1 and texture are one cache and nvprof's `tex_cache_transactions`
 //!   include the global loads: texture-only queries are the excess over `gld_transactions`, misses follow
 //!   `tex_cache_hit_rate`. On Kepler (3.x) the texture cache is separate: all its transactions are texture.
+//!   On Volta and newer (7.0+) shared memory joins the same unit (Volta tuning guide, "Combined L1 Data
+//!   Cache and Shared Memory") and the metric is the unified cache's read transactions to the SM (nvprof
+//!   metrics reference, 7.x table): one per global-load request, per shared-load transaction and per
+//!   global-store request. On the NV-DVFS V100 rows the three account for the metric within a few percent
+//!   in 22 of the 29 kernels (matrixMulShared: 402.8 M shared + 16.8 M load + 0.1 M store requests of
+//!   420.0 M), and what exceeds them is the texture fetches of the kernels that use textures
+//!   (convolutionTexture 99 %, stereoDisparity 37 %). So texture-only queries are the excess over those
+//!   three, never below 0; a request is `transactions / transactions_per_request` (4 sectors, one fully
+//!   coalesced warp of 4-byte words, when the export has no per-request figure).
 //! * **Shared memory**: nvprof's `shared_load_transactions` are bank-wide accesses (wavefronts); requests
 //!   are `transactions / transactions_per_request`, the excess are bank-conflict replays. On 7.0+ (ncu) a
 //!   64- or 128-bit access takes 2 or 4 wavefronts without any conflict, so conflicts come only from the
@@ -222,7 +231,16 @@ pub fn from_nvprof(m: &BTreeMap<String, f64>, cc: Option<Capability>) -> Result<
     r.set("branch", &[(&["cf_executed"], 1.0)]);
     if let Some(tex) = m.get("tex_cache_transactions").copied() {
         r.get("tex_cache_transactions");
-        let queries = if cc.unified_l1_texture() {
+        let queries = if cc.unified_l1_caches_global_loads() {
+            let requests = |tx: &str, per: &str| {
+                let per = m.get(per).copied().filter(|p| *p >= 1.0).unwrap_or(SECTORS_PER_REQUEST);
+                m.get(tx).copied().unwrap_or(0.0) / per
+            };
+            let other = requests("gld_transactions", "gld_transactions_per_request")
+                + requests("gst_transactions", "gst_transactions_per_request")
+                + m.get("shared_load_transactions").copied().unwrap_or(0.0);
+            (tex - other).max(0.0)
+        } else if cc.unified_l1_texture() {
             (tex - m.get("gld_transactions").copied().unwrap_or(0.0)).max(0.0)
         } else {
             tex
@@ -261,6 +279,10 @@ pub fn from_nvprof(m: &BTreeMap<String, f64>, cc: Option<Capability>) -> Result<
     }
     Ok(r.out)
 }
+
+/// 32-byte sectors in one fully coalesced warp request of 4-byte words: what a transaction count is divided
+/// by when an export has no per-request figure.
+const SECTORS_PER_REQUEST: f64 = 4.0;
 
 /// Canonical counters that nvprof counts per thread (divided by the warp size on import).
 pub const THREAD_LEVEL: &[&str] =

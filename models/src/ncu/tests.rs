@@ -234,7 +234,7 @@ fn nvprof_values_with_units_are_read_in_base_units() {
 }
 
 /// Kepler's texture cache is separate (all its transactions are texture); from Maxwell on, the unified
-/// cache's transactions include the global loads.
+/// cache's transactions include the global loads; from Volta on, shared loads and store requests too.
 #[test]
 fn texture_queries_follow_the_capability() {
     use super::metrics::{Capability, from_nvprof};
@@ -248,6 +248,43 @@ fn texture_queries_follow_the_capability() {
     assert_eq!(kepler.counters["tex0_cache_sector_queries"], 500.0);
     assert_eq!(pascal.counters["tex0_cache_sector_queries"], 300.0);
     assert_eq!(pascal.counters["tex0_cache_sector_misses"], 150.0);
+    // Volta: the unified cache also serves shared loads and counts store requests. The V100's
+    // matrixMulShared row of NV-DVFS (all but its texture-free remainder is loads, stores and shared),
+    // then its convolutionTexture row (no global loads, no shared memory: the rest is texture).
+    let volta = Some(Capability { major: 7, minor: 0 });
+    let row =
+        |v: &[(&str, f64)]| -> BTreeMap<String, f64> { v.iter().map(|(k, v)| (k.to_string(), *v)).collect() };
+    let mm = from_nvprof(
+        &row(&[
+            ("tex_cache_transactions", 419954688.0),
+            ("tex_cache_hit_rate", 0.001),
+            ("gld_transactions", 67108864.0),
+            ("gld_transactions_per_request", 4.0),
+            ("gst_transactions", 524288.0),
+            ("gst_transactions_per_request", 4.0),
+            ("shared_load_transactions", 402788963.0),
+        ]),
+        volta,
+    )
+    .unwrap();
+    let q = mm.counters["tex0_cache_sector_queries"];
+    assert!(q < 0.001 * 419954688.0, "{q}");
+    let conv = from_nvprof(
+        &row(&[
+            ("tex_cache_transactions", 452203520.0),
+            ("tex_cache_hit_rate", 0.9496),
+            ("gld_transactions", 0.0),
+            ("gst_transactions", 13107200.0),
+            ("gst_transactions_per_request", 4.0),
+        ]),
+        volta,
+    )
+    .unwrap();
+    assert_eq!(conv.counters["tex0_cache_sector_queries"], 452203520.0 - 13107200.0 / 4.0);
+    // Without a per-request figure a request is 4 sectors.
+    let v =
+        from_nvprof(&row(&[("tex_cache_transactions", 500.0), ("gld_transactions", 200.0)]), volta).unwrap();
+    assert_eq!(v.counters["tex0_cache_sector_queries"], 450.0);
     assert_eq!(Capability::of_device("GeForce GTX 980 (0)"), Some(Capability { major: 5, minor: 2 }));
     assert_eq!(Capability::of_device("Tesla P100-PCIE-16GB (0)"), Some(Capability { major: 6, minor: 0 }));
     assert_eq!(Capability::of_device("GeForce GTX 1080 Ti (0)"), Some(Capability { major: 6, minor: 1 }));
