@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A registered NV-DVFS dataset (nvdvfs-gtx1080ti, nvdvfs-gtx980, nvdvfs-p100) or the path of an
+    /// A registered NV-DVFS dataset (nvdvfs-gtx1080ti, nvdvfs-gtx980, nvdvfs-p100, nvdvfs-v100) or the path of an
     /// NV-DVFS CSV.
     #[arg(long)]
     pub data: String,
