@@ -31,20 +31,29 @@ pub enum Baseline {
     WangChu2018,
     /// Hong & Kim, ISCA 2009 (MWP-CWP), with Wang & Chu's DVFS memory constants.
     HongKim2009,
+    /// The time measured on another GPU, scaled by the ratio of the two GPUs' throughput in the kernel's
+    /// bottleneck ([`crate::validation::from_gpu`]): what a user with a measured time and no model would do.
+    Scaled,
+    /// Ours, anchored: the time measured on another GPU, times the ratio of the timing model's times on the
+    /// two GPUs ([`crate::validation::from_gpu`]).
+    ModelScaled,
 }
 
 impl Baseline {
     /// Every baseline, in the order reports show them.
-    pub const ALL: [Baseline; 2] = [Baseline::WangChu2018, Baseline::HongKim2009];
+    pub const ALL: [Baseline; 4] =
+        [Baseline::WangChu2018, Baseline::HongKim2009, Baseline::Scaled, Baseline::ModelScaled];
 
-    /// `wang-chu-2018` or `hong-kim-2009`; anything else is an error listing both.
+    /// `wang-chu-2018`, `hong-kim-2009`, `scaled` or `model-scaled`; anything else is an error listing them.
     pub fn parse(s: &str) -> Result<Baseline> {
         match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
             "wang-chu-2018" | "wang-chu" | "wangchu" => Ok(Baseline::WangChu2018),
             "hong-kim-2009" | "hong-kim" | "hongkim" | "mwp-cwp" => Ok(Baseline::HongKim2009),
-            other => {
-                Err(Error::Invalid(format!("unknown baseline '{other}': use wang-chu-2018 or hong-kim-2009")))
-            }
+            "scaled" => Ok(Baseline::Scaled),
+            "model-scaled" => Ok(Baseline::ModelScaled),
+            other => Err(Error::Invalid(format!(
+                "unknown baseline '{other}': use wang-chu-2018, hong-kim-2009, scaled or model-scaled"
+            ))),
         }
     }
 
@@ -53,16 +62,25 @@ impl Baseline {
         match self {
             Baseline::WangChu2018 => "wang-chu-2018",
             Baseline::HongKim2009 => "hong-kim-2009",
+            Baseline::Scaled => "scaled",
+            Baseline::ModelScaled => "model-scaled",
         }
     }
 
-    /// Predicted time (seconds) of NV-DVFS table row `row` at its own clocks.
-    pub fn time_s(self, c: &WangChuConstants, x: &PeerInputs, core_mhz: f64, mem_mhz: f64) -> f64 {
+    /// Whether it starts from a time measured on another GPU (validate's `--from`), not from the counters.
+    pub fn needs_a_measured_time(self) -> bool {
+        matches!(self, Baseline::Scaled | Baseline::ModelScaled)
+    }
+
+    /// Predicted time (seconds) of NV-DVFS table row `row` at its own clocks, for the baselines computed
+    /// from counters (`None` for those that start from a measured time).
+    pub fn time_s(self, c: &WangChuConstants, x: &PeerInputs, core_mhz: f64, mem_mhz: f64) -> Option<f64> {
         let cycles = match self {
             Baseline::WangChu2018 => wang_chu_cycles(c, x, core_mhz, mem_mhz),
             Baseline::HongKim2009 => hong_kim_cycles(c, x, core_mhz, mem_mhz),
+            Baseline::Scaled | Baseline::ModelScaled => return None,
         };
-        cycles * x.rounds(c) / (core_mhz * 1e6)
+        Some(cycles * x.rounds(c) / (core_mhz * 1e6))
     }
 }
 
@@ -346,7 +364,7 @@ mod tests {
         assert!((wang_chu_cycles(&c, &x, 1600.0, 5000.0) - want).abs() < 1e-9);
         // Rounds: 8960 warps / (64 · 28 · 0.5) = 10.
         assert!((x.rounds(&c) - 10.0).abs() < 1e-12);
-        let t = Baseline::WangChu2018.time_s(&c, &x, 1600.0, 5000.0);
+        let t = Baseline::WangChu2018.time_s(&c, &x, 1600.0, 5000.0).unwrap();
         assert!((t - want * 10.0 / 1600e6).abs() < 1e-18);
     }
 
@@ -411,6 +429,12 @@ mod tests {
         assert_eq!(Baseline::parse("Hong-Kim-2009").unwrap(), Baseline::HongKim2009);
         let msg = Baseline::parse("song-2013").unwrap_err().to_string();
         assert!(msg.contains("wang-chu-2018") && msg.contains("hong-kim-2009"), "{msg}");
+        assert_eq!(Baseline::parse("scaled").unwrap(), Baseline::Scaled);
+        assert!(
+            Baseline::Scaled
+                .time_s(&WangChuConstants::for_arch("p100").unwrap(), &inputs(), 1e3, 1e3)
+                .is_none()
+        );
         assert!(WangChuConstants::for_arch("a100").is_none());
     }
 }

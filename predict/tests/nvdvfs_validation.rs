@@ -55,6 +55,7 @@ fn wang_chu_20(objectives: &[&str]) -> Options {
         objectives: objectives.iter().map(|o| Objective::parse(o).unwrap()).collect(),
         kernels: Some(WANG_CHU_20.iter().map(|k| k.to_string()).collect()),
         baselines: vec![Baseline::WangChu2018],
+        from: None,
     }
 }
 

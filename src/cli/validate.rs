@@ -8,6 +8,7 @@ use gpumodel_models::import::{BadRows, Format};
 use gpumodel_models::registry::{Locator, open, sha256_hex};
 use gpumodel_predict::baseline::Baseline;
 use gpumodel_predict::calibration::file::DatasetInfo;
+use gpumodel_predict::validation::from_gpu::FromGpu;
 use gpumodel_predict::validation::{Options, Progress, ValidateOutput, validate_with_progress};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,9 +26,17 @@ pub struct Args {
     #[arg(long = "objective", default_values = ["e", "ed", "ed2"])]
     pub objectives: Vec<String>,
     /// Peer timing model to compute from the same rows and report beside ours: wang-chu-2018 or
-    /// hong-kim-2009. Repeatable.
+    /// hong-kim-2009; with --from also scaled (the measured time × the GPUs' throughput ratio in the
+    /// kernel's bottleneck) and model-scaled (the measured time × the timing model's ratio). Repeatable.
     #[arg(long = "baseline", value_name = "NAME")]
     pub baselines: Vec<String>,
+    /// Take each kernel's profile (counters and measured time) from another GPU's NV-DVFS rows (a dataset
+    /// name or a file) and predict --data's clock pairs from it: a GPU's time from another GPU's profile.
+    #[arg(long, value_name = "DATA", requires = "from_arch")]
+    pub from: Option<String>,
+    /// The architecture profile of the --from GPU: a built-in name or a TOML file.
+    #[arg(long, value_name = "ARCH", requires = "from")]
+    pub from_arch: Option<String>,
     /// Restrict the validation to a kernel set: a file with one kernel name per line (or comma-separated;
     /// `#` starts a comment), or a comma-separated list of names (e.g. Wang & Chu's 20 kernels). A value
     /// with a `/` or a `.` is a file, which must exist.
@@ -118,8 +127,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         anyhow::bail!("{} already exists: pass --force to overwrite it, or choose another file", p.display());
     }
+    let from = match (&args.from, &args.from_arch) {
+        (Some(data), Some(a)) => {
+            let table = open(data, Some(Format::Nvdvfs), BadRows::Fail, &Locator::from_env())?.imported.table;
+            Some(FromGpu { table, arch: ArchProfile::resolve(a)? })
+        }
+        _ => None,
+    };
     let opened = open(&args.data, Some(Format::Nvdvfs), BadRows::Fail, &Locator::from_env())?;
-    let opts = Options { objectives, kernels, baselines };
+    let opts = Options { objectives, kernels, baselines, from };
     let bar = Bar(crate::cli::output::Progress::new(0, "validate", args.quiet));
     let report = validate_with_progress(&opened.imported.table, &arch, &opts, &bar);
     bar.0.finish();

@@ -349,7 +349,9 @@ pub fn nvdvfs_error(t: &Table, arch: &ArchProfile) -> Result<FallbackError> {
             full.push(err(crate::predict_time_only(&p, arch, &cfg)?.time_s));
             if let Some(c) = &wc {
                 let x = PeerInputs::from_row(t, r)?;
-                peer.push(err(Baseline::WangChu2018.time_s(c, &x, clocks.core_mhz, clocks.mem_mhz)));
+                if let Some(t) = Baseline::WangChu2018.time_s(c, &x, clocks.core_mhz, clocks.mem_mhz) {
+                    peer.push(err(t));
+                }
             }
         }
     }

@@ -43,6 +43,7 @@ use gpumodel_models::timing::{
 };
 use gpumodel_models::uncertainty::{self, Interval, Paired, SeedPredictions};
 
+pub mod from_gpu;
 pub mod nested;
 pub mod power_fit;
 pub mod report;
@@ -80,12 +81,15 @@ pub struct Options {
     pub kernels: Option<Vec<String>>,
     /// Peer timing models to compute from the same rows.
     pub baselines: Vec<Baseline>,
+    /// Profiles from another GPU ([`from_gpu`]): each kernel's counters and measured time are that GPU's,
+    /// and the rows under test only give clocks and the times to score against.
+    pub from: Option<from_gpu::FromGpu>,
 }
 
 impl Options {
     /// Every kernel, no baseline, these objectives.
     pub fn new(objectives: &[Objective]) -> Options {
-        Options { objectives: objectives.to_vec(), kernels: None, baselines: Vec::new() }
+        Options { objectives: objectives.to_vec(), kernels: None, baselines: Vec::new(), from: None }
     }
 }
 
@@ -173,7 +177,15 @@ pub fn validate_with_progress(
             }
         }
     }
-    let peer_constants = if opts.baselines.is_empty() {
+    if opts.from.is_none()
+        && let Some(b) = opts.baselines.iter().find(|b| b.needs_a_measured_time())
+    {
+        return Err(Error::Invalid(format!(
+            "baseline {} starts from a time measured on another GPU: give --from DATA --from-arch ARCH (its NV-DVFS rows and profile)",
+            b.label()
+        )));
+    }
+    let peer_constants = if opts.baselines.iter().all(|b| b.needs_a_measured_time()) {
         None
     } else {
         Some(WangChuConstants::for_arch(&arch.name).ok_or_else(|| {
@@ -189,6 +201,7 @@ pub fn validate_with_progress(
     let cc = gpumodel_models::ncu::metrics::Capability::parse(&arch.compute_capability);
     let mut prep: Vec<Prepared> = Vec::with_capacity(t.n_rows());
     let mut bottlenecks = Vec::new();
+    let anchors = opts.from.as_ref().map(|f| from_gpu::anchors(f, t, &groups)).transpose()?;
     for (ki, (_, rows)) in groups.iter().enumerate() {
         // The profile: the row nearest the default clocks (relative distance).
         let reference = *rows
@@ -201,7 +214,11 @@ pub fn validate_with_progress(
                 d(a).total_cmp(&d(b))
             })
             .expect("a group has rows");
-        let k = profile_from_row_for(t, reference, cc)?;
+        let anchor = anchors.as_ref().map(|a| &a[ki]);
+        let k = match &anchor {
+            Some(a) => a.profile.clone(),
+            None => profile_from_row_for(t, reference, cc)?,
+        };
         let x = TimingInputs::from_profile(&k)?;
         let cfg = crate::kernel::Config::default();
         let tp = crate::kernel::predict_time_only(&k, arch, &cfg)?;
@@ -220,13 +237,27 @@ pub fn validate_with_progress(
             let to = predict_time_with(&x, arch, &occ, clocks, overlap);
             // The structures differ in the SM side and the fill, never in the barrier time.
             debug_assert_eq!(to.sync_s, tm.sync_s);
-            let baselines = match &peer_constants {
-                Some(c) => {
-                    let px = PeerInputs::from_row(t, r)?;
-                    opts.baselines.iter().map(|b| b.time_s(c, &px, clocks.core_mhz, clocks.mem_mhz)).collect()
-                }
-                None => Vec::new(),
+            let own_peer = match (&peer_constants, anchor) {
+                (Some(_), None) => Some(PeerInputs::from_row(t, r)?),
+                _ => None,
             };
+            let mut baselines = Vec::with_capacity(opts.baselines.len());
+            for b in &opts.baselines {
+                let v = match (b, anchor, &opts.from) {
+                    (Baseline::Scaled, Some(a), Some(f)) => a.scaled_s(&f.arch, arch, clocks),
+                    (Baseline::ModelScaled, Some(a), _) => a.model_scaled_s(tm.time_s),
+                    _ => {
+                        let px = anchor.map(|a| &a.peer).or(own_peer.as_ref());
+                        match (peer_constants.as_ref(), px) {
+                            (Some(c), Some(px)) => {
+                                b.time_s(c, px, clocks.core_mhz, clocks.mem_mhz).unwrap_or(f64::NAN)
+                            }
+                            _ => f64::NAN,
+                        }
+                    }
+                };
+                baselines.push(v);
+            }
             prep.push(Prepared {
                 kernel: ki,
                 clocks,
@@ -468,6 +499,9 @@ pub fn validate_with_progress(
     }
     if !labels.is_empty() {
         method.push("baselines: computed from each row's own nvprof metrics with the authors' published per-GPU constants, without name-based special cases (see gpumodel_predict::baseline); nothing fitted on these rows".into());
+    }
+    if let Some(f) = &opts.from {
+        method.push(format!("profiles from {}: each kernel's counters and measured time are its row nearest the {} default clocks; the rows under test give only their clocks and the times scored; the peer models read the same {} counters with this GPU's constants; scaled = that measured time x the two GPUs' throughput ratio in the kernel's bottleneck on {}; model-scaled = that measured time x the timing model's time ratio between the GPUs", f.table.source, f.arch.name, f.arch.name, f.arch.name));
     }
     Ok(Report {
         data: t.source.clone(),
