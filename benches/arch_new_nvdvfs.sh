@@ -3,7 +3,7 @@
 # built-in profile would get it: each NV-DVFS GPU's profile written from its compute capability, its
 # board's SMs, boost clock, memory clock, bandwidth and TDP (vendor specifications), and latencies carried
 # over from another GPU's built-in profile (never its own), then `validate` beside Wang & Chu's general
-# form, on all 30 kernels and on Wang & Chu's 20. The built-in profiles' figures are in the kernel-time
+# form, on all kernels (30; the V100's 29) and on Wang & Chu's 20. The built-in profiles' figures are in the kernel-time
 # sections of BENCHMARKS.md. Deterministic.
 #
 # Usage: benches/arch_new_nvdvfs.sh [path/to/gpumodel]   (default: target/release/gpumodel, built if missing)
@@ -20,6 +20,7 @@ boards=(
   "p100|6.0|56|1480|715|732|300|NVIDIA Tesla P100 (SXM2)|gtx1080ti"
   "gtx1080ti|6.1|28|1582|5505|484|250|NVIDIA GeForce GTX 1080 Ti|p100"
   "gtx980|5.2|16|1126|3505|224|165|NVIDIA GeForce GTX 980|titanx"
+  "v100|7.0|80|1530|877|900|300|NVIDIA Tesla V100 (SXM2)|p100"
 )
 for b in "${boards[@]}"; do
   IFS='|' read -r name cc sms core mem bw tdp display like <<<"$b"
