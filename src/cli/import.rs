@@ -1,6 +1,7 @@
 //! `gpumodel import guerreiro|nvdvfs|ncu|nvprof FILE --out table.csv` — measurement files → training table
 //! (and, for ncu / nvprof, kernel profiles for `predict` with `--profiles DIR`).
 
+pub mod export;
 mod profiler;
 
 use super::output::{ExportFormat, emit, print};

@@ -36,9 +36,13 @@ pub struct Args {
     /// Active warps per SM (at most the architecture's maximum; at least one block's warps).
     #[arg(long)]
     pub warps: Option<u32>,
-    /// Kernel profile (TOML or JSON), or an embedded example: reduction, transpose, matrixmul.
+    /// Kernel profile (TOML or JSON), an Nsight Compute or nvprof CSV export, or an embedded example:
+    /// reduction, transpose, matrixmul.
     #[arg(long, default_value = examples::DEFAULT_KERNEL)]
     pub kernel: String,
+    /// Which kernel launch of an export --kernel predicts (1-based, the export's order), when it holds several.
+    #[arg(long, value_name = "N")]
+    pub launch: Option<usize>,
     /// Architecture profile: a built-in name (c2075, m2090, gtx980, titanx, gtx1080ti, p100, v100, a100,
     /// h100) or a TOML file. Default: the GPU the kernel file names (an export's device or compute
     /// capability), else titanx; the built-in examples are predicted on titanx.
@@ -76,8 +80,13 @@ pub struct Args {
     pub clocks: crate::cli::utilization::ProfileArgs,
 }
 
-fn load_kernel(spec: &str) -> anyhow::Result<KernelProfile> {
+fn load_kernel(spec: &str, launch: Option<usize>) -> anyhow::Result<KernelProfile> {
     if let Some(k) = examples::kernel(spec) {
+        if launch.is_some() {
+            anyhow::bail!(
+                "--launch picks a kernel launch of an ncu or nvprof export: {spec} is a built-in example"
+            );
+        }
         return k.context("embedded example kernel");
     }
     let p = Path::new(spec);
@@ -87,7 +96,13 @@ fn load_kernel(spec: &str) -> anyhow::Result<KernelProfile> {
             examples::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
     }
-    Ok(KernelProfile::from_file(p)?)
+    match crate::cli::import::export::profiler_of(p) {
+        Some(profiler) => crate::cli::import::export::kernel_of(p, profiler, launch),
+        None if launch.is_some() => {
+            anyhow::bail!("--launch picks a kernel launch of an ncu or nvprof export: {spec} is not one")
+        }
+        None => Ok(KernelProfile::from_file(p)?),
+    }
 }
 
 fn load_model(spec: &str) -> anyhow::Result<ModelArtifact> {
@@ -155,7 +170,7 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
             anyhow::bail!("{flag} {v}: a clock must be within 50–{max} MHz");
         }
     }
-    let kernel = load_kernel(&args.kernel)?;
+    let kernel = load_kernel(&args.kernel, args.launch)?;
     let choice = choose_arch(args.arch.as_deref(), &kernel, examples::kernel(&args.kernel).is_some())?;
     let arch = choice.arch;
     let calibration = match &args.calibration {
