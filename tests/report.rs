@@ -290,22 +290,39 @@ fn the_envelope_is_read_and_an_older_version_is_refused_in_one_line() {
     assert!(!out.exists(), "nothing may be written on bad input");
 }
 
+/// A result with nothing to plot (`cluster`, `counters`, …) has its fields in the page as tables; a file
+/// that is not JSON is refused in one line that names it and what was expected.
 #[test]
-fn a_result_of_another_command_names_the_file_and_what_was_expected() {
+fn every_command_s_result_has_a_place_and_a_file_that_is_not_json_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = dir.path().join("cluster.json");
     std::fs::write(&cluster, run(&["cluster", "--format", "json"])).unwrap();
+    let counters = dir.path().join("counters.json");
+    std::fs::write(&counters, run(&["counters", "--chip", "GH100", "--format", "json"])).unwrap();
+    let page = dir.path().join("r.html");
+    let a = gpumodel().arg("report").arg(&cluster).arg(&counters).arg("--out").arg(&page).output().unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let out = String::from_utf8_lossy(&a.stdout);
+    assert!(out.contains("0 figures and ") && out.contains("tables from 2 result file(s)"), "{out}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("`gpumodel cluster`: nothing to plot")
+            && html.contains("`gpumodel counters`: nothing to plot")
+    );
+    // The chip and one of its model inputs, as the command printed them.
+    assert!(
+        html.contains("<td>chip</td><td>GH100</td>") && html.contains("<caption>inputs</caption>"),
+        "{html}"
+    );
+
     let notjson = dir.path().join("notes.json");
     std::fs::write(&notjson, "not json").unwrap();
-    for (file, says) in [(&cluster, "gpumodel cluster"), (&notjson, "not JSON")] {
-        let a =
-            gpumodel().arg("report").arg(file).arg("--out").arg(dir.path().join("r.html")).output().unwrap();
-        assert!(!a.status.success());
-        let err = String::from_utf8_lossy(&a.stderr);
-        let name = file.file_name().unwrap().to_string_lossy();
-        assert!(err.contains(&*name) && err.contains(says) && err.contains("expected"), "{err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-    }
+    let a =
+        gpumodel().arg("report").arg(&notjson).arg("--out").arg(dir.path().join("n.html")).output().unwrap();
+    assert!(!a.status.success());
+    let err = String::from_utf8_lossy(&a.stderr);
+    assert!(err.contains("notes.json") && err.contains("not JSON") && err.contains("expected"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]

@@ -8,7 +8,9 @@ const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:2em auto;
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ccc}\
 figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}\
 figcaption{font-size:.95em;color:#444}.note{color:#7a4b00;background:#fff7e6;padding:.4em .6em}\
-code{background:#f3f3f3;padding:0 .2em}ul.toc{columns:2}";
+code{background:#f3f3f3;padding:0 .2em}ul.toc{columns:2}\
+table.fields{border-collapse:collapse;font-size:.9em;margin:1em 0}table.fields td,table.fields th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}\
+table.fields caption{text-align:left;font-weight:bold;padding:.3em 0}";
 
 pub(crate) fn page(sections: &[Section]) -> String {
     let mut h = String::new();
@@ -41,6 +43,28 @@ pub(crate) fn page(sections: &[Section]) -> String {
         ));
         for note in &s.notes {
             h.push_str(&format!("<p class=\"note\">Not drawn: {}.</p>\n", escape(&note.text)));
+        }
+        for t in &s.tables {
+            h.push_str(&format!("<table class=\"fields\">\n<caption>{}</caption>\n<tr>", escape(&t.title)));
+            for c in &t.header {
+                h.push_str(&format!("<th>{}</th>", escape(c)));
+            }
+            h.push_str("</tr>\n");
+            for r in &t.rows {
+                h.push_str("<tr>");
+                for c in r {
+                    h.push_str(&format!("<td>{}</td>", escape(c)));
+                }
+                h.push_str("</tr>\n");
+            }
+            h.push_str("</table>\n");
+            if t.more_rows > 0 {
+                h.push_str(&format!(
+                    "<p class=\"note\">{} more rows of {} not shown.</p>\n",
+                    t.more_rows,
+                    escape(&t.title)
+                ));
+            }
         }
         for f in &s.figures {
             let uid = format!("s{i}-{}", f.id);

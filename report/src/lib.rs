@@ -22,6 +22,7 @@ mod error;
 pub mod figure;
 mod html;
 mod predict;
+pub mod record;
 mod split;
 mod train;
 mod validate;
@@ -44,6 +45,8 @@ pub enum Command {
     Split,
     Train,
     Collect,
+    /// Any other command's result: nothing to plot, its fields as tables ([`record`]).
+    Other,
 }
 
 impl Command {
@@ -54,6 +57,7 @@ impl Command {
             Command::Split => "split",
             Command::Train => "train",
             Command::Collect => "collect",
+            Command::Other => "result",
         }
     }
 }
@@ -78,10 +82,12 @@ pub struct Section {
     pub subtitle: String,
     pub figures: Vec<Figure>,
     pub notes: Vec<Note>,
+    /// The result's fields, for a command with nothing to plot.
+    pub tables: Vec<record::FieldTable>,
 }
 
 fn expected() -> String {
-    "the JSON that `gpumodel predict | validate | split | split fit | train --format json` prints, or a collector trace's \
+    "the JSON a gpumodel command prints with `--format json`, or a collector trace's \
      .json sidecar"
         .into()
 }
@@ -103,10 +109,7 @@ pub fn identify(file: &str, v: &Value) -> Result<Command> {
             ));
         }
         let Some(&(_, want)) = SUPPORTED.iter().find(|(c, _)| *c == cmd) else {
-            return Err(Error::input(
-                file,
-                format!("the report does not read results of `gpumodel {cmd}`; expected {}", expected()),
-            ));
+            return Ok(Command::Other);
         };
         let got = obj.get("format_version").and_then(Value::as_u64);
         if got != Some(want) {
@@ -192,8 +195,29 @@ pub fn section(source: &Source) -> Result<Section> {
         Command::Split => split::figures(file, v)?,
         Command::Train => train::figures(file, v)?,
         Command::Collect => collect::figures(file, v, source.trace_csv.as_deref())?,
+        Command::Other => {
+            let cmd = v.get("command").and_then(Value::as_str).unwrap_or("?");
+            let tables = record::tables(v);
+            let subtitle =
+                format!("`gpumodel {cmd}`: nothing to plot; its fields, as the command printed them");
+            return Ok(Section {
+                source: source.name.clone(),
+                command: source.command,
+                subtitle,
+                figures: vec![],
+                notes: vec![],
+                tables,
+            });
+        }
     };
-    Ok(Section { source: source.name.clone(), command: source.command, subtitle, figures, notes })
+    Ok(Section {
+        source: source.name.clone(),
+        command: source.command,
+        subtitle,
+        figures,
+        notes,
+        tables: vec![],
+    })
 }
 
 /// The first figure of one result's JSON, as an SVG document (the `--plot` of a single command).

@@ -54,8 +54,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let html = gpumodel_report::render_html(&sections);
         write_output(&out, &html, args.force)?;
         let n: usize = sections.iter().map(|s| s.figures.len()).sum();
+        let t: usize = sections.iter().map(|s| s.tables.len()).sum();
+        let tables = if t > 0 { format!(" and {t} tables") } else { String::new() };
         println!(
-            "{}: {n} figures from {} result file(s), {} KB",
+            "{}: {n} figures{tables} from {} result file(s), {} KB",
             out.display(),
             sections.len(),
             html.len().div_ceil(1024)

@@ -2,7 +2,7 @@
 //! its first lines, read as `import ncu|nvprof` reads it, and one of its kernel launches taken.
 
 use gpumodel_models::ncu::read_nvprof_gpu_trace;
-use gpumodel_models::ncu::{ImportedKernel, gpu_trace_kernels, is_gpu_trace, read_ncu_each, read_nvprof};
+use gpumodel_models::ncu::{ImportedKernel, is_gpu_trace, read_ncu_each, read_nvprof};
 use gpumodel_models::profile::KernelProfile;
 use std::io::BufRead;
 use std::path::Path;
