@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Import, profiler_fixture as fixture};
+use common::{Import, profiler_fixture as fixture, real_export as real};
 use std::path::Path;
 
 fn stderr(o: &std::process::Output) -> String {
@@ -100,16 +100,6 @@ fn gpu_trace_with_ncu_is_refused() {
 }
 
 // ---- The real exports in ../shared/profiles (read there, never copied; README there). ----
-
-fn real(name: &str) -> std::path::PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/profiles").join(name);
-    assert!(
-        p.exists(),
-        "the real exports are not at {} (../shared/profiles from the repository)",
-        p.display()
-    );
-    p
-}
 
 fn import_real(tool: &str, file: &str, trace: Option<&str>, dir: &Path) -> (Vec<serde_json::Value>, String) {
     let pdir = dir.join(file);

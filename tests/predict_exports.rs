@@ -2,15 +2,7 @@
 //! read in place, as `import` reads it, without a separate import step.
 
 mod common;
-use common::gpumodel;
-use std::path::PathBuf;
-
-/// A real export of `../shared/profiles/`.
-fn real(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/profiles").join(name);
-    assert!(p.is_file(), "{} is missing: the real exports live in ../shared/profiles", p.display());
-    p
-}
+use common::{gpumodel, real_export as real};
 
 fn predict(args: &[&str], file: &str) -> std::process::Output {
     gpumodel().args(["predict", "--format", "json", "--kernel"]).arg(real(file)).args(args).output().unwrap()

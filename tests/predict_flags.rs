@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Import, gpumodel, profiler_fixture};
+use common::{Import, gpumodel, profiler_fixture, real_export as real};
 use std::path::{Path, PathBuf};
 
 const FORMATS: [&str; 4] = ["table", "json", "csv", "markdown"];
@@ -42,12 +42,6 @@ fn import_profiles(tool: &str, file: &Path, dir: &Path, flags: &[&str]) -> Vec<P
         .collect();
     v.sort();
     v
-}
-
-fn real(name: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/profiles").join(name);
-    assert!(p.is_file(), "the real exports are not at {} (../shared/profiles)", p.display());
-    p
 }
 
 /// A GA102 export (its `CC` column says 8.6, its `Device` column is only an index) predicted on a Titan X:

@@ -8,27 +8,21 @@ fn validate(args: &[&str]) -> std::process::Output {
     gpumodel().arg("validate").args(args).arg("-q").output().unwrap()
 }
 
+/// `validate` of the P100's rows from GPU `from`'s rows, with `extra` flags.
+fn p100_from(from: &str, extra: &[&str]) -> std::process::Output {
+    let data = format!("nvdvfs-{from}");
+    let mut args = vec!["--data", "nvdvfs-p100", "--arch", "p100", "--from", &data, "--from-arch", from];
+    args.extend_from_slice(extra);
+    validate(&args)
+}
+
 /// The P100's times from the GTX 1080 Ti's profiles: the timing model on the P100's constants beats the
 /// 1080 Ti's measured times scaled by the bottleneck's throughput ratio, and every kernel of the table is
 /// scored for both.
 #[test]
 fn a_gpu_from_another_s_profiles_beats_the_scaled_measured_time() {
-    let o = validate(&[
-        "--data",
-        "nvdvfs-p100",
-        "--arch",
-        "p100",
-        "--from",
-        "nvdvfs-gtx1080ti",
-        "--from-arch",
-        "gtx1080ti",
-        "--baseline",
-        "scaled",
-        "--baseline",
-        "model-scaled",
-        "--format",
-        "json",
-    ]);
+    let o =
+        p100_from("gtx1080ti", &["--baseline", "scaled", "--baseline", "model-scaled", "--format", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["kernels"], 30);
@@ -52,29 +46,11 @@ fn what_cannot_be_compared_is_refused_in_one_line() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("give --from DATA --from-arch ARCH") && e.lines().count() == 1, "{e}");
 
-    let o = validate(&[
-        "--data",
-        "nvdvfs-p100",
-        "--arch",
-        "p100",
-        "--from",
-        "nvdvfs-gtx980",
-        "--from-arch",
-        "gtx980",
-    ]);
+    let o = p100_from("gtx980", &[]);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("another problem size") && e.contains("histogram"), "{e}");
 
-    let o = validate(&[
-        "--data",
-        "nvdvfs-p100",
-        "--arch",
-        "p100",
-        "--from",
-        "nvdvfs-v100",
-        "--from-arch",
-        "v100",
-    ]);
+    let o = p100_from("v100", &[]);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("not measured on v100: dxtc"), "{e}");
 

@@ -40,6 +40,17 @@ pub fn toml_value<'a>(text: &'a str, key: &str) -> &'a str {
         .trim()
 }
 
+/// A real profiler export of `../shared/profiles/` (read there, never copied; README there).
+pub fn real_export(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/profiles").join(name);
+    assert!(
+        p.is_file(),
+        "the real exports are not at {} (../shared/profiles from the repository)",
+        p.display()
+    );
+    p
+}
+
 /// A hand-written profiler export of `collect/tests/fixtures` (each says so in its first lines).
 pub fn profiler_fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("collect/tests/fixtures").join(name)

@@ -122,13 +122,7 @@ fn anchor(from: &FromGpu, name: &str, rows: &[usize]) -> Result<Anchor> {
     let t = &from.table;
     let col = |c: &str, r: usize| t.column_index(c).map(|j| t.data[[r, j]]);
     let default = Clocks::default_for(&from.arch);
-    let d = |r: usize| {
-        let core = col("core_mhz", r).unwrap_or(f64::NAN);
-        let mem = col("mem_mhz", r).unwrap_or(f64::NAN);
-        ((core - default.core_mhz) / default.core_mhz).powi(2)
-            + ((mem - default.mem_mhz) / default.mem_mhz).powi(2)
-    };
-    let row = *rows.iter().min_by(|&&a, &&b| d(a).total_cmp(&d(b))).expect("a group has rows");
+    let row = super::nearest_row(t, rows, default);
     let measured_s = col("time_s", row).filter(|v| v.is_finite() && *v > 0.0).ok_or_else(|| {
         Error::Invalid(format!(
             "{} line {}: {name} has no measured time (time_s) to start from",

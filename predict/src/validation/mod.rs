@@ -129,6 +129,17 @@ impl Progress for () {
     fn inc(&self, _: u64) {}
 }
 
+/// The row of `rows` (of table `t`) whose clocks are nearest `to`, by relative distance: a kernel's
+/// profile (its counter totals do not depend on the clocks).
+pub(crate) fn nearest_row(t: &Table, rows: &[usize], to: Clocks) -> usize {
+    let col = |c: &str, r: usize| t.column_index(c).map_or(f64::NAN, |j| t.data[[r, j]]);
+    let d = |r: usize| {
+        ((col("core_mhz", r) - to.core_mhz) / to.core_mhz).powi(2)
+            + ((col("mem_mhz", r) - to.mem_mhz) / to.mem_mhz).powi(2)
+    };
+    *rows.iter().min_by(|&&a, &&b| d(a).total_cmp(&d(b))).expect("a group has rows")
+}
+
 /// Validates the timing model (and an MLR power model for the optima) on an NV-DVFS table.
 pub fn validate(t: &Table, arch: &ArchProfile, opts: &Options) -> Result<Report> {
     validate_with_progress(t, arch, opts, &())
@@ -204,20 +215,10 @@ pub fn validate_with_progress(
     let anchors = opts.from.as_ref().map(|f| from_gpu::anchors(f, t, &groups)).transpose()?;
     for (ki, (_, rows)) in groups.iter().enumerate() {
         // The profile: the row nearest the default clocks (relative distance).
-        let reference = *rows
-            .iter()
-            .min_by(|&&a, &&b| {
-                let d = |r: usize| {
-                    ((col("core_mhz", r) - default.core_mhz) / default.core_mhz).powi(2)
-                        + ((col("mem_mhz", r) - default.mem_mhz) / default.mem_mhz).powi(2)
-                };
-                d(a).total_cmp(&d(b))
-            })
-            .expect("a group has rows");
         let anchor = anchors.as_ref().map(|a| &a[ki]);
         let k = match &anchor {
             Some(a) => a.profile.clone(),
-            None => profile_from_row_for(t, reference, cc)?,
+            None => profile_from_row_for(t, nearest_row(t, rows, default), cc)?,
         };
         let x = TimingInputs::from_profile(&k)?;
         let cfg = crate::kernel::Config::default();

@@ -13,7 +13,7 @@ use gpumodel_models::ncu::{
 use gpumodel_models::profile::{KernelProfile, Launch};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Kernels of a short export get one report line each; longer ones a count per model.
@@ -123,7 +123,7 @@ fn import_into(
         feeds: BTreeMap::new(),
         n: 0,
     };
-    let metric_use = read(args, &source, &mut sink)?;
+    let metric_use = read_export(&args.source, &args.file, args.gpu_trace.as_deref(), |k| sink.take(k))?;
     eprintln!(
         "gpumodel: imported {} kernel(s) from {source}; counters mapped {} / dropped {}{}",
         sink.n,
@@ -156,9 +156,17 @@ fn import_into(
     Ok(Counts { rows, kernels, columns, profiles: sink.profiles.len() })
 }
 
-/// Reads FILE (and the gpu trace) as its format says, handing every kernel to `sink`.
-fn read(args: &Args, source: &str, sink: &mut Sink<impl Write>) -> anyhow::Result<MetricUse> {
-    let read_text = |p: &PathBuf| -> anyhow::Result<String> {
+/// Reads the `profiler` (`ncu` or `nvprof`) export `path`, with nvprof's gpu trace `gpu_trace` when given,
+/// handing every kernel to `each`: the one reader of `import ncu|nvprof` and of `predict --kernel EXPORT`.
+pub(super) fn read_export(
+    profiler: &str,
+    path: &Path,
+    gpu_trace: Option<&Path>,
+    mut each: impl FnMut(ImportedKernel) -> Result<()>,
+) -> anyhow::Result<MetricUse> {
+    let source = path.display().to_string();
+    let source = source.as_str();
+    let read_text = |p: &Path| -> anyhow::Result<String> {
         let bytes = std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?;
         String::from_utf8(bytes).map_err(|e| {
             anyhow::anyhow!(
@@ -168,14 +176,13 @@ fn read(args: &Args, source: &str, sink: &mut Sink<impl Write>) -> anyhow::Resul
             )
         })
     };
-    if args.source == "ncu" {
-        let file = std::fs::File::open(&args.file)
-            .with_context(|| format!("{}: cannot read", args.file.display()))?;
+    if profiler == "ncu" {
+        let file = std::fs::File::open(path).with_context(|| format!("{source}: cannot read"))?;
         let input = std::io::BufReader::with_capacity(1 << 16, file);
-        return Ok(read_ncu_each(input, source, |k| sink.take(k))?);
+        return Ok(read_ncu_each(input, source, each)?);
     }
-    let text = read_text(&args.file)?;
-    let (kernels, metric_use) = if is_gpu_trace(&text) && args.gpu_trace.is_some() {
+    let text = read_text(path)?;
+    let (kernels, metric_use) = if is_gpu_trace(&text) && gpu_trace.is_some() {
         anyhow::bail!(
             "{source} is itself an nvprof gpu trace: give the metric table (`nvprof --csv --metrics …`) as FILE and \
              the trace with --gpu-trace"
@@ -189,7 +196,7 @@ fn read(args: &Args, source: &str, sink: &mut Sink<impl Write>) -> anyhow::Resul
         (gpu_trace_kernels(&trace), MetricUse::default())
     } else {
         let (mut kernels, metric_use) = read_nvprof(&text, source)?;
-        if let Some(tp) = &args.gpu_trace {
+        if let Some(tp) = gpu_trace {
             let trace = read_nvprof_gpu_trace(&read_text(tp)?, &tp.display().to_string())?;
             for note in join_gpu_trace(&mut kernels, &trace) {
                 eprintln!("gpumodel: {note}");
@@ -198,7 +205,7 @@ fn read(args: &Args, source: &str, sink: &mut Sink<impl Write>) -> anyhow::Resul
         (kernels, metric_use)
     };
     for k in kernels {
-        sink.take(k)?;
+        each(k)?;
     }
     Ok(metric_use)
 }
