@@ -17,6 +17,7 @@ pub mod merge;
 pub mod output;
 pub mod predict;
 pub mod report;
+pub mod serve;
 pub mod split;
 pub mod suite;
 pub mod train;
@@ -63,6 +64,8 @@ pub enum Command {
     Merge(merge::Args),
     /// Draw command results: one self-contained HTML report, or one figure as SVG.
     Report(report::Args),
+    /// Serve live energy per GPU, process and container for Prometheus (read-only on the GPU).
+    Serve(serve::Args),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -85,6 +88,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Arch(a) => arch::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Report(a) => report::run(a),
+        Command::Serve(a) => serve::run(a),
     }
 }
 

@@ -1,0 +1,17 @@
+//! # gpumodel-serve — live GPU energy per GPU, process and container, for Prometheus
+//!
+//! One sampling thread reads every GPU through [`telemetry::Telemetry`] (NVML on a node, a recorded trace in
+//! replay, a scripted GPU in tests), splits each tick's energy-counter increment into idle, per-process and
+//! unattributed parts ([`attribution`]), and keeps running totals ([`state`]). The HTTP server ([`http`])
+//! only renders those totals ([`metrics`]): a scrape never calls NVML. Read-only on the GPU.
+
+pub mod attribution;
+pub mod cgroup;
+pub mod fake;
+pub mod http;
+pub mod metrics;
+pub mod nvml;
+pub mod replay;
+pub mod state;
+pub mod synthetic;
+pub mod telemetry;

@@ -1,0 +1,200 @@
+//! Replay of recorded NVML answers: a JSON-lines trace, one GPU's reading (or failed call) per line.
+//!
+//! ```text
+//! {"format":"gpumodel-nvml-trace/1","gpus":[{"index":0,"uuid":"GPU-…","name":"NVIDIA H100 80GB HBM3"}],
+//!  "processes":{"4242":{"comm":"python","cgroup":"0::/kubepods/…"}}}
+//! {"gpu":0,"reading":{"time_s":0.0,"energy_j":1234.5,"power_w":70.1,"sm_mhz":1980,
+//!   "processes":[{"pid":4242,"sm":0.83,"mem":0.41}],"running":[4242]}}
+//! {"gpu":0,"error":{"call":"nvmlDeviceGetTotalEnergyConsumption","code":"gpu_lost"}}
+//! ```
+//!
+//! The first line names the GPUs and, optionally, each PID's name and `/proc/PID/cgroup` text (a replay
+//! has no `/proc` of its own). Each later line is the next answer of one GPU, with its quirks as recorded:
+//! counter resets, missing samples, values above 100 %, stale PIDs.
+
+use crate::cgroup::{Container, parse_cgroup};
+use crate::state::ProcessInfo;
+use crate::telemetry::{GpuInfo, ReadError, Reading, Telemetry};
+use serde::Deserialize;
+use std::collections::{BTreeMap, VecDeque};
+
+pub const TRACE_FORMAT: &str = "gpumodel-nvml-trace/1";
+
+#[derive(Debug, Deserialize)]
+struct Header {
+    format: String,
+    gpus: Vec<GpuInfo>,
+    #[serde(default)]
+    processes: BTreeMap<String, ProcessEntry>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct ProcessEntry {
+    #[serde(default)]
+    comm: Option<String>,
+    #[serde(default)]
+    cgroup: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorEntry {
+    call: String,
+    code: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Line {
+    gpu: usize,
+    #[serde(default)]
+    reading: Option<Reading>,
+    #[serde(default)]
+    error: Option<ErrorEntry>,
+}
+
+/// A trace that cannot be read, with the line at fault.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{origin}:{line}: {message}")]
+pub struct TraceError {
+    pub origin: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// The recorded answers, served in order per GPU.
+#[derive(Debug, Clone)]
+pub struct ReplayTelemetry {
+    gpus: Vec<GpuInfo>,
+    answers: Vec<VecDeque<Result<Reading, ReadError>>>,
+    /// Each GPU's last answer, repeated once its part of the trace has ended (its state holds).
+    last: Vec<Option<Result<Reading, ReadError>>>,
+}
+
+/// The PIDs' names and containers recorded in a trace's header.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayProcesses(BTreeMap<u32, (Option<String>, Option<Container>)>);
+
+impl ProcessInfo for ReplayProcesses {
+    fn comm(&self, pid: u32) -> Option<String> {
+        self.0.get(&pid).and_then(|p| p.0.clone())
+    }
+    fn container(&self, pid: u32) -> Option<Container> {
+        self.0.get(&pid).and_then(|p| p.1.clone())
+    }
+}
+
+/// Reads a trace. `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<(ReplayTelemetry, ReplayProcesses), TraceError> {
+    let err = |line: usize, message: String| TraceError { origin: origin.to_string(), line, message };
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let Some((n0, first)) = lines.next() else {
+        return Err(err(
+            1,
+            "empty trace: the first line must name the GPUs (see `gpumodel serve --help`)".into(),
+        ));
+    };
+    let header: Header = serde_json::from_str(first)
+        .map_err(|e| err(n0 + 1, format!("not a gpumodel NVML trace header ({e})")))?;
+    if header.format != TRACE_FORMAT {
+        return Err(err(n0 + 1, format!("trace format `{}`, expected `{TRACE_FORMAT}`", header.format)));
+    }
+    if header.gpus.is_empty() {
+        return Err(err(n0 + 1, "the header names no GPU".into()));
+    }
+    let mut procs = BTreeMap::new();
+    for (pid, p) in header.processes {
+        let pid: u32 = pid.parse().map_err(|_| err(n0 + 1, format!("process `{pid}` is not a PID")))?;
+        procs.insert(pid, (p.comm, p.cgroup.as_deref().and_then(parse_cgroup)));
+    }
+    let mut answers = vec![VecDeque::new(); header.gpus.len()];
+    for (n, text) in lines {
+        let line: Line =
+            serde_json::from_str(text).map_err(|e| err(n + 1, format!("not a trace line ({e})")))?;
+        let slot = answers.get_mut(line.gpu).ok_or_else(|| {
+            err(n + 1, format!("GPU {} is not in the header's {} GPU(s)", line.gpu, header.gpus.len()))
+        })?;
+        match (line.reading, line.error) {
+            (Some(r), None) => {
+                if !r.time_s.is_finite() {
+                    return Err(err(n + 1, "time_s is not a finite number".into()));
+                }
+                slot.push_back(Ok(r))
+            }
+            (None, Some(e)) => slot.push_back(Err(ReadError { call: e.call, code: e.code })),
+            _ => return Err(err(n + 1, "a line holds either a `reading` or an `error`".into())),
+        }
+    }
+    let last = vec![None; header.gpus.len()];
+    Ok((ReplayTelemetry { gpus: header.gpus, answers, last }, ReplayProcesses(procs)))
+}
+
+impl Telemetry for ReplayTelemetry {
+    fn gpus(&self) -> Vec<GpuInfo> {
+        self.gpus.clone()
+    }
+
+    fn read(&mut self, gpu: usize) -> Result<Reading, ReadError> {
+        let missing = || Err(ReadError { call: "replay".into(), code: "no_such_gpu".into() });
+        let Some(queue) = self.answers.get_mut(gpu) else { return missing() };
+        match queue.pop_front() {
+            Some(answer) => {
+                self.last[gpu] = Some(answer.clone());
+                answer
+            }
+            None => self.last[gpu].clone().unwrap_or_else(missing),
+        }
+    }
+
+    fn ended(&self, gpu: usize) -> bool {
+        self.answers.get(gpu).is_none_or(VecDeque::is_empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = r#"{"format":"gpumodel-nvml-trace/1","gpus":[{"index":0,"uuid":"GPU-a","name":"X"}],"processes":{"42":{"comm":"python","cgroup":"0::/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope"}}}
+{"gpu":0,"reading":{"time_s":0.0,"energy_j":10.0,"power_w":50.0}}
+{"gpu":0,"error":{"call":"nvmlDeviceGetTotalEnergyConsumption","code":"gpu_lost"}}
+{"gpu":0,"reading":{"time_s":2.0,"energy_j":110.0,"processes":[{"pid":42,"sm":1.2,"mem":0.3}],"running":[42]}}
+"#;
+
+    #[test]
+    fn a_trace_replays_its_answers_in_order_with_its_processes() {
+        let (mut t, p) = parse(TRACE, "t.jsonl").unwrap();
+        assert_eq!(t.gpus()[0].uuid, "GPU-a");
+        assert_eq!(t.read(0).unwrap().energy_j, Some(10.0));
+        assert_eq!(t.read(0).unwrap_err().code, "gpu_lost");
+        assert_eq!(t.read(0).unwrap().processes[0].sm, 1.2);
+        assert!(t.exhausted());
+        // Past its end a GPU repeats its last answer: same time, so nothing more is counted.
+        assert_eq!(t.read(0).unwrap().time_s, 2.0);
+        assert_eq!(p.comm(42).as_deref(), Some("python"));
+        assert!(p.container(42).is_some());
+        assert_eq!(p.comm(7), None);
+    }
+
+    #[test]
+    fn bad_traces_are_refused_with_the_line() {
+        for (text, want) in [
+            ("", ":1: empty trace"),
+            ("{}", ":1: not a gpumodel NVML trace header"),
+            (r#"{"format":"other/1","gpus":[]}"#, "expected `gpumodel-nvml-trace/1`"),
+            (r#"{"format":"gpumodel-nvml-trace/1","gpus":[]}"#, "names no GPU"),
+            (&TRACE.replace(r#""gpu":0,"error""#, r#""gpu":3,"error""#), ":3: GPU 3 is not in the header"),
+            (&format!("{}\n{{\"gpu\":0}}", TRACE.lines().next().unwrap()), ":2: a line holds either"),
+            (&format!("{}\nnot json", TRACE.lines().next().unwrap()), ":2: not a trace line"),
+        ] {
+            let e = parse(text, "t.jsonl").unwrap_err().to_string();
+            assert!(e.contains(want), "{e:?} lacks {want:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_lines_never_panic(body in "\\PC{0,200}") {
+            let text = format!("{}\n{body}\n", TRACE.lines().next().unwrap());
+            let _ = parse(&text, "t.jsonl");
+        }
+    }
+}

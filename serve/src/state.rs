@@ -1,0 +1,404 @@
+//! The exporter's running totals, advanced once per tick from every GPU's reading.
+//!
+//! Per GPU, each tick:
+//! 1. `ΔE` from the energy counter. A decrease is a counter reset (driver reload): that tick's energy is
+//!    taken from power × Δt instead, and the reset is counted. A GPU without the counter (before Volta)
+//!    integrates power (trapezoid).
+//! 2. Each process's activity: the mean of its NVML samples in the tick. A process still running without a
+//!    new sample keeps its last activity for up to three ticks (the driver's samples come with gaps).
+//! 3. Idle power: measured in ticks where no process runs, per SM clock (an exponential mean); at a clock
+//!    never seen idle, the measurement at the nearest clock. Unknown until the GPU has been idle once: the
+//!    whole increment is then dynamic, and `gpumodel_gpu_idle_power_watts` is absent.
+//! 4. The split ([`crate::attribution`]), added to the GPU's, each process's and each container's totals.
+//!
+//! A GPU whose reading fails is down (`gpumodel_gpu_up 0`) and keeps its totals; the next good reading
+//! accounts for the energy since the last one. A process that has exited keeps its final totals for
+//! `keep_exited_s`, then its series go away; a container's totals stay while any of its processes do.
+
+use crate::attribution::{Activity, Attributor, Params};
+use crate::cgroup::Container;
+use crate::telemetry::{GpuInfo, Reading, Telemetry};
+use std::collections::BTreeMap;
+
+/// Where the exporter learns a process's name and container (`/proc` on a node; a trace's header in replay).
+pub trait ProcessInfo: Send {
+    fn comm(&self, pid: u32) -> Option<String>;
+    fn container(&self, pid: u32) -> Option<Container>;
+}
+
+/// `/proc` of this host.
+#[derive(Debug, Clone)]
+pub struct ProcFs(pub std::path::PathBuf);
+
+impl ProcessInfo for ProcFs {
+    fn comm(&self, pid: u32) -> Option<String> {
+        crate::cgroup::comm_of(&self.0, pid)
+    }
+    fn container(&self, pid: u32) -> Option<Container> {
+        crate::cgroup::container_of(&self.0, pid)
+    }
+}
+
+/// Settings of the totals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    pub params: Params,
+    /// How long an exited process's series stay, s.
+    pub keep_exited_s: f64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { params: Params::default(), keep_exited_s: 60.0 }
+    }
+}
+
+/// One process's totals on one GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessTotals {
+    pub pid: u32,
+    pub comm: Option<String>,
+    pub container: Option<Container>,
+    pub dynamic_j: f64,
+    pub idle_j: f64,
+    /// Last activity and when it was sampled (reader time).
+    activity: Activity,
+    sampled_s: f64,
+    /// When the process was last running or sampled.
+    pub seen_s: f64,
+}
+
+impl ProcessTotals {
+    /// A process first seen at `now` (never sampled yet).
+    fn new(pid: u32, info: &dyn ProcessInfo, now: f64) -> ProcessTotals {
+        ProcessTotals {
+            pid,
+            comm: info.comm(pid),
+            container: info.container(pid),
+            dynamic_j: 0.0,
+            idle_j: 0.0,
+            activity: Activity::default(),
+            sampled_s: f64::NEG_INFINITY,
+            seen_s: now,
+        }
+    }
+}
+
+/// One container's totals on one GPU.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ContainerTotals {
+    pub pod: Option<String>,
+    pub dynamic_j: f64,
+    pub idle_j: f64,
+    pub seen_s: f64,
+}
+
+/// One GPU's totals.
+#[derive(Debug, Clone)]
+pub struct GpuTotals {
+    pub info: GpuInfo,
+    pub up: bool,
+    pub energy_j: f64,
+    pub idle_j: f64,
+    pub unattributed_j: f64,
+    pub counter_resets: u64,
+    pub power_w: Option<f64>,
+    pub sm_mhz: Option<f64>,
+    pub mem_mhz: Option<f64>,
+    /// Idle power measured per SM clock (MHz, rounded), W.
+    pub idle_by_clock: BTreeMap<u32, f64>,
+    pub processes: BTreeMap<u32, ProcessTotals>,
+    pub containers: BTreeMap<String, ContainerTotals>,
+    last: Option<Reading>,
+    attributor: Attributor,
+}
+
+impl GpuTotals {
+    fn new(info: GpuInfo, params: Params) -> GpuTotals {
+        GpuTotals {
+            info,
+            up: false,
+            energy_j: 0.0,
+            idle_j: 0.0,
+            unattributed_j: 0.0,
+            counter_resets: 0,
+            power_w: None,
+            sm_mhz: None,
+            mem_mhz: None,
+            idle_by_clock: BTreeMap::new(),
+            processes: BTreeMap::new(),
+            containers: BTreeMap::new(),
+            last: None,
+            attributor: Attributor::new(params),
+        }
+    }
+
+    /// The idle power at `sm_mhz`: measured there, else at the nearest measured clock.
+    pub fn idle_w(&self, sm_mhz: Option<f64>) -> Option<f64> {
+        let key = sm_mhz.map(|m| m.round() as i64).unwrap_or(0);
+        self.idle_by_clock.iter().min_by_key(|(k, _)| (i64::from(**k) - key).abs()).map(|(_, w)| *w)
+    }
+}
+
+/// Every GPU's totals, and the NVML errors seen.
+pub struct Exporter {
+    pub gpus: Vec<GpuTotals>,
+    /// NVML errors by (call, code).
+    pub errors: BTreeMap<(String, String), u64>,
+    pub ticks: u64,
+    opts: Options,
+    info: Box<dyn ProcessInfo>,
+}
+
+/// Ticks a running process keeps its last activity without a new sample.
+const CARRY_TICKS: f64 = 3.0;
+/// Weight of a new idle measurement in the per-clock mean.
+const IDLE_EWMA: f64 = 0.2;
+
+impl Exporter {
+    pub fn new(gpus: Vec<GpuInfo>, opts: Options, info: Box<dyn ProcessInfo>) -> Exporter {
+        Exporter {
+            gpus: gpus.into_iter().map(|g| GpuTotals::new(g, opts.params)).collect(),
+            errors: BTreeMap::new(),
+            ticks: 0,
+            opts,
+            info,
+        }
+    }
+
+    /// Reads every GPU once and advances the totals.
+    pub fn tick(&mut self, telemetry: &mut dyn Telemetry) {
+        self.ticks += 1;
+        for i in 0..self.gpus.len() {
+            if telemetry.ended(i) {
+                continue;
+            }
+            match telemetry.read(i) {
+                Ok(r) => self.advance(i, r),
+                Err(e) => {
+                    self.gpus[i].up = false;
+                    *self.errors.entry((e.call, e.code)).or_insert(0) += 1;
+                }
+            }
+        }
+        for e in telemetry.take_soft_errors() {
+            *self.errors.entry((e.call, e.code)).or_insert(0) += 1;
+        }
+    }
+
+    fn advance(&mut self, i: usize, r: Reading) {
+        let keep = self.opts.keep_exited_s;
+        let info = &self.info;
+        let g = &mut self.gpus[i];
+        g.up = true;
+        g.power_w = r.power_w;
+        g.sm_mhz = r.sm_mhz;
+        g.mem_mhz = r.mem_mhz;
+        let Some(last) = g.last.replace(r.clone()) else { return };
+        let dt = r.time_s - last.time_s;
+        if !(dt > 0.0 && dt.is_finite()) {
+            return;
+        }
+        let energy = match (last.energy_j, r.energy_j) {
+            (Some(a), Some(b)) if b >= a => b - a,
+            (Some(_), Some(_)) => {
+                g.counter_resets += 1;
+                r.power_w.unwrap_or(0.0) * dt
+            }
+            _ => match (last.power_w, r.power_w) {
+                (Some(a), Some(b)) => 0.5 * (a + b) * dt,
+                (_, Some(b)) => b * dt,
+                _ => 0.0,
+            },
+        };
+        let energy = if energy.is_finite() { energy.max(0.0) } else { 0.0 };
+
+        // Activity: the tick's samples per PID, else the last one for a process still running.
+        let mut active: BTreeMap<u32, Activity> = BTreeMap::new();
+        let mut counts: BTreeMap<u32, f64> = BTreeMap::new();
+        for s in &r.processes {
+            let a = active.entry(s.pid).or_default();
+            a.sm += s.sm;
+            a.mem += s.mem;
+            *counts.entry(s.pid).or_insert(0.0) += 1.0;
+        }
+        for (pid, a) in active.iter_mut() {
+            let n = counts[pid];
+            a.sm /= n;
+            a.mem /= n;
+        }
+        for pid in &r.running {
+            let p =
+                g.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info.as_ref(), r.time_s));
+            p.seen_s = r.time_s;
+            if !active.contains_key(pid) && r.time_s - p.sampled_s <= CARRY_TICKS * dt {
+                active.insert(*pid, p.activity);
+            }
+        }
+        for (pid, a) in &active {
+            let p =
+                g.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info.as_ref(), r.time_s));
+            p.seen_s = r.time_s;
+            if counts.contains_key(pid) {
+                p.activity = *a;
+                p.sampled_s = r.time_s;
+            }
+        }
+        let procs: Vec<(u32, Activity)> =
+            active.into_iter().filter(|(_, a)| a.sm > 0.0 || a.mem > 0.0).collect();
+
+        // Idle: measured when nothing runs.
+        let nothing_runs = r.running.is_empty() && procs.is_empty();
+        if nothing_runs && energy > 0.0 {
+            let key = r.sm_mhz.map_or(0, |m| m.round().max(0.0) as u32);
+            let w = energy / dt;
+            let e = g.idle_by_clock.entry(key).or_insert(w);
+            *e += IDLE_EWMA * (w - *e);
+        }
+        let idle_w = if nothing_runs { Some(energy / dt) } else { g.idle_w(r.sm_mhz) };
+        let split = g.attributor.split(energy, dt, idle_w, &procs);
+        g.energy_j += split.energy_j;
+        g.idle_j += split.idle_j;
+        g.unattributed_j += split.unattributed_j;
+        for s in &split.shares {
+            if let Some(p) = g.processes.get_mut(&s.pid) {
+                p.dynamic_j += s.dynamic_j;
+                p.idle_j += s.idle_j;
+                if let Some(c) = &p.container {
+                    let t = g.containers.entry(c.id.clone()).or_default();
+                    t.pod = c.pod.clone();
+                    t.dynamic_j += s.dynamic_j;
+                    t.idle_j += s.idle_j;
+                }
+            }
+        }
+        // Forget processes gone for longer than the keep window; their containers stay while any
+        // process of theirs does (and for the same window after).
+        let now = r.time_s;
+        let gone: Vec<u32> =
+            g.processes.values().filter(|p| now - p.seen_s > keep.max(dt)).map(|p| p.pid).collect();
+        for pid in gone {
+            g.processes.remove(&pid);
+            g.attributor.forget(pid);
+        }
+        for p in g.processes.values() {
+            if let Some(c) = &p.container
+                && let Some(t) = g.containers.get_mut(&c.id)
+            {
+                t.seen_s = t.seen_s.max(p.seen_s);
+            }
+        }
+        g.containers.retain(|_, t| now - t.seen_s <= keep.max(dt));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::FakeGpu;
+    use crate::telemetry::ProcessSample;
+
+    struct NoInfo;
+    impl ProcessInfo for NoInfo {
+        fn comm(&self, pid: u32) -> Option<String> {
+            Some(format!("job{pid}"))
+        }
+        fn container(&self, pid: u32) -> Option<Container> {
+            (pid >= 100).then(|| Container { id: format!("{pid:064x}"), pod: Some("pod-a".into()) })
+        }
+    }
+
+    fn reading(t: f64, e: f64, procs: &[(u32, f64, f64)]) -> Reading {
+        Reading {
+            time_s: t,
+            energy_j: Some(e),
+            power_w: Some(100.0),
+            sm_mhz: Some(1380.0),
+            processes: procs.iter().map(|&(pid, sm, mem)| ProcessSample { pid, sm, mem }).collect(),
+            running: procs.iter().map(|p| p.0).collect(),
+            ..Reading::default()
+        }
+    }
+
+    fn conserved(g: &GpuTotals) -> bool {
+        let parts = g.idle_j + g.unattributed_j + g.processes.values().map(|p| p.dynamic_j).sum::<f64>();
+        (parts - g.energy_j).abs() <= 1e-9 * g.energy_j.max(1.0)
+    }
+
+    #[test]
+    fn idle_is_measured_when_nothing_runs_and_used_when_work_starts() {
+        let gpu = FakeGpu::scripted(vec![
+            reading(0.0, 1000.0, &[]),
+            reading(1.0, 1050.0, &[]),
+            reading(2.0, 1250.0, &[(7, 0.8, 0.2)]),
+        ]);
+        let mut t = gpu;
+        let mut x = Exporter::new(t.gpus(), Options::default(), Box::new(NoInfo));
+        for _ in 0..3 {
+            x.tick(&mut t);
+        }
+        let g = &x.gpus[0];
+        assert_eq!(g.energy_j, 250.0);
+        assert_eq!(g.idle_j, 100.0);
+        assert!((g.processes[&7].dynamic_j - 150.0).abs() < 1e-9);
+        assert!(conserved(g));
+    }
+
+    #[test]
+    fn a_counter_reset_uses_power_and_is_counted() {
+        let mut t = FakeGpu::scripted(vec![
+            reading(0.0, 5000.0, &[]),
+            reading(1.0, 5100.0, &[]),
+            reading(2.0, 3.0, &[]),
+        ]);
+        let mut x = Exporter::new(t.gpus(), Options::default(), Box::new(NoInfo));
+        for _ in 0..3 {
+            x.tick(&mut t);
+        }
+        assert_eq!(x.gpus[0].counter_resets, 1);
+        assert_eq!(x.gpus[0].energy_j, 200.0);
+    }
+
+    #[test]
+    fn exited_processes_go_after_the_keep_window_and_containers_keep_their_totals_meanwhile() {
+        let mut rs = vec![reading(0.0, 0.0, &[]), reading(1.0, 50.0, &[])];
+        rs.push(reading(2.0, 250.0, &[(100, 0.5, 0.5)]));
+        for k in 3..8 {
+            rs.push(reading(k as f64, 250.0 + 50.0 * (k - 2) as f64, &[]));
+        }
+        let mut t = FakeGpu::scripted(rs);
+        let opts = Options { keep_exited_s: 2.0, ..Options::default() };
+        let mut x = Exporter::new(t.gpus(), opts, Box::new(NoInfo));
+        for _ in 0..4 {
+            x.tick(&mut t);
+        }
+        let g = &x.gpus[0];
+        assert!(g.processes.contains_key(&100));
+        let c = g.containers.values().next().unwrap();
+        assert_eq!(c.pod.as_deref(), Some("pod-a"));
+        assert!((c.dynamic_j - 150.0).abs() < 1e-9, "{c:?}");
+        for _ in 4..8 {
+            x.tick(&mut t);
+        }
+        let g = &x.gpus[0];
+        assert!(!g.processes.contains_key(&100));
+        assert!(g.containers.is_empty());
+        assert!(g.energy_j > 0.0);
+    }
+
+    #[test]
+    fn a_failed_reading_marks_only_that_gpu_down_and_counts_the_error() {
+        let mut t = FakeGpu::two_with_failure();
+        let mut x = Exporter::new(t.gpus(), Options::default(), Box::new(NoInfo));
+        for _ in 0..2 {
+            x.tick(&mut t);
+        }
+        assert!(x.gpus[0].up);
+        assert!(!x.gpus[1].up);
+        assert_eq!(x.errors.values().sum::<u64>(), 1);
+        // Back on the bus: the energy since its last good reading is accounted, none lost.
+        x.tick(&mut t);
+        assert!(x.gpus[1].up);
+        assert_eq!(x.gpus[1].energy_j, 200.0);
+    }
+}

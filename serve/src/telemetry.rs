@@ -1,0 +1,83 @@
+//! What the exporter reads from each GPU once per tick, behind one trait: NVML on a real node, a
+//! recorded trace in replay, a scripted GPU in tests.
+//!
+//! Units are converted at this boundary: NVML's mJ and mW become joules and watts, its per-process
+//! percentages become ratios (1.0 = 100 %; NVML reports values above 100, kept as they are).
+
+use serde::{Deserialize, Serialize};
+
+/// One GPU as the exporter labels it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    /// NVML index.
+    pub index: u32,
+    pub uuid: String,
+    pub name: String,
+}
+
+/// One per-process utilization sample (`nvmlDeviceGetProcessUtilization`), as ratios.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSample {
+    pub pid: u32,
+    /// SM (compute) utilization over the driver's sample period, 1.0 = 100 %.
+    pub sm: f64,
+    /// Device-memory utilization over the same period, 1.0 = 100 %.
+    pub mem: f64,
+}
+
+/// What one GPU answered at one tick. Every field the GPU could not give is `None` or empty.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reading {
+    /// Seconds on the reader's monotonic clock (a replay's own time).
+    pub time_s: f64,
+    /// The total-energy counter since the driver loaded, J (Volta and newer).
+    #[serde(default)]
+    pub energy_j: Option<f64>,
+    /// Board power, W (instantaneous where the GPU has it).
+    #[serde(default)]
+    pub power_w: Option<f64>,
+    #[serde(default)]
+    pub sm_mhz: Option<f64>,
+    #[serde(default)]
+    pub mem_mhz: Option<f64>,
+    /// Per-process samples newer than the previous tick's (the driver keeps a cursor per GPU).
+    #[serde(default)]
+    pub processes: Vec<ProcessSample>,
+    /// PIDs with a compute context on the GPU now (`nvmlDeviceGetComputeRunningProcesses`).
+    #[serde(default)]
+    pub running: Vec<u32>,
+}
+
+/// A failed NVML call, by call name and NVML's error text (the `call` and `code` labels of
+/// `gpumodel_nvml_errors_total`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    pub call: String,
+    pub code: String,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {}", self.call, self.code)
+    }
+}
+
+/// The exporter's view of a node's GPUs. Read-only: no implementation changes a GPU setting.
+pub trait Telemetry: Send {
+    /// The GPUs, in a fixed order; `read` takes a position in this list.
+    fn gpus(&self) -> Vec<GpuInfo>;
+    /// Reads GPU `gpu` now. An error marks that GPU down for this tick; the others go on.
+    fn read(&mut self, gpu: usize) -> Result<Reading, ReadError>;
+    /// Errors that did not stop a reading (an optional call that failed), drained each tick.
+    fn take_soft_errors(&mut self) -> Vec<ReadError> {
+        Vec::new()
+    }
+    /// A recorded trace with no answer left for GPU `gpu` (its state then holds); a live GPU never is.
+    fn ended(&self, _gpu: usize) -> bool {
+        false
+    }
+    /// Every GPU's part of a recorded trace has ended.
+    fn exhausted(&self) -> bool {
+        (0..self.gpus().len()).all(|g| self.ended(g))
+    }
+}

@@ -1,0 +1,167 @@
+//! `gpumodel serve` — live energy per GPU, process and container for Prometheus (`gpumodel_serve`).
+//!
+//! Flags are checked first; then the GPUs are opened (NVML, a recorded trace with `--replay`, or the
+//! scripted node of `GPUMODEL_FAKE_GPU=1`); then one thread ticks and renders while the HTTP server answers
+//! scrapes from the last rendering. Read-only on the GPU.
+
+use super::gpu::{fake_gpu, interrupt_flag};
+use anyhow::Context;
+use gpumodel_serve::attribution::{Method, Params};
+use gpumodel_serve::fake::FakeNode;
+use gpumodel_serve::metrics::{Render, render};
+use gpumodel_serve::nvml::NvmlTelemetry;
+use gpumodel_serve::replay;
+use gpumodel_serve::state::{Exporter, Options, ProcFs, ProcessInfo};
+use gpumodel_serve::telemetry::Telemetry;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Metrics: gpumodel_gpu_energy_joules_total = gpumodel_gpu_idle_energy_joules_total + \
+gpumodel_gpu_unattributed_energy_joules_total + Σ gpumodel_process_energy_joules_total{component=\"dynamic\"}, \
+per GPU, every tick. Grafana: sum by (pod) (rate(gpumodel_container_energy_joules_total[5m])) is each pod's \
+power in watts.\n\nA replay trace is JSON lines: a header {\"format\":\"gpumodel-nvml-trace/1\",\"gpus\":[…]} \
+and one {\"gpu\":N,\"reading\":{…}} or {\"gpu\":N,\"error\":{…}} per line (see the README)."
+)]
+pub struct Args {
+    /// Address to serve /metrics and /healthz on (loopback by default; 0.0.0.0:9400 for Prometheus on
+    /// another host).
+    #[arg(long, default_value = "127.0.0.1:9400")]
+    pub listen: String,
+    /// Seconds between two readings of every GPU (0.2 to 10).
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+    /// How each tick's dynamic energy is split: `model` (activity model corrected by the energy counter)
+    /// or `ratio` (SM utilization alone, the baseline).
+    #[arg(long, default_value = "model")]
+    pub attribution: String,
+    /// Export one series per process (PID), besides the per-container ones.
+    #[arg(long)]
+    pub per_pid: bool,
+    /// Seconds an exited process's series stay before they go.
+    #[arg(long, default_value_t = 60.0)]
+    pub keep_exited: f64,
+    /// Read the GPUs for one tick (or a whole --replay trace), print one scrape and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Replay a recorded trace of NVML answers instead of reading the GPUs.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// Serve even when no NVIDIA driver is found (no GPU series; /healthz answers 503).
+    #[arg(long)]
+    pub allow_no_gpu: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !(args.interval.is_finite() && (0.2..=10.0).contains(&args.interval)) {
+        anyhow::bail!("--interval {} is outside 0.2 to 10 seconds: give e.g. --interval 1", args.interval);
+    }
+    if !(args.keep_exited.is_finite() && args.keep_exited >= 0.0) {
+        anyhow::bail!(
+            "--keep-exited {} is not a number of seconds: give e.g. --keep-exited 60",
+            args.keep_exited
+        );
+    }
+    let method: Method =
+        args.attribution.parse().map_err(|e: String| anyhow::anyhow!("--attribution: {e}"))?;
+    let how = Render { per_pid: args.per_pid, method };
+    let opts = Options { params: Params { method, ..Params::default() }, keep_exited_s: args.keep_exited };
+
+    let (mut telemetry, info): (Box<dyn Telemetry>, Box<dyn ProcessInfo>) = match &args.replay {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the trace {}", path.display()))?;
+            let name =
+                path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+            let (t, p) = replay::parse(&text, &name)?;
+            (Box::new(t), Box::new(p))
+        }
+        None if fake_gpu() => (Box::new(FakeNode::new(2, 4)), Box::new(ProcFs("/proc".into()))),
+        None => match NvmlTelemetry::open() {
+            Ok(t) => (Box::new(t), Box::new(ProcFs("/proc".into()))),
+            Err(e) if args.allow_no_gpu => {
+                eprintln!("gpumodel serve: {e}; serving without GPUs (--allow-no-gpu)");
+                (Box::new(NoGpu), Box::new(ProcFs("/proc".into())))
+            }
+            Err(e) => {
+                anyhow::bail!("{e}; to serve anyway (no GPU series, /healthz 503), pass --allow-no-gpu")
+            }
+        },
+    };
+    let mut exporter = Exporter::new(telemetry.gpus(), opts, info);
+    let interval = Duration::from_secs_f64(args.interval);
+
+    if args.once {
+        if args.replay.is_some() {
+            while !telemetry.exhausted() {
+                exporter.tick(telemetry.as_mut());
+            }
+        } else {
+            // Energy is a difference: two readings, one interval apart.
+            exporter.tick(telemetry.as_mut());
+            std::thread::sleep(interval);
+            exporter.tick(telemetry.as_mut());
+        }
+        print!("{}", render(&exporter, how));
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let text = Arc::new(RwLock::new(render(&exporter, how)));
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = {
+        let (text, up) = (text.clone(), up.clone());
+        gpumodel_serve::http::start(
+            &args.listen,
+            Arc::new(move || text.read().map(|t| t.clone()).unwrap_or_default()),
+            Arc::new(move || up.load(Ordering::Relaxed)),
+        )?
+    };
+    let stop = interrupt_flag();
+    eprintln!(
+        "gpumodel serve: http://{}/metrics, {} GPU(s), attribution {}, a reading every {} s",
+        server.local_addr(),
+        exporter.gpus.len(),
+        args.attribution,
+        args.interval
+    );
+    let mut next = Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        if Instant::now() >= next {
+            next += interval;
+            if next < Instant::now() {
+                // A tick slower than the interval: skip the missed ones rather than run back to back.
+                next = Instant::now() + interval;
+            }
+            if !(args.replay.is_some() && telemetry.exhausted()) {
+                exporter.tick(telemetry.as_mut());
+                up.store(exporter.gpus.iter().any(|g| g.up), Ordering::Relaxed);
+                let fresh = render(&exporter, how);
+                if let Ok(mut t) = text.write() {
+                    *t = fresh;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())));
+    }
+    server.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// No GPU at all (`--allow-no-gpu` without a driver).
+struct NoGpu;
+
+impl Telemetry for NoGpu {
+    fn gpus(&self) -> Vec<gpumodel_serve::telemetry::GpuInfo> {
+        Vec::new()
+    }
+    fn read(
+        &mut self,
+        _: usize,
+    ) -> Result<gpumodel_serve::telemetry::Reading, gpumodel_serve::telemetry::ReadError> {
+        Err(gpumodel_serve::telemetry::ReadError { call: "nvmlInit".into(), code: "no_driver".into() })
+    }
+}

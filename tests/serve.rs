@@ -1,0 +1,200 @@
+//! `gpumodel serve`: one scrape of a recorded trace with hand-computed totals, the HTTP server with a clean
+//! SIGTERM, the refusals, and the deployment files.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Two GPUs. GPU 0 idles for a second (60 W at 1410 MHz), then runs two processes for a second:
+/// ΔE = 200 J, so 60 J idle and 140 J dynamic. GPU 1 answers once, then falls off the bus.
+const TRACE: &str = r#"{"format":"gpumodel-nvml-trace/1","gpus":[{"index":0,"uuid":"GPU-aaaa","name":"NVIDIA H100 80GB HBM3"},{"index":1,"uuid":"GPU-bbbb","name":"NVIDIA H100 80GB HBM3"}],"processes":{"11":{"comm":"train","cgroup":"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1f2e3d4c_5b6a_4789_9abc_def012345678.slice/cri-containerd-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.scope"},"12":{"comm":"stream"}}}
+{"gpu":0,"reading":{"time_s":0.0,"energy_j":1000.0,"power_w":60.0,"sm_mhz":1410,"mem_mhz":1215}}
+{"gpu":1,"reading":{"time_s":0.0,"energy_j":500.0,"power_w":60.0,"sm_mhz":1410}}
+{"gpu":0,"reading":{"time_s":1.0,"energy_j":1060.0,"power_w":60.0,"sm_mhz":1410,"mem_mhz":1215}}
+{"gpu":1,"error":{"call":"nvmlDeviceGetTotalEnergyConsumption","code":"gpu_lost"}}
+{"gpu":0,"reading":{"time_s":2.0,"energy_j":1260.0,"power_w":200.0,"sm_mhz":1410,"mem_mhz":1215,"processes":[{"pid":11,"sm":0.5,"mem":0.0},{"pid":12,"sm":0.25,"mem":0.5}],"running":[11,12]}}
+"#;
+
+fn trace() -> tempfile::TempPath {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(TRACE.as_bytes()).unwrap();
+    f.into_temp_path()
+}
+
+/// The value of the first exposition line that starts with `prefix` and contains every `has`.
+fn value(text: &str, prefix: &str, has: &[&str]) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(prefix) && has.iter().all(|h| l.contains(h)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {prefix} {has:?} in\n{text}"))
+}
+
+#[test]
+fn one_scrape_of_a_trace_gives_the_hand_computed_split() {
+    let path = trace();
+    let out = common::gpumodel()
+        .args(["serve", "--once", "--per-pid", "--attribution", "ratio", "--replay"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let gpu0 = "gpu=\"0\"";
+    assert_eq!(value(&text, "gpumodel_gpu_energy_joules_total", &[gpu0]), 260.0);
+    assert_eq!(value(&text, "gpumodel_gpu_idle_energy_joules_total", &[gpu0]), 120.0);
+    // The SM ratio: 0.5 : 0.25 of the 140 J.
+    let dynamic =
+        |pid: &str| value(&text, "gpumodel_process_energy_joules_total", &[pid, "component=\"dynamic\""]);
+    assert!((dynamic("pid=\"11\"") - 140.0 * 2.0 / 3.0).abs() < 1e-9, "{text}");
+    assert!((dynamic("pid=\"12\"") - 140.0 / 3.0).abs() < 1e-9, "{text}");
+    // The pod and container of PID 11, from its cgroup; the GPU that fell off the bus is down, counted.
+    assert!(text.contains("pod=\"1f2e3d4c-5b6a-4789-9abc-def012345678\""), "{text}");
+    assert!(text.contains(&format!("container_id=\"{}\"", "a".repeat(64))), "{text}");
+    assert_eq!(value(&text, "gpumodel_gpu_up", &["gpu=\"1\""]), 0.0);
+    assert_eq!(value(&text, "gpumodel_gpu_up", &[gpu0]), 1.0);
+    assert_eq!(value(&text, "gpumodel_nvml_errors_total", &["code=\"gpu_lost\""]), 1.0);
+    assert!(text.ends_with("# EOF\n"));
+}
+
+#[test]
+fn the_model_split_gives_the_memory_bound_process_more_than_the_ratio_and_conserves_energy() {
+    let path = trace();
+    let out =
+        common::gpumodel().args(["serve", "--once", "--per-pid", "--replay"]).arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let d11 = value(&text, "gpumodel_process_energy_joules_total", &["pid=\"11\"", "component=\"dynamic\""]);
+    let d12 = value(&text, "gpumodel_process_energy_joules_total", &["pid=\"12\"", "component=\"dynamic\""]);
+    let un = value(&text, "gpumodel_gpu_unattributed_energy_joules_total", &["gpu=\"0\""]);
+    assert!(d12 > 140.0 / 3.0, "{d12}");
+    assert!((d11 + d12 + un + 120.0 - 260.0).abs() < 1e-9, "{text}");
+}
+
+#[test]
+fn the_server_answers_scrapes_and_stops_cleanly_on_sigterm() {
+    let path = trace();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpumodel"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--interval", "0.2", "--replay"])
+        .arg(&path)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let get = |path: &str| -> String {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    };
+    // The trace ends after three ticks; wait for them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut metrics = get("/metrics");
+    while !metrics.contains("gpumodel_gpu_energy_joules_total{gpu=\"0\"") || !metrics.contains(" 260") {
+        assert!(Instant::now() < deadline, "no full scrape:\n{metrics}");
+        std::thread::sleep(Duration::from_millis(100));
+        metrics = get("/metrics");
+    }
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(metrics.contains("application/openmetrics-text"), "{metrics}");
+    assert!(get("/healthz").starts_with("HTTP/1.1 200"));
+    assert!(get("/nothing").starts_with("HTTP/1.1 404"));
+    let t = Instant::now();
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(3), "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn without_a_driver_serve_says_what_to_do_and_exits_non_zero() {
+    let out = common::gpumodel()
+        .env("GPUMODEL_NVML_LIB", "/nonexistent/libnvidia-ml.so")
+        .env_remove("GPUMODEL_FAKE_GPU")
+        .args(["serve", "--once"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--allow-no-gpu") && err.lines().count() <= 2, "{err}");
+}
+
+#[test]
+fn bad_flags_and_bad_traces_are_refused_in_one_line() {
+    for (args, want) in [
+        (vec!["serve", "--interval", "20"], "outside 0.2 to 10"),
+        (vec!["serve", "--attribution", "sm"], "use `model` or `ratio`"),
+        (vec!["serve", "--keep-exited=-1"], "--keep-exited"),
+    ] {
+        let out = common::gpumodel().args(&args).output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    writeln!(f, "{}", TRACE.lines().next().unwrap()).unwrap();
+    writeln!(f, "{{\"gpu\":5,\"reading\":{{\"time_s\":0}}}}").unwrap();
+    let out = common::gpumodel().args(["serve", "--once", "--replay"]).arg(f.path()).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(":2: GPU 5 is not in the header"), "{err}");
+}
+
+#[test]
+fn the_scripted_node_serves_every_gpu() {
+    let out = common::gpumodel()
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .args(["serve", "--once", "--interval", "0.2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with("gpumodel_gpu_up{")).count(), 2, "{text}");
+    assert!(value(&text, "gpumodel_gpu_energy_joules_total", &["gpu=\"1\""]) > 0.0);
+}
+
+/// The systemd unit passes `systemd-analyze verify` (with the binary's path swapped for one that exists),
+/// and the DaemonSet reads the host's PIDs, probes /healthz and runs `serve` read-only.
+#[test]
+fn the_deployment_files_are_valid() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let unit = std::fs::read_to_string(root.join("deploy/gpumodel-serve.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/local/bin/gpumodel serve"));
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("gpumodel-serve.service");
+    std::fs::write(&copy, unit.replace("/usr/local/bin/gpumodel", env!("CARGO_BIN_EXE_gpumodel"))).unwrap();
+    let out =
+        Command::new("systemd-analyze").arg("verify").arg(&copy).output().unwrap_or_else(|e| {
+            panic!("systemd-analyze is needed for this test (Debian package systemd): {e}")
+        });
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ds = std::fs::read_to_string(root.join("deploy/daemonset.yaml")).unwrap();
+    for want in [
+        "kind: DaemonSet",
+        "hostPID: true",
+        "path: /healthz",
+        "args: [\"serve\"",
+        "readOnlyRootFilesystem: true",
+    ] {
+        assert!(ds.contains(want), "daemonset.yaml lacks {want:?}");
+    }
+    assert!(!ds.contains('\t'), "YAML must not hold tabs");
+}
