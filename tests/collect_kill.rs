@@ -57,7 +57,8 @@ fn a_trace_cut_mid_line_reads_back_its_complete_rows() {
     let out = dir.path().join("t.csv");
     let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
         .env("GPUMODEL_FAKE_GPU", "1")
-        .args(["collect", "--idle-seconds", "0", "--min-seconds", "0.3", "-o"])
+        // A second at 100 Hz: enough complete rows to cut one even when the machine is busy.
+        .args(["collect", "--idle-seconds", "0", "--rate", "100", "--min-seconds", "1", "-o"])
         .arg(&out)
         .args(["/bin/sleep", "0.1"])
         .output()
@@ -65,7 +66,7 @@ fn a_trace_cut_mid_line_reads_back_its_complete_rows() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let meta = read_meta(&out).unwrap();
     let full = read_rows(&out, &meta).unwrap();
-    assert!(full.len() > 3);
+    assert!(full.len() >= 3, "{} rows in a one-second trace at 100 Hz", full.len());
     let text = std::fs::read_to_string(&out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     // Keep the header and all rows but the last, then half of the last row.
