@@ -168,3 +168,114 @@ fn an_ncu_export_of_that_kernel_predicts_the_same_power_within_ten_percent() {
     let err = (p - truth).abs() / truth;
     assert!(err < 0.10, "predicted {p:.1} W, the scripted GPU draws {truth:.1} W ({:.1} % off)", 100.0 * err);
 }
+
+/// A DRAM-bound kernel: global loads that miss to DRAM and stores, little arithmetic.
+const STREAM: &[(&str, f64)] = &[
+    ("inst_executed", 0.6e6),
+    ("inst_fp_32", 0.1e6),
+    ("inst_integer", 0.2e6),
+    ("l1_global_load_hit", 0.1e6),
+    ("l1_global_load_miss", 3.0e6),
+    ("global_store_transaction", 1.5e6),
+    ("dram_read_bytes", 96e6),
+    ("dram_write_bytes", 48e6),
+];
+
+/// A kernel profile without a measured time (so the timing model answers), launched as `stencil_mix` is.
+fn untimed_toml(name: &str, counters: &[(&str, f64)]) -> String {
+    let mut s = format!(
+        "name = \"{name}\"\nsource = \"written for this test\"\n[launch]\n\
+         grid = [864, 1, 1]\nblock = [256, 1, 1]\nregisters_per_thread = 32\n[counters]\n"
+    );
+    for (c, v) in counters {
+        s.push_str(&format!("{c} = {v:?}\n"));
+    }
+    s
+}
+
+/// The scripted calibration GPU's own constants as an architecture profile: the built-in `a100`, whose facts
+/// that GPU reports, with every constant `calibrate` measures set to the value the scripted GPU was given
+/// ([`TrueConstants::AMPERE_LIKE`]), not to anything `calibrate` printed.
+fn true_arch() -> gpumodel_models::arch::ArchProfile {
+    use gpumodel_collect::calibrate::TrueConstants;
+    use gpumodel_models::arch::{ArchProfile, DvfsMemory, Sourced};
+    let t = TrueConstants::AMPERE_LIKE;
+    let s = |value: f64| Sourced { value, src: "truth".to_string() };
+    let mut a = ArchProfile::builtin("a100").unwrap();
+    a.cyc_load = s(t.cyc_load);
+    a.cyc_store = s(t.cyc_store);
+    a.cyc_s = s(t.cyc_s);
+    a.cyc_t = s(t.cyc_t);
+    a.cyc_r = s(t.cyc_r);
+    a.alu_latency = s(t.alu_latency);
+    a.in_warp_delay = s(t.in_warp_delay);
+    a.out_warp_delay = s(t.out_warp_delay);
+    a.l2_bandwidth_gbs = s(t.l2_bandwidth_gbs);
+    // Issue cycles of one warp instruction = 32 threads / results per clock per SM (a half2 FMA is two).
+    a.cost_fp32 = s(32.0 / t.fp32_per_clock);
+    a.cost_fp64 = s(32.0 / t.fp64_per_clock);
+    a.cost_int = s(32.0 / t.int_per_clock);
+    a.cost_sfu = s(32.0 / t.sfu_per_clock);
+    a.cost_fp16 = Some(s(64.0 / t.fp16_per_clock));
+    a.cost_conversion64 = Some(s(32.0 / t.conversion64_per_clock));
+    a.shared_bytes_per_cycle = Some(s(t.shared_bytes_per_cycle));
+    a.l2_dram_bytes_per_core_cycle = Some(s(t.l2_dram_bytes_per_core_cycle));
+    // The L2 stream: 32-byte transactions of one SM at the L2 bandwidth (which runs on the core clock).
+    let l2_bytes_per_core_cycle = t.l2_bandwidth_gbs * 1e3 / a.core_mhz.value;
+    a.dvfs_memory = Some(DvfsMemory {
+        latency_a: s(t.latency_a),
+        latency_b: s(t.latency_b),
+        delay_a: s(t.delay_a),
+        delay_b: s(t.delay_b),
+        l2_latency: s(t.l2_latency),
+        l2_delay: s(32.0 * a.sm_count.value / l2_bytes_per_core_cycle),
+    });
+    a
+}
+
+/// calibrate → `predict --arch mine.toml`: on the scripted GPU (constants chosen by the test, ±2 % timing
+/// noise), a compute-and-shared kernel and a DRAM-bound kernel, at the default clocks and at lower core and
+/// memory clocks the board supports, are predicted within 3 % of the timing law at the true constants. The
+/// profile also lists the board's supported clocks, so `--sweep core-clock` sweeps them.
+#[test]
+fn calibrate_then_predict_with_the_profile_follows_the_gpus_own_constants() {
+    use gpumodel_models::profile::KernelProfile;
+    use gpumodel_models::timing::Clocks;
+    use gpumodel_predict::kernel::{Config, predict_time_only};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut c = fake();
+    c.args(["calibrate", "--out", "mine.toml"]);
+    run(c, d);
+    let truth_arch = true_arch();
+    let mut law = BTreeMap::new();
+    for (name, counters) in [("stencil_mix", COUNTERS), ("stream", STREAM)] {
+        let file = d.join(format!("{name}.toml"));
+        std::fs::write(&file, untimed_toml(name, counters)).unwrap();
+        let k = KernelProfile::from_file(&file).unwrap();
+        for (core, mem) in [(1410.0, 1215.0), (1005.0, 1215.0), (1410.0, 800.0), (810.0, 900.0)] {
+            let cfg = Config { clocks: Some(Clocks { core_mhz: core, mem_mhz: mem }), ..Config::default() };
+            let truth = predict_time_only(&k, &truth_arch, &cfg).unwrap().time_s;
+            law.insert((name, core as u32, mem as u32), truth);
+            let mut c = gpumodel();
+            c.args(["predict", "--arch", "mine.toml", "--format", "json", "--kernel"]).arg(&file);
+            c.args(["--core-mhz", &format!("{core}"), "--mem-mhz", &format!("{mem}")]);
+            let out = run(c, d);
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            let t =
+                v["prediction"]["time_s"].as_f64().unwrap_or_else(|| panic!("no prediction.time_s: {out}"));
+            let err = (t - truth).abs() / truth;
+            assert!(
+                err < 0.03,
+                "{name} at {core}/{mem} MHz: {t:e} s predicted, {truth:e} s at the true constants ({:.1} % off)",
+                100.0 * err
+            );
+        }
+    }
+    // The pairs test both clocks: the first kernel follows the core clock, the second the memory clock.
+    assert!(law[&("stencil_mix", 1005, 1215)] > 1.3 * law[&("stencil_mix", 1410, 1215)], "{law:?}");
+    assert!(law[&("stream", 1410, 800)] > 1.3 * law[&("stream", 1410, 1215)], "{law:?}");
+    let mine = gpumodel_models::arch::ArchProfile::resolve(d.join("mine.toml").to_str().unwrap()).unwrap();
+    assert!(mine.core_clocks_mhz.value.len() > 10, "{:?}", mine.core_clocks_mhz.value);
+    assert!(mine.mem_clocks_mhz.value.contains(&800.0), "{:?}", mine.mem_clocks_mhz.value);
+}

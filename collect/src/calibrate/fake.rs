@@ -183,6 +183,20 @@ fn a100_facts() -> DeviceFacts {
         super::MEASURED.iter().copied().filter(|f| super::measured_only(f)).collect();
     let mut f = DeviceFacts::from_profile(&a100, &measured_only, 40 << 20);
     f.display_name = "NVIDIA A100-SXM4-40GB (fake)".into();
+    // Its supported clocks, as the CUDA device lists NVML's: every memory clock, and the core clocks at
+    // the default memory clock (so `predict --arch` of its profile sweeps what the board can run).
+    let sup = fake_supported();
+    let mut mem: Vec<f64> = sup.iter().map(|(m, _)| f64::from(*m)).collect();
+    mem.sort_by(f64::total_cmp);
+    let mut core: Vec<f64> = sup
+        .iter()
+        .find(|(m, _)| *m == FAKE_DEFAULT.mem_mhz)
+        .map(|(_, g)| g.iter().map(|c| f64::from(*c)).collect())
+        .unwrap_or_default();
+    core.sort_by(f64::total_cmp);
+    f.core_clocks_mhz = (core, "fake_clocks".into());
+    f.mem_clocks_mhz = (mem, "fake_clocks".into());
+    f.sources.insert("fake_clocks".into(), "the scripted GPU's supported clocks (as NVML lists them)".into());
     f
 }
 
