@@ -55,3 +55,71 @@ fn several_launches_need_a_choice_and_other_files_say_what_to_give() {
     let o = gpumodel().args(["predict", "--kernel", "transpose", "--launch", "1"]).output().unwrap();
     assert!(!o.status.success() && stderr(&o).contains("--launch picks a kernel launch"), "{}", stderr(&o));
 }
+
+/// The list of kernel profiles `collect --kernel-totals` writes (`<out>.kernels.json`, serialized as the
+/// collector does) is read by `--kernel` as an export is: one profile answers, several need --launch; a
+/// collector trace is not a kernel profile and the one-line error says which files are.
+#[test]
+fn the_collectors_list_of_kernel_profiles_is_read_and_a_trace_says_what_to_give() {
+    use gpumodel_models::profile::KernelProfile;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let reduction = gpumodel_predict::examples::kernel("reduction").unwrap().unwrap();
+    let transpose = gpumodel_predict::examples::kernel("transpose").unwrap().unwrap();
+    let write = |name: &str, list: &[&KernelProfile]| {
+        let p = d.join(name);
+        std::fs::write(&p, serde_json::to_string_pretty(list).unwrap()).unwrap();
+        p
+    };
+    let one = write("one.kernels.json", &[&reduction]);
+    let two = write("two.kernels.json", &[&reduction, &transpose]);
+    let json = |args: &[&str], file: &std::path::Path| {
+        let o = gpumodel()
+            .args(["predict", "--format", "json", "--kernel"])
+            .arg(file)
+            .args(args)
+            .output()
+            .unwrap();
+        (o.status.success(), serde_json::from_slice::<serde_json::Value>(&o.stdout).ok(), stderr(&o))
+    };
+    let example = |name: &str| {
+        let o = gpumodel()
+            .args(["predict", "--arch", "titanx", "--format", "json", "--kernel", name])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    // The same answer as the profile itself gives (on one GPU: an example is predicted on the default one).
+    let (ok, v, e) = json(&["--arch", "titanx"], &one);
+    assert!(ok, "{e}");
+    assert_eq!(v.unwrap()["prediction"], example("reduction")["prediction"]);
+    let (ok, _, e) = json(&[], &two);
+    assert!(
+        !ok && e.contains("holds 2 kernel profiles") && e.contains("--launch 1..2") && e.lines().count() == 1,
+        "{e}"
+    );
+    let (ok, v, e) = json(&["--launch", "2", "--arch", "titanx"], &two);
+    assert!(ok, "{e}");
+    assert_eq!(v.unwrap()["prediction"], example("transpose")["prediction"]);
+    let (ok, _, e) = json(&["--launch", "3"], &two);
+    assert!(!ok && e.contains("holds kernel profiles 1 to 2"), "{e}");
+    std::fs::write(d.join("bad.kernels.json"), "[{\"name\": 3}]").unwrap();
+    let (ok, _, e) = json(&[], &d.join("bad.kernels.json"));
+    assert!(!ok && e.contains("not of kernel profiles") && e.lines().count() == 1, "{e}");
+
+    // A trace written by the collector on the scripted GPU.
+    let trace = d.join("t.csv");
+    let o = gpumodel()
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .args(["collect", "--idle-seconds", "0", "--min-seconds", "0.1", "-o"])
+        .arg(&trace)
+        .args(["/bin/sleep", "0.05"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (ok, _, e) = json(&[], &trace);
+    assert!(
+        !ok && e.contains("is a collector trace") && e.contains("--kernel-totals") && e.lines().count() == 1,
+        "{e}"
+    );
+}

@@ -96,13 +96,7 @@ fn load_kernel(spec: &str, launch: Option<usize>) -> anyhow::Result<KernelProfil
             examples::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
     }
-    match crate::cli::import::export::export_of(p) {
-        Some(export) => crate::cli::import::export::kernel_of(p, export, launch),
-        None if launch.is_some() => {
-            anyhow::bail!("--launch picks a kernel launch of an ncu or nvprof export: {spec} is not one")
-        }
-        None => Ok(KernelProfile::from_file(p)?),
-    }
+    crate::cli::import::export::kernel_file(p, launch)
 }
 
 fn load_model(spec: &str) -> anyhow::Result<ModelArtifact> {

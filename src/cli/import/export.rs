@@ -1,6 +1,8 @@
-//! A profiler export given where a kernel profile is expected (`predict --kernel k.csv`): told apart by
-//! its first lines, read by `import`'s reader, and one of its kernel launches taken.
+//! A file given where a kernel profile is expected (`predict --kernel FILE`): a profiler export, told apart
+//! by its first lines and read by `import`'s reader; the list of kernel profiles `collect --kernel-totals`
+//! writes; or one kernel profile (TOML or JSON). From an export or a list, one kernel launch is taken.
 
+use anyhow::Context as _;
 use gpumodel_models::ncu::ImportedKernel;
 use gpumodel_models::profile::KernelProfile;
 use std::io::BufRead;
@@ -64,19 +66,65 @@ pub fn kernel_of(path: &Path, export: Export, launch: Option<usize>) -> anyhow::
         (None, 1) => 1,
         (Some(i), _) if (1..=n).contains(&i) => i,
         (Some(i), _) => anyhow::bail!("--launch {i}: {source} holds kernel launches 1 to {n}"),
-        (None, _) => {
-            let mut names: Vec<&str> = Vec::new();
-            for k in &kernels {
-                if !names.contains(&k.name.as_str()) {
-                    names.push(&k.name);
-                }
-            }
-            let shown = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
-            let more = if names.len() > 3 { format!(" and {} more", names.len() - 3) } else { String::new() };
-            anyhow::bail!(
-                "{source} holds {n} kernel launches ({shown}{more}): pick one with --launch 1..{n}, or write each as a profile with `gpumodel import {profiler} {source} --profiles DIR`"
-            );
-        }
+        (None, _) => anyhow::bail!(
+            "{source} holds {n} kernel launches ({}): pick one with --launch 1..{n}, or write each as a profile with `gpumodel import {profiler} {source} --profiles DIR`",
+            shown(kernels.iter().map(|k| k.name.as_str()))
+        ),
     };
     Ok(kernels[pick - 1].to_profile(&source, None)?)
+}
+
+/// The kernel profile that file `path` gives (`--launch`: which launch of an export or list).
+pub fn kernel_file(path: &Path, launch: Option<usize>) -> anyhow::Result<KernelProfile> {
+    let source = path.display().to_string();
+    if let Some(export) = export_of(path) {
+        return kernel_of(path, export, launch);
+    }
+    if gpumodel_models::trace::read_meta(path).is_ok_and(|m| m.format == gpumodel_models::trace::TRACE_FORMAT)
+    {
+        anyhow::bail!(
+            "{source} is a collector trace (power and counter rates over a whole program run), not a kernel profile: \
+             `gpumodel collect --kernel-totals` also writes per-kernel profiles (<out>.kernels.json) for --kernel, \
+             and `predict --profile` reads a trace collected with --pm-passes all"
+        );
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("{source}: cannot read it"))?;
+    if !text.trim_start().starts_with('[') {
+        if launch.is_some() {
+            anyhow::bail!(
+                "--launch picks a kernel launch of an ncu or nvprof export or a list of profiles: {source} is one profile"
+            );
+        }
+        return Ok(KernelProfile::from_file(path)?);
+    }
+    // A JSON list of profiles, one per kernel launch (`collect --kernel-totals`).
+    let kernels: Vec<KernelProfile> = serde_json::from_str(&text).with_context(|| {
+        format!("{source}: a JSON list, but not of kernel profiles (as `collect --kernel-totals` writes)")
+    })?;
+    let n = kernels.len();
+    let pick = match (launch, n) {
+        (_, 0) => anyhow::bail!("{source}: the list holds no kernel profile"),
+        (None, 1) => 1,
+        (Some(i), _) if (1..=n).contains(&i) => i,
+        (Some(i), _) => anyhow::bail!("--launch {i}: {source} holds kernel profiles 1 to {n}"),
+        (None, _) => anyhow::bail!(
+            "{source} holds {n} kernel profiles ({}): pick one with --launch 1..{n}",
+            shown(kernels.iter().map(|k| k.name.as_str()))
+        ),
+    };
+    let k = kernels.into_iter().nth(pick - 1).expect("pick is within 1..=n");
+    k.check(&format!("{source}, profile {pick}"))?;
+    Ok(k)
+}
+
+/// The first three distinct names, and how many more.
+fn shown<'a>(all: impl Iterator<Item = &'a str>) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for n in all {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let first = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > 3 { format!("{first} and {} more", names.len() - 3) } else { first }
 }
