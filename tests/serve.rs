@@ -118,7 +118,8 @@ fn the_server_answers_scrapes_and_stops_cleanly_on_sigterm() {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(t.elapsed() < Duration::from_secs(3), "serve did not stop on SIGTERM");
+        // A bound for a hang, not a speed: a loaded machine may take seconds to schedule the exit.
+        assert!(t.elapsed() < Duration::from_secs(30), "serve did not stop on SIGTERM");
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status:?}");
