@@ -163,13 +163,24 @@ fn bad_flags_and_bad_traces_are_refused_in_one_line() {
 fn the_scripted_node_serves_every_gpu() {
     let out = common::gpumodel()
         .env("GPUMODEL_FAKE_GPU", "1")
-        .args(["serve", "--once", "--interval", "0.2"])
+        .args(["serve", "--once", "--per-pid", "--interval", "0.2"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().filter(|l| l.starts_with("gpumodel_gpu_up{")).count(), 2, "{text}");
     assert!(value(&text, "gpumodel_gpu_energy_joules_total", &["gpu=\"1\""]) > 0.0);
+    // Its processes are named by the scripted node itself, never by whatever holds those PIDs on this host.
+    let comms: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("gpumodel_process_energy_joules_total{"))
+        .filter_map(|l| l.split("comm=\"").nth(1)?.split('"').next())
+        .collect();
+    assert!(!comms.is_empty(), "{text}");
+    assert!(
+        comms.iter().all(|c| c.starts_with("fake-compute-") || c.starts_with("fake-memory-")),
+        "{comms:?}"
+    );
 }
 
 /// The systemd unit passes `systemd-analyze verify` (with the binary's path swapped for one that exists),

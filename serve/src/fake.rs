@@ -1,6 +1,9 @@
 //! Scripted GPUs: exact readings in order (tests), and a node of many GPUs with many processes whose power
-//! follows a known law (the exporter's benchmark and `GPUMODEL_FAKE_GPU=1`).
+//! follows a known law (the exporter's benchmark and `GPUMODEL_FAKE_GPU=1`), with its own process table
+//! ([`FakeProcesses`]: its PIDs are not this host's).
 
+use crate::cgroup::Container;
+use crate::state::ProcessInfo;
 use crate::telemetry::{GpuInfo, ProcessSample, ReadError, Reading, Telemetry};
 
 /// GPUs that answer a script.
@@ -93,6 +96,8 @@ impl FakeNode {
     pub const IDLE_W: f64 = 60.0;
     pub const SM_W: f64 = 150.0;
     pub const MEM_W: f64 = 90.0;
+    /// Process `j`'s PID is `FIRST_PID + j` (on every GPU).
+    pub const FIRST_PID: u32 = 1000;
 
     pub fn new(gpus: usize, processes: usize) -> FakeNode {
         FakeNode {
@@ -113,6 +118,32 @@ impl FakeNode {
         let share = (0.5 + 0.5 * phase) / n;
         if j.is_multiple_of(2) { (share * 0.95, share * 0.15) } else { (share * 0.45, share * 0.9) }
     }
+
+    /// The node's process table, for the exporter to name its processes by (instead of this host's
+    /// `/proc`, where the scripted PIDs are other processes or none).
+    pub fn process_info(&self) -> FakeProcesses {
+        FakeProcesses { processes: self.processes }
+    }
+}
+
+/// The scripted node's processes: `fake-compute-<j>` for even `j`, `fake-memory-<j>` for odd (what they
+/// run, see [`FakeNode::activity`]), none in a container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FakeProcesses {
+    processes: usize,
+}
+
+impl ProcessInfo for FakeProcesses {
+    fn comm(&self, pid: u32) -> Option<String> {
+        let j = pid.checked_sub(FakeNode::FIRST_PID)? as usize;
+        (j < self.processes).then(|| {
+            if j.is_multiple_of(2) { format!("fake-compute-{j}") } else { format!("fake-memory-{j}") }
+        })
+    }
+
+    fn container(&self, _pid: u32) -> Option<Container> {
+        None
+    }
 }
 
 impl Telemetry for FakeNode {
@@ -130,7 +161,7 @@ impl Telemetry for FakeNode {
         let procs: Vec<ProcessSample> = (0..self.processes)
             .map(|j| {
                 let (sm, mem) = self.activity(g, j, k);
-                ProcessSample { pid: 1000 + j as u32, sm, mem }
+                ProcessSample { pid: FakeNode::FIRST_PID + j as u32, sm, mem }
             })
             .collect();
         let power = FakeNode::IDLE_W
@@ -146,5 +177,37 @@ impl Telemetry for FakeNode {
             running: procs.iter().map(|p| p.pid).collect(),
             processes: procs,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{Exporter, Options};
+
+    #[test]
+    fn the_scripted_node_names_its_own_processes_and_no_others() {
+        let node = FakeNode::new(2, 3);
+        let info = node.process_info();
+        assert_eq!(info.comm(FakeNode::FIRST_PID).as_deref(), Some("fake-compute-0"));
+        assert_eq!(info.comm(FakeNode::FIRST_PID + 1).as_deref(), Some("fake-memory-1"));
+        assert_eq!(info.comm(FakeNode::FIRST_PID + 3), None);
+        assert_eq!(info.comm(1), None);
+        assert_eq!(info.container(FakeNode::FIRST_PID), None);
+    }
+
+    #[test]
+    fn the_exporter_on_the_scripted_node_labels_every_process_with_its_scripted_name() {
+        let mut node = FakeNode::new(2, 3);
+        let mut x = Exporter::new(node.gpus(), Options::default(), Box::new(node.process_info()));
+        x.tick(&mut node);
+        // The node's clock is the host's: the second reading must come measurably later.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        x.tick(&mut node);
+        for g in &x.gpus {
+            let names: Vec<Option<&str>> = g.processes.values().map(|p| p.comm.as_deref()).collect();
+            assert_eq!(names, [Some("fake-compute-0"), Some("fake-memory-1"), Some("fake-compute-2")]);
+            assert!(g.processes.values().all(|p| p.container.is_none()));
+        }
     }
 }

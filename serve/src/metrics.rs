@@ -5,43 +5,152 @@
 //! `pid`, `comm`, `container_id`, `pod` and `component` (`dynamic` or `idle`); container series add
 //! `container_id`, `pod` and `component`. The process `idle` component is the process's share of the GPU's
 //! idle energy: `gpumodel_gpu_energy_joules_total` = idle + unattributed + Σ process dynamic, exactly.
+//! Label values are escaped as OpenMetrics asks (a process may name itself anything).
 
 use crate::attribution::Method;
 use crate::state::{Exporter, GpuTotals};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabel, EncodeLabelSet, EncodeMetric, LabelSetEncoder,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
+use std::fmt::Write;
+use std::ops::Range;
 
-type Labels = Vec<(&'static str, String)>;
+/// A label value: a byte range of [`Snapshot::text`].
+type Span = (usize, usize);
+/// A label: its name and value.
+type Label = (&'static str, Span);
 
-/// One metric family: name (without unit or `_total`), help, unit, type and its series.
+/// A metric family's name (without unit or `_total`), help, unit and type.
 #[derive(Debug)]
-struct Family {
+struct Desc {
     name: &'static str,
     help: &'static str,
     unit: Option<Unit>,
     counter: bool,
-    series: Vec<(Labels, f64)>,
 }
 
-/// Every family of one render.
+/// One series: its labels (a range of [`Snapshot::labels`]) and value.
 #[derive(Debug)]
-struct Snapshot(Vec<Family>);
+struct Series {
+    labels: Range<usize>,
+    value: f64,
+}
+
+/// Every family of one render. Label values are written once each, escaped, into one string, and every
+/// series' labels into one list: a render allocates a handful of growing buffers, not a string per label.
+#[derive(Debug, Default)]
+struct Snapshot {
+    text: String,
+    labels: Vec<Label>,
+    series: Vec<Series>,
+    families: Vec<(Desc, Range<usize>)>,
+}
+
+impl Snapshot {
+    /// Writes a label value, escaped as OpenMetrics asks (`\\`, `\"`, `\n`).
+    fn value(&mut self, v: &str) -> Span {
+        let start = self.text.len();
+        if v.contains(['\\', '"', '\n']) {
+            for c in v.chars() {
+                match c {
+                    '\\' => self.text.push_str("\\\\"),
+                    '"' => self.text.push_str("\\\""),
+                    '\n' => self.text.push_str("\\n"),
+                    c => self.text.push(c),
+                }
+            }
+        } else {
+            self.text.push_str(v);
+        }
+        (start, self.text.len())
+    }
+
+    fn number(&mut self, n: impl std::fmt::Display) -> Span {
+        let start = self.text.len();
+        // Writing to a String cannot fail.
+        let _ = write!(self.text, "{n}");
+        (start, self.text.len())
+    }
+
+    fn series(&mut self, labels: &[Label], value: f64) {
+        let start = self.labels.len();
+        self.labels.extend_from_slice(labels);
+        self.series.push(Series { labels: start..self.labels.len(), value });
+    }
+
+    /// Closes a family over the series pushed since `first`.
+    fn family(&mut self, desc: Desc, first: usize) {
+        self.families.push((desc, first..self.series.len()));
+    }
+
+    /// One series per GPU for which `f` has a value.
+    fn per_gpu(
+        &mut self,
+        x: &Exporter,
+        gpus: &[[Label; 3]],
+        desc: Desc,
+        f: &dyn Fn(&GpuTotals) -> Option<f64>,
+    ) {
+        let first = self.series.len();
+        for (g, labels) in x.gpus.iter().zip(gpus) {
+            if let Some(v) = f(g) {
+                self.series(labels, v);
+            }
+        }
+        self.family(desc, first);
+    }
+
+    /// The exposition's length, near enough to reserve it at once.
+    fn encoded_len(&self) -> usize {
+        let labels = |r: &Range<usize>| -> usize {
+            self.labels[r.clone()].iter().map(|(k, (a, b))| k.len() + b - a + 4).sum()
+        };
+        self.families
+            .iter()
+            .map(|(d, r)| {
+                let name = d.name.len() + d.unit.as_ref().map_or(0, |u| u.as_str().len() + 1);
+                3 * name
+                    + d.help.len()
+                    + 40
+                    + self.series[r.clone()].iter().map(|s| name + labels(&s.labels) + 40).sum::<usize>()
+            })
+            .sum::<usize>()
+            + 16
+    }
+}
+
+/// One series' labels, borrowed from the snapshot at encoding time.
+struct SeriesLabels<'a> {
+    text: &'a str,
+    labels: &'a [Label],
+}
+
+impl EncodeLabelSet for SeriesLabels<'_> {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        for (key, (a, b)) in self.labels {
+            (*key, &self.text[*a..*b]).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
 
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        for f in &self.0 {
-            let kind = if f.counter { MetricType::Counter } else { MetricType::Gauge };
-            let mut family = encoder.encode_descriptor(f.name, f.help, f.unit.as_ref(), kind)?;
-            for (labels, v) in &f.series {
-                let series = family.encode_family(labels)?;
-                if f.counter {
-                    ConstCounter::new(*v).encode(series)?;
+        for (d, range) in &self.families {
+            let kind = if d.counter { MetricType::Counter } else { MetricType::Gauge };
+            let mut family = encoder.encode_descriptor(d.name, d.help, d.unit.as_ref(), kind)?;
+            for s in &self.series[range.clone()] {
+                let labels = SeriesLabels { text: &self.text, labels: &self.labels[s.labels.clone()] };
+                let series = family.encode_family(&labels)?;
+                if d.counter {
+                    ConstCounter::new(s.value).encode(series)?;
                 } else {
-                    ConstGauge::new(*v).encode(series)?;
+                    ConstGauge::new(s.value).encode(series)?;
                 }
             }
         }
@@ -49,12 +158,16 @@ impl Collector for Snapshot {
     }
 }
 
-fn gpu_labels(g: &GpuTotals) -> Labels {
-    vec![
-        ("gpu", g.info.index.to_string()),
-        ("gpu_uuid", g.info.uuid.clone()),
-        ("gpu_name", g.info.name.clone()),
-    ]
+fn desc(name: &'static str, help: &'static str, unit: Option<Unit>, counter: bool) -> Desc {
+    Desc { name, help, unit, counter }
+}
+
+fn watts() -> Option<Unit> {
+    Some(Unit::Other("watts".into()))
+}
+
+fn hertz() -> Option<Unit> {
+    Some(Unit::Other("hertz".into()))
 }
 
 /// What the render includes.
@@ -67,140 +180,166 @@ pub struct Render {
 
 /// Renders every total as OpenMetrics text, ending in `# EOF`.
 pub fn render(x: &Exporter, how: Render) -> String {
-    let mut fams: Vec<Family> = Vec::new();
-    let mut family = |name, help, unit: Option<Unit>, counter, series| {
-        fams.push(Family { name, help, unit, counter, series });
-    };
-    let version = vec![
-        ("version", env!("CARGO_PKG_VERSION").to_string()),
-        (
-            "attribution",
-            match how.method {
-                Method::Model => "model",
-                Method::Ratio => "ratio",
-            }
-            .to_string(),
+    let mut s = Snapshot::default();
+    let first = s.series.len();
+    let version = s.value(env!("CARGO_PKG_VERSION"));
+    let method = s.value(match how.method {
+        Method::Model => "model",
+        Method::Ratio => "ratio",
+    });
+    s.series(&[("version", version), ("attribution", method)], 1.0);
+    s.family(desc("gpumodel_build_info", "gpumodel's version and attribution method", None, false), first);
+
+    let gpus: Vec<[Label; 3]> = x
+        .gpus
+        .iter()
+        .map(|g| {
+            [
+                ("gpu", s.number(g.info.index)),
+                ("gpu_uuid", s.value(&g.info.uuid)),
+                ("gpu_name", s.value(&g.info.name)),
+            ]
+        })
+        .collect();
+    s.per_gpu(
+        x,
+        &gpus,
+        desc("gpumodel_gpu_up", "1 when the GPU's last reading succeeded", None, false),
+        &|g| Some(f64::from(u8::from(g.up))),
+    );
+    s.per_gpu(
+        x,
+        &gpus,
+        desc(
+            "gpumodel_gpu_energy",
+            "Board energy from the GPU's energy counter since the exporter started",
+            Some(Unit::Joules),
+            true,
         ),
-    ];
-    family(
-        "gpumodel_build_info",
-        "gpumodel's version and attribution method",
-        None,
-        false,
-        vec![(version, 1.0)],
+        &|g| Some(g.energy_j),
     );
-    let per_gpu = |f: &dyn Fn(&GpuTotals) -> Option<f64>| -> Vec<(Labels, f64)> {
-        x.gpus.iter().filter_map(|g| f(g).map(|v| (gpu_labels(g), v))).collect()
-    };
-    family(
-        "gpumodel_gpu_up",
-        "1 when the GPU's last reading succeeded",
-        None,
-        false,
-        per_gpu(&|g| Some(f64::from(u8::from(g.up)))),
+    s.per_gpu(
+        x,
+        &gpus,
+        desc("gpumodel_gpu_idle_energy", "Idle (static) part of the board energy", Some(Unit::Joules), true),
+        &|g| Some(g.idle_j),
     );
-    family(
-        "gpumodel_gpu_energy",
-        "Board energy from the GPU's energy counter since the exporter started",
-        Some(Unit::Joules),
-        true,
-        per_gpu(&|g| Some(g.energy_j)),
+    s.per_gpu(
+        x,
+        &gpus,
+        desc(
+            "gpumodel_gpu_unattributed_energy",
+            "Dynamic energy no running process could be given",
+            Some(Unit::Joules),
+            true,
+        ),
+        &|g| Some(g.unattributed_j),
     );
-    family(
-        "gpumodel_gpu_idle_energy",
-        "Idle (static) part of the board energy",
-        Some(Unit::Joules),
-        true,
-        per_gpu(&|g| Some(g.idle_j)),
+    s.per_gpu(
+        x,
+        &gpus,
+        desc(
+            "gpumodel_gpu_energy_resets",
+            "Decreases of the GPU's energy counter (driver reloads)",
+            None,
+            true,
+        ),
+        &|g| Some(g.counter_resets as f64),
     );
-    family(
-        "gpumodel_gpu_unattributed_energy",
-        "Dynamic energy no running process could be given",
-        Some(Unit::Joules),
-        true,
-        per_gpu(&|g| Some(g.unattributed_j)),
+    s.per_gpu(
+        x,
+        &gpus,
+        desc("gpumodel_gpu_power", "Board power at the last reading", watts(), false),
+        &|g| g.power_w,
     );
-    family(
-        "gpumodel_gpu_energy_resets",
-        "Decreases of the GPU's energy counter (driver reloads)",
-        None,
-        true,
-        per_gpu(&|g| Some(g.counter_resets as f64)),
+    s.per_gpu(
+        x,
+        &gpus,
+        desc(
+            "gpumodel_gpu_idle_power",
+            "Idle power measured at the current SM clock (or the nearest measured)",
+            watts(),
+            false,
+        ),
+        &|g| if g.up { g.idle_w(g.sm_mhz) } else { None },
     );
-    family(
-        "gpumodel_gpu_power",
-        "Board power at the last reading",
-        Some(Unit::Other("watts".into())),
-        false,
-        per_gpu(&|g| g.power_w),
+    s.per_gpu(
+        x,
+        &gpus,
+        desc("gpumodel_gpu_sm_clock", "SM clock at the last reading", hertz(), false),
+        &|g| g.sm_mhz.map(|m| m * 1e6),
     );
-    family(
-        "gpumodel_gpu_idle_power",
-        "Idle power measured at the current SM clock (or the nearest measured)",
-        Some(Unit::Other("watts".into())),
-        false,
-        per_gpu(&|g| if g.up { g.idle_w(g.sm_mhz) } else { None }),
+    s.per_gpu(
+        x,
+        &gpus,
+        desc("gpumodel_gpu_memory_clock", "Memory clock at the last reading", hertz(), false),
+        &|g| g.mem_mhz.map(|m| m * 1e6),
     );
-    family(
-        "gpumodel_gpu_sm_clock",
-        "SM clock at the last reading",
-        Some(Unit::Other("hertz".into())),
-        false,
-        per_gpu(&|g| g.sm_mhz.map(|m| m * 1e6)),
-    );
-    family(
-        "gpumodel_gpu_memory_clock",
-        "Memory clock at the last reading",
-        Some(Unit::Other("hertz".into())),
-        false,
-        per_gpu(&|g| g.mem_mhz.map(|m| m * 1e6)),
-    );
+
+    let dynamic = s.value("dynamic");
+    let idle = s.value("idle");
     if how.per_pid {
-        let mut series = Vec::new();
-        for g in &x.gpus {
+        let first = s.series.len();
+        for (g, [gpu, uuid, name]) in x.gpus.iter().zip(&gpus) {
             for p in g.processes.values() {
-                for (component, v) in [("dynamic", p.dynamic_j), ("idle", p.idle_j)] {
-                    let mut l = gpu_labels(g);
-                    l.push(("pid", p.pid.to_string()));
-                    l.push(("comm", p.comm.clone().unwrap_or_default()));
-                    l.push(("container_id", p.container.as_ref().map(|c| c.id.clone()).unwrap_or_default()));
-                    l.push(("pod", p.container.as_ref().and_then(|c| c.pod.clone()).unwrap_or_default()));
-                    l.push(("component", component.to_string()));
-                    series.push((l, v));
+                let pid = s.number(p.pid);
+                let comm = s.value(p.comm.as_deref().unwrap_or_default());
+                let id = s.value(p.container.as_ref().map_or("", |c| c.id.as_str()));
+                let pod = s.value(p.container.as_ref().and_then(|c| c.pod.as_deref()).unwrap_or_default());
+                for (component, v) in [(dynamic, p.dynamic_j), (idle, p.idle_j)] {
+                    s.series(
+                        &[
+                            *gpu,
+                            *uuid,
+                            *name,
+                            ("pid", pid),
+                            ("comm", comm),
+                            ("container_id", id),
+                            ("pod", pod),
+                            ("component", component),
+                        ],
+                        v,
+                    );
                 }
             }
         }
-        family("gpumodel_process_energy", "Energy attributed to a process", Some(Unit::Joules), true, series);
+        s.family(
+            desc("gpumodel_process_energy", "Energy attributed to a process", Some(Unit::Joules), true),
+            first,
+        );
     }
-    let mut series = Vec::new();
-    for g in &x.gpus {
+    let first = s.series.len();
+    for (g, [gpu, uuid, name]) in x.gpus.iter().zip(&gpus) {
         for (id, c) in &g.containers {
-            for (component, v) in [("dynamic", c.dynamic_j), ("idle", c.idle_j)] {
-                let mut l = gpu_labels(g);
-                l.push(("container_id", id.clone()));
-                l.push(("pod", c.pod.clone().unwrap_or_default()));
-                l.push(("component", component.to_string()));
-                series.push((l, v));
+            let id = s.value(id);
+            let pod = s.value(c.pod.as_deref().unwrap_or_default());
+            for (component, v) in [(dynamic, c.dynamic_j), (idle, c.idle_j)] {
+                s.series(
+                    &[*gpu, *uuid, *name, ("container_id", id), ("pod", pod), ("component", component)],
+                    v,
+                );
             }
         }
     }
-    family(
-        "gpumodel_container_energy",
-        "Energy attributed to a container's processes",
-        Some(Unit::Joules),
-        true,
-        series,
+    s.family(
+        desc(
+            "gpumodel_container_energy",
+            "Energy attributed to a container's processes",
+            Some(Unit::Joules),
+            true,
+        ),
+        first,
     );
-    let errors = x
-        .errors
-        .iter()
-        .map(|((call, code), n)| (vec![("call", call.clone()), ("code", code.clone())], *n as f64))
-        .collect();
-    family("gpumodel_nvml_errors", "Failed NVML calls, by call and NVML error", None, true, errors);
+    let first = s.series.len();
+    for ((call, code), n) in &x.errors {
+        let (call, code) = (s.value(call), s.value(code));
+        s.series(&[("call", call), ("code", code)], *n as f64);
+    }
+    s.family(desc("gpumodel_nvml_errors", "Failed NVML calls, by call and NVML error", None, true), first);
 
+    let mut out = String::with_capacity(s.encoded_len());
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Snapshot(fams)));
-    let mut out = String::new();
+    registry.register_collector(Box::new(s));
     // Writing to a String cannot fail; an encoder error would be a bug in a label, reported in the text.
     if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
         out = format!("# gpumodel: the exposition could not be encoded ({e})\n# EOF\n");
@@ -269,6 +408,35 @@ mod tests {
         };
         assert_eq!(value("gpumodel_gpu_energy_joules_total"), 270.0);
         assert_eq!(value("gpumodel_gpu_idle_energy_joules_total"), 140.0);
+    }
+
+    /// A process name with a quote, a backslash or a newline must not end its label early: the whole
+    /// exposition would be rejected by the scraper.
+    #[test]
+    fn label_values_are_escaped() {
+        struct Odd;
+        impl ProcessInfo for Odd {
+            fn comm(&self, _: u32) -> Option<String> {
+                Some("a\"b\\c\nd".into())
+            }
+            fn container(&self, _: u32) -> Option<crate::cgroup::Container> {
+                None
+            }
+        }
+        let r = |t: f64, e: f64| Reading {
+            time_s: t,
+            energy_j: Some(e),
+            processes: vec![ProcessSample { pid: 9, sm: 0.7, mem: 0.2 }],
+            running: vec![9],
+            ..Reading::default()
+        };
+        let mut t = FakeGpu::scripted(vec![r(0.0, 0.0), r(1.0, 100.0)]);
+        let mut x = Exporter::new(t.gpus(), Options::default(), Box::new(Odd));
+        x.tick(&mut t);
+        x.tick(&mut t);
+        let text = render(&x, Render { per_pid: true, method: Method::Model });
+        assert!(text.contains(r#"comm="a\"b\\c\nd""#), "{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("gpumodel_process_energy")).count(), 2, "{text}");
     }
 
     #[test]

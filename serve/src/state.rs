@@ -109,8 +109,16 @@ pub struct GpuTotals {
     pub idle_by_clock: BTreeMap<u32, f64>,
     pub processes: BTreeMap<u32, ProcessTotals>,
     pub containers: BTreeMap<String, ContainerTotals>,
-    last: Option<Reading>,
+    last: Option<Last>,
     attributor: Attributor,
+}
+
+/// What the next tick needs of the last good reading.
+#[derive(Debug, Clone, Copy)]
+struct Last {
+    time_s: f64,
+    energy_j: Option<f64>,
+    power_w: Option<f64>,
 }
 
 impl GpuTotals {
@@ -194,7 +202,10 @@ impl Exporter {
         g.power_w = r.power_w;
         g.sm_mhz = r.sm_mhz;
         g.mem_mhz = r.mem_mhz;
-        let Some(last) = g.last.replace(r.clone()) else { return };
+        let Some(last) = g.last.replace(Last { time_s: r.time_s, energy_j: r.energy_j, power_w: r.power_w })
+        else {
+            return;
+        };
         let dt = r.time_s - last.time_s;
         if !(dt > 0.0 && dt.is_finite()) {
             return;
@@ -213,33 +224,41 @@ impl Exporter {
         };
         let energy = if energy.is_finite() { energy.max(0.0) } else { 0.0 };
 
-        // Activity: the tick's samples per PID, else the last one for a process still running.
-        let mut active: BTreeMap<u32, Activity> = BTreeMap::new();
-        let mut counts: BTreeMap<u32, f64> = BTreeMap::new();
-        for s in &r.processes {
-            let a = active.entry(s.pid).or_default();
-            a.sm += s.sm;
-            a.mem += s.mem;
-            *counts.entry(s.pid).or_insert(0.0) += 1.0;
+        // Activity: the mean of the tick's samples per PID (sorted by PID, each PID's samples in the order
+        // read), else the last one for a process still running.
+        let mut sampled: Vec<(u32, Activity, f64)> =
+            r.processes.iter().map(|s| (s.pid, Activity { sm: s.sm, mem: s.mem }, 1.0)).collect();
+        sampled.sort_by_key(|s| s.0);
+        sampled.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1.sm += later.1.sm;
+                kept.1.mem += later.1.mem;
+                kept.2 += 1.0;
+            }
+            same
+        });
+        for (_, a, n) in sampled.iter_mut() {
+            a.sm /= *n;
+            a.mem /= *n;
         }
-        for (pid, a) in active.iter_mut() {
-            let n = counts[pid];
-            a.sm /= n;
-            a.mem /= n;
-        }
+        let was_sampled = |pid: u32| sampled.binary_search_by_key(&pid, |s| s.0).is_ok();
+        let mut active: Vec<(u32, Activity)> = sampled.iter().map(|(pid, a, _)| (*pid, *a)).collect();
         for pid in &r.running {
             let p =
                 g.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info.as_ref(), r.time_s));
             p.seen_s = r.time_s;
-            if !active.contains_key(pid) && r.time_s - p.sampled_s <= CARRY_TICKS * dt {
-                active.insert(*pid, p.activity);
+            if !was_sampled(*pid) && r.time_s - p.sampled_s <= CARRY_TICKS * dt {
+                active.push((*pid, p.activity));
             }
         }
+        active.sort_by_key(|a| a.0);
+        active.dedup_by_key(|a| a.0);
         for (pid, a) in &active {
             let p =
                 g.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info.as_ref(), r.time_s));
             p.seen_s = r.time_s;
-            if counts.contains_key(pid) {
+            if was_sampled(*pid) {
                 p.activity = *a;
                 p.sampled_s = r.time_s;
             }
@@ -265,10 +284,26 @@ impl Exporter {
                 p.dynamic_j += s.dynamic_j;
                 p.idle_j += s.idle_j;
                 if let Some(c) = &p.container {
-                    let t = g.containers.entry(c.id.clone()).or_default();
-                    t.pod = c.pod.clone();
-                    t.dynamic_j += s.dynamic_j;
-                    t.idle_j += s.idle_j;
+                    // The container's key and pod are copied when it is first seen (or its pod changes),
+                    // not every tick.
+                    match g.containers.get_mut(&c.id) {
+                        Some(t) => {
+                            if t.pod != c.pod {
+                                t.pod.clone_from(&c.pod);
+                            }
+                            t.dynamic_j += s.dynamic_j;
+                            t.idle_j += s.idle_j;
+                        }
+                        None => {
+                            let t = ContainerTotals {
+                                pod: c.pod.clone(),
+                                dynamic_j: s.dynamic_j,
+                                idle_j: s.idle_j,
+                                ..ContainerTotals::default()
+                            };
+                            g.containers.insert(c.id.clone(), t);
+                        }
+                    }
                 }
             }
         }

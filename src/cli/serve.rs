@@ -80,7 +80,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let (t, p) = replay::parse(&text, &name)?;
             (Box::new(t), Box::new(p))
         }
-        None if fake_gpu() => (Box::new(FakeNode::new(2, 4)), Box::new(ProcFs("/proc".into()))),
+        None if fake_gpu() => {
+            let node = FakeNode::new(2, 4);
+            let info = node.process_info();
+            (Box::new(node), Box::new(info))
+        }
         None => match NvmlTelemetry::open() {
             Ok(t) => (Box::new(t), Box::new(ProcFs("/proc".into()))),
             Err(e) if args.allow_no_gpu => {
