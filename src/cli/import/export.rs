@@ -60,17 +60,10 @@ pub fn kernel_of(path: &Path, export: Export, launch: Option<usize>) -> anyhow::
         kernels.push(k);
         Ok(())
     })?;
-    let n = kernels.len();
-    let pick = match (launch, n) {
-        (_, 0) => anyhow::bail!("{source}: the {profiler} export holds no kernel launch"),
-        (None, 1) => 1,
-        (Some(i), _) if (1..=n).contains(&i) => i,
-        (Some(i), _) => anyhow::bail!("--launch {i}: {source} holds kernel launches 1 to {n}"),
-        (None, _) => anyhow::bail!(
-            "{source} holds {n} kernel launches ({}): pick one with --launch 1..{n}, or write each as a profile with `gpumodel import {profiler} {source} --profiles DIR`",
-            shown(kernels.iter().map(|k| k.name.as_str()))
-        ),
-    };
+    let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+    let hint =
+        format!(", or write each as a profile with `gpumodel import {profiler} {source} --profiles DIR`");
+    let pick = pick(launch, &names, &source, &format!("the {profiler} export"), "kernel launches", &hint)?;
     Ok(kernels[pick - 1].to_profile(&source, None)?)
 }
 
@@ -101,30 +94,41 @@ pub fn kernel_file(path: &Path, launch: Option<usize>) -> anyhow::Result<KernelP
     let kernels: Vec<KernelProfile> = serde_json::from_str(&text).with_context(|| {
         format!("{source}: a JSON list, but not of kernel profiles (as `collect --kernel-totals` writes)")
     })?;
-    let n = kernels.len();
-    let pick = match (launch, n) {
-        (_, 0) => anyhow::bail!("{source}: the list holds no kernel profile"),
-        (None, 1) => 1,
-        (Some(i), _) if (1..=n).contains(&i) => i,
-        (Some(i), _) => anyhow::bail!("--launch {i}: {source} holds kernel profiles 1 to {n}"),
-        (None, _) => anyhow::bail!(
-            "{source} holds {n} kernel profiles ({}): pick one with --launch 1..{n}",
-            shown(kernels.iter().map(|k| k.name.as_str()))
-        ),
-    };
+    let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+    let pick = pick(launch, &names, &source, "the list", "kernel profiles", "")?;
     let k = kernels.into_iter().nth(pick - 1).expect("pick is within 1..=n");
     k.check(&format!("{source}, profile {pick}"))?;
     Ok(k)
 }
 
-/// The first three distinct names, and how many more.
-fn shown<'a>(all: impl Iterator<Item = &'a str>) -> String {
-    let mut names: Vec<&str> = Vec::new();
-    for n in all {
-        if !names.contains(&n) {
-            names.push(n);
+/// Which of the `names` (1-based) `--launch` picks: the only one when not given; none, one out of range, or
+/// several and no choice are one line that counts them and names the flag (`hint` adds what else to do).
+fn pick(
+    launch: Option<usize>,
+    names: &[&str],
+    source: &str,
+    holder: &str,
+    what: &str,
+    hint: &str,
+) -> anyhow::Result<usize> {
+    let n = names.len();
+    match (launch, n) {
+        (_, 0) => anyhow::bail!("{source}: {holder} holds no {what}"),
+        (None, 1) => Ok(1),
+        (Some(i), _) if (1..=n).contains(&i) => Ok(i),
+        (Some(i), _) => anyhow::bail!("--launch {i}: {source} holds {what} 1 to {n}"),
+        (None, _) => {
+            let mut distinct: Vec<&str> = Vec::new();
+            for name in names {
+                if !distinct.contains(name) {
+                    distinct.push(name);
+                }
+            }
+            let mut shown = distinct.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+            if distinct.len() > 3 {
+                shown = format!("{shown} and {} more", distinct.len() - 3);
+            }
+            anyhow::bail!("{source} holds {n} {what} ({shown}): pick one with --launch 1..{n}{hint}")
         }
     }
-    let first = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
-    if names.len() > 3 { format!("{first} and {} more", names.len() - 3) } else { first }
 }
