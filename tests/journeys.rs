@@ -11,45 +11,14 @@ use std::path::Path;
 
 mod common;
 use common::gpumodel;
+#[path = "common/stencil.rs"]
+mod stencil;
+use stencil::{COUNTERS, TIME_S, run, true_power};
 
 fn fake() -> Command {
     let mut c = gpumodel();
     c.env("GPUMODEL_FAKE_GPU", "1");
     c
-}
-
-fn run(mut c: Command, dir: &Path) -> String {
-    let o = c.current_dir(dir).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A kernel that no suite kernel is: it drives FP32, integer, global loads and stores, shared memory and
-/// DRAM at once, at rates inside the suite's. Totals of one launch of 1 ms at the scripted GPU's default
-/// clocks (1410 / 1215 MHz).
-const TIME_S: f64 = 1e-3;
-const COUNTERS: &[(&str, f64)] = &[
-    ("inst_executed", 2.2e6),
-    ("inst_fp_32", 0.9e6),
-    ("inst_integer", 0.6e6),
-    ("branch", 0.15e6),
-    ("l1_global_load_hit", 0.4e6),
-    ("l1_global_load_miss", 0.5e6),
-    ("global_store_transaction", 0.7e6),
-    ("shared_load", 0.6e6),
-    ("shared_store", 0.2e6),
-    ("l1_shared_bank_conflict", 0.1e6),
-    ("dram_read_bytes", 0.8e6),
-    ("dram_write_bytes", 0.5e6),
-    ("inst_fp_64", 0.0),
-    ("inst_special", 0.1e6),
-];
-
-/// The scripted GPU's true power for [`COUNTERS`] at its default clocks.
-fn true_power() -> f64 {
-    let rates: BTreeMap<&str, f64> = COUNTERS.iter().map(|(c, v)| (*c, v / TIME_S)).collect();
-    let dev = FakeSuiteDevice::new();
-    dev.true_power(|c| rates.get(c).copied(), ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 })
 }
 
 fn kernel_toml() -> String {
@@ -278,4 +247,87 @@ fn calibrate_then_predict_with_the_profile_follows_the_gpus_own_constants() {
     let mine = gpumodel_models::arch::ArchProfile::resolve(d.join("mine.toml").to_str().unwrap()).unwrap();
     assert!(mine.core_clocks_mhz.value.len() > 10, "{:?}", mine.core_clocks_mhz.value);
     assert!(mine.mem_clocks_mhz.value.contains(&800.0), "{:?}", mine.mem_clocks_mhz.value);
+}
+
+/// The scripted A100's grid for the clock journey: three core and three memory clocks it supports.
+const CORE_MHZ: [f64; 3] = [1410.0, 1110.0, 810.0];
+const MEM_MHZ: [f64; 3] = [1215.0, 1000.0, 800.0];
+
+/// [`COUNTERS`] as work on the scripted GPU's time law: 1 ms of compute at 1410 MHz and the DRAM bytes it
+/// reads and writes (DRAM-light at the default memory clock, near the limit at 800 MHz).
+fn stencil_work() -> gpumodel_collect::suite::Work {
+    let counters: BTreeMap<String, f64> = COUNTERS.iter().map(|(c, v)| (c.to_string(), *v)).collect();
+    let dram_bytes = counters["dram_read_bytes"] + counters["dram_write_bytes"];
+    gpumodel_collect::suite::Work { core_cycles: TIME_S * 1410e6, dram_bytes, counters }
+}
+
+/// collect --suite over a 3 × 3 grid of (core, memory) clocks → `<out>.profiles.csv` → train a clock model
+/// → an NV-DVFS DCGM profile of a kernel that is not in the suite, at the default pair (its fields, power
+/// and time from the scripted law) → `predict --profile` with the model found by the GPU's name: the
+/// pair it picks for least energy costs, by the scripted law, within 2 % of the least energy over the
+/// grid. The grid's best pair is not the default one (a lower memory clock saves DRAM power at no cost
+/// in time), so a pick that ignores the memory clock fails.
+#[test]
+#[ignore = "not met yet: the clock model is not found by the scripted GPU's name (the profiles file names no GPU), \
+            and with --clock-model its pick costs 5.5 % more energy than the law's least (target 2 %)"]
+fn suite_over_clock_pairs_then_clock_model_then_predict_a_profile_picks_a_pair_within_two_percent() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pairs: Vec<String> =
+        CORE_MHZ.iter().flat_map(|c| MEM_MHZ.iter().map(move |m| format!("{c}:{m}"))).collect();
+    let mut c = fake();
+    c.args(["collect", "--suite", "--min-seconds", "0.01", "--out", "s.csv", "--clocks", &pairs.join(",")]);
+    let printed = run(c, d);
+    let follow_up = "gpumodel train --data s.csv.profiles.csv --no-test --out-dir models";
+    assert!(printed.contains(follow_up), "{printed}");
+    let mut c = gpumodel();
+    c.args(["train", "--data", "s.csv.profiles.csv", "--no-test", "--out-dir", "models"]);
+    run(c, d);
+
+    // The workload's profile at the default pair, from the law: DRAMA = DRAM bytes/s over 2 GB/s, FP32A =
+    // FP32 warp instructions/s over 1.5 per cycle, a full grid on every SM with half its warps.
+    let dev = FakeSuiteDevice::new();
+    let work = stencil_work();
+    let default = ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 };
+    let t = dev.true_time(&work, default);
+    let power = dev.work_power(&work, default);
+    let drama = work.dram_bytes / t / 2e9;
+    let fp32a = work.counters["inst_fp_32"] / t / (1.5 * 1410e6);
+    let csv = format!(
+        "DRAMA,FP16A,FP32A,FP64A,SMACT,SMOCC,TENSO,argNo,average_power,benchmark,core_frequency,kernel,\
+         memory_frequency,time\n{drama},0,{fp32a},0,1,0.5,0,run0,{power},stencil_mix,1410,stencil_mix,1215,{t}\n"
+    );
+    std::fs::write(d.join("stencil.csv"), csv).unwrap();
+    let mut c = gpumodel();
+    c.args(["predict", "--profile", "stencil.csv", "--gpu", &dev.info.name, "--models-dir", "models"]);
+    c.args(["--format", "json"]);
+    let out = run(c, d);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let points = v["points"].as_array().unwrap_or_else(|| panic!("no points: {out}"));
+    assert!(points.len() > 1, "no sweep over pairs ({}; {}): {out}", v["basis"], v["caveats"]);
+    let i = v["optima"]["energy"].as_u64().unwrap_or_else(|| panic!("no energy optimum: {out}")) as usize;
+    let chosen = ClockPair {
+        core_mhz: points[i]["core_mhz"].as_f64().unwrap(),
+        mem_mhz: points[i]["mem_mhz"].as_f64().unwrap_or(default.mem_mhz),
+    };
+
+    let energy = |p: ClockPair| dev.true_energy(&work, p);
+    let grid: Vec<ClockPair> = CORE_MHZ
+        .iter()
+        .flat_map(|&c| MEM_MHZ.iter().map(move |&m| ClockPair { core_mhz: c, mem_mhz: m }))
+        .collect();
+    let best = grid.iter().copied().min_by(|a, b| energy(*a).total_cmp(&energy(*b))).unwrap();
+    assert!(energy(default) > 1.02 * energy(best), "the default pair must not pass: {default:?} vs {best:?}");
+    let regret = energy(chosen) / energy(best) - 1.0;
+    assert!(
+        regret <= 0.02,
+        "picked {}/{} MHz: {:.4} J by the scripted law, {:.1} % above the least, {:.4} J at {}/{} MHz",
+        chosen.core_mhz,
+        chosen.mem_mhz,
+        energy(chosen),
+        100.0 * regret,
+        energy(best),
+        best.core_mhz,
+        best.mem_mhz
+    );
 }

@@ -189,7 +189,8 @@ fn suite_on(scenario: u32, clocks: &str, fail: bool) -> (Result<(), Error>, Vec<
 fn the_suite_sets_each_pair_before_its_runs_and_resets_at_the_end() {
     let (r, warnings, log) = suite_on(0, "960:1215,510:800", false);
     r.unwrap();
-    assert!(warnings.is_empty(), "{warnings:?}");
+    // This test GPU does not know its peak rates, so no utilization profiles are written beside the table.
+    assert!(warnings.iter().all(|w| w.contains("peak rates are not known")), "{warnings:?}");
     assert_eq!(
         log,
         "set_app 1215 960\nrun fp32_fma_full\nrun idle_sleep\n\

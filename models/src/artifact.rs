@@ -10,8 +10,10 @@ use std::path::Path;
 
 mod inference;
 mod physical;
+mod subset;
 
 pub use physical::{PhysicalTerms, VoltageLevel, physical_input_names, voltage_at};
+pub use subset::{SubsetFit, SubsetFits};
 
 /// Version of the artifact format this build reads and writes. Version 2 rejects fields it does not
 /// know (a misspelt or foreign field is an error, not silently ignored); version 1 artifacts are not
@@ -112,6 +114,11 @@ pub struct ModelArtifact {
     /// `physical+bpann` artifact, absent in every other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residual: Option<Residual>,
+    /// The training rows' least-squares statistics, from which `predict` fits a line on the inputs a
+    /// kernel profile does give when it lacks some ([`SubsetFits`]). Written by `train` for models whose
+    /// inputs are all power inputs ([`crate::power_inputs`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<SubsetFits>,
 }
 
 /// How a residual network's output combines with its physical model ([`ModelArtifact::residual`]).
@@ -229,6 +236,13 @@ impl ModelArtifact {
                 )));
             }
         }
+        if let Some(s) = &self.subset
+            && !(s.is_valid() && s.inputs == self.inputs)
+        {
+            return Err(Error::Mismatch(
+                "the artifact's `subset` statistics do not match its inputs: re-run `gpumodel train`".into(),
+            ));
+        }
         if self.kind == ModelKind::Physical {
             if !self.layers.is_empty() {
                 return Err(Error::Mismatch("a physical artifact has no network layers".into()));
@@ -290,6 +304,7 @@ mod tests {
             training: serde_json::Value::Null,
             arithmetic: None,
             residual: None,
+            subset: None,
             physical: Some(PhysicalTerms {
                 core_clock: "core_mhz".into(),
                 mem_clock: "mem_mhz".into(),
@@ -315,6 +330,7 @@ mod tests {
         ModelArtifact {
             kind: ModelKind::PhysicalBpann,
             residual: Some(Residual::Relative),
+            subset: None,
             layers: vec![Dense {
                 weights: vec![vec![0.01, 0.0, 0.0, 0.0]],
                 bias: vec![0.0],
@@ -341,6 +357,7 @@ mod tests {
             training: serde_json::Value::Null,
             arithmetic: None,
             residual: None,
+            subset: None,
             physical: None,
         }
     }

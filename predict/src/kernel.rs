@@ -84,6 +84,10 @@ pub struct Prediction {
     pub detail: TimePrediction,
     /// The power model's inputs, by name, as fed to it.
     pub model_inputs: Vec<(String, f64)>,
+    /// When the profile lacked some of the power model's inputs: the line on the others that gave
+    /// `power_w` instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_fallback: Option<crate::power::PowerFallback>,
 }
 
 fn checked_clocks(arch: &ArchProfile, cfg: &Config) -> Result<Clocks> {
@@ -202,7 +206,20 @@ pub fn predict_kernel(
         detail.measured = true;
     }
     let base = base_values(k, &x, arch, t0.unwrap_or(detail.time_s), detail.time_s, clocks);
-    let inputs = input_vector(model, |c| base.get(c)).map_err(|e| {
+    let inputs = input_vector(model, |c| base.get(c));
+    if inputs.is_err()
+        && let Some((power_w, fallback, fed)) = crate::power::subset_power(model, |c| base.get(c))
+    {
+        return Ok(Prediction {
+            time_s: detail.time_s,
+            power_w,
+            energy_j: power_w * detail.time_s,
+            model_inputs: fed,
+            power_fallback: Some(fallback),
+            detail,
+        });
+    }
+    let inputs = inputs.map_err(|e| {
         // Power inputs the profile lacks: name the counters that give each, so the export can be redone.
         let lacking: Vec<String> = gpumodel_models::power_inputs::POWER_INPUTS
             .iter()
@@ -232,6 +249,7 @@ pub fn predict_kernel(
         power_w,
         energy_j: power_w * detail.time_s,
         model_inputs: model.inputs.iter().cloned().zip(inputs).collect(),
+        power_fallback: None,
         detail,
     })
 }
@@ -270,11 +288,17 @@ pub const INPUT_EXTRAPOLATION_SIGMAS: f64 = 4.0;
 /// One line per power-model input of `p` more than [`INPUT_EXTRAPOLATION_SIGMAS`] standard deviations
 /// from the model's training mean: predicted, but outside what the model was trained on.
 pub fn input_extrapolation(model: &ModelArtifact, p: &Prediction) -> Vec<String> {
+    inputs_extrapolation(model, &p.model_inputs)
+}
+
+/// The same for power-model inputs given by name (all of the model's, or the part a fallback line used).
+pub fn inputs_extrapolation(model: &ModelArtifact, inputs: &[(String, f64)]) -> Vec<String> {
     let s = &model.input_scaling;
-    p.model_inputs
+    inputs
         .iter()
-        .zip(s.mean.iter().zip(&s.std))
-        .filter_map(|((name, x), (mean, std))| {
+        .filter_map(|(name, x)| {
+            let i = model.inputs.iter().position(|n| n == name)?;
+            let (mean, std) = (s.mean.get(i)?, s.std.get(i)?);
             let z = (x - mean) / std;
             (std.is_finite() && *std > 0.0 && z.abs() > INPUT_EXTRAPOLATION_SIGMAS).then(|| {
                 format!(

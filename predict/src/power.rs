@@ -125,3 +125,159 @@ pub fn base_values<'a>(
         tx_bytes: tx,
     }
 }
+
+/// The power answer for a profile that lacks some of a power-input model's inputs: a line on the inputs it
+/// does give, fitted on the model's training rows ([`gpumodel_models::artifact::SubsetFits`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PowerFallback {
+    /// The model inputs the profile lacks, each with the counters that would give it.
+    pub lacked: Vec<String>,
+    /// The line: its inputs, coefficients and held-out error over the training rows.
+    pub fit: gpumodel_models::artifact::SubsetFit,
+    /// How its held-out error was made.
+    pub folds_from: String,
+}
+
+impl PowerFallback {
+    /// One line for a report: what was missing, what was used, and the line's held-out error.
+    pub fn describe(&self) -> String {
+        let used = if self.fit.inputs.is_empty() {
+            "none (the training mean)".into()
+        } else {
+            self.fit.inputs.join(", ")
+        };
+        format!(
+            "a line on the inputs this profile gives ({used}), fitted on the model's {} training rows: ±{:.1} W \
+             RMSE on held-out kernels ({}; their mean {:.1} W)",
+            self.fit.rows, self.fit.cv_rmse_w, self.folds_from, self.fit.mean_w,
+        )
+    }
+
+    /// The report's line naming what the profile lacked and the counters that give each.
+    pub fn lacks_line(&self) -> String {
+        format!("lacks       {}", self.lacked.join(", "))
+    }
+}
+
+/// A fallback's power (W), its record, and the inputs as fed, by name.
+pub type SubsetAnswer = (f64, PowerFallback, Vec<(String, f64)>);
+
+/// Power from the inputs `get` gives when `model` has subset statistics and the profile lacks some of its
+/// inputs: the prediction, the fallback's record and the inputs as fed. `None` when the model has no such
+/// statistics, when nothing is lacking, or when no line can be fitted.
+pub fn subset_power(
+    model: &gpumodel_models::artifact::ModelArtifact,
+    get: impl Fn(&str) -> Option<f64>,
+) -> Option<SubsetAnswer> {
+    use gpumodel_models::power_inputs::{POWER_INPUTS, needs};
+    let s = model.subset.as_ref()?;
+    let values: Vec<Option<f64>> = s.inputs.iter().map(|n| get(n).filter(|v| v.is_finite())).collect();
+    if values.iter().all(Option::is_some) {
+        return None;
+    }
+    let lacked = s
+        .inputs
+        .iter()
+        .zip(&values)
+        .filter(|(_, v)| v.is_none())
+        .map(|(n, _)| match POWER_INPUTS.iter().find(|p| p.name == n) {
+            Some(p) => format!("{n} ({})", needs(p)),
+            None => n.clone(),
+        })
+        .collect();
+    let fit = s.fit(|n| s.inputs.iter().zip(&values).any(|(m, v)| m == n && v.is_some()))?;
+    let fed: Vec<(String, f64)> =
+        s.inputs.iter().zip(&values).filter_map(|(n, v)| Some((n.clone(), (*v)?))).collect();
+    let power = fit.predict(&fed.iter().map(|(_, v)| *v).collect::<Vec<_>>());
+    power.is_finite().then(|| (power, PowerFallback { lacked, fit, folds_from: s.folds_from.clone() }, fed))
+}
+
+/// Power beside a roofline time (a profile the pipeline timing model cannot read): the power model's
+/// inputs are counter rates at that time. Answered when every input is a power input
+/// ([`gpumodel_models::power_inputs`]): in full when the profile gives them all, by the subset line
+/// ([`PowerFallback`]) when it gives some; otherwise not, with the reason.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RooflinePower {
+    pub power_w: Option<f64>,
+    pub energy_j: Option<f64>,
+    /// The inputs as fed, by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<(String, f64)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<PowerFallback>,
+    /// Why there is no power, when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_predicted: Option<String>,
+}
+
+impl RooflinePower {
+    /// The power of `k` over `time_s` seconds with `model`.
+    pub fn of(
+        model: &gpumodel_models::artifact::ModelArtifact,
+        k: &KernelProfile,
+        time_s: f64,
+    ) -> RooflinePower {
+        use gpumodel_models::power_inputs::{POWER_INPUTS, is_power_input, sum_of};
+        let none = |why: String| RooflinePower {
+            power_w: None,
+            energy_j: None,
+            inputs: Vec::new(),
+            fallback: None,
+            not_predicted: Some(why),
+        };
+        if !model.inputs.iter().all(|i| is_power_input(i)) {
+            return none(format!(
+                "the power model reads {}, which need the counters the roofline lacks; a model trained on power \
+                 inputs (`gpumodel collect --suite`, `gpumodel train`) answers from what the profile gives",
+                model.inputs.join(", ")
+            ));
+        }
+        if !(time_s.is_finite() && time_s > 0.0) {
+            return none(format!("the time {time_s} s gives no counter rates"));
+        }
+        let get = |name: &str| {
+            let p = POWER_INPUTS.iter().find(|p| p.name == name)?;
+            sum_of(p, &|c| k.counter(c)).map(|total| total / time_s)
+        };
+        let answer = |w: f64, fallback, inputs| RooflinePower {
+            power_w: Some(w),
+            energy_j: Some(w * time_s),
+            inputs,
+            fallback,
+            not_predicted: None,
+        };
+        let values: Option<Vec<f64>> = model.inputs.iter().map(|i| get(i)).collect();
+        if let Some(v) = values {
+            let w = model.predict_one(&v);
+            let fed = model.inputs.iter().cloned().zip(v).collect();
+            return if w.is_finite() {
+                answer(w, None, fed)
+            } else {
+                none(format!("the power model returned {w} W"))
+            };
+        }
+        match subset_power(model, get) {
+            Some((w, f, fed)) => answer(w, Some(f), fed),
+            None => none(
+                "the profile lacks some of the power model's inputs and the model carries no training statistics to \
+                 fit a line on the others (train it again with this gpumodel)"
+                    .into(),
+            ),
+        }
+    }
+
+    /// The report's power line.
+    pub fn line(&self, model: &str) -> String {
+        match (self.power_w, &self.fallback, &self.not_predicted) {
+            (Some(w), None, _) => {
+                format!("power       {w:.1} W ({model} model; inputs = counter rates at this time)")
+            }
+            (Some(w), Some(f), _) => {
+                format!("power       {w:.1} W ({model} model's data: {})\n{}", f.describe(), f.lacks_line())
+            }
+            (None, _, why) => {
+                format!("power       not predicted: {}", why.as_deref().unwrap_or("no power model"))
+            }
+        }
+    }
+}

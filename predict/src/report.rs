@@ -246,12 +246,18 @@ impl Export for KernelReport {
             ),
             None => format!("time        {:.4} ms (the pipeline timing model)", p.time_s * 1e3),
         });
-        out.push(format!(
-            "power       {:.1} W ({} model; inputs = counter rates at the {} time)",
-            p.power_w,
-            self.model,
-            if d.measured { "measured" } else { "predicted" }
-        ));
+        out.push(match &p.power_fallback {
+            None => format!(
+                "power       {:.1} W ({} model; inputs = counter rates at the {} time)",
+                p.power_w,
+                self.model,
+                if d.measured { "measured" } else { "predicted" }
+            ),
+            Some(f) => {
+                format!("power       {:.1} W ({} model's data: {})", p.power_w, self.model, f.describe())
+            }
+        });
+        out.extend(p.power_fallback.as_ref().map(|f| f.lacks_line()));
         out.push(format!("energy      {:.4} J", p.energy_j));
         out.push(format!(
             "bottleneck  {} ({:.0}% of the component total)",
@@ -397,6 +403,13 @@ pub struct RooflineReport {
     pub model: &'static str,
     pub context: Provenance,
     pub roofline: crate::kernel::fallback::Roofline,
+    /// Figures no run on this GPU can show (power above the board limit, …): errors, one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub out_of_bounds: Vec<String>,
+    /// Power at the roofline's time, when the power model can answer from what the profile gives.
+    pub power: crate::power::RooflinePower,
+    /// The power model as the user named it.
+    pub power_model: String,
     /// Where the prediction extrapolates: one line each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extrapolation: Vec<String>,
@@ -415,6 +428,7 @@ impl Export for RooflineReport {
             "model       roofline fallback: the pipeline timing model needs {}",
             r.lacked.join(", ")
         ));
+        out.extend(self.out_of_bounds.iter().map(|x| format!("ERROR       {x}")));
         out.extend(self.extrapolation.iter().map(|x| format!("extrapol.   {x}")));
         out.push(format!(
             "gpu         {} at {} / {} MHz (core / memory)",
@@ -442,7 +456,10 @@ impl Export for RooflineReport {
             ));
         }
         out.push(format!("bound       {}", r.bound));
-        out.push("power       not predicted: the power model needs the counters the roofline lacks".into());
+        out.extend(self.power.line(&self.power_model).lines().map(str::to_string));
+        if let Some(e) = self.power.energy_j {
+            out.push(format!("energy      {e:.4e} J"));
+        }
         out
     }
 
@@ -468,9 +485,12 @@ impl Export for RooflineReport {
             "core_mhz",
             "mem_mhz",
             "time_s",
+            "power_w",
+            "energy_j",
             "bound",
             "expected_error_pct",
             "lacked",
+            "out_of_bounds",
             "extrapolation",
         ];
         let mut s = Section::new(names.iter().map(|n| Column::new(*n, *n)).collect());
@@ -482,9 +502,12 @@ impl Export for RooflineReport {
             Cell::num(r.clocks.core_mhz, 0),
             Cell::num(r.clocks.mem_mhz, 0),
             Cell::num(r.time_s, 9),
+            Cell::opt(self.power.power_w, 1),
+            Cell::opt(self.power.energy_j, 9),
             Cell::text(r.bound),
             Cell::opt(r.expected_error_pct, 1),
             Cell::text(r.lacked.join("; ")),
+            Cell::text(self.out_of_bounds.join("; ")),
             Cell::text(self.extrapolation.join("; ")),
         ]);
         Some(s)

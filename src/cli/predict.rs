@@ -16,7 +16,8 @@ use gpumodel_predict::calibration::file::CalibrationFile;
 use gpumodel_predict::examples;
 use gpumodel_predict::kernel::fallback;
 use gpumodel_predict::kernel::gpu::{beyond_the_hardware, choose_arch};
-use gpumodel_predict::kernel::{input_extrapolation, predict_kernel};
+use gpumodel_predict::kernel::{input_extrapolation, inputs_extrapolation, predict_kernel};
+use gpumodel_predict::power::RooflinePower;
 use gpumodel_predict::report::{CalibrationUse, KernelReport, Provenance, RooflineReport, SweepReport};
 use gpumodel_predict::sweep::{sweep_core_clock, sweep_warps};
 use std::path::{Path, PathBuf};
@@ -201,11 +202,20 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
             );
         }
         let at = clocks.unwrap_or_else(|| Clocks::default_for(&arch));
+        let roofline = fallback::predict_roofline(&kernel, &arch, at)?;
+        let power = RooflinePower::of(&model, &kernel, roofline.time_s);
+        let mut extrapolation = extrapolation;
+        extrapolation.extend(inputs_extrapolation(&model, &power.inputs));
+        let out_of_bounds =
+            power.power_w.map_or_else(Vec::new, |w| beyond_the_hardware(&arch, roofline.time_s, w));
         let report = RooflineReport {
             kernel: kernel.name.clone(),
             arch: arch.name.clone(),
             model: "roofline",
-            roofline: fallback::predict_roofline(&kernel, &arch, at)?,
+            roofline,
+            out_of_bounds,
+            power,
+            power_model: args.model.clone(),
             context,
             extrapolation,
         };

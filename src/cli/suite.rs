@@ -13,7 +13,9 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct SuiteArgs {
     /// Clock pairs to sweep, `CORE:MEM` in MHz, comma-separated (e.g. 1410:1215,1095:1215), or `current`.
-    /// Setting clocks needs root; without permission the suite says so and uses the current clocks.
+    /// Setting clocks needs root; without permission the suite says so and uses the current clocks. At two
+    /// or more pairs the suite also writes utilization profiles, `<out>.profiles.csv`, that `gpumodel train
+    /// --data` fits a clock model on.
     #[arg(long, default_value = "current", requires = "suite")]
     pub clocks: String,
     /// Run only these suite kernels or patterns (comma-separated; see --list-kernels).

@@ -219,17 +219,18 @@ const CLOCK_FLAGS: &[&str] = &[
     "min_core_mhz",
     "peer_params",
     "score_max_slowdown",
+    "profile_format",
 ];
-const CLOCK_ONLY_FLAGS: &[&str] = &["min_core_mhz", "peer_params", "score_max_slowdown"];
+const CLOCK_ONLY_FLAGS: &[&str] = &["min_core_mhz", "peer_params", "score_max_slowdown", "profile_format"];
 
 pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
-    if is_profile_data(&args.data) {
+    if args.clocks.profile_format.is_some() || is_profile_data(&args.data) {
         let wrong = given.outside(CLOCK_FLAGS);
         anyhow::ensure!(
             wrong.is_empty(),
             "{} is utilization-profile data (a clock model is trained from it): {} do(es) not apply; drop them \
              (the clock model reads --test, --no-test, --out-dir, --prefix, --min-core-mhz, --peer-params, \
-             --score-max-slowdown, --format)",
+             --score-max-slowdown, --profile-format, --format)",
             args.data,
             wrong.join(", ")
         );

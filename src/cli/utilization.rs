@@ -149,6 +149,10 @@ pub struct TrainArgs {
     /// Utilization-profile data: the slowdown bound of the "saving within the bound" score.
     #[arg(long, value_name = "PCT", value_parser = parse_slowdown, default_value = "5%")]
     pub score_max_slowdown: f64,
+    /// Train the clock model from utilization profiles in this format (e.g. nvdvfs-nvprof: the NV-DVFS
+    /// nvprof-metric files, over core and memory clocks) instead of the power model.
+    #[arg(long, value_name = "FORMAT")]
+    pub profile_format: Option<String>,
 }
 
 mod import;
@@ -185,6 +189,7 @@ pub fn train(all: &crate::cli::train::Args) -> anyhow::Result<ExitCode> {
         min_core_mhz: all.clocks.min_core_mhz,
         peer_params: all.clocks.peer_params.clone(),
         score_max_slowdown: all.clocks.score_max_slowdown,
+        profile_format: all.clocks.profile_format.as_deref().map(ProfileFormat::from_name).transpose()?,
     };
     print(&train_clock_model(&params)?, all.format)?;
     Ok(ExitCode::SUCCESS)

@@ -390,6 +390,7 @@ impl BpannParams {
             physical: None,
             arithmetic: Some(self.arithmetic(&sizes)),
             residual: None,
+            subset: None,
         };
         Ok(BpannFit { artifact, restarts: reports, chosen, validation_groups })
     }
@@ -456,6 +457,7 @@ fn forward_std(layers: &[Dense], z: &ndarray::Array2<f64>) -> Vec<f64> {
         physical: None,
         arithmetic: None,
         residual: None,
+        subset: None,
     };
     art.predict(z.view()).to_vec()
 }

@@ -82,6 +82,7 @@ pub fn fit_mlr(ds: &Dataset, feature_set: &str, kind: ModelKind) -> Result<Model
         physical: None,
         arithmetic: None,
         residual: None,
+        subset: None,
     })
 }
 

@@ -230,6 +230,7 @@ impl PhysicalParams {
             physical: Some(terms),
             arithmetic: None,
             residual: None,
+            subset: None,
         };
         artifact.check()?;
         Ok(PhysicalFit { artifact, iterations, training_rmse_w: (sse / n as f64).sqrt() })

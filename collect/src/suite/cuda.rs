@@ -9,7 +9,7 @@
 //! Written against cudarc 0.19.10 and nvml-wrapper 0.13; our machines have no GPU, so this path is
 //! compiled and its driver checks are tested, but its launches have not run on hardware here.
 
-use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, NvmlClocks, SuiteDevice, SuiteKernel};
+use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, NvmlClocks, Peaks, SuiteDevice, SuiteKernel};
 use crate::Error;
 use crate::counters::CounterSource;
 use crate::nvml::NvmlPower;
@@ -54,8 +54,35 @@ pub type OpenCounters = Box<dyn FnOnce() -> Result<SuiteCounters, Error>>;
 
 /// Threads per block of every suite launch.
 const BLOCK: u32 = 256;
+/// Warps per block of every suite launch.
+pub(crate) const WARPS_PER_BLOCK: u32 = BLOCK / 32;
 /// Blocks per SM of a full grid (4 × 256 threads = 32 warps per SM, within every chip's ceiling).
-const BLOCKS_PER_SM: u32 = 4;
+pub(crate) const BLOCKS_PER_SM: u32 = 4;
+
+/// The peaks of a GPU of compute capability `cc` with `sm_count` SMs and a `bus_bits`-wide DRAM bus at
+/// `clocks`: DRAM bytes/s = bus bytes × 2 transfers per memory clock (NVML's memory clock of HBM2 and
+/// GDDR6X); FP32 and FP64 warp instructions per SM and cycle = the SM's lanes ÷ 32 (CUDA C Programming
+/// Guide, "Arithmetic Instructions" throughput table); resident warps per SM ("Technical Specifications"
+/// table). `None` for a capability not in those tables.
+pub fn peaks_for(cc: (u32, u32), sm_count: u32, bus_bits: u32, clocks: ClockPair) -> Option<Peaks> {
+    let (fp32_lanes, fp64_lanes, warps) = match cc {
+        (6, 0) => (64.0, 32.0, 64.0),
+        (6, 1) | (6, 2) => (128.0, 4.0, 64.0),
+        (7, 0) | (7, 2) => (64.0, 32.0, 64.0),
+        (7, 5) => (64.0, 2.0, 32.0),
+        (8, 0) => (64.0, 32.0, 64.0),
+        (8, 6) | (8, 7) | (8, 9) => (128.0, 2.0, 48.0),
+        (9, 0) => (128.0, 64.0, 64.0),
+        _ => return None,
+    };
+    let per_s = |lanes: f64| f64::from(sm_count) * lanes / 32.0 * clocks.core_mhz * 1e6;
+    (bus_bits > 0 && sm_count > 0).then(|| Peaks {
+        dram_bytes_per_s: f64::from(bus_bits) / 8.0 * 2.0 * clocks.mem_mhz * 1e6,
+        fp32_per_s: per_s(fp32_lanes),
+        fp64_per_s: per_s(fp64_lanes),
+        max_warps_per_sm: warps,
+    })
+}
 
 /// The suite's real GPU.
 pub struct CudaSuiteDevice {
@@ -70,6 +97,8 @@ pub struct CudaSuiteDevice {
     rate_hz: f64,
     info: GpuInfo,
     sm_count: u32,
+    /// DRAM bus width, bits (for the peak bandwidth at a memory clock).
+    bus_bits: u32,
     counters: Option<SuiteCounters>,
     /// The GPU's clocks and what setting them changed (put back by `reset_clocks`, or on drop).
     clocks: NvmlClocks,
@@ -113,6 +142,9 @@ impl CudaSuiteDevice {
         let sm_count = ctx
             .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(cuda("cuDeviceGetAttribute"))? as u32;
+        let bus_bits = ctx
+            .attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+            .map_err(cuda("cuDeviceGetAttribute"))? as u32;
         let stream = ctx.default_stream();
         let host: Vec<f32> = (0..super::BUFFER_ELEMS).map(|i| (i % 1024) as f32 * 1e-3).collect();
         let input = stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
@@ -142,6 +174,7 @@ impl CudaSuiteDevice {
             rate_hz,
             info,
             sm_count,
+            bus_bits,
             counters: Some(counters),
             clocks,
         })
@@ -181,6 +214,10 @@ impl SuiteDevice for CudaSuiteDevice {
 
     fn reset_clocks(&mut self) -> Result<(), Error> {
         self.clocks.reset()
+    }
+
+    fn peaks(&self, clocks: ClockPair) -> Option<Peaks> {
+        peaks_for(self.info.compute_capability?, self.sm_count, self.bus_bits, clocks)
     }
 
     fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error> {
@@ -361,6 +398,18 @@ mod tests {
     use crate::power::PowerReading;
     use crate::sampler::PowerSample;
     use gpumodel_models::{Mhz, Watts};
+
+    /// The A100-SXM4-40GB's published figures: 1555 GB/s of HBM2 (5120-bit bus, 1215 MHz) and 19.5 TFLOP/s
+    /// FP32 (108 SMs × 64 lanes × 2 flops per FMA × 1410 MHz), i.e. 9.75 T FP32 thread results per second.
+    #[test]
+    fn peaks_match_the_a100s_data_sheet() {
+        let p = peaks_for((8, 0), 108, 5120, ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 }).unwrap();
+        assert!((p.dram_bytes_per_s / 1e9 - 1555.2).abs() < 0.1, "{p:?}");
+        assert!((p.fp32_per_s * 32.0 * 2.0 / 1e12 - 19.49).abs() < 0.01, "{p:?}");
+        assert!((p.fp64_per_s * 32.0 * 2.0 / 1e12 - 9.75).abs() < 0.01, "{p:?}");
+        assert_eq!(p.max_warps_per_sm, 64.0);
+        assert!(peaks_for((5, 2), 108, 5120, ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 }).is_none());
+    }
 
     fn power(t_s: f64, w: f64) -> Event {
         Event::Power(PowerSample {

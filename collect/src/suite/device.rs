@@ -78,6 +78,19 @@ pub struct Measurement {
     pub counter_rates: BTreeMap<String, f64>,
 }
 
+/// What the board can do at a clock pair: the denominators of the utilization fields the suite writes
+/// beside its table (`<out>.profiles.csv`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Peaks {
+    /// Peak DRAM bandwidth at the pair's memory clock, bytes/s.
+    pub dram_bytes_per_s: f64,
+    /// Peak FP32 and FP64 warp instructions per second of the whole GPU at the pair's core clock.
+    pub fp32_per_s: f64,
+    pub fp64_per_s: f64,
+    /// Resident warps one SM can hold.
+    pub max_warps_per_sm: f64,
+}
+
 /// Whether a clock request took effect.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClockOutcome {
@@ -96,6 +109,11 @@ pub trait SuiteDevice {
     fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error>;
     /// Returns the clocks to the driver's defaults.
     fn reset_clocks(&mut self) -> Result<(), Error>;
+    /// The board's peaks at `clocks`; `None` when they are not known (then no utilization profiles are
+    /// written).
+    fn peaks(&self, _clocks: ClockPair) -> Option<Peaks> {
+        None
+    }
     /// Runs `kernel` repeatedly for at least `min_seconds` while sampling power and counters.
     fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error>;
 }

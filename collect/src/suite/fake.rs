@@ -1,18 +1,43 @@
-//! A scripted GPU for the suite's run loop: deterministic power and counter rates per kernel and clock,
-//! a log of every call (to check ordering and clock sweeping), and hooks to refuse clock changes, to
-//! "press Ctrl-C" after some runs, or to fail a kernel.
+//! A scripted GPU for the suite's run loop: a time law and a power law per kernel and clock pair, a log of
+//! every call (to check ordering and clock sweeping), and hooks to refuse clock changes, to "press Ctrl-C"
+//! after some runs, or to fail a kernel.
 
-use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, SuiteKernel};
+use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, Peaks, SuiteDevice, SuiteKernel};
 use crate::Error;
 use gpumodel_models::power_inputs::{self, POWER_INPUTS};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The scripted GPU. Its power law ([`FakeSuiteDevice::true_power`]) is `idle_w` plus, per power input
-/// ([`gpumodel_models::power_inputs`]), a weight times the input's rate (in G/s), scaled by (core clock /
-/// default)² for the SM's inputs and by the memory clock / default for DRAM traffic; rates scale with the
-/// core clock and the launched grid fraction. Journey tests check predictions against this law.
+/// One launch's work on the scripted GPU: what its time law ([`FakeSuiteDevice::true_time`]) turns into a
+/// time, counter rates and power at any clock pair. A suite kernel's work is
+/// [`FakeSuiteDevice::work`]; a test describes a workload outside the suite with one of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Work {
+    /// SM-clock cycles of the launch's compute: its time at the core clock f is `core_cycles / f`.
+    pub core_cycles: f64,
+    /// Bytes the launch moves between L2 and DRAM.
+    pub dram_bytes: f64,
+    /// Canonical counter totals of one launch; the same at every clock pair.
+    pub counters: BTreeMap<String, f64>,
+}
+
+/// The scripted GPU, the law journey tests check against. For a launch of [`Work`] (C core cycles, B DRAM
+/// bytes, counter totals N) at core clock f and memory clock m (f₀, m₀ the defaults):
+///
+/// - time: `t(f, m) = max(C / f, B / (bw₀ · m / m₀)) + L`, the compute and the DRAM traffic overlapping,
+///   bw₀ = [`FakeSuiteDevice::dram_bytes_per_s`] (peak DRAM bandwidth at m₀) and L =
+///   [`FakeSuiteDevice::LAUNCH_LATENCY_S`] (a fixed launch latency);
+/// - counter rates: `N / t(f, m)`;
+/// - power ([`FakeSuiteDevice::true_power`] on those rates): `idle_w` plus, per power input
+///   ([`gpumodel_models::power_inputs`]), a weight times the input's rate (in G/s), scaled by (f / f₀)² for
+///   the SM's inputs and by m / m₀ for DRAM traffic;
+/// - energy: `P · t` ([`FakeSuiteDevice::true_energy`]).
+///
+/// A suite kernel's counter totals are its nominal rates times [`FakeSuiteDevice::REFERENCE_S`], its
+/// compute is `REFERENCE_S · f₀` cycles, and its DRAM bytes are its DRAM read and write totals: at the
+/// default clocks a kernel whose DRAM traffic fits in `REFERENCE_S` runs in `REFERENCE_S + L`, and one
+/// that does not is bound by the memory clock.
 pub struct FakeSuiteDevice {
     pub info: GpuInfo,
     /// Default clocks (what "current" means before any change).
@@ -28,6 +53,9 @@ pub struct FakeSuiteDevice {
     pub fail_on: Option<String>,
     /// Idle power, W.
     pub idle_w: f64,
+    /// Peak DRAM bandwidth at the default memory clock, bytes/s (scaled to the scripted counter rates,
+    /// so that the suite's DRAM kernels are partly memory-bound).
+    pub dram_bytes_per_s: f64,
     runs: usize,
 }
 
@@ -50,12 +78,25 @@ impl FakeSuiteDevice {
             stop_after: None,
             fail_on: None,
             idle_w: 55.0,
+            dram_bytes_per_s: 2.0e9,
             runs: 0,
         }
     }
 
     /// Watts per G/s of each power input, in the order of [`POWER_INPUTS`]; DRAM's is the memory system's.
     pub const WEIGHTS: [f64; 10] = [6.0, 10.0, 18.0, 7.0, 12.0, 5.0, 9.0, 11.0, 8.0, 14.0];
+
+    /// The fixed latency of every launch, s (the `L` of the time law).
+    pub const LAUNCH_LATENCY_S: f64 = 5e-6;
+
+    /// A suite kernel's compute time at the default core clock, s: its counter totals are its nominal
+    /// rates times this.
+    pub const REFERENCE_S: f64 = 1e-3;
+
+    /// Peak FP32 and FP64 warp instructions per core cycle of the whole scripted GPU (the denominators of
+    /// FP32A and FP64A), scaled to the scripted counter rates.
+    pub const FP32_PER_CYCLE: f64 = 1.5;
+    pub const FP64_PER_CYCLE: f64 = 0.75;
 
     /// The scripted GPU's true power at `clocks` for a kernel whose canonical counter rates (events per
     /// second) are `rate`: the law every journey test checks against.
@@ -71,20 +112,62 @@ impl FakeSuiteDevice {
         w
     }
 
-    /// The rates the fake GPU produces for `kernel` at `clocks` (also what tests compare against).
-    pub fn rates(&self, kernel: &SuiteKernel, clocks: ClockPair) -> BTreeMap<String, f64> {
-        let scale = kernel.grid_fraction * clocks.core_mhz / self.default_clocks.core_mhz;
+    /// The time law: seconds of one launch of `work` at `clocks`.
+    pub fn true_time(&self, work: &Work, clocks: ClockPair) -> f64 {
+        let compute = work.core_cycles / (clocks.core_mhz * 1e6);
+        let memory = work.dram_bytes / self.peaks(clocks).dram_bytes_per_s;
+        compute.max(memory) + Self::LAUNCH_LATENCY_S
+    }
+
+    /// Counter rates (events per second) of `work` at `clocks`: its totals over [`Self::true_time`].
+    pub fn work_rates(&self, work: &Work, clocks: ClockPair) -> BTreeMap<String, f64> {
+        let t = self.true_time(work, clocks);
+        work.counters.iter().map(|(c, n)| (c.clone(), n / t)).collect()
+    }
+
+    /// Power of `work` at `clocks`, W: [`Self::true_power`] on [`Self::work_rates`].
+    pub fn work_power(&self, work: &Work, clocks: ClockPair) -> f64 {
+        let rates = self.work_rates(work, clocks);
+        self.true_power(|c| rates.get(c).copied(), clocks)
+    }
+
+    /// Energy of one launch of `work` at `clocks`, J: power × time.
+    pub fn true_energy(&self, work: &Work, clocks: ClockPair) -> f64 {
+        self.work_power(work, clocks) * self.true_time(work, clocks)
+    }
+
+    /// The board's peaks at `clocks` (the same as [`SuiteDevice::peaks`]): DRAM bandwidth ∝ the memory
+    /// clock, FP32 / FP64 issue ∝ the core clock, 64 warps per SM.
+    pub fn peaks(&self, clocks: ClockPair) -> Peaks {
+        Peaks {
+            dram_bytes_per_s: self.dram_bytes_per_s * clocks.mem_mhz / self.default_clocks.mem_mhz,
+            fp32_per_s: Self::FP32_PER_CYCLE * clocks.core_mhz * 1e6,
+            fp64_per_s: Self::FP64_PER_CYCLE * clocks.core_mhz * 1e6,
+            max_warps_per_sm: 64.0,
+        }
+    }
+
+    /// One launch of a suite kernel as [`Work`]: its nominal rates (a fixed pseudo-random factor per kernel
+    /// and counter, scaled by the launched grid fraction and the knob) times [`Self::REFERENCE_S`].
+    pub fn work(&self, kernel: &SuiteKernel) -> Work {
         let knob = f64::from(kernel.knob.clamp(1, 64));
-        let mut r = BTreeMap::new();
+        let mut n = BTreeMap::new();
         if let Some(e) = kernel.entry() {
             for c in e.drives {
-                // A fixed pseudo-random factor per kernel and counter, so that no two counters are exactly
-                // proportional across kernels (real counters are not, and regressions need that).
-                r.insert((*c).to_string(), 1e9 * scale * mix(&kernel.name, c) * (1.0 + knob.ln() / 4.0));
+                // No two counters are exactly proportional across kernels (real counters are not, and
+                // regressions need that).
+                let rate = 1e9 * kernel.grid_fraction * mix(&kernel.name, c) * (1.0 + knob.ln() / 4.0);
+                n.insert((*c).to_string(), rate * Self::REFERENCE_S);
             }
         }
-        r.insert("inst_executed".into(), 2e9 * scale);
-        r
+        n.insert("inst_executed".into(), 2e9 * kernel.grid_fraction * Self::REFERENCE_S);
+        let dram_bytes = ["dram_read_bytes", "dram_write_bytes"].iter().filter_map(|c| n.get(*c)).sum();
+        Work { core_cycles: Self::REFERENCE_S * self.default_clocks.core_mhz * 1e6, dram_bytes, counters: n }
+    }
+
+    /// The rates the fake GPU produces for `kernel` at `clocks`: [`Self::work_rates`] of its [`Self::work`].
+    pub fn rates(&self, kernel: &SuiteKernel, clocks: ClockPair) -> BTreeMap<String, f64> {
+        self.work_rates(&self.work(kernel), clocks)
     }
 }
 
@@ -110,6 +193,10 @@ impl SuiteDevice for FakeSuiteDevice {
         Ok(ClockOutcome::Applied)
     }
 
+    fn peaks(&self, clocks: ClockPair) -> Option<Peaks> {
+        Some(FakeSuiteDevice::peaks(self, clocks))
+    }
+
     fn reset_clocks(&mut self) -> Result<(), Error> {
         self.log.push("reset".into());
         self.current = self.default_clocks;
@@ -127,13 +214,18 @@ impl SuiteDevice for FakeSuiteDevice {
         {
             flag.store(true, Ordering::SeqCst);
         }
-        let rates = self.rates(kernel, self.current);
+        // Whole launches of the law's time, at least `min_seconds` of them.
+        let work = self.work(kernel);
+        let t = self.true_time(&work, self.current);
+        let launches = ((min_seconds / t).ceil() as u64).max(1);
+        let seconds = launches as f64 * t;
+        let rates = self.work_rates(&work, self.current);
         let power_w = self.true_power(|c| rates.get(c).copied(), self.current);
         Ok(Measurement {
-            seconds: min_seconds,
-            launches: 100,
+            seconds,
+            launches,
             power_w,
-            power_samples: (min_seconds * 60.0).ceil() as usize,
+            power_samples: (seconds * 60.0).ceil() as usize,
             clocks: self.current,
             counter_rates: rates,
         })

@@ -9,8 +9,9 @@
 //!
 //! One job per file: `catalogue` (source, functions, kernels), `ptx` (checks on the emitted PTX), `device`
 //! (the [`SuiteDevice`] trait and what it measures), `clocks` (setting and putting back the clocks through
-//! NVML), `runner` (the run loop), `table` (the training table written), `listing` (`--list-kernels`),
-//! `report` (what a run prints).
+//! NVML), `runner` (the run loop), `table` (the training table written), `profiles` (the utilization
+//! profiles written beside a table over clock pairs), `listing` (`--list-kernels`), `report` (what a run
+//! prints).
 
 mod catalogue;
 mod clocks;
@@ -18,6 +19,7 @@ pub mod cuda;
 mod device;
 mod fake;
 pub mod listing;
+pub mod profiles;
 mod ptx;
 pub mod report;
 mod runner;
@@ -25,8 +27,8 @@ mod table;
 
 pub use catalogue::{BUFFER_ELEMS, ENTRIES, Entry, SOURCE, SuiteKernel, kernels, select_kernels};
 pub use clocks::NvmlClocks;
-pub use device::{ClockOutcome, ClockPair, GpuInfo, Measurement, SuiteDevice, parse_clocks};
-pub use fake::FakeSuiteDevice;
+pub use device::{ClockOutcome, ClockPair, GpuInfo, Measurement, Peaks, SuiteDevice, parse_clocks};
+pub use fake::{FakeSuiteDevice, Work};
 pub use ptx::{LANE_DEPENDENT_BRANCH, ptx_function, ptx_has};
 pub use runner::{Plan, Progress, Summary, run_suite};
 pub use table::{SuiteMetadata, feature_set_path, feature_set_toml, read_done, suite_header};

@@ -1,5 +1,6 @@
 //! What `gpumodel collect --suite` prints when it ends: the training table written, its rows, and the
-//! command that trains on it.
+//! command that trains on it; over two or more clock pairs also the utilization profiles and the command
+//! that trains a clock model on them.
 
 use super::{Plan, SuiteMetadata, Summary, feature_set_path};
 use gpumodel_models::export::{Cell, Column, Export, Section};
@@ -20,13 +21,22 @@ pub struct SuiteReport {
     pub warnings: Vec<String>,
     /// The command that trains the power model on the table.
     pub train_command: String,
+    /// The utilization profiles written beside a table over two or more clock pairs, and the command that
+    /// trains a clock model on them.
+    pub profiles: Option<String>,
+    pub clock_train_command: Option<String>,
 }
 
 impl SuiteReport {
     pub fn new(plan: &Plan, summary: &Summary) -> SuiteReport {
         let table = plan.out.display().to_string();
         let feature_set = feature_set_path(&plan.out).display().to_string();
+        let profiles = summary.profiles.as_ref().map(|p| p.display().to_string());
         SuiteReport {
+            clock_train_command: profiles
+                .as_ref()
+                .map(|p| format!("gpumodel train --data {p} --no-test --out-dir models")),
+            profiles,
             metadata: SuiteMetadata::path_for(&plan.out).display().to_string(),
             train_command: format!("gpumodel train --data {table} --import table --features {feature_set}"),
             table,
@@ -67,7 +77,11 @@ impl Export for SuiteReport {
         if self.interrupted {
             vec![format!("interrupted: continue with --resume --out {}", self.table)]
         } else {
-            vec![format!("train with: {}", self.train_command)]
+            let mut n = vec![format!("train with: {}", self.train_command)];
+            if let Some(c) = &self.clock_train_command {
+                n.push(format!("train a clock model with: {c}"));
+            }
+            n
         }
     }
 }

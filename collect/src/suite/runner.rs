@@ -1,6 +1,7 @@
 //! The run loop: every kernel at every clock pair, one table row per run flushed at once, `--resume`
 //! skipping the rows the table has.
 
+use super::profiles::ProfilesOutcome;
 use super::table::{self, SuiteMetadata, feature_set_path, feature_set_toml, read_done};
 use super::{ClockOutcome, ClockPair, SuiteDevice, SuiteKernel};
 use crate::Error;
@@ -44,6 +45,9 @@ pub struct Summary {
     pub interrupted: bool,
     /// Warnings issued (clock control refused, …).
     pub warnings: Vec<String>,
+    /// The utilization profiles written beside the table (`<out>.profiles.csv`), when its rows span two
+    /// or more clock pairs and the run finished.
+    pub profiles: Option<PathBuf>,
 }
 
 /// Runs the suite: for each clock pair (outer loop, since clock changes are slow), each kernel; one row
@@ -75,13 +79,26 @@ pub fn run_suite(
         Default::default()
     };
     let info = dev.info();
+    // Profiles of an earlier run describe another table: they go now, and come back whole when this run
+    // finishes (an interrupted or failed run leaves none).
+    let profiles = super::profiles::profiles_path(&plan.out);
+    if let Err(e) = std::fs::remove_file(&profiles)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(Error::io(&profiles, e));
+    }
     let mut writer = table::RowWriter::open(&plan.out, done.is_empty() && !plan.out.exists())?;
     let mut meta = SuiteMetadata::new(&info, plan);
     meta.write(&plan.out)?;
 
     let total = plan.kernels.len() * plan.clocks.len();
-    let mut summary =
-        Summary { rows_written: 0, rows_kept: done.len(), interrupted: false, warnings: Vec::new() };
+    let mut summary = Summary {
+        rows_written: 0,
+        rows_kept: done.len(),
+        interrupted: false,
+        warnings: Vec::new(),
+        profiles: None,
+    };
     progress(Progress::Start { total, already_done: done.len() });
     let mut touched_clocks = false;
     // The sweep, clock pairs (outer loop) × kernels; an error leaves it at once, with `touched_clocks`
@@ -143,6 +160,19 @@ pub fn run_suite(
         }
     }
     swept?;
+    if !summary.interrupted && (summary.rows_written + summary.rows_kept) > 0 {
+        match super::profiles::write_profiles(&plan.out, &|pair| dev.peaks(pair))? {
+            ProfilesOutcome::Written(p) => summary.profiles = Some(p),
+            ProfilesOutcome::OnePair => {}
+            ProfilesOutcome::NoPeaks => {
+                let w = "this GPU's peak rates are not known: no utilization profiles were written beside \
+                         the table (the power-model table is complete)"
+                    .to_string();
+                progress(Progress::Warning(w.clone()));
+                summary.warnings.push(w);
+            }
+        }
+    }
     meta.warnings = summary.warnings.clone();
     meta.interrupted = summary.interrupted;
     meta.write(&plan.out)?;

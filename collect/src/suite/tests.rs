@@ -151,18 +151,29 @@ fn clock_pairs_are_the_outer_loop_and_clocks_are_reset() {
     );
     let t = Table::read_csv(&p.out, "kernel").unwrap();
     assert_eq!(t.distinct_values("core_mhz"), vec![1095.0, 1410.0]);
-    // The power the fake GPU drew is the power in the table, row by row.
-    let fp32 = select_kernels(&["fp32_fma_full".into()]).unwrap().remove(0);
-    let at = ClockPair { core_mhz: 1095.0, mem_mhz: 1215.0 };
-    let expected_rate = dev.rates(&fp32, at)["inst_fp_32"];
-    let i = t
-        .groups
-        .iter()
-        .zip(t.column("core_mhz").unwrap())
-        .position(|(g, c)| g == "fp32_fma_full" && *c == 1095.0);
-    let i = i.unwrap();
-    let rate = t.column("inst_fp_32").unwrap()[i] / t.column("time_s").unwrap()[i];
-    assert!((rate - expected_rate).abs() <= 1e-9 * expected_rate, "{rate} vs {expected_rate}");
+    // FP32 FMA without DRAM traffic is compute-bound: one launch takes its 1 ms of cycles at 1410 MHz, at
+    // 1095 MHz those cycles over the lower clock, plus the 5 µs launch latency (the time law, by hand);
+    // its counter totals are the same at both pairs and its rates are totals over that time.
+    let row = |core: f64| {
+        let i = t
+            .groups
+            .iter()
+            .zip(t.column("core_mhz").unwrap())
+            .position(|(g, c)| g == "fp32_fma_full" && *c == core)
+            .unwrap();
+        (
+            t.column("inst_fp_32").unwrap()[i],
+            t.column("time_s").unwrap()[i],
+            t.column("fp32_per_s").unwrap()[i],
+        )
+    };
+    let (n_fast, t_fast, _) = row(1410.0);
+    let (n_slow, t_slow, rate_slow) = row(1095.0);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    assert!(close(t_fast, 1e-3 + 5e-6), "{t_fast}");
+    assert!(close(t_slow, 1e-3 * 1410.0 / 1095.0 + 5e-6), "{t_slow}");
+    assert!(n_fast > 0.0 && close(n_slow, n_fast), "totals are clock-independent: {n_fast} vs {n_slow}");
+    assert!(close(rate_slow, n_slow / t_slow), "{rate_slow} vs {}", n_slow / t_slow);
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(SuiteMetadata::path_for(&p.out)).unwrap()).unwrap();
     assert_eq!(meta["gpu"]["chip"], "GA100");
@@ -325,4 +336,154 @@ fn the_suite_at_the_current_clocks_never_calls_the_clock_setters() {
     assert_eq!(dev.log.len(), p.kernels.len(), "one run per kernel");
     assert!(rows(&p.out).iter().all(|(_, clocks)| clocks == "current"));
     assert!(first.warnings.is_empty() && rest.warnings.is_empty());
+}
+
+/// The row of `kernel` at `core`/`mem` MHz in a suite table: (totals of `counter`, time of one launch, power).
+fn row_at(t: &Table, kernel: &str, core: f64, mem: f64, counter: &str) -> (f64, f64, f64) {
+    let (c, m) = (t.column("core_mhz").unwrap(), t.column("mem_mhz").unwrap());
+    let i = (0..t.groups.len())
+        .find(|&i| t.groups[i] == kernel && c[i] == core && m[i] == mem)
+        .unwrap_or_else(|| panic!("no row of {kernel} at {core}/{mem}"));
+    (t.column(counter).unwrap()[i], t.column("time_s").unwrap()[i], t.column("power_w").unwrap()[i])
+}
+
+/// The scripted GPU's time law, by hand: a launch takes the longer of its compute (1 ms of cycles at
+/// 1410 MHz, over the core clock) and its DRAM traffic (its bytes over 2 GB/s × memory clock / 1215 MHz),
+/// plus 5 µs. A DRAM-bound kernel slows with the memory clock and not the core clock; a compute-bound one
+/// the other way round; power is the power law at the rates those times give.
+#[test]
+fn the_scripted_time_law_bounds_each_kernel_by_the_slower_of_compute_and_dram() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = FakeSuiteDevice::new();
+    let p = Plan {
+        min_seconds: 0.01,
+        ..plan(dir.path(), "1410:1215,1410:800,900:1215,900:800", &["global_load_s32", "fp64_fma_full"])
+    };
+    run_suite(&mut dev, &p, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let t = Table::read_csv(&p.out, "kernel").unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    for (core, mem) in [(1410.0, 1215.0), (1410.0, 800.0), (900.0, 1215.0), (900.0, 800.0)] {
+        // The table's DRAM columns are totals per launch.
+        let (read, time, power) = row_at(&t, "global_load_s32", core, mem, "dram_read_bytes");
+        let (write, _, _) = row_at(&t, "global_load_s32", core, mem, "dram_write_bytes");
+        let bytes = read + write;
+        let law = (1e-3 * 1410.0 / core).max(bytes / (2e9 * mem / 1215.0)) + 5e-6;
+        assert!(close(time, law), "global_load_s32 at {core}/{mem}: {time} s, the law says {law} s");
+        let (fp64, t64, _) = row_at(&t, "fp64_fma_full", core, mem, "inst_fp_64");
+        assert!(close(t64, 1e-3 * 1410.0 / core + 5e-6), "fp64_fma_full at {core}/{mem}: {t64}");
+        assert!(fp64 > 0.0);
+        // Power: idle 55 W, DRAM 14 W per GB/s × m/m₀, instructions 6 W and global loads 9 W per G/s × (f/f₀)².
+        let (loads, _, _) = row_at(&t, "global_load_s32", core, mem, "gld_per_s");
+        let (inst, _, _) = row_at(&t, "global_load_s32", core, mem, "inst_per_s");
+        let f2 = (core / 1410.0).powi(2);
+        let want = 55.0 + 14.0 * bytes / time / 1e9 * mem / 1215.0 + (6.0 * inst + 9.0 * loads) / 1e9 * f2;
+        assert!((power - want).abs() < 1e-6 * want, "global_load_s32 at {core}/{mem}: {power} W vs {want} W");
+    }
+    // Both regimes occur: the strided load moves more bytes than 1 ms at 2 GB/s, so at the default pair it
+    // is DRAM-bound (slower than its compute, and slower again at a lower memory clock); at 900 MHz its
+    // compute is the longer.
+    let (_, a, _) = row_at(&t, "global_load_s32", 1410.0, 1215.0, "time_s");
+    let (_, b, _) = row_at(&t, "global_load_s32", 900.0, 1215.0, "time_s");
+    let (_, c, _) = row_at(&t, "global_load_s32", 1410.0, 800.0, "time_s");
+    assert!(a > 1.2e-3 && c > 1.4 * a && close(b, 1e-3 * 1410.0 / 900.0 + 5e-6), "{a} {b} {c}");
+}
+
+/// Reads `<out>.profiles.csv` as `gpumodel train` does (the NV-DVFS DCGM layout, format guessed).
+fn read_profiles(out: &Path) -> gpumodel_models::utilization::ProfileSet {
+    use gpumodel_models::utilization::read::{ReadOptions, read_file};
+    read_file(&profiles::profiles_path(out), None, &ReadOptions::default()).unwrap()
+}
+
+/// A suite over clock pairs writes one utilization profile per kernel and pair, in the layout the clock
+/// model's training reads, with each DCGM-like field the kernel's rate over the board's peak at that
+/// pair (by hand: 2 GB/s × m/m₀ of DRAM, 1.5 FP32 and 0.75 FP64 warp instructions per core cycle; a full
+/// grid covers every SM with 32 of its 64 warps), and the law's power and time.
+#[test]
+fn a_suite_over_clock_pairs_writes_utilization_profiles_with_fields_from_the_peaks() {
+    use gpumodel_models::utilization::Field;
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = FakeSuiteDevice::new();
+    let kernels = ["global_store_s32", "fp32_fma_full", "fp64_fma_eighth"];
+    let p = Plan { min_seconds: 0.01, ..plan(dir.path(), "1410:1215,1005:1215,1410:900", &kernels) };
+    let s = run_suite(&mut dev, &p, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(s.profiles.as_deref(), Some(profiles::profiles_path(&p.out).as_path()));
+    let text = std::fs::read_to_string(profiles::profiles_path(&p.out)).unwrap();
+    assert!(text.starts_with(
+        "DRAMA,FP16A,FP32A,FP64A,SMACT,SMOCC,TENSO,argNo,average_power,benchmark,core_frequency,kernel,memory_frequency,time\n"
+    ));
+    let set = read_profiles(&p.out);
+    assert_eq!(set.profiles.len(), 9);
+    let t = Table::read_csv(&p.out, "kernel").unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
+    for prof in &set.profiles {
+        let kernel = kernels.iter().find(|k| prof.name.ends_with(*k)).unwrap();
+        let (core, mem) = (prof.core_mhz, prof.mem_mhz.unwrap());
+        let (_, time, power) = row_at(&t, kernel, core, mem, "time_s");
+        assert!(close(prof.time_s.unwrap(), time) && close(prof.power_w.unwrap(), power), "{prof:?}");
+        let f = |x: Field| prof.fields[&x];
+        let (bytes, _, _) = row_at(&t, kernel, core, mem, "dram_write_bytes");
+        let (fp32, _, _) = row_at(&t, kernel, core, mem, "inst_fp_32");
+        let (fp64, _, _) = row_at(&t, kernel, core, mem, "inst_fp_64");
+        assert!(close(f(Field::Drama), bytes / time / (2e9 * mem / 1215.0)), "{kernel}: {prof:?}");
+        assert!(close(f(Field::Fp32a), fp32 / time / (1.5e6 * core)), "{kernel}: {prof:?}");
+        assert!(close(f(Field::Fp64a), fp64 / time / (0.75e6 * core)), "{kernel}: {prof:?}");
+        let grid: f64 = if kernel.ends_with("eighth") { 0.125 } else { 1.0 };
+        assert!(close(f(Field::Smact), (4.0 * grid).min(1.0)), "{kernel}: {prof:?}");
+        assert!(close(f(Field::Smocc), 32.0 * grid / 64.0), "{kernel}: {prof:?}");
+        assert_eq!((f(Field::Fp16a), f(Field::Tenso)), (0.0, 0.0));
+        // The program is the kernel's CUDA function (leave-one-program-out holds its variants out together).
+        let entry = [
+            ("global_store_s32", "global_store"),
+            ("fp32_fma_full", "fp32_fma"),
+            ("fp64_fma_eighth", "fp64_fma"),
+        ];
+        let want = entry.iter().find(|(k, _)| k == kernel).unwrap().1;
+        assert_eq!(prof.program.as_deref(), Some(want), "{prof:?}");
+    }
+    // The DRAM-bound store runs its DRAM near the peak at the default pair; FP32 FMA not at all.
+    let store = set.profiles.iter().find(|p| p.name.ends_with("global_store_s32") && p.core_mhz == 1410.0);
+    assert!(store.unwrap().fields[&Field::Drama] > 0.5, "{store:?}");
+}
+
+/// A suite at one pair (or at the current clocks) writes no profiles; an interrupted one neither, and
+/// removes those of an earlier run of the table; resuming it to the end writes them whole.
+#[test]
+fn profiles_come_only_from_a_finished_run_over_two_or_more_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Plan { min_seconds: 0.01, ..plan(dir.path(), "current", &["fp32_fma_full", "sfu_full"]) };
+    let s = run_suite(&mut FakeSuiteDevice::new(), &p, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(s.profiles, None);
+    assert!(!profiles::profiles_path(&p.out).exists());
+    let p1 = Plan { out: dir.path().join("one.csv"), ..plan(dir.path(), "1005:1215", &["sfu_full"]) };
+    let s = run_suite(&mut FakeSuiteDevice::new(), &p1, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(s.profiles, None);
+    assert!(!profiles::profiles_path(&p1.out).exists());
+
+    let mut p2 = Plan {
+        out: dir.path().join("two.csv"),
+        ..plan(dir.path(), "1410:1215,1005:900", &["fp32_fma_full", "sfu_full"])
+    };
+    let stale = profiles::profiles_path(&p2.out);
+    std::fs::write(&stale, "DRAMA,SMACT,core_frequency,benchmark\n0,1,1410,old\n").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut dev = FakeSuiteDevice::new();
+    dev.stop_after = Some((3, stop.clone()));
+    let s = run_suite(&mut dev, &p2, &stop, &mut |_| {}).unwrap();
+    assert!(s.interrupted && s.profiles.is_none());
+    assert!(!stale.exists(), "an interrupted run leaves no profiles");
+    let part = dir.path().join("two.csv.profiles.csv.part");
+    assert!(!part.exists());
+    p2.resume = true;
+    let s = run_suite(&mut FakeSuiteDevice::new(), &p2, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(!s.interrupted && s.profiles.is_some());
+    assert_eq!(read_profiles(&p2.out).profiles.len(), 4);
+    assert!(!part.exists());
+
+    // A failed run leaves no profiles either.
+    let mut p3 = Plan { out: dir.path().join("three.csv"), ..p2.clone() };
+    p3.resume = false;
+    let mut dev = FakeSuiteDevice::new();
+    dev.fail_on = Some("sfu_full".into());
+    assert!(run_suite(&mut dev, &p3, &AtomicBool::new(false), &mut |_| {}).is_err());
+    assert!(!profiles::profiles_path(&p3.out).exists());
 }

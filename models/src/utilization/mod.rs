@@ -136,6 +136,8 @@ impl Field {
 pub enum Source {
     /// NV-DVFS-Benchmark's DCGM profile CSV (one row per application and clock).
     NvdvfsCsv,
+    /// NV-DVFS-Benchmark's nvprof-metric CSV, DCGM-like fields derived from the metrics.
+    NvdvfsNvprof,
     /// `dcgmi dmon -e …` text output.
     DcgmiDmon,
     /// dcgm-exporter's Prometheus text.
@@ -152,6 +154,7 @@ impl Source {
     pub fn name(self) -> &'static str {
         match self {
             Source::NvdvfsCsv => "nvdvfs-dcgm-csv",
+            Source::NvdvfsNvprof => "nvdvfs-nvprof-csv",
             Source::DcgmiDmon => "dcgmi-dmon",
             Source::DcgmExporter => "dcgm-exporter",
             Source::Ncu => "ncu",

@@ -13,6 +13,20 @@
 //!   The profile's own power anchors the curve; without it, the own-clock model predicts it:
 //!   `P = a_l + g_l · (b₀ + Σ βᵢ·Uᵢ)` (idle and static power `a_l` and the V²f factor `g_l` per level,
 //!   activity weights `βᵢ` on the DCGM fields).
+//!
+//! **Memory clock.** When the training data varied the memory clock (consumer GDDR boards), the model
+//! covers (core, memory) pairs; with `y = m_ref / m` (memory cycle time relative to the reference memory
+//! clock, the highest of the training data):
+//! * time: the memory floor rises with the memory cycle time, `floor = 1 + b·(y − 1)`, with `b` (the
+//!   job's memory sensitivity) predicted from the profile like knee and slope; the floor combines with the
+//!   core term as [`MemTimeForm`] says (chosen by leave-one-program-out CV on the training data):
+//!   `max(floor, 1 + slope·(x − knee))` or `floor + slope·max(0, x − knee)`. At `y = 1` both are the
+//!   core-only form.
+//! * power: `P/P_ref = s + (1 − s − k)·g(f) + k·h(m)`, with `h` one fitted factor per memory level (1 at
+//!   the reference) and the memory share `k` predicted from the profile; `k = 0` is the core-only form.
+//!
+//! With one memory clock in the training data none of this is present and the model is the core-only
+//! one, figure for figure.
 
 use super::{Field, UtilizationProfile};
 use crate::error::{Error, Result};
@@ -100,6 +114,41 @@ pub struct ClockModel {
     /// Per objective, whether a fixed clock beat the model's pick on held-out training programs.
     #[serde(default)]
     pub policy: Vec<ObjectivePolicy>,
+    /// The memory dimension, when the training data varied the memory clock; `None`: core clocks only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryModel>,
+}
+
+/// How the memory floor and the core term combine in the time of a pair model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemTimeForm {
+    /// `max(1 + b·(y − 1), 1 + slope·(x − knee))`: the job waits on the slower of memory and core.
+    Max,
+    /// `1 + b·(y − 1) + slope·max(0, x − knee)`: memory and core time add.
+    Sum,
+}
+
+/// One supported memory-clock level of a pair model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemLevel {
+    pub mem_mhz: f64,
+    /// The memory power factor `h` (1 at the reference level).
+    pub h: f64,
+}
+
+/// The memory dimension of a pair model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryModel {
+    /// The reference memory clock (the highest level), MHz.
+    pub ref_mem_mhz: f64,
+    /// Supported memory levels, ascending.
+    pub levels: Vec<MemLevel>,
+    pub time_form: MemTimeForm,
+    /// The memory sensitivity `b` of the time floor.
+    pub sensitivity: Linear,
+    /// The memory share `k` of power at the reference pair.
+    pub share: Linear,
 }
 
 /// What to recommend for one objective, decided by leave-one-program-out regret on the training data.
@@ -109,6 +158,9 @@ pub struct ObjectivePolicy {
     pub objective: String,
     /// The fixed clock to run every job at, when it beat the model's pick; `None`: the model's pick.
     pub fixed_mhz: Option<f64>,
+    /// The memory clock of the fixed pair (pair models only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_mem_mhz: Option<f64>,
     /// Mean measured regret (%) over the held-out jobs of the model's pick and of the fixed clock.
     pub model_regret_pct: f64,
     pub fixed_regret_pct: f64,
@@ -119,6 +171,9 @@ pub struct ObjectivePolicy {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClockPoint {
     pub core_mhz: f64,
+    /// The memory clock of the point (pair models only), MHz.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_mhz: Option<f64>,
     pub time_s: f64,
     pub power_w: f64,
     pub energy_j: f64,
@@ -180,7 +235,7 @@ impl ClockModel {
         get(&l[l.len() - 1])
     }
 
-    /// Checks that the profile's clock is one this model covers.
+    /// Checks that the profile's clock (pair, for a pair model) is one this model covers.
     pub fn check_profile(&self, p: &UtilizationProfile) -> Result<()> {
         let (lo, hi) = (self.levels[0].core_mhz, self.levels[self.levels.len() - 1].core_mhz);
         if p.core_mhz < lo * 0.98 || p.core_mhz > hi * 1.02 {
@@ -189,6 +244,19 @@ impl ClockModel {
                  the job at a clock in that range or use a model of its GPU",
                 p.name, p.core_mhz, self.gpu
             )));
+        }
+        if let Some(mm) = &self.memory {
+            let (lo, hi) = (mm.levels[0].mem_mhz, mm.levels[mm.levels.len() - 1].mem_mhz);
+            if let Some(a) = p.mem_mhz
+                && (a < lo * 0.98 || a > hi * 1.02)
+            {
+                return Err(Error::Mismatch(format!(
+                    "'{}' ran with memory at {a:.0} MHz, outside this model's memory clocks ({lo:.0}–{hi:.0} MHz): \
+                     profile at a memory clock in that range",
+                    p.name
+                )));
+            }
+            return Ok(());
         }
         if let (Some(a), Some(b)) = (p.mem_mhz, self.mem_mhz)
             && (a - b).abs() > 0.02 * b
@@ -206,7 +274,9 @@ impl ClockModel {
     /// and are kept; each new level takes the V²f factor this model has at the same fraction of its highest
     /// clock, and below this model's lowest level the voltage stays at that level's (dynamic power ∝ f).
     /// The own-clock power model is in watts of this model's GPU and is zeroed: the profile must carry its
-    /// power. `None` when fewer than two distinct positive clocks are given.
+    /// power. A pair model's memory dimension is dropped (another GPU's memory clocks and memory power are
+    /// not this one's): the result is a core-clock model at the reference memory clock.
+    /// `None` when fewer than two distinct positive clocks are given.
     pub fn rebased(&self, core_mhz: &[f64], gpu: &str) -> Option<ClockModel> {
         let mut mhz: Vec<f64> = core_mhz.iter().copied().filter(|f| f.is_finite() && *f > 0.0).collect();
         mhz.sort_by(f64::total_cmp);
@@ -241,6 +311,7 @@ impl ClockModel {
             own_clock_power: OwnClockPower { inputs: vec![], bias_w: 0.0, weights_w: vec![] },
             // Fixed clocks are clocks of this model's GPU.
             policy: vec![],
+            memory: None,
             ..self.clone()
         })
     }
@@ -253,33 +324,89 @@ impl ClockModel {
             + self.interp(p.core_mhz, |l| l.dynamic_factor) * dynamic.max(0.0)
     }
 
-    /// Time (s, or relative to the profiled run when it has no time) and power (W) at each level.
+    /// The memory power factor `h` at any memory clock inside the levels' span (linear between levels).
+    fn interp_h(mm: &MemoryModel, mhz: f64) -> f64 {
+        let l = &mm.levels;
+        if mhz <= l[0].mem_mhz {
+            return l[0].h;
+        }
+        for w in l.windows(2) {
+            if mhz <= w[1].mem_mhz {
+                let a = (mhz - w[0].mem_mhz) / (w[1].mem_mhz - w[0].mem_mhz);
+                return w[0].h * (1.0 - a) + w[1].h * a;
+            }
+        }
+        l[l.len() - 1].h
+    }
+
+    /// Time (s, or relative to the profiled run when it has no time) and power (W) at each level (each
+    /// (core, memory) pair of a pair model, by core clock then memory clock).
     pub fn sweep(&self, p: &UtilizationProfile) -> Vec<ClockPoint> {
         let (knee, slope, s) = (self.knee.eval(p), self.slope.eval(p), self.static_share.eval(p));
         let t_p = p.time_s.unwrap_or(1.0);
         let p_p = p.power_w.unwrap_or_else(|| self.own_clock_power_w(p));
-        let r_p = self.r(knee, slope, p.core_mhz);
-        let q_p = s + (1.0 - s) * self.interp(p.core_mhz, |l| l.v2f);
-        let mut pts: Vec<ClockPoint> = self
-            .levels
-            .iter()
-            .map(|l| {
-                let time_s = t_p * self.r(knee, slope, l.core_mhz) / r_p;
-                let power_w = p_p * (s + (1.0 - s) * l.v2f) / q_p;
-                ClockPoint {
-                    core_mhz: l.core_mhz,
-                    time_s,
-                    power_w,
-                    energy_j: time_s * power_w,
-                    slowdown: 1.0,
-                }
-            })
-            .collect();
+        let mut pts: Vec<ClockPoint> = match &self.memory {
+            None => {
+                let r_p = self.r(knee, slope, p.core_mhz);
+                let q_p = s + (1.0 - s) * self.interp(p.core_mhz, |l| l.v2f);
+                self.levels
+                    .iter()
+                    .map(|l| {
+                        let time_s = t_p * self.r(knee, slope, l.core_mhz) / r_p;
+                        let power_w = p_p * (s + (1.0 - s) * l.v2f) / q_p;
+                        ClockPoint {
+                            core_mhz: l.core_mhz,
+                            mem_mhz: None,
+                            time_s,
+                            power_w,
+                            energy_j: time_s * power_w,
+                            slowdown: 1.0,
+                        }
+                    })
+                    .collect()
+            }
+            Some(mm) => {
+                let b = mm.sensitivity.eval(p);
+                let k = mm.share.eval(p).clamp(0.0, (1.0 - s).max(0.0));
+                let m_p = p.mem_mhz.unwrap_or(mm.ref_mem_mhz);
+                let r =
+                    |f: f64, m: f64| pair_time(mm.time_form, knee, slope, b, self.x(f), mm.ref_mem_mhz / m);
+                let q = |g: f64, h: f64| s + (1.0 - s - k) * g + k * h;
+                let r_p = r(p.core_mhz, m_p);
+                let q_p = q(self.interp(p.core_mhz, |l| l.v2f), Self::interp_h(mm, m_p));
+                self.levels
+                    .iter()
+                    .flat_map(|l| mm.levels.iter().map(move |ml| (l, ml)))
+                    .map(|(l, ml)| {
+                        let time_s = t_p * r(l.core_mhz, ml.mem_mhz) / r_p;
+                        let power_w = p_p * q(l.v2f, ml.h) / q_p;
+                        ClockPoint {
+                            core_mhz: l.core_mhz,
+                            mem_mhz: Some(ml.mem_mhz),
+                            time_s,
+                            power_w,
+                            energy_j: time_s * power_w,
+                            slowdown: 1.0,
+                        }
+                    })
+                    .collect()
+            }
+        };
         let fastest = pts.iter().map(|q| q.time_s).fold(f64::INFINITY, f64::min);
         for q in &mut pts {
             q.slowdown = q.time_s / fastest;
         }
         pts
+    }
+}
+
+/// Relative time of a pair model at `x = f_ref/f`, `y = m_ref/m` for a job's knee, slope and memory
+/// sensitivity `b`. At `y = 1` both forms are the core-only `1 + slope·max(0, x − knee)`.
+pub fn pair_time(form: MemTimeForm, knee: f64, slope: f64, b: f64, x: f64, y: f64) -> f64 {
+    let floor = 1.0 + b * (y - 1.0);
+    match form {
+        MemTimeForm::Max => floor.max(1.0 + slope * (x - knee)),
+        MemTimeForm::Sum => floor + slope * (x - knee).max(0.0),
     }
 }
 
@@ -338,6 +465,7 @@ mod tests {
             },
             provenance: Provenance::default(),
             policy: vec![],
+            memory: None,
         }
     }
 
@@ -415,5 +543,42 @@ mod tests {
         p.core_mhz = 1500.0;
         let msg = model().check_profile(&p).unwrap_err().to_string();
         assert!(msg.contains("500–1000 MHz"), "{msg}");
+    }
+    #[test]
+    fn a_pair_model_at_the_reference_memory_clock_is_the_core_only_model() {
+        let core_only = model();
+        let mut pair = model();
+        pair.memory = Some(MemoryModel {
+            ref_mem_mhz: 1000.0,
+            levels: vec![MemLevel { mem_mhz: 800.0, h: 0.7 }, MemLevel { mem_mhz: 1000.0, h: 1.0 }],
+            time_form: MemTimeForm::Max,
+            sensitivity: Linear::constant(0.5),
+            share: Linear::constant(0.0),
+        });
+        let mut j = job(0.5);
+        j.mem_mhz = Some(1000.0);
+        let (a, b) = (core_only.sweep(&j), pair.sweep(&j));
+        assert_eq!(b.len(), 2 * a.len());
+        let at_ref: Vec<&ClockPoint> = b.iter().filter(|q| q.mem_mhz == Some(1000.0)).collect();
+        for (x, y) in a.iter().zip(at_ref) {
+            assert!(
+                (x.time_s - y.time_s).abs() < 1e-12 && (x.power_w - y.power_w).abs() < 1e-9,
+                "{x:?} {y:?}"
+            );
+        }
+        // At 800 MHz memory (y = 1.25) the floor is 1 + 0.5·0.25: the memory-bound job slows by 12.5% at
+        // the top core clock; with k = 0 its power does not move with the memory clock.
+        let top_low = b.iter().find(|q| q.core_mhz == 1000.0 && q.mem_mhz == Some(800.0)).unwrap();
+        assert!((top_low.time_s - 11.25).abs() < 1e-12 && (top_low.power_w - 200.0).abs() < 1e-9);
+        // The sum form adds the core term to the floor instead.
+        assert!((pair_time(MemTimeForm::Sum, 1.0, 1.0, 0.5, 2.0, 1.25) - 2.125).abs() < 1e-12);
+        assert!((pair_time(MemTimeForm::Max, 1.0, 1.0, 0.5, 2.0, 1.25) - 2.0).abs() < 1e-12);
+        // Any covered pair is accepted; a memory clock outside the levels is refused; a rebased model drops
+        // the memory dimension.
+        j.mem_mhz = Some(800.0);
+        assert!(pair.check_profile(&j).is_ok());
+        j.mem_mhz = Some(1500.0);
+        assert!(pair.check_profile(&j).unwrap_err().to_string().contains("800–1000 MHz"));
+        assert!(pair.rebased(&[500.0, 1000.0], "other").unwrap().memory.is_none());
     }
 }

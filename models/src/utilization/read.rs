@@ -14,6 +14,9 @@ use std::path::Path;
 pub enum ProfileFormat {
     /// NV-DVFS-Benchmark's `v100-dvfs-*-profile.csv` (and the PTX-merged files of the same rows).
     NvdvfsCsv,
+    /// NV-DVFS-Benchmark's nvprof-metric `*-dvfs-real-Performance-Power.csv` (GTX 1080 Ti, GTX 980), with
+    /// DCGM-like fields derived from the metrics ([`nvprof`]).
+    NvdvfsNvprof,
     /// `dcgmi dmon -e 1001,…` output.
     Dmon,
     /// dcgm-exporter's `/metrics` text.
@@ -33,7 +36,21 @@ impl ProfileFormat {
     pub const REGISTRY_IMPORTER: &'static str = "dcgm-profile";
 
     /// Names accepted on the command line.
-    pub const NAMES: &'static str = "dmon, exporter, ncu, collector, nvdvfs, document, table";
+    pub const NAMES: &'static str = "dmon, exporter, ncu, collector, nvdvfs, nvdvfs-nvprof, document, table";
+
+    /// The command-line name of the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileFormat::NvdvfsCsv => "nvdvfs",
+            ProfileFormat::NvdvfsNvprof => "nvdvfs-nvprof",
+            ProfileFormat::Dmon => "dmon",
+            ProfileFormat::Prometheus => "exporter",
+            ProfileFormat::Ncu => "ncu",
+            ProfileFormat::Collector => "collector",
+            ProfileFormat::Document => "document",
+            ProfileFormat::Table => "table",
+        }
+    }
 
     pub fn from_name(name: &str) -> Result<ProfileFormat> {
         match name {
@@ -42,6 +59,7 @@ impl ProfileFormat {
             "ncu" => Ok(ProfileFormat::Ncu),
             "collector" | "trace" => Ok(ProfileFormat::Collector),
             "nvdvfs" | "dcgm-profile" => Ok(ProfileFormat::NvdvfsCsv),
+            "nvdvfs-nvprof" | "nvprof" => Ok(ProfileFormat::NvdvfsNvprof),
             "document" | "toml" | "json" => Ok(ProfileFormat::Document),
             "table" => Ok(ProfileFormat::Table),
             other => Err(Error::Invalid(format!(
@@ -63,6 +81,11 @@ impl ProfileFormat {
             Some(ProfileFormat::Ncu)
         } else if first.contains("SMACT") && first.contains("core_frequency") {
             Some(ProfileFormat::NvdvfsCsv)
+        } else if first.contains("appName")
+            && first.contains("power/W")
+            && first.contains("achieved_occupancy")
+        {
+            Some(ProfileFormat::NvdvfsNvprof)
         } else if first.starts_with(table::HEAD) {
             Some(ProfileFormat::Table)
         } else if first.starts_with("t_s,") {
@@ -117,6 +140,7 @@ pub fn read_text(text: &str, origin: &str, format: ProfileFormat, opts: &ReadOpt
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut set = match format {
         ProfileFormat::NvdvfsCsv => nvdvfs_csv(text, origin, opts)?,
+        ProfileFormat::NvdvfsNvprof => nvprof::nvdvfs_nvprof(text, origin, opts)?,
         ProfileFormat::Dmon => dmon(text, origin, opts)?,
         ProfileFormat::Prometheus => prometheus(text, origin, opts)?,
         ProfileFormat::Ncu => ncu(text, origin, opts)?,
@@ -366,6 +390,7 @@ fn no_active(origin: &str, device: &str, n: usize) -> Error {
 
 mod dmon;
 use dmon::dmon;
+pub mod nvprof;
 mod table;
 
 // ---------------------------------------------------------------------------------------------------------

@@ -38,14 +38,22 @@ impl Export for ClockSweep {
     fn sections(&self) -> Vec<Section> {
         let t = if self.time_in_seconds { "time s" } else { "time (rel.)" };
         let e = if self.time_in_seconds { "energy J" } else { "energy (W·rel.)" };
-        let mut s = Section::new(vec![
-            Column::new("core_mhz", "core MHz"),
-            Column::new("time", t),
-            Column::new("power_w", "power W"),
-            Column::new("energy", e),
-            Column::new("slowdown", "slowdown"),
-            Column::new("optimum", "optimum of"),
-        ]);
+        let pairs = self.points.iter().any(|p| p.mem_mhz.is_some());
+        let mut cols = vec![Column::new("core_mhz", "core MHz")];
+        if pairs {
+            cols.push(Column::new("mem_mhz", "memory MHz"));
+        }
+        let mut s = Section::new(
+            cols.into_iter()
+                .chain([
+                    Column::new("time", t),
+                    Column::new("power_w", "power W"),
+                    Column::new("energy", e),
+                    Column::new("slowdown", "slowdown"),
+                    Column::new("optimum", "optimum of"),
+                ])
+                .collect(),
+        );
         for (i, p) in self.points.iter().enumerate() {
             let mut marks = Vec::new();
             // A single measured clock is no choice: no optimum is marked.
@@ -61,14 +69,18 @@ impl Export for ClockSweep {
             {
                 marks.push(format!("E within {:.0}%", b * 100.0));
             }
-            s.push(vec![
-                Cell::num(p.core_mhz, 0),
+            let mut row = vec![Cell::num(p.core_mhz, 0)];
+            if pairs {
+                row.push(Cell::num(p.mem_mhz.unwrap_or(f64::NAN), 0));
+            }
+            row.extend([
                 Cell::num(p.time_s, 4),
                 Cell::num(p.power_w, 1),
                 Cell::num(p.energy_j, 2),
                 Cell::num(p.slowdown, 3),
                 Cell::text(marks.join(", ")),
             ]);
+            s.push(row);
         }
         vec![s]
     }
@@ -98,9 +110,9 @@ impl Export for ClockSweep {
         if self.model_gpu.is_none() {
             return n;
         }
-        let at = |i: usize| self.points[i].core_mhz;
+        let at = |i: usize| clocks(&self.points[i]);
         n.push(format!(
-            "optima: energy {:.0} MHz, E·D {:.0} MHz, E·D² {:.0} MHz; fastest {:.0} MHz",
+            "optima: energy {}, E·D {}, E·D² {}; fastest {}",
             at(self.optima.energy),
             at(self.optima.ed),
             at(self.optima.ed2),
@@ -108,14 +120,17 @@ impl Export for ClockSweep {
         ));
         for o in self.policy.iter().filter(|o| o.fixed_mhz.is_some()) {
             n.push(format!(
-                "least {}: run at {:.0} MHz — on held-out training programs that fixed clock beat this model's pick \
+                "least {}: run at {} — on held-out training programs that fixed clock beat this model's pick \
                  (mean regret {:.2}% against {:.2}%)",
                 match o.objective.as_str() {
                     "E" => "energy",
                     "ED" => "E·D",
                     _ => "E·D²",
                 },
-                o.fixed_mhz.unwrap_or_default(),
+                match o.fixed_mem_mhz {
+                    Some(m) => format!("{:.0} MHz core / {m:.0} MHz memory", o.fixed_mhz.unwrap_or_default()),
+                    None => format!("{:.0} MHz", o.fixed_mhz.unwrap_or_default()),
+                },
                 o.fixed_regret_pct,
                 o.model_regret_pct
             ));
@@ -125,11 +140,11 @@ impl Export for ClockSweep {
             let top = &self.points[self.points.len() - 1];
             let q = &self.points[i];
             n.push(format!(
-                "within {:.1}% slowdown: {:.0} MHz uses {:.1}% less energy than {:.0} MHz and is {:.1}% slower",
+                "within {:.1}% slowdown: {} uses {:.1}% less energy than {} and is {:.1}% slower",
                 b * 100.0,
-                q.core_mhz,
+                clocks(q),
                 100.0 * (1.0 - q.energy_j / top.energy_j),
-                top.core_mhz,
+                clocks(top),
                 100.0 * (q.time_s / top.time_s - 1.0)
             ));
         }
@@ -142,6 +157,14 @@ impl Export for ClockSweep {
             n.push("the profile has no run time: times are relative to the profiled run".into());
         }
         n
+    }
+}
+
+/// A point's clocks in words: `1500 MHz`, or `1500 MHz core / 5500 MHz memory` for a pair.
+fn clocks(p: &ClockPoint) -> String {
+    match p.mem_mhz {
+        Some(m) => format!("{:.0} MHz core / {m:.0} MHz memory", p.core_mhz),
+        None => format!("{:.0} MHz", p.core_mhz),
     }
 }
 
@@ -177,6 +200,7 @@ pub fn sweep_profile(set: &ProfileSet, job: Option<&str>, req: &SweepRequest) ->
             let (t, w) = (profile.time_s.unwrap_or(1.0), profile.power_w.unwrap_or(f64::NAN));
             vec![ClockPoint {
                 core_mhz: profile.core_mhz,
+                mem_mhz: None,
                 time_s: t,
                 power_w: w,
                 energy_j: t * w,

@@ -270,7 +270,16 @@ impl RunParams {
             .zip(&fits.reports)
             .filter_map(|(c, r)| Some((c.name.clone(), unusable(r)?)))
             .collect();
-        let (fitted, models) = self.records(fits.reports, fits.artifacts, held_out_uncertainty.as_ref())?;
+        let (mut fitted, models) =
+            self.records(fits.reports, fits.artifacts, held_out_uncertainty.as_ref())?;
+        // Models on power inputs carry the rows' statistics, so that a profile lacking some input still
+        // gets a power answer (a line on the inputs it gives; `gpumodel_models::artifact::SubsetFits`).
+        let subset = subset_fits(train);
+        for f in &mut fitted {
+            if f.artifact.inputs == train.feature_names {
+                f.artifact.subset = subset.clone();
+            }
+        }
         let report = TrainReport {
             failed,
             data: self.train_info.clone(),
@@ -501,6 +510,35 @@ impl RunParams {
         }
         Ok((out, models))
     }
+}
+
+/// Folds of the subset statistics: whole kernels (groups) at a time.
+const SUBSET_FOLDS: usize = 5;
+
+/// The least-squares statistics of `train` for models whose inputs are all power inputs
+/// ([`gpumodel_models::power_inputs`]), folded by kernel: `None` for other inputs or fewer than two kernels.
+fn subset_fits(train: &Dataset) -> Option<gpumodel_models::artifact::SubsetFits> {
+    let names = &train.feature_names;
+    if names.is_empty() || !names.iter().all(|n| gpumodel_models::power_inputs::is_power_input(n)) {
+        return None;
+    }
+    let mut groups: Vec<&String> = train.groups.iter().collect();
+    groups.sort();
+    groups.dedup();
+    let k = SUBSET_FOLDS.min(groups.len());
+    if k < 2 {
+        return None;
+    }
+    let fold_of: Vec<usize> =
+        train.groups.iter().map(|g| groups.binary_search(&g).map_or(0, |i| i % k)).collect();
+    let rows: Vec<Vec<f64>> = train.records.rows().into_iter().map(|r| r.to_vec()).collect();
+    gpumodel_models::artifact::SubsetFits::build(
+        names,
+        &rows,
+        &train.targets.to_vec(),
+        &fold_of,
+        &format!("group-kfold by kernel, {k} folds"),
+    )
 }
 
 /// A training-fit MAPE above this, %, marks a fit as failed: a model that misses its own training rows by

@@ -1,9 +1,10 @@
 //! `gpumodel train --data <utilization profiles>`: the clock model beside its baselines, scored on the
 //! held-out set, and its artifact.
 
-use super::fit::{ClockFitParams, fit_clock_model, fit_dso};
+use super::fit::{ClockFitParams, curves, fit_clock_model, fit_dso};
+use super::pairs::{PairLopo, lopo};
 use super::score::{ClockEvaluation, evaluate, read_published};
-use super::{Job, jobs};
+use super::{Job, at_memory, jobs};
 use crate::{Error, Result};
 use gpumodel_models::export::{Cell, Column, Export, Section};
 use gpumodel_models::registry::{Locator, Registry, sha256_hex};
@@ -29,6 +30,8 @@ pub struct ClockTrainParams {
     pub peer_params: Option<PathBuf>,
     /// The slowdown bound of the "saving within the bound" score.
     pub score_max_slowdown: f64,
+    /// How to read the data (default: the NV-DVFS DCGM profile CSV).
+    pub profile_format: Option<ProfileFormat>,
 }
 
 /// `train`'s result on utilization-profile data.
@@ -44,6 +47,8 @@ pub struct ClockTraining {
     pub cv_power_mape: f64,
     pub cv_own_clock_mape: f64,
     pub evaluation: Option<ClockEvaluation>,
+    /// Leave-one-program-out scores over (core, memory) pairs, for data over several memory clocks.
+    pub pairs: Option<PairLopo>,
     pub artifact: Option<String>,
     pub notes: Vec<String>,
 }
@@ -51,8 +56,12 @@ pub struct ClockTraining {
 impl Export for ClockTraining {
     const COMMAND: &'static str = "train-clock-model";
     fn sections(&self) -> Vec<Section> {
+        let mut out: Vec<Section> = self.pairs.as_ref().map(pair_section).into_iter().collect();
         let Some(ev) = &self.evaluation else {
-            return vec![Section::prose(vec!["no held-out test set: see the selection figures".into()])];
+            if out.is_empty() {
+                out.push(Section::prose(vec!["no held-out test set: see the selection figures".into()]));
+            }
+            return out;
         };
         let mut s = Section::titled(
             format!(
@@ -100,7 +109,8 @@ impl Export for ClockTraining {
         for n in &ev.notes {
             s.then(n.clone());
         }
-        vec![s]
+        out.push(s);
+        out
     }
     fn preamble(&self) -> Vec<String> {
         let mut v = vec![format!(
@@ -119,6 +129,41 @@ impl Export for ClockTraining {
     }
 }
 
+/// The leave-one-program-out table over clock pairs.
+fn pair_section(l: &PairLopo) -> Section {
+    let mut s = Section::titled(
+        format!(
+            "leave-one-program-out over {} held-out jobs, {} (core, memory) pairs; each job asked from its profile \
+             at {:.0}/{:.0} MHz; regrets median / mean over jobs (%)",
+            l.held_out_jobs, l.pairs, l.ref_core_mhz, l.ref_mem_mhz
+        ),
+        vec![
+            Column::new("method", "method"),
+            Column::new("energy_regret", "E regret"),
+            Column::new("ed_regret", "ED regret"),
+            Column::new("ed2_regret", "ED² regret"),
+        ],
+    );
+    let pair = |p: (f64, f64)| Cell::shown(p.1, format!("{:.2} / {:.2}", p.0, p.1));
+    for m in &l.methods {
+        let mut row = vec![Cell::text(&m.method)];
+        row.extend(m.regret.iter().map(|r| pair(*r)));
+        s.push(row);
+    }
+    s.then(format!(
+        "pair model over every pair: time MAPE {:.2}% ({:.2}% off the reference pair), power MAPE {:.2}% ({:.2}%)",
+        l.time_mape, l.time_mape_off_ref, l.power_mape, l.power_mape_off_ref
+    ));
+    s.then(format!(
+        "core-only model over the core clocks at {:.0} MHz memory: time MAPE {:.2}%, power MAPE {:.2}%",
+        l.ref_mem_mhz, l.core_only_time_mape, l.core_only_power_mape
+    ));
+    if l.folds_left_out > 0 {
+        s.then(format!("{} fold(s) could not be fitted and were left out", l.folds_left_out));
+    }
+    s
+}
+
 /// Whether a `--data` value is utilization-profile data (a registered dataset with that importer, or a
 /// file that reads as the NV-DVFS profile CSV).
 pub fn is_profile_data(spec: &str) -> bool {
@@ -135,19 +180,23 @@ pub fn is_profile_data(spec: &str) -> bool {
 
 /// A dataset opened as utilization profiles: the set, its name (registry name, or the file name), its
 /// sha256, and the registry's test set.
-fn open(spec: &str) -> Result<(ProfileSet, String, Option<String>, Option<String>)> {
+fn open(
+    spec: &str,
+    format: Option<ProfileFormat>,
+) -> Result<(ProfileSet, String, Option<String>, Option<String>)> {
     let reg = Registry::builtin();
     let opts = ReadOptions { skip_bad_rows: true, ..ReadOptions::default() };
+    let format = format.unwrap_or(ProfileFormat::NvdvfsCsv);
     if let Ok(e) = reg.get(spec) {
         let (path, _) = Locator::from_env().resolve(e)?;
         let o = ReadOptions { gpu: Some(e.gpu.clone()), ..opts };
-        let set = read_file(&path, Some(ProfileFormat::NvdvfsCsv), &o)?;
+        let set = read_file(&path, Some(format), &o)?;
         return Ok((set, e.name.clone(), Some(e.sha256.clone()), e.test_set.clone()));
     }
     let p = Path::new(spec);
     let bytes =
         std::fs::read(p).map_err(|e| Error::Invalid(format!("reading {spec}: {e}; check the path")))?;
-    let set = read_file(p, Some(ProfileFormat::NvdvfsCsv), &opts)?;
+    let set = read_file(p, Some(format), &opts)?;
     let name = p.file_name().map_or_else(|| spec.to_string(), |f| f.to_string_lossy().into_owned());
     Ok((set, name, Some(sha256_hex(&bytes)), None))
 }
@@ -183,7 +232,7 @@ pub fn train_clock_model(params: &ClockTrainParams) -> Result<ClockTraining> {
         }
         None => None,
     };
-    let (set, name, sha, registry_test) = open(&params.data)?;
+    let (set, name, sha, registry_test) = open(&params.data, params.profile_format)?;
     let mut notes: Vec<String> = Vec::new();
     if !set.skipped.is_empty() {
         notes.push(format!("{} training row(s) skipped; first: {}", set.skipped.len(), set.skipped[0]));
@@ -191,7 +240,8 @@ pub fn train_clock_model(params: &ClockTrainParams) -> Result<ClockTraining> {
     let gpu = set.profiles.iter().find_map(|p| p.gpu.clone()).unwrap_or_else(|| name.clone());
     let train_jobs: Vec<Job> = jobs(&set, params.min_core_mhz);
     let command = format!(
-        "gpumodel train --data {name}{}{}",
+        "gpumodel train --data {name}{}{}{}",
+        params.profile_format.map(|f| format!(" --profile-format {}", f.name())).unwrap_or_default(),
         params.min_core_mhz.map(|m| format!(" --min-core-mhz {m}")).unwrap_or_default(),
         params.prefix.as_deref().map(|p| format!(" --prefix {p}")).unwrap_or_default()
     );
@@ -205,7 +255,11 @@ pub fn train_clock_model(params: &ClockTrainParams) -> Result<ClockTraining> {
     let mut fit = fit_clock_model(&train_jobs, &fit_params)?;
     fit.model.policy = super::policy::choose(&train_jobs, &fit_params, &fit.model)?;
     for o in &fit.model.policy {
-        let pick = o.fixed_mhz.map_or("the model's pick".to_string(), |c| format!("a fixed {c:.0} MHz"));
+        let pick = match (o.fixed_mhz, o.fixed_mem_mhz) {
+            (Some(c), Some(m)) => format!("a fixed {c:.0} MHz core / {m:.0} MHz memory"),
+            (Some(c), None) => format!("a fixed {c:.0} MHz"),
+            _ => "the model's pick".to_string(),
+        };
         fit.model.provenance.selection.push(format!(
             "clock for least {}: {pick} — leave-one-program-out regret: model {:.2}%, fixed clock {:.2}% ({} held-out jobs)",
             o.objective, o.model_regret_pct, o.fixed_regret_pct, o.held_out_jobs
@@ -215,11 +269,18 @@ pub fn train_clock_model(params: &ClockTrainParams) -> Result<ClockTraining> {
         notes.push(format!("training job {l} has no run at the highest clock: left out"));
     }
     let mhz: Vec<f64> = fit.model.levels.iter().map(|l| l.core_mhz).collect();
-    let dso = fit_dso(&fit.curves, &mhz, &fit_params.ridge);
+    // DSO's form is over core clocks: a pair model's peer is fitted at the reference memory clock.
+    let (dso, pairs) = match &fit.model.memory {
+        None => (fit_dso(&fit.curves, &mhz, &fit_params.ridge), None),
+        Some(mm) => {
+            let (_, at_ref, _) = curves(&at_memory(&train_jobs, mm.ref_mem_mhz))?;
+            (fit_dso(&at_ref, &mhz, &fit_params.ridge), Some(lopo(&train_jobs, &fit_params)?))
+        }
+    };
     let test_spec = if params.no_test { None } else { params.test.clone().or(registry_test) };
     let evaluation = match &test_spec {
         Some(t) => {
-            let (tset, _, _, _) = open(t)?;
+            let (tset, _, _, _) = open(t, params.profile_format)?;
             if !tset.skipped.is_empty() {
                 notes.push(format!("{} test row(s) skipped; first: {}", tset.skipped.len(), tset.skipped[0]));
             }
@@ -260,6 +321,7 @@ pub fn train_clock_model(params: &ClockTrainParams) -> Result<ClockTraining> {
         cv_power_mape: fit.cv_power_mape,
         cv_own_clock_mape: fit.cv_own_clock_mape,
         evaluation,
+        pairs,
         artifact,
         notes,
     })

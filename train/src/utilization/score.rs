@@ -4,6 +4,7 @@
 //! saved within a slowdown bound against the measured optimum under the same bound.
 
 use super::fit::{DsoModel, dso_curve};
+use super::policy::{Pair, regret_at};
 use super::{Job, mean, median};
 use gpumodel_models::utilization::model::ClockModel;
 use serde::Serialize;
@@ -172,19 +173,16 @@ pub fn read_published(text: &str) -> Result<Published, String> {
 /// Which clock a fixed-clock policy runs every job at: the one with the lowest mean regret (for E·D^k)
 /// over `jobs` at `clocks`.
 pub fn best_fixed_clock(jobs: &[Job], clocks: &[f64], k: i32) -> Option<f64> {
-    let mut best: Option<(f64, f64)> = None;
-    for &c in clocks {
-        let mut r = Vec::new();
-        for j in jobs {
-            let runs: Vec<(f64, f64, f64)> = clocks
-                .iter()
-                .filter_map(|m| j.at(*m).and_then(|x| Some((*m, x.time_s?, x.power_w?))))
-                .collect();
-            let Some(&(_, t, p)) = runs.iter().find(|x| (x.0 - c).abs() < 0.5) else { continue };
-            let metric = |t: f64, p: f64| t * p * t.powi(k);
-            let b = runs.iter().map(|x| metric(x.1, x.2)).fold(f64::INFINITY, f64::min);
-            r.push(metric(t, p) / b - 1.0);
-        }
+    let pairs: Vec<Pair> = clocks.iter().map(|c| (*c, None)).collect();
+    best_fixed_pair(jobs, &pairs, k).map(|p| p.0)
+}
+
+/// Which pair a fixed policy runs every job at: the one with the lowest mean regret (for E·D^k) over
+/// `jobs` at `pairs`.
+pub fn best_fixed_pair(jobs: &[Job], pairs: &[Pair], k: i32) -> Option<Pair> {
+    let mut best: Option<(f64, Pair)> = None;
+    for &c in pairs {
+        let r: Vec<f64> = jobs.iter().filter_map(|j| regret_at(j, pairs, k, c)).map(|x| x / 100.0).collect();
         let m = mean(&r);
         if !r.is_empty() && best.is_none_or(|(bm, _)| m < bm) {
             best = Some((m, c));
@@ -232,7 +230,17 @@ pub fn evaluate(
         .iter()
         .zip(&refs)
         .map(|(m, p)| {
-            let sw = model.sweep(p);
+            // A pair model is scored here at the reference memory clock (the test jobs' curves are over
+            // core clocks).
+            let ref_mem = model.memory.as_ref().map(|mm| mm.ref_mem_mhz);
+            let sw: Vec<_> = model
+                .sweep(p)
+                .into_iter()
+                .filter(|q| match (q.mem_mhz, ref_mem) {
+                    (Some(a), Some(b)) => (a - b).abs() < 0.5,
+                    _ => true,
+                })
+                .collect();
             m.mhz
                 .iter()
                 .map(|c| {

@@ -10,6 +10,7 @@ pub(super) const HEAD: &str = "name,program,source,gpu,device";
 fn source(name: &str) -> Option<Source> {
     [
         Source::NvdvfsCsv,
+        Source::NvdvfsNvprof,
         Source::DcgmiDmon,
         Source::DcgmExporter,
         Source::Ncu,

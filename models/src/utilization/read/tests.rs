@@ -358,3 +358,39 @@ fn the_profile_table_gpumodel_writes_reads_back_unchanged() {
     let e = read_text(&bad, "t.csv", ProfileFormat::Table, &ReadOptions::default()).unwrap_err().to_string();
     assert!(e.contains("'spreadsheet' is not a source gpumodel writes"), "{e}");
 }
+
+/// Two rows of the GTX 1080 Ti nvprof file (NV-DVFS-Benchmark `csvs/raw/gtx1080ti-dvfs-real-Performance-
+/// Power.csv`, lines 5 and one at 2000/5500 MHz), verbatim.
+const NVPROF: &str = "\
+,appName,coreF,memF,argNo,kernel,time/ms,blocks,warps,achieved_occupancy,warp_execution_efficiency,sm_activity,eligible_warps_per_cycle,branch_efficiency,cf_executed,gld_throughput,gld_transactions,gld_transactions_per_request,gst_throughput,gst_transactions,gst_transactions_per_request,global_hit_rate,dram_read_transactions,dram_read_throughput,dram_write_transactions,dram_write_throughput,l2_read_transactions,l2_read_throughput,l2_write_transactions,l2_write_throughput,shared_load_transactions,shared_load_throughput,shared_load_transactions_per_request,shared_store_transactions,shared_store_throughput,shared_store_transactions_per_request,l2_tex_read_throughput,l2_tex_read_transactions,l2_tex_write_throughput,l2_tex_write_throughput.1,tex_cache_hit_rate,tex_cache_throughput,tex_cache_transactions,flop_count_dp,flop_count_dp_fma,flop_count_sp,flop_count_sp_fma,flop_count_sp_special,inst_integer,inst_fp_32,inst_fp_64,inst_executed,inst_per_warp,executed_ipc,power/W
+\
+7,BlackScholes,1600,5500,input00,BlackScholesGPU,1.4294,(224000 1 1) (128 1 1),896000.0,0.876181,1.0,0.9974,4.030893,1.0,15232000,224.39,21504000,8.0,149.26,7168000,4.0,0.5,10752107,223.92,7165952,149.4,10752400,224.5,7168013,149.66,0,0.0,0.0,0,0.0,0.0,224.13,10752000,149.42,149.41,0.5,224.11,10752000,0,0,2907097257.0,974848000,258048000,688128000.0,2505689257,0,146048000,163.0,2.2725009999999997,257.28381
+\
+59,backpropBackward,2000,5500,input00,bpnn_adjust_weights_cuda,0.94314,(1 32768 1) (16 16 1),262144.0,0.968282,1.0,0.996,0.310485,1.0,262145,198.7,14811161,8.07142,84.561,2621446,4.999992,0.5841,2304243,74.07,2226424,71.813,6176780,154.12,2621467,65.248,0,0.0,0.0,0,0.0,0.0,153.38,6160399,65.268,65.291,0.5563,182.82,7340042,75497584,16777248,0.0,0,0,184549488.0,0,58720336,15204379,58.000103,0.290978,167.99686999999997
+";
+
+#[test]
+fn nvprof_rows_become_dcgm_like_profiles_by_the_documented_metrics() {
+    let opts = ReadOptions { gpu: Some("GTX 1080 Ti".into()), ..ReadOptions::default() };
+    assert_eq!(ProfileFormat::guess(NVPROF), Some(ProfileFormat::NvdvfsNvprof));
+    let set = read_text(NVPROF, "n.csv", ProfileFormat::NvdvfsNvprof, &opts).unwrap();
+    let (bs, bp) = (&set.profiles[0], &set.profiles[1]);
+    // By hand from the row: sm_activity 0.9974; achieved_occupancy 0.876181 × 0.9974; DRAM (223.92 +
+    // 149.4) GB/s over 2 × 5500 MHz × 44 B = 484 GB/s; inst_fp_32 2505689257 over 3584 lanes × 1600 MHz ×
+    // 1.4294 ms.
+    assert_eq!((bs.name.as_str(), bs.program.as_deref()), ("BlackScholes", Some("BlackScholes")));
+    assert_eq!((bs.core_mhz, bs.mem_mhz, bs.power_w), (1600.0, Some(5500.0), Some(257.28381)));
+    assert!(close(bs.time_s.unwrap(), 1.4294e-3));
+    assert!(close(bs.get(Field::Smact), 0.9974));
+    assert!(close(bs.get(Field::Smocc), 0.873_902_929_4));
+    assert!(close(bs.get(Field::Drama), 0.771_322_314_0));
+    assert!(close(bs.get(Field::Fp32a), 0.305_692_968_7));
+    assert_eq!(bs.get(Field::Fp64a), 0.0);
+    // backpropBackward at 2000/5500: inst_fp_64 58720336 over 112 FP64 lanes × 2000 MHz × 0.94314 ms.
+    assert_eq!((bp.core_mhz, bp.mem_mhz), (2000.0, Some(5500.0)));
+    assert!(close(bp.get(Field::Fp64a), 0.277_948_509_4));
+    assert!(close(bp.get(Field::Drama), 0.301_411_157_0));
+    // The board must be known.
+    let e = read_text(NVPROF, "n.csv", ProfileFormat::NvdvfsNvprof, &ReadOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("--gpu"), "{e}");
+}
