@@ -3,7 +3,8 @@
 //! clock-model data.
 //!
 //! Columns: `DRAMA,FP16A,FP32A,FP64A,SMACT,SMOCC,TENSO,argNo,average_power,benchmark,core_frequency,kernel,
-//! memory_frequency,time`. The fields are ratios in [0, 1] derived from the row's counter rates and the
+//! memory_frequency,time,gpu` (the last, the GPU's name as the driver gives it, is gpumodel's addition: the
+//! clock model trained from the file records it, and `predict --profile` finds the model by it). The fields are ratios in [0, 1] derived from the row's counter rates and the
 //! board's [`Peaks`] at the row's clocks:
 //!
 //! - `DRAMA` = DRAM bytes/s (`dram_bytes_per_s`) ÷ the peak DRAM bandwidth at the memory clock;
@@ -30,7 +31,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The profile file's header (the NV-DVFS DCGM layout).
-pub const PROFILE_HEADER: [&str; 14] = [
+pub const PROFILE_HEADER: [&str; 15] = [
     "DRAMA",
     "FP16A",
     "FP32A",
@@ -45,6 +46,7 @@ pub const PROFILE_HEADER: [&str; 14] = [
     "kernel",
     "memory_frequency",
     "time",
+    "gpu",
 ];
 
 /// Path of the profiles beside a table: `<out>.profiles.csv`.
@@ -84,11 +86,12 @@ pub enum ProfilesOutcome {
     NoPeaks,
 }
 
-/// Writes `<out>.profiles.csv` from the table at `out` when its rows span two or more clock pairs and the
+/// Writes `<out>.profiles.csv` (of the GPU named `gpu`) from the table at `out` when its rows span two or more clock pairs and the
 /// board's peaks are known at each (`peaks`). Otherwise no file is written, and one left from an earlier
 /// run is removed (it would describe another table).
 pub fn write_profiles(
     out: &Path,
+    gpu: &str,
     peaks: &dyn Fn(ClockPair) -> Option<Peaks>,
 ) -> Result<ProfilesOutcome, Error> {
     let path = profiles_path(out);
@@ -149,6 +152,7 @@ pub fn write_profiles(
             kernel.to_string(),
             format_number(clocks.mem_mhz),
             format_number(num(6)?),
+            gpu.to_string(),
         ];
         w.write_record(&rec).map_err(|e| Error::io(&path, e))?;
     }

@@ -161,7 +161,7 @@ pub fn run_suite(
     }
     swept?;
     if !summary.interrupted && (summary.rows_written + summary.rows_kept) > 0 {
-        match super::profiles::write_profiles(&plan.out, &|pair| dev.peaks(pair))? {
+        match super::profiles::write_profiles(&plan.out, &dev.info().name, &|pair| dev.peaks(pair))? {
             ProfilesOutcome::Written(p) => summary.profiles = Some(p),
             ProfilesOutcome::OnePair => {}
             ProfilesOutcome::NoPeaks => {

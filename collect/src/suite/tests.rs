@@ -409,10 +409,16 @@ fn a_suite_over_clock_pairs_writes_utilization_profiles_with_fields_from_the_pea
     assert_eq!(s.profiles.as_deref(), Some(profiles::profiles_path(&p.out).as_path()));
     let text = std::fs::read_to_string(profiles::profiles_path(&p.out)).unwrap();
     assert!(text.starts_with(
-        "DRAMA,FP16A,FP32A,FP64A,SMACT,SMOCC,TENSO,argNo,average_power,benchmark,core_frequency,kernel,memory_frequency,time\n"
+        "DRAMA,FP16A,FP32A,FP64A,SMACT,SMOCC,TENSO,argNo,average_power,benchmark,core_frequency,kernel,memory_frequency,time,gpu\n"
     ));
     let set = read_profiles(&p.out);
     assert_eq!(set.profiles.len(), 9);
+    // The GPU's name as the device gives it, so the clock model trained from the file records it.
+    assert!(
+        set.profiles.iter().all(|q| q.gpu.as_deref() == Some(dev.info.name.as_str())),
+        "{:?}",
+        set.profiles[0].gpu
+    );
     let t = Table::read_csv(&p.out, "kernel").unwrap();
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
     for prof in &set.profiles {

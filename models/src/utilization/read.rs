@@ -234,6 +234,8 @@ fn nvdvfs_csv(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet
     let (bench, arg, core, mem) =
         (need("benchmark")?, pos("argNo"), need("core_frequency")?, pos("memory_frequency"));
     let (power, time) = (pos("average_power"), pos("time"));
+    // Not in the NV-DVFS files: gpumodel's suite adds the GPU's name.
+    let gpu = pos("gpu");
     let fields: Vec<(Field, usize)> = Field::ALL
         .iter()
         .filter_map(|f| header.iter().position(|h| h == f.name()).map(|j| (*f, j)))
@@ -285,7 +287,7 @@ fn nvdvfs_csv(text: &str, origin: &str, opts: &ReadOptions) -> Result<ProfileSet
             name,
             program: Some(program),
             source: Source::NvdvfsCsv,
-            gpu: None,
+            gpu: gpu.map(|j| cell(j).trim().to_string()).filter(|g| !g.is_empty()),
             device: None,
             fields: fv,
             core_mhz,
