@@ -17,11 +17,12 @@
 //! **Memory clock.** When the training data varied the memory clock (consumer GDDR boards), the model
 //! covers (core, memory) pairs; with `y = m_ref / m` (memory cycle time relative to the reference memory
 //! clock, the highest of the training data):
-//! * time: the memory floor rises with the memory cycle time, `floor = 1 + b·(y − 1)`, with `b` (the
-//!   job's memory sensitivity) predicted from the profile like knee and slope; the floor combines with the
-//!   core term as [`MemTimeForm`] says (chosen by leave-one-program-out CV on the training data):
-//!   `max(floor, 1 + slope·(x − knee))` or `floor + slope·max(0, x − knee)`. At `y = 1` both are the
-//!   core-only form.
+//! * time: the memory floor rises with the memory cycle time, with `b` (the job's memory sensitivity)
+//!   predicted from the profile like knee and slope; floor and core term combine as [`MemTimeForm`] says
+//!   (chosen by leave-one-program-out CV on the training data): `max(1 + b·(y − 1), 1 + slope·(x − knee))`,
+//!   `1 + b·(y − 1) + slope·max(0, x − knee)`, or `max(b·y, 1 + slope·max(0, x − knee))`, where `b` is the
+//!   memory time's share of the reference pair's time (DRAM traffic overlapping compute, its time
+//!   proportional to the memory cycle time). At `y = 1` each is the core-only form.
 //! * power: `P/P_ref = s + (1 − s − k)·g(f) + k·h(m)`, with `h` one fitted factor per memory level (1 at
 //!   the reference) and the memory share `k` predicted from the profile; `k = 0` is the core-only form.
 //!
@@ -127,6 +128,10 @@ pub enum MemTimeForm {
     Max,
     /// `1 + b·(y − 1) + slope·max(0, x − knee)`: memory and core time add.
     Sum,
+    /// `max(b·y, 1 + slope·max(0, x − knee))`: the memory time, `b` of the reference pair's time and
+    /// proportional to the memory cycle time, overlaps the core term; a job below the memory limit at the
+    /// reference pair (`b < 1`) does not slow down until its memory time exceeds the core term.
+    Overlap,
 }
 
 /// One supported memory-clock level of a pair model.
@@ -407,6 +412,7 @@ pub fn pair_time(form: MemTimeForm, knee: f64, slope: f64, b: f64, x: f64, y: f6
     match form {
         MemTimeForm::Max => floor.max(1.0 + slope * (x - knee)),
         MemTimeForm::Sum => floor + slope * (x - knee).max(0.0),
+        MemTimeForm::Overlap => (b * y).max(1.0 + slope * (x - knee).max(0.0)),
     }
 }
 
@@ -573,6 +579,11 @@ mod tests {
         // The sum form adds the core term to the floor instead.
         assert!((pair_time(MemTimeForm::Sum, 1.0, 1.0, 0.5, 2.0, 1.25) - 2.125).abs() < 1e-12);
         assert!((pair_time(MemTimeForm::Max, 1.0, 1.0, 0.5, 2.0, 1.25) - 2.0).abs() < 1e-12);
+        // The overlap form: a job with memory time 0.6 of its reference time is not slowed by a memory
+        // clock 1.25× slower (0.75 < 1), and one 1.5× slower at 0.9 (1.35) waits on memory.
+        assert!((pair_time(MemTimeForm::Overlap, 1.0, 1.0, 0.6, 1.0, 1.25) - 1.0).abs() < 1e-12);
+        assert!((pair_time(MemTimeForm::Overlap, 1.0, 1.0, 0.9, 1.0, 1.5) - 1.35).abs() < 1e-12);
+        assert!((pair_time(MemTimeForm::Overlap, 1.0, 1.0, 0.9, 2.0, 1.5) - 2.0).abs() < 1e-12);
         // Any covered pair is accepted; a memory clock outside the levels is refused; a rebased model drops
         // the memory dimension.
         j.mem_mhz = Some(800.0);
