@@ -450,3 +450,49 @@ fn train_held_out_bars_carry_their_bootstrap_intervals() {
     let json = run(&[&args[..], &["--format", "json", "--bootstrap", "0"]].concat());
     assert_eq!(highlights(&json), 0);
 }
+
+/// `predict --profile` with a clock model over (core, memory) pairs (trained from a suite over a 2 × 2 grid
+/// on the scripted GPU): one curve per memory clock in every panel, each in the legend, every pair marked
+/// once, and each optimum labelled with its pair. Counted from the JSON's points.
+#[test]
+fn a_pair_sweep_draws_one_curve_per_memory_clock_and_labels_optima_with_their_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let in_dir = |args: &[&str]| {
+        let out = gpumodel().current_dir(d).env("GPUMODEL_FAKE_GPU", "1").args(args).output().unwrap();
+        assert!(out.status.success(), "gpumodel {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let grid = "1410:1215,1410:800,1110:1215,1110:800";
+    in_dir(&["collect", "--suite", "--min-seconds", "0.01", "--out", "s.csv", "--clocks", grid]);
+    in_dir(&["train", "--data", "s.csv.profiles.csv", "--no-test", "--out-dir", "models"]);
+    let rows = std::fs::read_to_string(d.join("s.csv.profiles.csv")).unwrap();
+    let one: String = rows.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(d.join("one.csv"), one).unwrap();
+    let json = in_dir(&["predict", "--profile", "one.csv", "--models-dir", "models", "--format", "json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let points = v["points"].as_array().unwrap();
+    let mut mems: Vec<i64> = points.iter().map(|p| p["mem_mhz"].as_f64().unwrap() as i64).collect();
+    mems.sort_unstable();
+    mems.dedup();
+    assert_eq!((points.len(), mems.len()), (4, 2), "{json}");
+
+    let figs = figures("profile.json", &json);
+    let f = figs.iter().find(|f| f.id == "predict-profile").expect("the sweep figure");
+    // Five panels (time, power, E, E·D, E·D²), one curve per memory clock, every pair marked in each.
+    assert_eq!(layer(&f.svg, "lines").matches("<polyline").count(), 5 * mems.len());
+    assert_eq!(f.marks, 5 * points.len());
+    for m in &mems {
+        let entry = format!("memory {m} MHz");
+        assert!(f.svg.lines().any(|l| l.trim() == entry), "no legend entry {entry:?}");
+    }
+    for (objective, key) in [("least energy", "energy"), ("least E·D", "ed"), ("least E·D²", "ed2")] {
+        let p = &points[v["optima"][key].as_u64().unwrap() as usize];
+        let label = format!(
+            "{objective}: {} / {} MHz",
+            p["core_mhz"].as_f64().unwrap(),
+            p["mem_mhz"].as_f64().unwrap()
+        );
+        assert!(f.svg.lines().any(|l| l.trim() == label), "no label {label:?}");
+    }
+}

@@ -183,6 +183,8 @@ fn chromium_loads_the_report_offline_with_every_figure_and_its_marks() {
     );
     assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
     let dom = String::from_utf8_lossy(&out.stdout);
+    // Each figure's caption is drawn once, in its SVG, not repeated below it (the sweep's caption starts so).
+    assert_eq!(dom.matches("Diamonds mark each").count(), 1, "the sweep's caption is not shown exactly once");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");

@@ -24,17 +24,17 @@ pub(crate) fn figures(file: &str, v: &Value, csv: Option<&Path>) -> Result<(Stri
         thin.iter().map(|r| (r.t_s, f(r))).filter(|p| p.1.is_finite()).collect()
     };
     let mut panels =
-        vec![Panel { y_label: "power (W)".into(), points: series(&|r| r.power_w), optimum: None }];
+        vec![Panel { y_label: "power (W)".into(), curves: vec![series(&|r| r.power_w)], optimum: None }];
     let core = series(&|r| r.core_mhz);
     if !core.is_empty() {
-        panels.push(Panel { y_label: "core clock (MHz)".into(), points: core, optimum: None });
+        panels.push(Panel { y_label: "core clock (MHz)".into(), curves: vec![core], optimum: None });
     }
     for (j, name) in meta.counters.iter().enumerate() {
         let pts = series(&|r| r.counters.get(j).copied().unwrap_or(f64::NAN));
         if !pts.is_empty() {
             panels.push(Panel {
                 y_label: format!("{} (/s)", figure::shorten(name, 22)),
-                points: pts,
+                curves: vec![pts],
                 optimum: None,
             });
         }

@@ -7,7 +7,7 @@ use crate::figure::escape;
 const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}\
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ccc}\
 figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}\
-figcaption{font-size:.95em;color:#444}.note{color:#7a4b00;background:#fff7e6;padding:.4em .6em}\
+.note{color:#7a4b00;background:#fff7e6;padding:.4em .6em}\
 code{background:#f3f3f3;padding:0 .2em}ul.toc{columns:2}\
 table.fields{border-collapse:collapse;font-size:.9em;margin:1em 0}table.fields td,table.fields th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}\
 table.fields caption{text-align:left;font-weight:bold;padding:.3em 0}";
@@ -70,11 +70,11 @@ pub(crate) fn page(sections: &[Section]) -> String {
             let uid = format!("s{i}-{}", f.id);
             let svg =
                 f.svg.replacen(&format!("id=\"{}\"", escape(&f.id)), &format!("id=\"{}\"", escape(&uid)), 1);
+            // The SVG draws the title and the caption; the page names the figure without repeating them.
             h.push_str(&format!(
-                "<figure data-marks=\"{}\">\n{svg}<figcaption><b>{}.</b> {}</figcaption>\n</figure>\n",
+                "<figure data-marks=\"{}\" aria-label=\"{}\">\n{svg}</figure>\n",
                 f.marks,
-                escape(&f.title),
-                escape(&f.caption)
+                escape(&f.title)
             ));
         }
         h.push_str("</section>\n");

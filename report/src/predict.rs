@@ -2,7 +2,7 @@
 //! `--sweep`'s curves of time, power and each E^a·D^b objective with its optimum marked, and a `--profile`
 //! clock sweep's time, power and energy over core clocks with the E, ED and ED² optima.
 
-use crate::figure::{self, Figure, Note, Panel, Panels};
+use crate::figure::{self, Figure, Key, Note, Panel, Panels, curve_color, curve_shape};
 use crate::{Result, view};
 use serde::Deserialize;
 use serde_json::Value;
@@ -99,7 +99,8 @@ pub(crate) fn objective_label(a: f64, b: f64) -> (String, String) {
     (name, unit)
 }
 
-/// `predict --profile`'s result: a utilization profile swept over core clocks.
+/// `predict --profile`'s result: a utilization profile swept over core clocks, or over (core, memory)
+/// pairs with a pair model.
 #[derive(Deserialize)]
 struct ClockSweepView {
     profile: ProfileView,
@@ -119,6 +120,9 @@ struct ProfileView {
 #[derive(Deserialize)]
 struct ClockPointView {
     core_mhz: f64,
+    /// The memory clock of the point (pair models only).
+    #[serde(default)]
+    mem_mhz: Option<f64>,
     time_s: f64,
     power_w: f64,
     energy_j: f64,
@@ -131,11 +135,28 @@ struct ClockOptima {
     ed2: usize,
 }
 
+/// The sweep's curves over the core clock: one, or one per memory clock (highest first) for a pair sweep,
+/// each with its legend label.
+fn sweep_curves(points: &[ClockPointView]) -> Vec<(Option<String>, Vec<&ClockPointView>)> {
+    let mut mems: Vec<f64> = points.iter().filter_map(|q| q.mem_mhz).collect();
+    mems.sort_by(|a, b| b.total_cmp(a));
+    mems.dedup();
+    if mems.len() < 2 {
+        return vec![(None, points.iter().collect())];
+    }
+    mems.iter()
+        .map(|m| {
+            let mut curve: Vec<&ClockPointView> = points.iter().filter(|q| q.mem_mhz == Some(*m)).collect();
+            curve.sort_by(|a, b| a.core_mhz.total_cmp(&b.core_mhz));
+            (Some(format!("memory {} MHz", figure::tick(*m))), curve)
+        })
+        .collect()
+}
+
 fn clock_sweep_figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec<Note>)> {
     let c: ClockSweepView = view(file, "predict", v)?;
     let gpu = c.profile.gpu.as_deref().unwrap_or("an unnamed GPU");
     let subtitle = format!("profile {} on {gpu}", c.profile.name);
-    let at = |i: usize| c.points.get(i).map(|p| p.core_mhz);
     if c.points.len() < 2 {
         let note = Note {
             source: file.into(),
@@ -148,44 +169,56 @@ fn clock_sweep_figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Ve
     } else {
         ("time (relative to the profiled run)".to_string(), "energy (W × relative time)".to_string())
     };
+    let curves = sweep_curves(&c.points);
+    let pairs = curves.len() > 1;
     let mark = |name: &str, i: usize, y: &dyn Fn(&ClockPointView) -> f64| {
-        at(i).map(|x| (format!("{name}: {}", figure::tick(x)), x, y(&c.points[i])))
+        c.points.get(i).map(|q| {
+            let at = match q.mem_mhz {
+                Some(m) if pairs => format!("{} / {} MHz", figure::tick(q.core_mhz), figure::tick(m)),
+                _ => figure::tick(q.core_mhz),
+            };
+            (format!("{name}: {at}"), q.core_mhz, y(q))
+        })
     };
     let ed = |q: &ClockPointView| q.energy_j * q.time_s;
     let ed2 = |q: &ClockPointView| q.energy_j * q.time_s * q.time_s;
+    let of = |y: &dyn Fn(&ClockPointView) -> f64| -> Vec<Vec<(f64, f64)>> {
+        curves.iter().map(|(_, pts)| pts.iter().map(|q| (q.core_mhz, y(q))).collect()).collect()
+    };
     let panels = vec![
-        Panel {
-            y_label: t_label,
-            points: c.points.iter().map(|q| (q.core_mhz, q.time_s)).collect(),
-            optimum: None,
-        },
-        Panel {
-            y_label: "power (W)".into(),
-            points: c.points.iter().map(|q| (q.core_mhz, q.power_w)).collect(),
-            optimum: None,
-        },
+        Panel { y_label: t_label, curves: of(&|q| q.time_s), optimum: None },
+        Panel { y_label: "power (W)".into(), curves: of(&|q| q.power_w), optimum: None },
         Panel {
             y_label: e_label,
-            points: c.points.iter().map(|q| (q.core_mhz, q.energy_j)).collect(),
+            curves: of(&|q| q.energy_j),
             optimum: mark("least energy", c.optima.energy, &|q| q.energy_j),
         },
+        Panel { y_label: "E·D".into(), curves: of(&ed), optimum: mark("least E·D", c.optima.ed, &ed) },
         Panel {
-            y_label: "E·D".into(),
-            points: c.points.iter().map(|q| (q.core_mhz, ed(q))).collect(),
-            optimum: mark("least E·D", c.optima.ed, &ed),
-        },
-        Panel {
-            y_label: "E·D²".into(),
-            points: c.points.iter().map(|q| (q.core_mhz, ed2(q))).collect(),
-            optimum: mark("least E·D²", c.optima.ed2, &ed2),
+            y_label: "E·D²".into(), curves: of(&ed2), optimum: mark("least E·D²", c.optima.ed2, &ed2)
         },
     ];
+    let legend: Vec<Key> = curves
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (label, _))| {
+            label.as_ref().map(|l| Key { label: l.clone(), color: curve_color(i), shape: curve_shape(i) })
+        })
+        .collect();
+    let caption = if pairs {
+        format!(
+            "{}. One curve per memory clock; diamonds mark each objective's optimum pair (core / memory).",
+            c.basis
+        )
+    } else {
+        format!("{}. Diamonds mark each objective's optimum clock.", c.basis)
+    };
     let fig = figure::panels(
         "predict-profile",
         &format!("Clock sweep of {} ({gpu})", c.profile.name),
-        &format!("{}. Diamonds mark each objective's optimum clock.", c.basis),
+        &caption,
         &Panels { x_label: "core clock (MHz)".into(), cols: 3, panels, point_marks: true, spans: vec![] },
-        vec![],
+        legend,
     )?;
     Ok((subtitle, vec![fig], vec![]))
 }
@@ -260,12 +293,12 @@ fn sweep_figure(p: &PredictView, s: &Sweep) -> Result<Figure> {
     let mut panels = vec![
         Panel {
             y_label: format!("time ({unit})"),
-            points: time,
+            curves: vec![time],
             optimum: fastest.map(|(x, y)| (format!("fastest: {}", figure::tick(x)), x, y)),
         },
         Panel {
             y_label: "power (W)".into(),
-            points: s.points.iter().map(|q| (q.x, q.power_w)).collect(),
+            curves: vec![s.points.iter().map(|q| (q.x, q.power_w)).collect()],
             optimum: None,
         },
     ];
@@ -274,7 +307,7 @@ fn sweep_figure(p: &PredictView, s: &Sweep) -> Result<Figure> {
         let points = s.points.iter().map(|q| (q.x, q.energy_j.powf(o.a) * q.time_s.powf(o.b))).collect();
         panels.push(Panel {
             y_label: format!("{name} ({unit})"),
-            points,
+            curves: vec![points],
             optimum: Some((format!("{name} optimum: {}", figure::tick(o.x)), o.x, o.value)),
         });
     }

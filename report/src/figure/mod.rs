@@ -461,7 +461,9 @@ pub(crate) fn tick(v: f64) -> String {
             None => s,
         }
     } else {
-        let s = format!("{v:.3}");
+        // Three decimals, and below 1 three significant digits (0.00105, not 0.001).
+        let decimals = if a < 1.0 { (2 - a.log10().floor() as i32).max(3) as usize } else { 3 };
+        let s = format!("{v:.decimals$}");
         let s = s.trim_end_matches('0').trim_end_matches('.');
         s.to_string()
     }
@@ -499,7 +501,7 @@ mod scatter;
 
 pub(crate) use bars::{Bars, hbars, stacked_bar};
 pub(crate) use heat::{Heat, heatmap};
-pub(crate) use panels::{Panel, Panels, panels};
+pub(crate) use panels::{Panel, Panels, curve_color, curve_shape, panels};
 pub(crate) use scatter::{Highlight, Scatter, Series, scatter, scatter_line_named};
 
 #[cfg(test)]
@@ -621,6 +623,10 @@ mod tests {
         assert_eq!(tick(0.5), "0.5");
         assert_eq!(tick(120.0), "120");
         assert_eq!(tick(0.0002), "2e-4");
+        // Neighbouring ticks of a narrow range below 1 stay distinct.
+        assert_eq!([tick(0.001), tick(0.00105), tick(0.0011)], ["0.001", "0.00105", "0.0011"]);
+        assert_eq!(tick(0.0123), "0.0123");
+        assert_eq!(tick(1234.5), "1234.5");
     }
 
     /// A long kernel name gets a label area that holds it (once shortened), and room for the axis

@@ -1,10 +1,12 @@
-//! Small multiples: one curve per panel over a shared x, with optional optimum and vertical spans.
+//! Small multiples: one or more curves per panel over a shared x (curve i in the colour of legend key i), with
+//! optional optimum and vertical spans.
 
 use super::*;
 
 pub(crate) struct Panel {
     pub y_label: String,
-    pub points: Vec<(f64, f64)>,
+    /// The curves: most panels have one; several share the panel's axes (one per legend key, in order).
+    pub curves: Vec<Vec<(f64, f64)>>,
     /// (label, x, y) of the optimum marked in this panel.
     pub optimum: Option<(String, f64, f64)>,
 }
@@ -24,11 +26,11 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
     let rows = p.panels.len().div_ceil(cols).max(1);
     let height = (rows as i32 * 250 + TITLE_H + LEGEND_H + CAPTION_H) as u32;
     let canvas = Canvas { width: 960, height, title: title.into(), caption: caption.into(), legend };
-    let (xlo, xhi) = span(p.panels.iter().flat_map(|q| q.points.iter().map(|pt| pt.0)), 0.04);
+    let (xlo, xhi) = span(p.panels.iter().flat_map(|q| q.curves.iter().flatten().map(|pt| pt.0)), 0.04);
     layered(id, &canvas, |layer, area| {
         let cells = area.split_evenly((rows, cols));
         for (panel, cell) in p.panels.iter().zip(cells.iter()) {
-            let (ylo, yhi) = span(panel.points.iter().map(|pt| pt.1), 0.08);
+            let (ylo, yhi) = span(panel.curves.iter().flatten().map(|pt| pt.1), 0.08);
             let mut chart = ChartBuilder::on(cell)
                 .margin(10)
                 .margin_right(18)
@@ -54,15 +56,19 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
                             RGBColor(0xe8, 0xe8, 0xe8).filled(),
                         ))?;
                     }
-                    chart.draw_series(std::iter::once(PathElement::new(
-                        panel.points.clone(),
-                        PALETTE[0].stroke_width(2),
-                    )))?;
+                    for (i, curve) in panel.curves.iter().enumerate() {
+                        chart.draw_series(std::iter::once(PathElement::new(
+                            curve.clone(),
+                            curve_color(i).stroke_width(2),
+                        )))?;
+                    }
                 }
                 Layer::Marks => {
                     if p.point_marks {
-                        for q in &panel.points {
-                            marker(&root, px.at(*q), Shape::Circle, 2, PALETTE[0])?;
+                        for (i, curve) in panel.curves.iter().enumerate() {
+                            for q in curve {
+                                marker(&root, px.at(*q), curve_shape(i), 2, curve_color(i))?;
+                            }
                         }
                     }
                 }
@@ -88,4 +94,16 @@ pub(crate) fn panels(id: &str, title: &str, caption: &str, p: &Panels, legend: V
         }
         Ok(())
     })
+}
+
+/// Colour of a panel's curve `i`: the palette without its second colour, which marks optima.
+pub(crate) fn curve_color(i: usize) -> RGBColor {
+    let others: Vec<RGBColor> =
+        PALETTE.iter().enumerate().filter(|(j, _)| *j != 1).map(|(_, c)| *c).collect();
+    others[i % others.len()]
+}
+
+/// Marker of a panel's curve `i`: the series shapes without the diamond, which marks optima.
+pub(crate) fn curve_shape(i: usize) -> Shape {
+    [Shape::Circle, Shape::Triangle, Shape::Square][i % 3]
 }
