@@ -386,6 +386,26 @@ fn a_collector_trace_draws_power_counters_and_both_energies() {
     let ids: Vec<&str> = sec.figures.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, ["collect-trace", "collect-energy"]);
     assert_eq!(marks(&sec.figures, "collect-energy"), 2, "integral and counter");
+    // The trace's counters, from its sidecar; two names with equal samples (the scripted GPU writes
+    // exec_inst as a copy of inst_executed) share one panel, so each distinct series is drawn once.
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(csv.with_extension("json")).unwrap()).unwrap();
+    let names: Vec<&str> = meta["counters"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = text.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let column = |name: &str| -> Vec<String> {
+        let i = header.iter().position(|h| *h == name).unwrap();
+        text.lines().skip(1).map(|l| l.split(',').nth(i).unwrap().to_string()).collect()
+    };
+    let mut distinct: Vec<Vec<String>> = names.iter().map(|n| column(n)).collect();
+    distinct.sort();
+    distinct.dedup();
+    assert!(distinct.len() < names.len(), "the scripted trace has two equal counters: {names:?}");
+    let trace = &sec.figures[0].svg;
+    let counter_panels = layer(trace, "frame").lines().filter(|l| l.trim_end().ends_with("(/s)")).count();
+    assert_eq!(counter_panels, distinct.len(), "one panel per distinct counter series");
+    assert!(!trace.contains("the 0 kernel launches"), "a trace without launches claims none as bands");
     let _ = Path::new("");
 }
 

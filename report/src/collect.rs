@@ -12,6 +12,9 @@ use std::path::Path;
 /// At most this many points per curve: a long trace is thinned evenly (every sample stays in the CSV).
 const MAX_POINTS: usize = 2000;
 
+/// One curve's (x, y) points.
+type Curve = Vec<(f64, f64)>;
+
 pub(crate) fn figures(file: &str, v: &Value, csv: Option<&Path>) -> Result<(String, Vec<Figure>, Vec<Note>)> {
     let meta: trace::TraceMeta = crate::view(file, "collect", v)?;
     let csv = csv.ok_or_else(|| Error::input(file, "a trace's figures need its CSV beside the sidecar"))?;
@@ -29,24 +32,37 @@ pub(crate) fn figures(file: &str, v: &Value, csv: Option<&Path>) -> Result<(Stri
     if !core.is_empty() {
         panels.push(Panel { y_label: "core clock (MHz)".into(), curves: vec![core], optimum: None });
     }
+    // A counter whose samples equal an earlier one's (two names of one hardware count) joins its panel.
+    let mut counter_panels: Vec<(Vec<String>, Curve)> = Vec::new();
     for (j, name) in meta.counters.iter().enumerate() {
         let pts = series(&|r| r.counters.get(j).copied().unwrap_or(f64::NAN));
-        if !pts.is_empty() {
-            panels.push(Panel {
-                y_label: format!("{} (/s)", figure::shorten(name, 22)),
-                curves: vec![pts],
-                optimum: None,
-            });
+        if pts.is_empty() {
+            continue;
+        }
+        match counter_panels.iter_mut().find(|(_, p)| *p == pts) {
+            Some((names, _)) => names.push(name.clone()),
+            None => counter_panels.push((vec![name.clone()], pts)),
         }
     }
+    for (names, pts) in counter_panels {
+        panels.push(Panel {
+            y_label: format!("{} (/s)", figure::shorten(&names.join(" = "), 22)),
+            curves: vec![pts],
+            optimum: None,
+        });
+    }
     let spans: Vec<(f64, f64)> = meta.launches.iter().map(|l| (l.t_start_s, l.t_end_s)).collect();
+    let caption = match spans.len() {
+        0 => "The trace records no kernel launch times; a counter that moves with power explains it."
+            .to_string(),
+        n => format!(
+            "Grey bands are the {n} kernel launches the profiler saw; a counter that moves with power explains it."
+        ),
+    };
     let mut figs = vec![figure::panels(
         "collect-trace",
         &format!("Power and counters over time: {}", meta.kernel),
-        &format!(
-            "Grey bands are the {} kernel launches the profiler saw; a counter that moves with power explains it.",
-            spans.len()
-        ),
+        &caption,
         &Panels { x_label: "time (s)".into(), cols: 2, panels, point_marks: false, spans },
         vec![],
     )?];
