@@ -618,3 +618,43 @@ fn kernel_totals_without_the_injection_library_fail_before_any_output() {
     assert!(e.contains("cannot load libgpumodel_inject.so") && e.contains("GPUMODEL_INJECT_LIB"), "{e}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing is written");
 }
+
+/// The layout `bash scripts/install` makes (`cargo install` puts the executable in <root>/bin; the library
+/// goes to <root>/lib/gpumodel/): the installed executable finds the injection library there, so
+/// `--kernel-totals` gets past its library check to the hardware (here: no driver); without the library it
+/// stops at the check and names `scripts/install`. Hard links, in the target folder, keep the copy cheap.
+#[test]
+fn an_installed_gpumodel_finds_the_injection_library_in_its_lib_folder() {
+    if !no_driver_here() {
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("gpumodel");
+    let lib = bin.with_file_name("deps/libgpumodel_inject.so");
+    assert!(lib.is_file(), "{} is missing: run `cargo test --workspace`", lib.display());
+    let root = tempfile::tempdir_in(bin.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(root.path().join("bin")).unwrap();
+    std::fs::create_dir_all(root.path().join("lib/gpumodel")).unwrap();
+    let exe = root.path().join("bin/gpumodel");
+    let installed = root.path().join("lib/gpumodel/libgpumodel_inject.so");
+    std::fs::hard_link(&bin, &exe).unwrap();
+    std::fs::hard_link(&lib, &installed).unwrap();
+    let collect = || {
+        let work = tempfile::tempdir().unwrap();
+        let o = std::process::Command::new(&exe)
+            .current_dir(work.path())
+            .env_remove("GPUMODEL_FAKE_GPU")
+            .env_remove("GPUMODEL_INJECT_LIB")
+            .args(["collect", "--kernel-totals", "-o", "k.csv", "/bin/true"])
+            .output()
+            .unwrap();
+        assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0, "nothing may be written");
+        (o.status.code(), stderr(&o))
+    };
+    let (code, e) = collect();
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("no NVIDIA driver") && !e.contains("cannot load"), "{e}");
+    std::fs::remove_file(&installed).unwrap();
+    let (code, e) = collect();
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("cannot load libgpumodel_inject.so") && e.contains("scripts/install"), "{e}");
+}

@@ -1,7 +1,8 @@
 //! Whole journeys through the real binary on the scripted GPU (`GPUMODEL_FAKE_GPU=1`), checked against the
 //! scripted GPU's own law ([`FakeSuiteDevice::true_power`]), never against the tool's earlier output:
 //! a suite measured on this GPU, a model trained from it, and a kernel that is not in the suite predicted
-//! from each source a user has (a kernel profile written by hand, an Nsight Compute export of it).
+//! from each source a user has (a kernel profile written by hand, an Nsight Compute export of it, the
+//! per-kernel totals `collect --kernel-totals` writes).
 //! The README's "Build a model for your GPU" runs these same commands.
 
 use assert_cmd::Command;
@@ -136,6 +137,48 @@ fn an_ncu_export_of_that_kernel_predicts_the_same_power_within_ten_percent() {
     let truth = true_power();
     let err = (p - truth).abs() / truth;
     assert!(err < 0.10, "predicted {p:.1} W, the scripted GPU draws {truth:.1} W ({:.1} % off)", 100.0 * err);
+}
+
+/// collect --kernel-totals on the scripted GPU → `<out>.kernels.json` (the rows the injection library writes
+/// for the scripted program's kernel, read as a real GPU's rows are) → predict with the suite-trained
+/// model: the power within 10 % of the law for that kernel at the default clocks. A program that fails
+/// gets no per-kernel totals.
+#[test]
+fn collect_kernel_totals_then_predict_with_the_suite_model_within_ten_percent() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    suite_and_model(d);
+    let quick = ["collect", "--kernel-totals", "--min-seconds", "0", "--idle-seconds", "0"];
+    let mut c = fake();
+    c.args(quick).args(["--out", "app.csv", "--", "true"]);
+    run(c, d);
+    let text = std::fs::read_to_string(d.join("app.kernels.json")).unwrap();
+    let profiles: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(profiles.len(), 1, "{text}");
+    assert_eq!(profiles[0]["name"], FakeSuiteDevice::APP_KERNEL, "{text}");
+    assert!(d.join("app.kernels.csv").is_file());
+
+    let mut c = gpumodel();
+    c.args(["predict", "--kernel", "app.kernels.json", "--model", "models/mygpu-default.json"]);
+    c.args(["--format", "json"]);
+    let out = run(c, d);
+    let p = predicted_power(&out);
+    let dev = FakeSuiteDevice::new();
+    let work = dev.app_work();
+    // The profile names the GPU and the clock it ran at, so its measured time answers.
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let t = v["prediction"]["time_s"].as_f64().unwrap_or_else(|| panic!("no prediction.time_s: {out}"));
+    let true_t = dev.true_time(&work, dev.default_clocks);
+    assert!((t / true_t - 1.0).abs() < 1e-6, "time {t:e} s, the law's {true_t:e} s");
+    let truth = dev.work_power(&work, dev.default_clocks);
+    let err = (p - truth).abs() / truth;
+    assert!(err < 0.10, "predicted {p:.1} W, the scripted GPU draws {truth:.1} W ({:.1} % off)", 100.0 * err);
+
+    let mut c = fake();
+    c.args(quick).args(["--out", "fail.csv", "--", "sh", "-c", "exit 3"]);
+    let o = c.current_dir(d).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!d.join("fail.kernels.json").exists() && !d.join("fail.kernels.csv").exists());
 }
 
 /// A DRAM-bound kernel: global loads that miss to DRAM and stores, little arithmetic.

@@ -307,8 +307,8 @@ fn profiler_csv_readers_never_panic() {
     harden("nvprof gpu trace", "k.csv", &fx("nvprof_gpu_trace_gtx580.csv"), &|b| {
         read_nvprof_gpu_trace(&text(b), "k.csv").map(|_| ()).map_err(|e| e.to_string())
     });
-    let inject = "index,name,grid_x,grid_y,grid_z,block_x,block_y,block_z,registers_per_thread,shared_mem_bytes,duration_s,inst_executed\n\
-                  0,\"k(int)\",8,1,1,128,1,1,24,512,0.000002,1000\n1,\"k(int)\",8,1,1,128,1,1,24,512,0.000003,1200\n";
+    let inject = "index,name,grid_x,grid_y,grid_z,block_x,block_y,block_z,registers_per_thread,shared_mem_bytes,duration_s,core_mhz,device,inst_executed\n\
+                  0,\"k(int)\",8,1,1,128,1,1,24,512,0.000002,1410,\"NVIDIA A100-SXM4-40GB\",1000\n1,\"k(int)\",8,1,1,128,1,1,24,512,0.000003,NaN,\"\",1200\n";
     harden("inject rows", "k.csv", inject.as_bytes(), &|b| {
         // Rows become profiles the way `collect --kernel-totals` uses them.
         let ks = read_inject_rows(&text(b), "k.csv").map_err(|e| e.to_string())?;

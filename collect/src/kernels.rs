@@ -1,9 +1,13 @@
 //! Per-kernel totals: runs the program once more with gpumodel's injection library
 //! (`CUDA_INJECTION64_PATH`, see `collect/inject`), which profiles every launch with the CUPTI Range
 //! Profiler (auto range, kernel replay) and writes one row per launch; the rows become kernel profiles.
-//! Kernel replay serializes and repeats kernels, so this is a separate run from the power trace.
+//! Kernel replay serializes and repeats kernels, so this is a separate run from the power trace. On the
+//! scripted GPU, [`collect_kernel_totals_scripted`] runs the program without the library and writes the
+//! rows the library would for the scripted program's kernel; the same reader turns them into profiles.
 
 use crate::error::{Error, Result};
+use crate::suite::FakeSuiteDevice;
+use gpumodel_models::counters::CounterMap;
 use gpumodel_models::ncu::read_inject_rows;
 use gpumodel_models::profile::KernelProfile;
 use std::path::{Path, PathBuf};
@@ -35,9 +39,10 @@ pub fn find_inject_lib() -> Result<PathBuf> {
     }
     let bin = exe.parent().map_or_else(|| ".".into(), |d| d.display().to_string());
     Err(Error::Invalid(format!(
-        "cannot load {INJECT_LIB}: it is not beside the gpumodel executable (`cargo install` installs only the \
-         executable): from the source tree run `cargo build --release -p gpumodel-inject && cp \
-         target/release/{INJECT_LIB} {bin}/`, or set GPUMODEL_INJECT_LIB to the library"
+        "cannot load {INJECT_LIB}: it is neither beside the gpumodel executable nor in ../lib/gpumodel/ (`cargo \
+         install` installs only the executable): from the source tree run `bash scripts/install`, or `cargo build \
+         --release -p gpumodel-inject && cp target/release/{INJECT_LIB} {bin}/`, or set GPUMODEL_INJECT_LIB to the \
+         library"
     )))
 }
 
@@ -49,12 +54,7 @@ pub fn collect_kernel_totals(
     rows_csv: &Path,
     stdout_to_stderr: bool,
 ) -> Result<(Vec<KernelProfile>, Option<i32>)> {
-    if rows_csv.exists() {
-        return Err(Error::Invalid(format!(
-            "{}: already exists; choose another --out (nothing was overwritten)",
-            rows_csv.display()
-        )));
-    }
+    refuse_existing(rows_csv)?;
     let lib = find_inject_lib()?;
     let exe = crate::run::resolve_program(program.first().map_or("", String::as_str))?;
     let mut ld: Vec<PathBuf> = crate::cupti::loader::cuda_lib_dirs();
@@ -73,13 +73,122 @@ pub fn collect_kernel_totals(
             lib.display()
         )));
     }
+    Ok((profiles_from_rows(rows_csv)?, st.code()))
+}
+
+/// The kernel profiles of a rows file written by the injection library (launches with a known geometry).
+pub fn profiles_from_rows(rows_csv: &Path) -> Result<Vec<KernelProfile>> {
     let text = std::fs::read_to_string(rows_csv).map_err(|e| Error::io(rows_csv, e))?;
     let source = rows_csv.display().to_string();
     let kernels = read_inject_rows(&text, &source)?;
-    let profiles = kernels
+    Ok(kernels
         .iter()
         .filter(|k| k.launch.is_some())
         .map(|k| k.to_profile(&source, None))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok((profiles, st.code()))
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// The columns of the injection library's rows before the chip's canonical counters: the launch, its
+/// duration, the SM clock during it and the GPU's name.
+pub const ROW_COLUMNS: [&str; 13] = [
+    "index",
+    "name",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers_per_thread",
+    "shared_mem_bytes",
+    "duration_s",
+    "core_mhz",
+    "device",
+];
+
+/// The rows the injection library writes on the scripted GPU (a GA100) for the scripted program: a header
+/// and one launch of [`FakeSuiteDevice::APP_KERNEL`], its counters those of
+/// [`FakeSuiteDevice::app_work`] and its duration the time law's at the default clocks, which it ran at.
+pub fn scripted_rows() -> Result<String> {
+    let dev = FakeSuiteDevice::new();
+    let chip = dev.info.chip.clone().unwrap_or_default();
+    let map = CounterMap::builtin(&chip)?;
+    let work = dev.app_work();
+    let duration_s = dev.true_time(&work, dev.default_clocks);
+    let l = FakeSuiteDevice::APP_LAUNCH;
+    let mut header: Vec<String> = ROW_COLUMNS.iter().map(|c| c.to_string()).collect();
+    header.extend(map.range.keys().cloned());
+    let mut row = vec!["0".to_string(), format!("\"{}\"", FakeSuiteDevice::APP_KERNEL.replace('"', "'"))];
+    row.extend(l.grid.iter().chain(&l.block).map(u32::to_string));
+    row.push(l.registers_per_thread.to_string());
+    row.push(l.shared_mem_per_block.to_string());
+    row.push(format!("{duration_s}"));
+    row.push(format!("{}", dev.default_clocks.core_mhz));
+    row.push(format!("\"{}\"", dev.info.name.replace('"', "'")));
+    for k in map.range.keys() {
+        row.push(work.counters.get(k).map_or("nan".into(), |v| format!("{v}")));
+    }
+    Ok(format!("{}\n{}\n", header.join(","), row.join(",")))
+}
+
+/// [`collect_kernel_totals`] on the scripted GPU: runs `program` as it is (its exit code is the program's),
+/// writes [`scripted_rows`] to `rows_csv` (must not exist) and reads them back as the real run's rows are.
+pub fn collect_kernel_totals_scripted(
+    program: &[String],
+    rows_csv: &Path,
+    stdout_to_stderr: bool,
+) -> Result<(Vec<KernelProfile>, Option<i32>)> {
+    refuse_existing(rows_csv)?;
+    let exe = crate::run::resolve_program(program.first().map_or("", String::as_str))?;
+    let st = crate::run::program_command(&exe, &program[1..], stdout_to_stderr)
+        .status()
+        .map_err(|e| Error::Program { program: exe.display().to_string(), detail: e.to_string() })?;
+    let rows = scripted_rows()?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(rows_csv)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, rows.as_bytes()))
+        .map_err(|e| Error::io(rows_csv, e))?;
+    Ok((profiles_from_rows(rows_csv)?, st.code()))
+}
+
+fn refuse_existing(rows_csv: &Path) -> Result<()> {
+    if rows_csv.exists() {
+        return Err(Error::Invalid(format!(
+            "{}: already exists; choose another --out (nothing was overwritten)",
+            rows_csv.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripted_totals_give_the_laws_launch_and_the_programs_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = dir.path().join("app.kernels.csv");
+        let program: Vec<String> = ["sh", "-c", "exit 3"].map(String::from).to_vec();
+        let (profiles, code) = collect_kernel_totals_scripted(&program, &rows, true).unwrap();
+        assert_eq!(code, Some(3));
+        assert_eq!(profiles.len(), 1);
+        let p = &profiles[0];
+        let dev = FakeSuiteDevice::new();
+        let work = dev.app_work();
+        assert_eq!(p.name, FakeSuiteDevice::APP_KERNEL);
+        assert_eq!(p.launch, FakeSuiteDevice::APP_LAUNCH);
+        assert_eq!(p.arch.as_deref(), Some("a100"));
+        assert_eq!(p.measured.core_mhz, Some(dev.default_clocks.core_mhz));
+        let t = p.measured.time_s.unwrap();
+        assert!((t / dev.true_time(&work, dev.default_clocks) - 1.0).abs() < 1e-9, "{t}");
+        for (c, v) in &work.counters {
+            assert_eq!(p.counter(c), Some(*v), "{c}");
+        }
+        // The rows file is never overwritten.
+        let again = collect_kernel_totals_scripted(&program, &rows, true).unwrap_err();
+        assert!(again.to_string().contains("already exists"), "{again}");
+    }
 }

@@ -203,7 +203,10 @@ impl Export for KernelReport {
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
         out.extend(self.out_of_bounds.iter().map(|x| format!("ERROR       {x}")));
         out.extend(ctx.arch_note.as_deref().map(|n| format!("gpu from    {n}")));
-        out.extend(ctx.measured_on.as_deref().map(|m| another_gpu_note(m, &self.arch)));
+        // The line on how the GPU was chosen already says the counters' GPU is not the one predicted on.
+        if ctx.arch_note.is_none() {
+            out.extend(ctx.measured_on.as_deref().map(|m| another_gpu_note(m, &self.arch)));
+        }
         out.extend(model_note(ctx, &self.arch));
         out.extend(self.extrapolation.iter().map(|x| format!("extrapol.   {x}")));
         out.push(format!(
@@ -423,7 +426,10 @@ impl Export for RooflineReport {
         let source = if ctx.kernel_source.is_empty() { "no source given" } else { &ctx.kernel_source };
         let mut out = vec![format!("kernel      {} ({source})", self.kernel)];
         out.extend(ctx.arch_note.as_deref().map(|n| format!("gpu from    {n}")));
-        out.extend(ctx.measured_on.as_deref().map(|m| another_gpu_note(m, &self.arch)));
+        // The line on how the GPU was chosen already says the counters' GPU is not the one predicted on.
+        if ctx.arch_note.is_none() {
+            out.extend(ctx.measured_on.as_deref().map(|m| another_gpu_note(m, &self.arch)));
+        }
         out.push(format!(
             "model       roofline fallback: the pipeline timing model needs {}",
             r.lacked.join(", ")

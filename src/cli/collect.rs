@@ -1,6 +1,6 @@
 //! `gpumodel collect ./kernel [args…]` and `gpumodel collect --suite`.
 
-use super::gpu::{Counters, GpuArgs, interrupt_flag, measure, pm_options};
+use super::gpu::{Counters, GpuArgs, fake_gpu, interrupt_flag, measure, pm_options};
 use super::output::{ExportFormat, print};
 use anyhow::Context;
 use gpumodel_collect::run::report::{CollectReport, KernelTotals};
@@ -100,7 +100,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     resolve_program(first)?;
     pm_options(&args.gpu)?;
     // The injection library is needed after the trace: a missing one fails now, before anything is written.
-    if args.kernel_totals {
+    // The scripted GPU writes the rows itself, unless GPUMODEL_INJECT_LIB names a library to run.
+    let scripted_totals = fake_gpu() && std::env::var_os("GPUMODEL_INJECT_LIB").is_none();
+    if args.kernel_totals && !scripted_totals {
         gpumodel_collect::kernels::find_inject_lib().context("--kernel-totals")?;
     }
     let host = host_name();
@@ -136,12 +138,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut kernel_totals = None;
     if args.kernel_totals && matches!(meta.status, RunStatus::Complete) {
         let rows = out.with_extension("kernels.csv");
-        let (profiles, code) = gpumodel_collect::kernels::collect_kernel_totals(
-            &args.program,
-            &rows,
-            opts.program_stdout_to_stderr,
-        )
-        .context("per-kernel totals (--kernel-totals)")?;
+        let totals = if scripted_totals {
+            gpumodel_collect::kernels::collect_kernel_totals_scripted
+        } else {
+            gpumodel_collect::kernels::collect_kernel_totals
+        };
+        let (profiles, code) = totals(&args.program, &rows, opts.program_stdout_to_stderr)
+            .context("per-kernel totals (--kernel-totals)")?;
         let json = out.with_extension("kernels.json");
         let text = serde_json::to_string_pretty(&profiles)?;
         std::fs::OpenOptions::new()

@@ -30,14 +30,17 @@
 //! on with the state and the exit report says so. Everything skipped is said on stderr at the end.
 //!
 //! Rows: `index, name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread,
-//! shared_mem_bytes, duration_s, <canonical counters…>`. Kernel replay serializes and replays every
-//! kernel, so its timings are not the program's: power is measured in a separate, unprofiled run.
+//! shared_mem_bytes, duration_s, core_mhz, device, <canonical counters…>` (`core_mhz`: the SM clock
+//! during the kernel, `sm__cycles_elapsed.avg.per_second`; `device`: the GPU's name). Kernel replay
+//! serializes and replays every kernel, so its timings are not the program's: power is measured in a
+//! separate, unprofiled run.
 //!
 //! Needs a GPU: on our machines only its building and its row format are tested.
 
 use cudarc::cupti::sys;
 use gpumodel_collect::cupti::host::{HostProfiler, ProfilerKind};
 use gpumodel_collect::cupti::pm::chip_name;
+use gpumodel_collect::kernels::ROW_COLUMNS;
 use gpumodel_models::counters::{CounterMap, MapKind};
 use std::ffi::{CStr, CString, c_void};
 use std::io::Write;
@@ -49,6 +52,8 @@ pub use launch::{LAUNCH_CALLBACKS, LaunchGeometry, LaunchInfo, Launches, launch_
 
 /// Metric for the kernel's duration (ns), added to the range map.
 const DURATION_METRIC: &str = "gpu__time_duration.sum";
+/// Metric for the SM clock during the kernel (cycles per second), added to the range map.
+const CLOCK_METRIC: &str = "sm__cycles_elapsed.avg.per_second";
 /// Ranges (kernel launches) held before the counter data is full.
 const MAX_RANGES: usize = 2048;
 
@@ -57,6 +62,8 @@ struct Profiler {
     obj: *mut sys::CUpti_RangeProfiler_Object,
     host: HostProfiler,
     map: CounterMap,
+    /// The GPU's name (`cuDeviceGetName`).
+    device: String,
     metrics: Vec<CString>,
     counter_data: Vec<u8>,
     _config: Vec<u8>,
@@ -139,9 +146,11 @@ fn setup(ctx: cudarc::driver::sys::CUcontext) -> Result<Profiler, String> {
     // SAFETY: ctx is a valid context; writes one u32.
     ok("cuptiGetDeviceId", unsafe { sys::cuptiGetDeviceId(ctx, &mut dev) })?;
     let chip = chip_name(dev).map_err(|e| e.to_string())?;
+    let device = device_name(dev);
     let map = CounterMap::builtin(&chip).map_err(|e| e.to_string())?;
     let mut names = map.metrics(MapKind::Range);
     names.push(DURATION_METRIC.into());
+    names.push(CLOCK_METRIC.into());
     let mut host = HostProfiler::new(&chip, ProfilerKind::Range, Some(&avail)).map_err(|e| e.to_string())?;
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     host.add_metrics(&refs).map_err(|e| e.to_string())?;
@@ -197,14 +206,39 @@ fn setup(ctx: cudarc::driver::sys::CUcontext) -> Result<Profiler, String> {
     };
     // SAFETY: configured object.
     ok("cuptiRangeProfilerStart", unsafe { sys::cuptiRangeProfilerStart(&mut st) })?;
-    Ok(Profiler { ctx, obj, host, map, metrics, counter_data, _config: config })
+    Ok(Profiler { ctx, obj, host, map, device, metrics, counter_data, _config: config })
 }
 
-/// Turns one range's metric values into a CSV row.
-pub fn row(index: usize, launch: &LaunchInfo, map: &CounterMap, values: &[(String, f64)]) -> String {
+/// The name of CUDA device `ordinal` (`NVIDIA A100-SXM4-40GB`), empty when the driver does not say.
+fn device_name(ordinal: u32) -> String {
+    let mut dev: cudarc::driver::sys::CUdevice = 0;
+    let mut buf = [0 as std::ffi::c_char; 256];
+    // SAFETY: writes one CUdevice; then at most `buf.len()` bytes, NUL-terminated, into `buf`.
+    let ok = unsafe {
+        cudarc::driver::sys::cuDeviceGet(&mut dev, ordinal as i32)
+            == cudarc::driver::sys::CUresult::CUDA_SUCCESS
+            && cudarc::driver::sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev)
+                == cudarc::driver::sys::CUresult::CUDA_SUCCESS
+    };
+    if !ok {
+        return String::new();
+    }
+    // SAFETY: the driver wrote a NUL-terminated string into `buf`.
+    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+}
+
+/// Turns one range's metric values into a CSV row, on the GPU named `device`.
+pub fn row(
+    index: usize,
+    launch: &LaunchInfo,
+    device: &str,
+    map: &CounterMap,
+    values: &[(String, f64)],
+) -> String {
     let by_name: std::collections::BTreeMap<String, f64> = values.iter().cloned().collect();
     let canonical = map.canonical(MapKind::Range, &by_name);
     let duration_s = by_name.get(DURATION_METRIC).map_or(f64::NAN, |ns| ns * 1e-9);
+    let core_mhz = by_name.get(CLOCK_METRIC).map_or(f64::NAN, |hz| hz * 1e-6);
     let mut cells = vec![
         index.to_string(),
         format!("\"{}\"", launch.name.replace('"', "'")),
@@ -217,6 +251,8 @@ pub fn row(index: usize, launch: &LaunchInfo, map: &CounterMap, values: &[(Strin
         launch.registers_per_thread.to_string(),
         launch.shared_mem_bytes.to_string(),
         format!("{duration_s}"),
+        format!("{core_mhz}"),
+        format!("\"{}\"", device.replace('"', "'")),
     ];
     for k in map.range.keys() {
         cells.push(canonical.get(k).map_or("nan".into(), |v| format!("{v}")));
@@ -226,22 +262,7 @@ pub fn row(index: usize, launch: &LaunchInfo, map: &CounterMap, values: &[(Strin
 
 /// The CSV header matching [`row`].
 pub fn header(map: &CounterMap) -> String {
-    let mut h: Vec<String> = [
-        "index",
-        "name",
-        "grid_x",
-        "grid_y",
-        "grid_z",
-        "block_x",
-        "block_y",
-        "block_z",
-        "registers_per_thread",
-        "shared_mem_bytes",
-        "duration_s",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut h: Vec<String> = ROW_COLUMNS.iter().map(|s| s.to_string()).collect();
     h.extend(map.range.keys().cloned());
     h.join(",")
 }
@@ -313,7 +334,8 @@ fn finish_profiler(p: &mut Profiler, launches: &[LaunchInfo], first_row: usize) 
         // Auto ranges follow the launches in order; the range name is the kernel's when no launch was seen.
         let launch =
             launches.get(r).cloned().unwrap_or(LaunchInfo { name: range_name, ..LaunchInfo::default() });
-        writeln!(f, "{}", row(first_row + r, &launch, &p.map, &named)).map_err(|e| format!("{out}: {e}"))?;
+        writeln!(f, "{}", row(first_row + r, &launch, &p.device, &p.map, &named))
+            .map_err(|e| format!("{out}: {e}"))?;
     }
     if dec.numOfRangeDropped > 0 {
         eprintln!(
@@ -533,13 +555,61 @@ mod tests {
             registers_per_thread: 32,
             shared_mem_bytes: 0,
         };
-        let values =
-            vec![("smsp__inst_executed.sum".to_string(), 100.0), (DURATION_METRIC.to_string(), 2500.0)];
-        let r = row(0, &launch, &map, &values);
+        let values = vec![
+            ("smsp__inst_executed.sum".to_string(), 100.0),
+            (DURATION_METRIC.to_string(), 2500.0),
+            (CLOCK_METRIC.to_string(), 1.41e9),
+        ];
+        let r = row(0, &launch, "NVIDIA A100-SXM4-40GB", &map, &values);
         assert_eq!(r.split(',').count(), header(&map).split(',').count());
-        assert!(r.starts_with("0,\"k\",2,1,1,64,1,1,32,0,0.0000025"), "{r}");
+        assert!(r.starts_with("0,\"k\",2,1,1,64,1,1,32,0,0.0000025,1410,\"NVIDIA A100-SXM4-40GB\","), "{r}");
         let h = header(&map);
         let col = h.split(',').position(|c| c == "inst_executed").unwrap();
         assert_eq!(r.split(',').nth(col), Some("100"));
+    }
+
+    /// The scripted GPU's rows (`collect --kernel-totals` under `GPUMODEL_FAKE_GPU=1`) are this library's
+    /// rows on a GA100: the same header, and a row of the same cells.
+    #[test]
+    fn scripted_rows_are_rows_of_this_library() {
+        use std::collections::BTreeMap;
+        let map = CounterMap::builtin("GA100").unwrap();
+        let text = gpumodel_collect::kernels::scripted_rows().unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0], header(&map));
+        let dev = gpumodel_collect::suite::FakeSuiteDevice::new();
+        let work = dev.app_work();
+        let l = gpumodel_collect::suite::FakeSuiteDevice::APP_LAUNCH;
+        let launch = LaunchInfo {
+            name: gpumodel_collect::suite::FakeSuiteDevice::APP_KERNEL.into(),
+            grid: l.grid,
+            block: l.block,
+            registers_per_thread: l.registers_per_thread,
+            shared_mem_bytes: l.shared_mem_per_block,
+        };
+        // Each canonical counter as the metrics the profiler reports: the first metric holds its total
+        // (in thread instructions for a thread-level metric), the others zero.
+        let mut values: Vec<(String, f64)> = Vec::new();
+        for (c, ms) in &map.range {
+            let unit: BTreeMap<String, f64> =
+                ms.iter().enumerate().map(|(i, m)| (m.clone(), if i == 0 { 1.0 } else { 0.0 })).collect();
+            let per_unit = map.canonical(MapKind::Range, &unit)[c];
+            for (i, m) in ms.iter().enumerate() {
+                values.push((m.clone(), if i == 0 { work.counters[c] / per_unit } else { 0.0 }));
+            }
+        }
+        values.push((DURATION_METRIC.into(), dev.true_time(&work, dev.default_clocks) * 1e9));
+        values.push((CLOCK_METRIC.into(), dev.default_clocks.core_mhz * 1e6));
+        let expected = row(0, &launch, &dev.info.name, &map, &values);
+        let cells = |r: &str| -> Vec<String> { r.split(',').map(str::to_string).collect() };
+        let (got, want) = (cells(lines[1]), cells(&expected));
+        assert_eq!(got.len(), want.len(), "{}\n{expected}", lines[1]);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            match (g.parse::<f64>(), w.parse::<f64>()) {
+                (Ok(a), Ok(b)) => assert!((a - b).abs() <= 1e-9 * b.abs(), "column {i}: {g} vs {w}"),
+                _ => assert_eq!(g, w, "column {i}"),
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, Peaks, SuiteDevice, SuiteKernel};
 use crate::Error;
 use gpumodel_models::power_inputs::{self, POWER_INPUTS};
+use gpumodel_models::profile::Launch;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,6 +164,53 @@ impl FakeSuiteDevice {
         n.insert("inst_executed".into(), 2e9 * kernel.grid_fraction * Self::REFERENCE_S);
         let dram_bytes = ["dram_read_bytes", "dram_write_bytes"].iter().filter_map(|c| n.get(*c)).sum();
         Work { core_cycles: Self::REFERENCE_S * self.default_clocks.core_mhz * 1e6, dram_bytes, counters: n }
+    }
+
+    /// Kernel name of the scripted program's one launch ([`Self::app_work`]), as the driver names the
+    /// launched function (mangled `app_kernel(double*, const float*, int)`).
+    pub const APP_KERNEL: &str = "_Z10app_kernelPdPKfi";
+
+    /// Launch configuration of [`Self::APP_KERNEL`].
+    pub const APP_LAUNCH: Launch = Launch {
+        grid: [432, 1, 1],
+        block: [256, 1, 1],
+        registers_per_thread: 40,
+        shared_mem_per_block: 2048,
+    };
+
+    /// One launch of the scripted program's kernel (what `collect --kernel-totals` profiles on this GPU):
+    /// 1.5 ms of compute at the default core clock with an FP64, integer and special-function mix, global
+    /// loads that mostly miss, and DRAM traffic under the bandwidth, so the core clock bounds it. Its
+    /// counters cover the GA100 range map.
+    pub fn app_work(&self) -> Work {
+        let counters: BTreeMap<String, f64> = [
+            ("inst_executed", 2.7e6),
+            ("inst_fp_32", 0.3e6),
+            ("inst_fp_64", 0.6e6),
+            ("inst_integer", 0.9e6),
+            ("inst_special", 0.3e6),
+            ("inst_bit_convert", 0.4e6),
+            ("branch", 0.2e6),
+            ("divergent_branch", 0.02e6),
+            ("gld_request", 0.25e6),
+            ("l1_global_load_hit", 0.2e6),
+            ("l1_global_load_miss", 0.9e6),
+            ("global_store_transaction", 0.4e6),
+            ("local_load", 0.0),
+            ("local_store", 0.0),
+            ("shared_load", 0.1e6),
+            ("shared_store", 0.05e6),
+            ("l1_shared_bank_conflict", 0.01e6),
+            ("tex0_cache_sector_queries", 0.0),
+            ("tex0_cache_sector_misses", 0.0),
+            ("dram_read_bytes", 1.6e6),
+            ("dram_write_bytes", 0.9e6),
+        ]
+        .into_iter()
+        .map(|(c, v)| (c.to_string(), v))
+        .collect();
+        let dram_bytes = counters["dram_read_bytes"] + counters["dram_write_bytes"];
+        Work { core_cycles: 1.5e-3 * self.default_clocks.core_mhz * 1e6, dram_bytes, counters }
     }
 
     /// The rates the fake GPU produces for `kernel` at `clocks`: [`Self::work_rates`] of its [`Self::work`].

@@ -318,7 +318,8 @@ pub fn kernels_table(kernels: &[ImportedKernel], source: &str) -> Table {
 }
 
 /// Reads the rows written by gpumodel's injection library (`collect --kernel-totals`): `index, name,
-/// grid_x…z, block_x…z, registers_per_thread, shared_mem_bytes, duration_s, <canonical counters…>`.
+/// grid_x…z, block_x…z, registers_per_thread, shared_mem_bytes, duration_s, core_mhz, device, <canonical
+/// counters…>` (`core_mhz` and `device` may be absent: rows of an earlier library).
 pub fn read_inject_rows(text: &str, source: &str) -> Result<Vec<ImportedKernel>> {
     let recs = read_records(text, source)?;
     let fmt = |m: &str| Error::Format { file: source.into(), message: m.into() };
@@ -344,17 +345,17 @@ pub fn read_inject_rows(text: &str, source: &str) -> Result<Vec<ImportedKernel>>
             registers_per_thread: u("registers_per_thread"),
             shared_mem_per_block: u("shared_mem_bytes"),
         });
-        let name = col("name").and_then(|i| rec.get(i)).cloned().unwrap_or_default();
+        let text = |n: &str| col(n).and_then(|i| rec.get(i)).cloned();
         out.push(ImportedKernel {
             origin: Origin::Inject,
-            name,
+            name: text("name").unwrap_or_default(),
             launch,
             time_s: num(rec, "duration_s"),
             counters,
             code: BTreeMap::new(),
-            device: None,
+            device: text("device").filter(|d| !d.is_empty()),
             capability: None,
-            core_mhz: None,
+            core_mhz: num(rec, "core_mhz").filter(|f| *f > 0.0),
         });
     }
     Ok(out)
@@ -376,6 +377,19 @@ mod inject_tests {
         assert_eq!(p.counter("inst_executed"), Some(1000.0));
         assert_eq!(p.counter("branch"), None);
         assert_eq!(p.measured.time_s, Some(0.000002));
+    }
+
+    #[test]
+    fn inject_rows_name_the_gpu_and_the_sm_clock() {
+        let csv = "index,name,grid_x,grid_y,grid_z,block_x,block_y,block_z,registers_per_thread,shared_mem_bytes,duration_s,core_mhz,device,inst_executed\n\
+                   0,\"k\",8,1,1,128,1,1,24,512,0.000002,1410,\"NVIDIA A100-SXM4-40GB\",1000\n\
+                   1,\"k\",8,1,1,128,1,1,24,512,0.000002,NaN,\"\",1000\n";
+        let k = read_inject_rows(csv, "x.csv").unwrap();
+        let p = k[0].to_profile("x.csv", None).unwrap();
+        assert_eq!(p.arch.as_deref(), Some("a100"));
+        assert_eq!(p.measured.core_mhz, Some(1410.0));
+        let q = k[1].to_profile("x.csv", None).unwrap();
+        assert_eq!((q.arch, q.measured.core_mhz), (None, None));
     }
 }
 

@@ -33,6 +33,19 @@ pub fn choose_arch(flag: Option<&str>, kernel: &KernelProfile, builtin_example: 
             format!("the GPU the profile names ({gpu}) is the built-in {}; --arch overrides", arch.name);
         return Ok(ArchChoice { arch, note: Some(note) });
     }
+    if let Some(gpu) = named
+        && let Some((cc, family)) = compute_capability_of(gpu)
+        && let Some(arch) = nearest_builtin(cc)
+    {
+        let note = format!(
+            "the profile names {gpu} ({family}, compute capability {cc:.1}), which has no built-in profile: \
+             predicted on {}, the nearest built-in by compute capability ({}), whose SMs, clocks and memory \
+             are not this GPU's; for its own give --arch FILE (`gpumodel arch new` from its documents, or \
+             `gpumodel calibrate` on it)",
+            arch.name, arch.compute_capability
+        );
+        return Ok(ArchChoice { arch, note: Some(note) });
+    }
     let arch = ArchProfile::builtin(DEFAULT_ARCH)?;
     let note = match named {
         Some(gpu) => format!(
@@ -45,6 +58,57 @@ pub fn choose_arch(flag: Option<&str>, kernel: &KernelProfile, builtin_example: 
         ),
     };
     Ok(ArchChoice { arch, note: Some(note) })
+}
+
+/// The compute capability and architecture family of a GPU named by an export (its device name, or
+/// `sm_XY`), from NVIDIA's list of CUDA GPUs and their compute capabilities (developer.nvidia.com/cuda-gpus):
+/// for GPUs without a built-in profile, to predict on the nearest one.
+fn compute_capability_of(gpu: &str) -> Option<(f64, &'static str)> {
+    if let Some(d) =
+        gpu.trim().strip_prefix("sm_").filter(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()))
+    {
+        let cc: f64 = format!("{}.{}", &d[..d.len() - 1], &d[d.len() - 1..]).parse().ok()?;
+        return Some((cc, "named by its compute capability"));
+    }
+    let g = gpu.to_ascii_uppercase();
+    let has = |keys: &[&str]| keys.iter().any(|k| g.contains(k));
+    // Most specific first: "ADA" names before the GeForce series, "A100" before "A10".
+    let table: [(&[&str], f64, &str); 10] = [
+        (&[" ADA"], 8.9, "Ada Lovelace"),
+        (&["RTX 5050", "RTX 5060", "RTX 5070", "RTX 5080", "RTX 5090", "RTX PRO"], 12.0, "Blackwell"),
+        (&["B200", "B100", "B300"], 10.0, "Blackwell"),
+        (&["H100", "H200", "H800", "H20"], 9.0, "Hopper"),
+        (
+            &["RTX 4050", "RTX 4060", "RTX 4070", "RTX 4080", "RTX 4090", "L40", "L4", "L20"],
+            8.9,
+            "Ada Lovelace",
+        ),
+        (&["A100", "A800", "A30"], 8.0, "Ampere"),
+        (
+            &["RTX 3050", "RTX 3060", "RTX 3070", "RTX 3080", "RTX 3090", "A40", "A10", "A16", "A2", "RTX A"],
+            8.6,
+            "Ampere",
+        ),
+        (&["T4", "RTX 2060", "RTX 2070", "RTX 2080", "QUADRO RTX", "TITAN RTX", "GTX 16"], 7.5, "Turing"),
+        (&["V100", "TITAN V"], 7.0, "Volta"),
+        (&["P100"], 6.0, "Pascal"),
+    ];
+    table.iter().find(|(keys, _, _)| has(keys)).map(|(_, cc, family)| (*cc, *family))
+}
+
+/// The built-in profile of the highest compute capability not above `cc` (the oldest built-in when all
+/// are above it); among equals, the one with the most SMs.
+fn nearest_builtin(cc: f64) -> Option<ArchProfile> {
+    let all: Vec<(f64, ArchProfile)> = ArchProfile::builtin_names()
+        .into_iter()
+        .filter_map(|n| ArchProfile::builtin(n).ok())
+        .filter_map(|a| a.compute_capability.parse::<f64>().ok().map(|c| (c, a)))
+        .collect();
+    let key = |x: &(f64, ArchProfile)| (x.0, x.1.sm_count.value);
+    let below =
+        all.iter().filter(|(c, _)| *c <= cc + 1e-9).max_by(|a, b| key(a).partial_cmp(&key(b)).unwrap());
+    let lowest = || all.iter().min_by(|a, b| a.0.total_cmp(&b.0));
+    below.or_else(lowest).map(|(_, a)| a.clone())
 }
 
 /// What no run on `arch` can show, one line each: a power above the board limit (`tdp_w`) or not above
@@ -89,9 +153,30 @@ mod tests {
         assert!(c.note.unwrap().contains("(NVIDIA A100-SXM4-40GB) is the built-in a100"));
         let c = choose_arch(None, &kernel(Some("sm_70")), false).unwrap();
         assert_eq!(c.arch.name, "v100");
+        // A GPU without a built-in profile: the nearest built-in by its compute capability, said so.
         let c = choose_arch(None, &kernel(Some("NVIDIA B200")), false).unwrap();
+        assert_eq!(c.arch.name, "h100");
+        let note = c.note.unwrap();
+        assert!(note.contains("NVIDIA B200 (Blackwell, compute capability 10.0)"), "{note}");
+        assert!(
+            note.contains("nearest built-in by compute capability (9.0)") && note.contains("--arch FILE")
+        );
+        for (gpu, arch) in [
+            ("NVIDIA GeForce RTX 4090", "a100"),
+            ("NVIDIA A10", "a100"),
+            ("NVIDIA A100-PCIE-40GB", "a100"),
+            ("Tesla T4", "v100"),
+            ("NVIDIA H200", "h100"),
+            ("sm_86", "a100"),
+            ("NVIDIA RTX 6000 Ada Generation", "a100"),
+            ("Quadro RTX 5000", "v100"),
+            ("sm_35", "m2090"),
+        ] {
+            assert_eq!(choose_arch(None, &kernel(Some(gpu)), false).unwrap().arch.name, arch, "{gpu}");
+        }
+        let c = choose_arch(None, &kernel(Some("Some Future GPU")), false).unwrap();
         assert_eq!(c.arch.name, DEFAULT_ARCH);
-        assert!(c.note.unwrap().contains("names NVIDIA B200, which has no single built-in profile"));
+        assert!(c.note.unwrap().contains("names Some Future GPU, which has no single built-in profile"));
         let c = choose_arch(None, &kernel(None), false).unwrap();
         assert_eq!(c.arch.name, DEFAULT_ARCH);
         assert!(c.note.unwrap().contains("names no GPU"));

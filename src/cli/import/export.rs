@@ -29,7 +29,8 @@ pub fn export_of(path: &Path) -> Option<Export> {
     for line in std::io::BufReader::new(file).lines().take(SNIFF_LINES) {
         let Ok(line) = line else { return None };
         let line = line.trim_start_matches('\u{feff}');
-        if line.starts_with("==PROF==") || line.starts_with("\"ID\",\"Process ID\"") {
+        // ncu's CSV: its log lines, or a header whose first column is the launch ID beside the kernel name.
+        if line.starts_with("==PROF==") || (line.starts_with("\"ID\",") && line.contains("\"Kernel Name\"")) {
             return Some(Export::Ncu);
         }
         if line.starts_with("\"Start\",\"Duration\"") {
