@@ -1,5 +1,6 @@
 //! `gpumodel serve`: one scrape of a recorded trace with hand-computed totals, the HTTP server with a clean
-//! SIGTERM, the refusals, and the deployment files.
+//! SIGTERM, the refusals, clock advice from a clock model trained on the scripted GPU, and the deployment
+//! files.
 
 mod common;
 
@@ -144,6 +145,8 @@ fn bad_flags_and_bad_traces_are_refused_in_one_line() {
         (vec!["serve", "--interval", "20"], "outside 0.2 to 10"),
         (vec!["serve", "--attribution", "sm"], "use `model` or `ratio`"),
         (vec!["serve", "--keep-exited=-1"], "--keep-exited"),
+        (vec!["serve", "--advice-window", "2"], "outside 5 to 3600"),
+        (vec!["serve", "--advice-window", "4000"], "outside 5 to 3600"),
     ] {
         let out = common::gpumodel().args(&args).output().unwrap();
         assert!(!out.status.success());
@@ -181,6 +184,77 @@ fn the_scripted_node_serves_every_gpu() {
         comms.iter().all(|c| c.starts_with("fake-compute-") || c.starts_with("fake-memory-")),
         "{comms:?}"
     );
+}
+
+/// On the scripted node: a clock model of its GPU trained from a suite at three core clocks, then one
+/// scrape with `--models-dir`: each GPU has the four advice series, each value one of the model's core
+/// clocks (read from the model's JSON) in Hz. Without `--models-dir` no GPU has advice (no shipped model
+/// is of an A100), and stderr names the missing model once per GPU.
+#[test]
+fn the_scripted_node_gets_clock_advice_from_a_model_trained_on_its_gpu_and_none_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fake = || {
+        let mut c = common::gpumodel();
+        c.env("GPUMODEL_FAKE_GPU", "1").env_remove("GPUMODEL_MODELS").current_dir(d);
+        c
+    };
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let clocks = "1410:1215,1110:1215,810:1215";
+    ok(fake()
+        .args(["collect", "--suite", "--min-seconds", "0.01", "--out", "s.csv", "--clocks", clocks])
+        .output()
+        .unwrap());
+    ok(fake()
+        .args(["train", "--data", "s.csv.profiles.csv", "--no-test", "--out-dir", "models"])
+        .output()
+        .unwrap());
+    let model = std::fs::read_dir(d.join("models"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("train wrote no model");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    let levels: Vec<f64> = json["levels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no levels in {json}"))
+        .iter()
+        .map(|l| l["core_mhz"].as_f64().unwrap() * 1e6)
+        .collect();
+    assert_eq!(levels.len(), 3, "{levels:?}");
+
+    let out =
+        ok(fake().args(["serve", "--once", "--interval", "0.2", "--models-dir", "models"]).output().unwrap());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("clock advice for GPU 0 from clock model"), "{err}");
+    for gpu in ["gpu=\"0\"", "gpu=\"1\""] {
+        for objective in ["energy", "ed", "ed2", "energy_within_5pct"] {
+            let v = value(
+                &text,
+                "gpumodel_advice_sm_clock_hertz{",
+                &[gpu, &format!("objective=\"{objective}\"")],
+            );
+            assert!(levels.contains(&v), "{gpu} {objective}: {v} Hz is not one of {levels:?}");
+        }
+    }
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("gpumodel_advice_sm_clock_hertz{")).count(),
+        8,
+        "{text}"
+    );
+
+    let out = ok(fake().args(["serve", "--once", "--interval", "0.2"]).output().unwrap());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("gpumodel_advice_sm_clock_hertz{"), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let missing: Vec<&str> =
+        err.lines().filter(|l| l.contains("no clock model of NVIDIA A100-SXM4-40GB")).collect();
+    assert_eq!(missing.len(), 2, "{err}");
+    assert!(missing[0].contains("no clock advice for GPU 0") && missing[0].contains("train"), "{err}");
 }
 
 /// The systemd unit passes `systemd-analyze verify` (with the binary's path swapped for one that exists),

@@ -3,8 +3,10 @@
 //! One sampling thread reads every GPU through [`telemetry::Telemetry`] (NVML on a node, a recorded trace in
 //! replay, a scripted GPU in tests), splits each tick's energy-counter increment into idle, per-process and
 //! unattributed parts ([`attribution`]), and keeps running totals ([`state`]). The HTTP server ([`http`])
-//! only renders those totals ([`metrics`]): a scrape never calls NVML. Read-only on the GPU.
+//! only renders those totals ([`metrics`]): a scrape never calls NVML. A GPU with a clock model also gets
+//! the SM clock that model recommends for its recent activity ([`advice`]). Read-only on the GPU.
 
+pub mod advice;
 pub mod attribution;
 pub mod cgroup;
 pub mod fake;

@@ -5,8 +5,11 @@
 //! `pid`, `comm`, `container_id`, `pod` and `component` (`dynamic` or `idle`); container series add
 //! `container_id`, `pod` and `component`. The process `idle` component is the process's share of the GPU's
 //! idle energy: `gpumodel_gpu_energy_joules_total` = idle + unattributed + Σ process dynamic, exactly.
+//! `gpumodel_advice_sm_clock_hertz` adds `objective` (`energy`, `ed`, `ed2`, `energy_within_5pct`) to the GPU
+//! labels, for a GPU with a clock model whose last window held activity.
 //! Label values are escaped as OpenMetrics asks (a process may name itself anything).
 
+use crate::advice::OBJECTIVES;
 use crate::attribution::Method;
 use crate::state::{Exporter, GpuTotals};
 use prometheus_client::collector::Collector;
@@ -276,6 +279,24 @@ pub fn render(x: &Exporter, how: Render) -> String {
         &|g| g.mem_mhz.map(|m| m * 1e6),
     );
 
+    let objectives = OBJECTIVES.map(|o| s.value(o));
+    let first = s.series.len();
+    for (g, [gpu, uuid, name]) in x.gpus.iter().zip(&gpus) {
+        let Some(a) = g.advisor.as_ref().and_then(|a| a.advice()).filter(|_| g.up) else { continue };
+        for (objective, (_, mhz)) in objectives.iter().zip(a.by_objective()) {
+            s.series(&[*gpu, *uuid, *name, ("objective", *objective)], mhz * 1e6);
+        }
+    }
+    s.family(
+        desc(
+            "gpumodel_advice_sm_clock",
+            "SM clock the GPU's clock model recommends for the last window's activity, per objective",
+            hertz(),
+            false,
+        ),
+        first,
+    );
+
     let dynamic = s.value("dynamic");
     let idle = s.value("idle");
     if how.per_pid {
@@ -437,6 +458,46 @@ mod tests {
         let text = render(&x, Render { per_pid: true, method: Method::Model });
         assert!(text.contains(r#"comm="a\"b\\c\nd""#), "{text}");
         assert_eq!(text.lines().filter(|l| l.starts_with("gpumodel_process_energy")).count(), 2, "{text}");
+    }
+
+    /// A GPU with a clock model gets one advice series per objective, labelled like its other series, each
+    /// value one of the model's levels in Hz; a GPU without one gets none.
+    #[test]
+    fn advice_series_come_per_objective_for_a_gpu_with_a_clock_model() {
+        let plain = render(&exporter(), Render { per_pid: false, method: Method::Model });
+        assert!(!plain.contains("gpumodel_advice_sm_clock_hertz{"), "{plain}");
+
+        let model = gpumodel_models::utilization::model::ClockModel::from_json(
+            include_str!("../../models/dvfs-trained/v100.json"),
+            "v100.json",
+        )
+        .unwrap();
+        let levels: Vec<f64> = model.levels.iter().map(|l| l.core_mhz * 1e6).collect();
+        let r = |t: f64, e: f64| Reading {
+            time_s: t,
+            energy_j: Some(e),
+            power_w: Some(200.0),
+            sm_mhz: Some(1380.0),
+            processes: vec![ProcessSample { pid: 9, sm: 0.7, mem: 0.2 }],
+            running: vec![9],
+            ..Reading::default()
+        };
+        let mut t = FakeGpu::scripted(vec![r(0.0, 0.0), r(1.0, 200.0)]);
+        let mut x = Exporter::new(t.gpus(), Options::default(), Box::new(Info));
+        x.gpus[0].advisor = Some(crate::advice::Advisor::new(model, x.gpus[0].info.clone(), 60.0));
+        x.tick(&mut t);
+        x.tick(&mut t);
+        let text = render(&x, Render { per_pid: false, method: Method::Model });
+        assert!(text.contains("# TYPE gpumodel_advice_sm_clock_hertz gauge"), "{text}");
+        let series: Vec<&str> =
+            text.lines().filter(|l| l.starts_with("gpumodel_advice_sm_clock_hertz{")).collect();
+        assert_eq!(series.len(), 4, "{text}");
+        for (line, objective) in series.iter().zip(crate::advice::OBJECTIVES) {
+            assert!(line.contains("gpu=\"0\",gpu_uuid=\"GPU-"), "{line}");
+            assert!(line.contains(&format!("objective=\"{objective}\"")), "{line}");
+            let v: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+            assert!(levels.contains(&v), "{line}: not one of {levels:?}");
+        }
     }
 
     #[test]

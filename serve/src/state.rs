@@ -10,11 +10,13 @@
 //!    never seen idle, the measurement at the nearest clock. Unknown until the GPU has been idle once: the
 //!    whole increment is then dynamic, and `gpumodel_gpu_idle_power_watts` is absent.
 //! 4. The split ([`crate::attribution`]), added to the GPU's, each process's and each container's totals.
+//! 5. With a clock model: the tick's activity (step 2) added to the GPU's advice window ([`crate::advice`]).
 //!
 //! A GPU whose reading fails is down (`gpumodel_gpu_up 0`) and keeps its totals; the next good reading
 //! accounts for the energy since the last one. A process that has exited keeps its final totals for
 //! `keep_exited_s`, then its series go away; a container's totals stay while any of its processes do.
 
+use crate::advice::{Advisor, Tick};
 use crate::attribution::{Activity, Attributor, Params};
 use crate::cgroup::Container;
 use crate::telemetry::{GpuInfo, Reading, Telemetry};
@@ -109,6 +111,8 @@ pub struct GpuTotals {
     pub idle_by_clock: BTreeMap<u32, f64>,
     pub processes: BTreeMap<u32, ProcessTotals>,
     pub containers: BTreeMap<String, ContainerTotals>,
+    /// The clock advice of a GPU with a clock model ([`crate::advice`]).
+    pub advisor: Option<Advisor>,
     last: Option<Last>,
     attributor: Attributor,
 }
@@ -136,6 +140,7 @@ impl GpuTotals {
             idle_by_clock: BTreeMap::new(),
             processes: BTreeMap::new(),
             containers: BTreeMap::new(),
+            advisor: None,
             last: None,
             attributor: Attributor::new(params),
         }
@@ -265,6 +270,18 @@ impl Exporter {
         }
         let procs: Vec<(u32, Activity)> =
             active.into_iter().filter(|(_, a)| a.sm > 0.0 || a.mem > 0.0).collect();
+        if let Some(advisor) = &mut g.advisor {
+            let (sm, dram) = procs.iter().fold((0.0, 0.0), |(s, m), (_, a)| (s + a.sm, m + a.mem));
+            advisor.record(Tick {
+                time_s: r.time_s,
+                dt_s: dt,
+                sm,
+                dram,
+                power_w: r.power_w,
+                sm_mhz: r.sm_mhz,
+                mem_mhz: r.mem_mhz,
+            });
+        }
 
         // Idle: measured when nothing runs.
         let nothing_runs = r.running.is_empty() && procs.is_empty();

@@ -1,11 +1,14 @@
 //! `gpumodel serve` — live energy per GPU, process and container for Prometheus (`gpumodel_serve`).
 //!
 //! Flags are checked first; then the GPUs are opened (NVML, a recorded trace with `--replay`, or the
-//! scripted node of `GPUMODEL_FAKE_GPU=1`); then one thread ticks and renders while the HTTP server answers
-//! scrapes from the last rendering. Read-only on the GPU.
+//! scripted node of `GPUMODEL_FAKE_GPU=1`) and each GPU's clock model looked up for its clock advice; then
+//! one thread ticks and renders while the HTTP server answers scrapes from the last rendering. Read-only on
+//! the GPU.
 
 use super::gpu::{fake_gpu, interrupt_flag};
 use anyhow::Context;
+use gpumodel_predict::clock::choose::model_for_gpu;
+use gpumodel_serve::advice::{self, Advisor};
 use gpumodel_serve::attribution::{Method, Params};
 use gpumodel_serve::fake::FakeNode;
 use gpumodel_serve::metrics::{Render, render};
@@ -54,6 +57,13 @@ pub struct Args {
     /// Serve even when no NVIDIA driver is found (no GPU series; /healthz answers 503).
     #[arg(long)]
     pub allow_no_gpu: bool,
+    /// Folders of your clock models, searched by GPU name before the shipped ones, for each GPU's clock
+    /// advice (also GPUMODEL_MODELS, folders separated by ':').
+    #[arg(long, value_name = "DIR")]
+    pub models_dir: Vec<PathBuf>,
+    /// Seconds of activity the clock advice is computed over (5 to 3600).
+    #[arg(long, value_name = "SECONDS", default_value_t = advice::WINDOW_S)]
+    pub advice_window: f64,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -64,6 +74,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "--keep-exited {} is not a number of seconds: give e.g. --keep-exited 60",
             args.keep_exited
+        );
+    }
+    let (lo, hi) = (advice::WINDOW_MIN_S, advice::WINDOW_MAX_S);
+    if !(args.advice_window.is_finite() && (lo..=hi).contains(&args.advice_window)) {
+        anyhow::bail!(
+            "--advice-window {} is outside {lo} to {hi} seconds: give e.g. --advice-window 60",
+            args.advice_window
         );
     }
     let method: Method =
@@ -97,9 +114,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     };
     let mut exporter = Exporter::new(telemetry.gpus(), opts, info);
+    let advice_lines = add_advisors(&mut exporter, &args);
     let interval = Duration::from_secs_f64(args.interval);
 
     if args.once {
+        advice_lines.iter().for_each(|l| eprintln!("{l}"));
         if args.replay.is_some() {
             while !telemetry.exhausted() {
                 exporter.tick(telemetry.as_mut());
@@ -132,6 +151,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.attribution,
         args.interval
     );
+    advice_lines.iter().for_each(|l| eprintln!("{l}"));
     let mut next = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         if Instant::now() >= next {
@@ -153,6 +173,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     server.stop();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Gives each GPU with a clock model (the user's, by GPU name, else the shipped one) its advisor; one line
+/// per GPU saying where its advice comes from, or why it has none.
+fn add_advisors(exporter: &mut Exporter, args: &Args) -> Vec<String> {
+    let mut dirs = args.models_dir.clone();
+    if let Some(env) = std::env::var_os("GPUMODEL_MODELS") {
+        dirs.extend(std::env::split_paths(&env));
+    }
+    let mut lines = Vec::new();
+    for g in &mut exporter.gpus {
+        let (i, name) = (g.info.index, &g.info.name);
+        match model_for_gpu(name, &dirs) {
+            Some((basis, model)) => {
+                lines.push(format!(
+                    "gpumodel serve: clock advice for GPU {i} from {basis}, over {} s of activity (DRAM \
+                     activity from NVML's per-process memory utilization, a proxy of DCGM's DRAMA)",
+                    args.advice_window
+                ));
+                g.advisor = Some(Advisor::new(model, g.info.clone(), args.advice_window));
+            }
+            None => lines.push(format!(
+                "gpumodel serve: no clock model of {name}: no clock advice for GPU {i} (train one: collect \
+                 --suite --clocks …, train --data <suite>.profiles.csv; then --models-dir DIR)"
+            )),
+        }
+    }
+    lines
 }
 
 /// No GPU at all (`--allow-no-gpu` without a driver).

@@ -67,6 +67,18 @@ fn user_models(dirs: &[PathBuf]) -> Vec<(PathBuf, ClockModel)> {
     out
 }
 
+/// The clock model of the GPU named `gpu`: the user's (the first in `dirs` whose GPU is the same model),
+/// else the shipped one; with the basis in words. `None` when neither names that GPU.
+pub fn model_for_gpu(gpu: &str, dirs: &[PathBuf]) -> Option<(String, ClockModel)> {
+    if let Some((path, m)) = user_models(dirs).into_iter().find(|(_, m)| same_gpu_model(gpu, &m.gpu)) {
+        let basis =
+            format!("clock model {} ({}, trained on {})", path.display(), m.gpu, m.provenance.dataset);
+        return Some((basis, m));
+    }
+    let m = shipped().ok()?.into_iter().find(|m| same_gpu_model(gpu, &m.gpu))?;
+    Some((format!("the shipped clock model of the {} (trained on {})", m.gpu, m.provenance.dataset), m))
+}
+
 /// The GPUs the clock models at hand name: `--clock-model`'s, the user's folders' and the shipped ones (a
 /// `--gpu` naming one of them is a GPU gpumodel knows).
 pub fn known_gpus(req: &SweepRequest) -> Vec<String> {

@@ -1,0 +1,299 @@
+//! Clock advice: per GPU with a clock model, the SM clock that model recommends for the activity of the
+//! last window (`gpumodel_advice_sm_clock_hertz`, one series per objective).
+//!
+//! Each tick adds the GPU's activity over the tick to the window: SM activity = Σ over the tick's
+//! processes of their SM utilization, DRAM activity = Σ of their memory utilization, each clamped to
+//! [0, 1], with the board power and the SM and memory clocks. NVML's per-process memory utilization is the
+//! share of time the device memory was busy: the closest live figure to DCGM's DRAMA (the field the clock
+//! models are fitted on) without GPM metrics, and only a proxy of it.
+//!
+//! From the window's time-weighted means the advisor builds a utilization profile (DRAMA and SMACT, the
+//! SM clock clamped into the model's clock span, the memory clock for a model over memory clocks, the mean
+//! power, no run time) and sweeps the model over its clocks: the advice is the clock of least energy, of
+//! least energy × delay, of least energy × delay², and of least energy within 5 % of the fastest time.
+//! A window without SM activity gives no advice.
+
+use crate::telemetry::GpuInfo;
+use gpumodel_models::utilization::model::{ClockModel, optima};
+use gpumodel_models::utilization::{Field, Source, UtilizationProfile};
+use std::collections::{BTreeMap, VecDeque};
+
+/// The window's default length, s.
+pub const WINDOW_S: f64 = 60.0;
+/// The shortest and longest window, s.
+pub const WINDOW_MIN_S: f64 = 5.0;
+pub const WINDOW_MAX_S: f64 = 3600.0;
+/// The slowdown bound of `energy_within_5pct`.
+pub const MAX_SLOWDOWN: f64 = 0.05;
+/// The `objective` label values, in the order of [`Advice::by_objective`].
+pub const OBJECTIVES: [&str; 4] = ["energy", "ed", "ed2", "energy_within_5pct"];
+
+/// One tick of a GPU, as the advisor records it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Tick {
+    /// The reading's time (end of the tick), s.
+    pub time_s: f64,
+    /// The tick's length, s.
+    pub dt_s: f64,
+    /// Σ of the processes' SM utilization (1.0 = 100 %).
+    pub sm: f64,
+    /// Σ of the processes' memory utilization (1.0 = 100 %).
+    pub dram: f64,
+    pub power_w: Option<f64>,
+    pub sm_mhz: Option<f64>,
+    pub mem_mhz: Option<f64>,
+}
+
+/// The recommended SM clocks, MHz, each one of the model's levels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Advice {
+    pub energy_mhz: f64,
+    pub ed_mhz: f64,
+    pub ed2_mhz: f64,
+    pub within_5pct_mhz: f64,
+}
+
+impl Advice {
+    /// Each objective's label value (as [`OBJECTIVES`]) and clock, MHz.
+    pub fn by_objective(&self) -> [(&'static str, f64); 4] {
+        let [e, ed, ed2, w] = OBJECTIVES;
+        [(e, self.energy_mhz), (ed, self.ed_mhz), (ed2, self.ed2_mhz), (w, self.within_5pct_mhz)]
+    }
+}
+
+/// One GPU's clock model and activity window, and the advice of the last tick.
+#[derive(Debug, Clone)]
+pub struct Advisor {
+    model: ClockModel,
+    gpu: GpuInfo,
+    window_s: f64,
+    ticks: VecDeque<Tick>,
+    advice: Option<Advice>,
+}
+
+impl Advisor {
+    /// An advisor for `gpu` with `model` over a window of `window_s` seconds.
+    pub fn new(model: ClockModel, gpu: GpuInfo, window_s: f64) -> Advisor {
+        Advisor { model, gpu, window_s, ticks: VecDeque::new(), advice: None }
+    }
+
+    pub fn model(&self) -> &ClockModel {
+        &self.model
+    }
+
+    pub fn window_s(&self) -> f64 {
+        self.window_s
+    }
+
+    /// The advice for the window as of the last tick (`None` while the window holds no SM activity).
+    pub fn advice(&self) -> Option<Advice> {
+        self.advice
+    }
+
+    /// Adds a tick, forgets the ticks that ended a window's length or more before it, and advises anew.
+    pub fn record(&mut self, t: Tick) {
+        if !(t.time_s.is_finite() && t.dt_s.is_finite() && t.dt_s > 0.0) {
+            return;
+        }
+        let clamp = |v: f64| if v.is_finite() { v.clamp(0.0, 1.0) } else { 0.0 };
+        self.ticks.push_back(Tick { sm: clamp(t.sm), dram: clamp(t.dram), ..t });
+        let oldest = t.time_s - self.window_s;
+        while self.ticks.front().is_some_and(|f| f.time_s <= oldest) {
+            self.ticks.pop_front();
+        }
+        self.advice = self.profile().and_then(|p| self.advise(&p));
+    }
+
+    /// The window's activity as a utilization profile; `None` when it holds no SM activity.
+    pub fn profile(&self) -> Option<UtilizationProfile> {
+        // Each tick weighs its length (at most the window's).
+        let w = |t: &Tick| t.dt_s.min(self.window_s);
+        let mean = |get: &dyn Fn(&Tick) -> Option<f64>| -> Option<f64> {
+            let (sum, weight) = self
+                .ticks
+                .iter()
+                .filter_map(|t| get(t).filter(|v| v.is_finite()).map(|v| (v * w(t), w(t))))
+                .fold((0.0, 0.0), |(s, n), (v, k)| (s + v, n + k));
+            (weight > 0.0).then(|| sum / weight)
+        };
+        let sm = mean(&|t| Some(t.sm))?;
+        if sm <= 0.0 {
+            return None;
+        }
+        let dram = mean(&|t| Some(t.dram))?;
+        let m = &self.model;
+        let (lo, hi) = (m.levels[0].core_mhz, m.levels[m.levels.len() - 1].core_mhz);
+        // Without a reported SM clock the profile is at the model's reference (highest) clock.
+        let core_mhz = mean(&|t| t.sm_mhz.filter(|f| *f > 0.0)).unwrap_or(m.ref_core_mhz).clamp(lo, hi);
+        let mem_mhz = m.memory.as_ref().map(|mm| {
+            let (lo, hi) = (mm.levels[0].mem_mhz, mm.levels[mm.levels.len() - 1].mem_mhz);
+            mean(&|t| t.mem_mhz.filter(|f| *f > 0.0)).unwrap_or(mm.ref_mem_mhz).clamp(lo, hi)
+        });
+        Some(UtilizationProfile {
+            name: format!("GPU {} activity window", self.gpu.index),
+            program: None,
+            source: Source::Collector,
+            gpu: Some(self.gpu.name.clone()),
+            device: Some(format!("GPU {}", self.gpu.index)),
+            fields: BTreeMap::from([(Field::Drama, dram), (Field::Smact, sm)]),
+            core_mhz,
+            mem_mhz,
+            power_w: mean(&|t| t.power_w.filter(|p| *p > 0.0)),
+            time_s: None,
+            samples: self.ticks.len(),
+        })
+    }
+
+    /// The model's optima for `p`, as the clocks of the chosen points.
+    fn advise(&self, p: &UtilizationProfile) -> Option<Advice> {
+        let points = self.model.sweep(p);
+        if points.is_empty() || points.iter().any(|q| !(q.energy_j.is_finite() && q.time_s.is_finite())) {
+            return None;
+        }
+        let o = optima(&points, Some(MAX_SLOWDOWN));
+        // The fastest point is always within the bound; `within_slowdown` is `None` only without points.
+        let within = o.within_slowdown.map_or(o.fastest, |(_, i)| i);
+        Some(Advice {
+            energy_mhz: points[o.energy].core_mhz,
+            ed_mhz: points[o.ed].core_mhz,
+            ed2_mhz: points[o.ed2].core_mhz,
+            within_5pct_mhz: points[within].core_mhz,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped V100 clock model (`models/dvfs-trained/v100.json`): its knee, slope and static share
+    /// are linear in DRAMA alone.
+    fn v100() -> ClockModel {
+        ClockModel::from_json(include_str!("../../models/dvfs-trained/v100.json"), "v100.json").unwrap()
+    }
+
+    fn gpu() -> GpuInfo {
+        GpuInfo { index: 0, uuid: "GPU-v100".into(), name: "Tesla V100-SXM2-16GB".into() }
+    }
+
+    /// `n` one-second ticks ending at `start + 1 … start + n`, at the model's highest clock.
+    fn feed(a: &mut Advisor, start: f64, n: usize, sm: f64, dram: f64, power_w: f64) {
+        for k in 1..=n {
+            a.record(Tick {
+                time_s: start + k as f64,
+                dt_s: 1.0,
+                sm,
+                dram,
+                power_w: Some(power_w),
+                sm_mhz: Some(1380.0),
+                mem_mhz: Some(877.0),
+            });
+        }
+    }
+
+    /// A memory-bound job (DRAM busy 90 % of the time) waits on the memory, whose clock does not move: in
+    /// the V100 model its knee grows with DRAMA (0.98 + 0.41·DRAMA: 1.35 at 0.9, 1 at 0.05), so its time
+    /// stays flat down to `1380 MHz / knee` ≈ 1022 MHz, while a compute-bound job's time grows as soon as
+    /// the clock drops. Hence, checked against the model's knee rather than the advisor's output:
+    /// * the objectives that weigh time (ED, ED², least energy within 5 %) pick a lower or equal clock for
+    ///   the memory-bound window, and within 5 % strictly below the highest clock;
+    /// * its least-energy clock is at most the lowest level where its time is still flat (above that,
+    ///   power alone grows with the clock).
+    ///
+    /// The least-energy clocks of the two windows are not ordered by this model: its static share also
+    /// grows with DRAMA (0.34 at 0.05, 0.49 at 0.9), which makes slow clocks costlier for memory-bound
+    /// work, and its V²f factor drops steeply at 945 MHz; the compute-bound window's least-energy clock is
+    /// 945 MHz, the memory-bound one's the lowest flat level, 1087 MHz.
+    #[test]
+    fn a_memory_bound_window_is_advised_clocks_no_higher_than_the_knee_allows() {
+        let m = v100();
+        let drama = |d: f64| UtilizationProfile {
+            name: "x".into(),
+            program: None,
+            source: Source::Collector,
+            gpu: None,
+            device: None,
+            fields: BTreeMap::from([(Field::Drama, d)]),
+            core_mhz: 1380.0,
+            mem_mhz: None,
+            power_w: Some(200.0),
+            time_s: None,
+            samples: 1,
+        };
+        let knee = m.knee.eval(&drama(0.9));
+        assert!(knee > m.knee.eval(&drama(0.05)) + 0.2, "the premise: the knee grows with DRAMA");
+        let flat_down_to = m.ref_core_mhz / knee;
+        let lowest_flat = m.levels.iter().map(|l| l.core_mhz).find(|f| *f >= flat_down_to).unwrap();
+
+        let mut memory = Advisor::new(m.clone(), gpu(), WINDOW_S);
+        feed(&mut memory, 0.0, 30, 0.6, 0.9, 200.0);
+        let mut compute = Advisor::new(m.clone(), gpu(), WINDOW_S);
+        feed(&mut compute, 0.0, 30, 0.95, 0.05, 200.0);
+        let (am, ac) = (memory.advice().unwrap(), compute.advice().unwrap());
+        let both = format!("memory-bound {am:?}, compute-bound {ac:?}");
+        assert!(am.ed_mhz <= ac.ed_mhz, "{both}");
+        assert!(am.ed2_mhz <= ac.ed2_mhz, "{both}");
+        assert!(am.within_5pct_mhz <= ac.within_5pct_mhz, "{both}");
+        assert!(am.within_5pct_mhz < m.ref_core_mhz, "{both}");
+        assert!(am.energy_mhz <= lowest_flat, "{both}; time flat down to {flat_down_to:.0} MHz");
+
+        let levels: Vec<f64> = m.levels.iter().map(|l| l.core_mhz).collect();
+        for a in [am, ac] {
+            for (objective, mhz) in a.by_objective() {
+                assert!(levels.contains(&mhz), "{objective}: {mhz} MHz is not a level of {levels:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_idle_window_gives_no_advice() {
+        let mut a = Advisor::new(v100(), gpu(), WINDOW_S);
+        assert_eq!(a.advice(), None);
+        feed(&mut a, 0.0, 10, 0.0, 0.0, 40.0);
+        assert_eq!(a.advice(), None);
+        assert!(a.profile().is_none());
+    }
+
+    /// A 5 s window after 10 s of memory-bound work and 10 s of compute-bound work holds only the latter:
+    /// its profile's DRAMA is the compute-bound job's, and so is its advice. Then 5 s of idle clear it.
+    #[test]
+    fn the_window_forgets_ticks_older_than_its_length() {
+        let mut a = Advisor::new(v100(), gpu(), 5.0);
+        feed(&mut a, 0.0, 10, 0.6, 0.9, 200.0);
+        feed(&mut a, 10.0, 10, 0.95, 0.05, 250.0);
+        let p = a.profile().unwrap();
+        assert!((p.get(Field::Drama) - 0.05).abs() < 1e-12, "{p:?}");
+        assert!((p.get(Field::Smact) - 0.95).abs() < 1e-12, "{p:?}");
+        assert_eq!(p.power_w, Some(250.0));
+        assert_eq!(p.samples, 5);
+        let mut fresh = Advisor::new(v100(), gpu(), 5.0);
+        feed(&mut fresh, 0.0, 5, 0.95, 0.05, 250.0);
+        assert_eq!(a.advice(), fresh.advice());
+
+        feed(&mut a, 20.0, 5, 0.0, 0.0, 40.0);
+        assert_eq!(a.advice(), None);
+    }
+
+    /// Time-weighted: a 3 s tick at DRAM 0.8 and a 1 s tick at 0.0 mean 0.6; sums over processes above 1
+    /// count as 1; an SM clock outside the model's span is clamped into it.
+    #[test]
+    fn the_profile_is_the_time_weighted_mean_of_the_clamped_activity() {
+        let mut a = Advisor::new(v100(), gpu(), WINDOW_S);
+        let t = |time_s: f64, dt_s: f64, dram: f64| Tick {
+            time_s,
+            dt_s,
+            sm: 1.7,
+            dram,
+            power_w: Some(100.0),
+            sm_mhz: Some(2000.0),
+            mem_mhz: None,
+        };
+        a.record(t(3.0, 3.0, 0.8));
+        a.record(t(4.0, 1.0, 0.0));
+        let p = a.profile().unwrap();
+        assert!((p.get(Field::Drama) - 0.6).abs() < 1e-12, "{p:?}");
+        assert_eq!(p.get(Field::Smact), 1.0);
+        assert_eq!(p.core_mhz, 1380.0);
+        assert_eq!(p.mem_mhz, None);
+    }
+}
