@@ -621,7 +621,7 @@ fn a_one_line_method_summary_and_explain_for_the_rest() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    let method_lines = |t: &str| t.lines().filter(|l| l.starts_with("method:")).count();
+    let method_lines = |t: &str| common::logical_lines(t).iter().filter(|l| l.starts_with("method:")).count();
     let short = run(&[]);
     assert_eq!(method_lines(&short), 1, "{short}");
     assert!(short.contains("--explain"), "{short}");
@@ -629,7 +629,13 @@ fn a_one_line_method_summary_and_explain_for_the_rest() {
     assert!(method_lines(&long) >= 8, "{long}");
     assert!(long.contains("method: calibration that cannot hurt"), "{long}");
     // The figures are the same either way.
-    let figures = |t: &str| t.lines().filter(|l| !l.starts_with("method:")).collect::<Vec<_>>().join("\n");
+    let figures = |t: &str| {
+        common::logical_lines(t)
+            .into_iter()
+            .filter(|l| !l.starts_with("method:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     assert_eq!(figures(&short), figures(&long));
     let json = run(&["--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();

@@ -58,13 +58,14 @@ fn p100_gap_to_the_peer_is_printed_with_its_interval() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    let line = text
-        .lines()
+    let lines = common::logical_lines(&text);
+    let line = lines
+        .iter()
         .find(|l| l.starts_with("ours - wang-chu-2018: model "))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("95% interval") && line.contains("paired bootstrap over the 20 kernels"), "{line}");
     assert!(
-        text.lines().any(|l| l.starts_with("ED optimum: median regret") && l.contains("95% interval")),
+        lines.iter().any(|l| l.starts_with("ED optimum: median regret") && l.contains("95% interval")),
         "{text}"
     );
 }

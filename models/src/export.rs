@@ -336,10 +336,44 @@ fn numeric_columns(s: &Section) -> Vec<bool> {
         .collect()
 }
 
+/// A line of text cut to [`TABLE_WIDTH`] at spaces: the continuation lines hang under the value of a
+/// `key     value` line (a key, then two or more spaces, within the first 24 columns), else two columns in
+/// from the line's own indentation. A word longer than a line stays whole.
+fn fit_line(line: &str) -> String {
+    if line.chars().count() <= TABLE_WIDTH {
+        return line.to_string();
+    }
+    let chars: Vec<char> = line.chars().collect();
+    let margin = chars.iter().take_while(|c| **c == ' ').count();
+    let gap =
+        (margin..chars.len().min(24).saturating_sub(1)).find(|&i| chars[i] == ' ' && chars[i + 1] == ' ');
+    let value = gap.and_then(|g| (g..chars.len()).find(|&i| chars[i] != ' ')).filter(|&i| i <= 24);
+    let (first, hang) = match value {
+        Some(v) => (chars[..v].iter().collect::<String>(), v),
+        None => (chars[..margin].iter().collect::<String>(), margin + 2),
+    };
+    let rest: String = chars[first.chars().count()..].iter().collect();
+    let mut lines = vec![first];
+    let mut fresh = true;
+    for word in rest.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if !fresh && line.chars().count() + 1 + word.chars().count() > TABLE_WIDTH {
+            lines.push(format!("{}{word}", " ".repeat(hang)));
+        } else {
+            if !fresh {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        fresh = false;
+    }
+    lines.join("\n")
+}
+
 fn render_text<E: Export>(value: &E) -> String {
     let mut out = String::new();
     for line in value.preamble() {
-        out.push_str(&line);
+        out.push_str(&fit_line(&line));
         out.push('\n');
     }
     for (i, s) in value.sections().iter().enumerate() {
@@ -347,7 +381,7 @@ fn render_text<E: Export>(value: &E) -> String {
             out.push('\n');
         }
         for line in s.title.iter().chain(&s.text) {
-            out.push_str(line);
+            out.push_str(&fit_line(line));
             out.push('\n');
         }
         if !s.columns.is_empty() {
@@ -357,7 +391,7 @@ fn render_text<E: Export>(value: &E) -> String {
             out.push_str(&aligned(&header, &rows, &numeric_columns(s)));
         }
         for line in &s.after {
-            out.push_str(line);
+            out.push_str(&fit_line(line));
             out.push('\n');
         }
     }
@@ -365,7 +399,7 @@ fn render_text<E: Export>(value: &E) -> String {
     if !notes.is_empty() {
         out.push('\n');
         for line in notes {
-            out.push_str(&line);
+            out.push_str(&fit_line(&line));
             out.push('\n');
         }
     }
@@ -612,6 +646,26 @@ mod tests {
         assert_eq!(v["command"], "example");
         assert_eq!(v["format_version"], 1);
         assert_eq!(v["rows"][1][0], "say \"hi\"");
+    }
+
+    /// A long `key     value` line wraps at the table width with its continuation under the value; every
+    /// word is kept, in order.
+    #[test]
+    fn long_text_lines_wrap_under_their_value() {
+        let value = (0..40).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" ");
+        let line = format!("gpu from    {value}");
+        let out = fit_line(&line);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines.len() > 1 && lines.iter().all(|l| l.chars().count() <= TABLE_WIDTH), "{out}");
+        assert!(lines[1..].iter().all(|l| l.starts_with(&" ".repeat(12)) && !l.starts_with(&" ".repeat(13))));
+        let words: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!(words, line.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(fit_line("short  line"), "short  line");
+        // Without a key the continuation hangs two columns in.
+        let plain = format!("rule 2: {value}");
+        let out = fit_line(&plain);
+        assert!(out.lines().skip(1).all(|l| l.starts_with("  ") && !l.starts_with("   ")), "{out}");
+        assert_eq!(out.split_whitespace().collect::<Vec<_>>(), plain.split_whitespace().collect::<Vec<_>>());
     }
 
     #[test]

@@ -119,3 +119,22 @@ pub fn fake_cupti(dir: &std::path::Path, scenario: u32) -> PathBuf {
     }
     cupti
 }
+
+/// A table output's text lines as printed before wrapping at the table width: a line that begins with
+/// two or more spaces right after a line that filled most of the width is joined to it.
+pub fn logical_lines(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut last_len = 0;
+    for line in text.lines() {
+        let len = line.chars().count();
+        match out.last_mut() {
+            Some(prev) if line.starts_with("  ") && last_len > 90 => {
+                prev.push(' ');
+                prev.push_str(line.trim_start());
+            }
+            _ => out.push(line.to_string()),
+        }
+        last_len = len;
+    }
+    out
+}
