@@ -121,3 +121,41 @@ fn every_readme_command_runs_or_says_why_not() {
         assert!(commands.iter().any(|c| c.starts_with(start)), "no README command starts with {start:?}");
     }
 }
+
+/// The README's DCGM example (`cargo run -- predict --profile datasets/examples/dcgm/v100-job.dmon.txt …`):
+/// its lines agree with each other. The clock the table marks as the energy optimum is the one the
+/// `model optima` line names, and an `advice` line that recommends a fixed clock names that same model
+/// pick as the one it replaces.
+#[test]
+fn the_dcgm_example_s_advice_agrees_across_its_lines() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run -- predict --profile datasets/examples/dcgm/"))
+        .expect("the README's DCGM example");
+    let args: Vec<&str> = vec![
+        "predict",
+        "--profile",
+        line.split_whitespace().nth(5).unwrap(),
+        "--gpu",
+        "Tesla V100",
+        "--max-slowdown",
+        "5%",
+    ];
+    assert!(line.contains("--gpu \"Tesla V100\" --max-slowdown 5%"), "the example changed: {line}");
+    let out = common::gpumodel().current_dir(root()).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines = common::logical_lines(&text);
+    // The table row whose "optimum of" column lists E.
+    let marked = lines
+        .iter()
+        .find(|l| l.split_whitespace().nth(5).is_some_and(|w| w.trim_end_matches(',') == "E"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no row marked E:\n{text}"));
+    let optima = lines.iter().find(|l| l.starts_with("model optima: energy ")).expect("a model optima line");
+    assert!(optima.starts_with(&format!("model optima: energy {marked} MHz")), "{optima} vs row {marked}");
+    for advice in lines.iter().filter(|l| l.starts_with("advice for least energy: run at ")) {
+        assert!(advice.contains(&format!("not the model's {marked} MHz")), "{advice} vs row {marked}");
+    }
+}
