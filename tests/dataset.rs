@@ -274,4 +274,18 @@ fn a_binary_file_is_said_to_be_one() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(e.contains("export.xlsx: not a text file (not UTF-8)") && !e.contains("permissions"), "{e}");
+    // The same file as a kernel profile, a utilization profile and a DCGM log to import.
+    let out = dir.path().join("p.csv");
+    for args in [
+        vec!["predict", "--kernel"],
+        vec!["predict", "--profile"],
+        vec!["import", "dcgm", "--out", out.to_str().unwrap()],
+    ] {
+        let o = gpumodel().args(&args).arg(&bin).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(e.contains("export.xlsx: not a text file (not UTF-8)"), "{args:?}: {e}");
+    }
+    assert!(!out.exists(), "nothing is written");
 }

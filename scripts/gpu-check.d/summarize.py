@@ -296,6 +296,11 @@ def figures_of(work, arch):
                 t = (prof.get("measured") or {}).get("time_s")
                 fig("time per launch (range profiler)", kernel, t, predicted=p.get("time_s"), unit="s",
                     source="measured: collect --kernel-totals, one launch")
+                # The rows carry the SM clock during the kernel and the GPU's name, so predict --kernel
+                # uses the measured time on this GPU.
+                fig("SM clock during the kernel (range profiler)", kernel,
+                    (prof.get("measured") or {}).get("core_mhz"), target="the clock nvidia-smi shows",
+                    unit="MHz", source=f"sm__cycles_elapsed.avg.per_second; GPU named: {prof.get('arch')}")
                 break
         measured_power = steady
         if p.get("power_w") is not None:

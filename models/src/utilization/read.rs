@@ -116,8 +116,12 @@ pub struct ReadOptions {
 /// Reads a file in `format` (guessed from the text when `None`).
 pub fn read_file(path: &Path, format: Option<ProfileFormat>, opts: &ReadOptions) -> Result<ProfileSet> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let text = String::from_utf8_lossy(&bytes);
     let origin = path.display().to_string();
+    // A log in a legacy encoding reads with its odd bytes replaced; a binary file (NUL bytes) is refused.
+    if std::str::from_utf8(&bytes).is_err() && bytes.iter().take(8192).any(|b| *b == 0) {
+        return Err(Error::not_text(&origin));
+    }
+    let text = String::from_utf8_lossy(&bytes);
     let format = match format {
         Some(f) => f,
         None => ProfileFormat::guess(&text).ok_or_else(|| Error::Format {

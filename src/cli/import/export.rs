@@ -82,7 +82,13 @@ pub fn kernel_file(path: &Path, launch: Option<usize>) -> anyhow::Result<KernelP
              and `predict --profile` reads a trace collected with --pm-passes all"
         );
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("{source}: cannot read it"))?;
+    let bytes = std::fs::read(path).with_context(|| format!("{source}: cannot read it"))?;
+    let Ok(text) = String::from_utf8(bytes) else {
+        anyhow::bail!(
+            "{source}: not a text file (not UTF-8): give a kernel profile (TOML or JSON) or an ncu or nvprof CSV \
+             export, not a binary, compressed or spreadsheet file"
+        );
+    };
     if !text.trim_start().starts_with('[') {
         if launch.is_some() {
             anyhow::bail!(
