@@ -211,11 +211,12 @@ pub struct RooflinePower {
 }
 
 impl RooflinePower {
-    /// The power of `k` over `time_s` seconds with `model`.
+    /// The power of `k` over `time_s` seconds at `clocks` with `model`.
     pub fn of(
         model: &gpumodel_models::artifact::ModelArtifact,
         k: &KernelProfile,
         time_s: f64,
+        clocks: gpumodel_models::timing::Clocks,
     ) -> RooflinePower {
         use gpumodel_models::power_inputs::{POWER_INPUTS, is_power_input, sum_of};
         let none = |why: String| RooflinePower {
@@ -225,7 +226,12 @@ impl RooflinePower {
             fallback: None,
             not_predicted: Some(why),
         };
-        if !model.inputs.iter().all(|i| is_power_input(i)) {
+        let clock = |name: &str| match name {
+            "core_mhz" => Some(clocks.core_mhz),
+            "mem_mhz" => Some(clocks.mem_mhz),
+            _ => None,
+        };
+        if !model.inputs.iter().all(|i| is_power_input(i) || clock(i).is_some()) {
             return none(format!(
                 "the power model reads {}, which need the counters the roofline lacks; a model trained on power \
                  inputs (`gpumodel collect --suite`, `gpumodel train`) answers from what the profile gives",
@@ -236,6 +242,9 @@ impl RooflinePower {
             return none(format!("the time {time_s} s gives no counter rates"));
         }
         let get = |name: &str| {
+            if let Some(f) = clock(name) {
+                return Some(f);
+            }
             let p = POWER_INPUTS.iter().find(|p| p.name == name)?;
             sum_of(p, &|c| k.counter(c)).map(|total| total / time_s)
         };

@@ -203,7 +203,7 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
         }
         let at = clocks.unwrap_or_else(|| Clocks::default_for(&arch));
         let roofline = fallback::predict_roofline(&kernel, &arch, at)?;
-        let power = RooflinePower::of(&model, &kernel, roofline.time_s);
+        let power = RooflinePower::of(&model, &kernel, roofline.time_s, roofline.clocks);
         let mut extrapolation = extrapolation;
         extrapolation.extend(inputs_extrapolation(&model, &power.inputs));
         let out_of_bounds =

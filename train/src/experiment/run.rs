@@ -519,7 +519,10 @@ const SUBSET_FOLDS: usize = 5;
 /// ([`gpumodel_models::power_inputs`]), folded by kernel: `None` for other inputs or fewer than two kernels.
 fn subset_fits(train: &Dataset) -> Option<gpumodel_models::artifact::SubsetFits> {
     let names = &train.feature_names;
-    if names.is_empty() || !names.iter().all(|n| gpumodel_models::power_inputs::is_power_input(n)) {
+    // Power inputs and the clocks (a suite over clocks trains on both): every source gives the clocks.
+    let usable =
+        |n: &String| gpumodel_models::power_inputs::is_power_input(n) || n == "core_mhz" || n == "mem_mhz";
+    if names.is_empty() || !names.iter().all(usable) {
         return None;
     }
     let mut groups: Vec<&String> = train.groups.iter().collect();
