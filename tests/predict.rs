@@ -108,7 +108,17 @@ fn missing_profile_fields_are_named() {
     let empty = write(&dir, "e.toml", "name = \"k\"\n[launch]\ngrid = [1, 1, 1]\nblock = [32, 1, 1]\n");
     fails_with(
         &["predict", "--kernel", empty.to_str().unwrap()],
-        &["no counter any model reads", "ncu --csv --page raw --metrics ", "nvprof --csv --metrics "],
+        &["no counter any model reads", "`gpumodel import --help` prints"],
+    );
+    // The refusal is one short line; the command lines it points to are in `import --help`.
+    let o = gpumodel().args(["predict", "--kernel"]).arg(&empty).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.lines().count() == 1 && e.len() < 400, "{e}");
+    let help = gpumodel().args(["import", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("ncu --csv --page raw --metrics") && help.contains("nvprof --csv --metrics"),
+        "{help}"
     );
 }
 

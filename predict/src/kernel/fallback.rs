@@ -209,33 +209,15 @@ pub fn lacked(k: &KernelProfile) -> Vec<String> {
     out
 }
 
-/// The metrics to profile again with for a complete profile, as one paste-ready line per profiler.
-pub const NCU_METRICS: &str = "ncu --csv --page raw --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,\
-launch__registers_per_thread,launch__shared_mem_per_block_static,launch__shared_mem_per_block_dynamic,\
-smsp__inst_executed.sum,smsp__inst_executed_op_global_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum,\
-l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,\
-smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,\
-l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,\
-smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_fp64.sum,smsp__inst_executed_pipe_alu.sum,\
-smsp__inst_executed_pipe_xu.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,\
-lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__sass_inst_executed_op_branch.sum,device__attribute_display_name,sm__cycles_elapsed.avg.per_second ./app";
-
-/// The nvprof equivalent (GPUs up to Volta).
-pub const NVPROF_METRICS: &str = "nvprof --csv --metrics inst_executed,gld_transactions,gld_transactions_per_request,\
-gst_transactions,shared_load_transactions,shared_store_transactions,shared_load_transactions_per_request,\
-shared_store_transactions_per_request,inst_fp_32,inst_fp_64,inst_integer,flop_count_sp_special,cf_executed,\
-dram_read_transactions,dram_write_transactions,l2_read_transactions,l2_write_transactions,\
-tex_cache_transactions,tex_cache_hit_rate,achieved_occupancy --log-file metrics.csv ./app \
-&& nvprof --csv --print-gpu-trace --log-file trace.csv ./app";
-
 /// Predicts `k` on `arch` at `clocks` with the roofline, anchored on its measured time when it was
-/// measured on this GPU. Refuses only when the profile covers no memory level and no pipe, naming the
-/// metrics to add.
+/// measured on this GPU. Refuses only when the profile covers no memory level and no pipe, naming where
+/// the profiler command lines to run are.
 pub fn predict_roofline(k: &KernelProfile, arch: &ArchProfile, clocks: Clocks) -> Result<Roofline> {
     let Some((t, terms, fill)) = roofline_s(k, arch, clocks) else {
         return Err(Error::Invalid(format!(
             "kernel profile '{}' has no counter any model reads (no DRAM, L2 or shared traffic, no \
-             instruction counts): profile again with `{NCU_METRICS}` (or, up to Volta, `{NVPROF_METRICS}`)",
+             instruction counts): profile again with the ncu command (or, up to Volta, the nvprof one) that \
+             `gpumodel import --help` prints, then `gpumodel predict --kernel k.csv`",
             k.name
         )));
     };
