@@ -231,6 +231,21 @@ fn the_scripted_node_gets_clock_advice_from_a_model_trained_on_its_gpu_and_none_
     let text = String::from_utf8(out.stdout).unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("clock advice for GPU 0 from clock model"), "{err}");
+    // The fields the model's terms read beyond DRAMA and SMACT (from its JSON) are named as taken as 0.
+    let mut unread: Vec<&str> = ["knee", "slope", "static_share"]
+        .iter()
+        .flat_map(|t| json[*t]["inputs"].as_array().into_iter().flatten())
+        .filter_map(|f| f.as_str())
+        .filter(|f| *f != "DRAMA" && *f != "SMACT")
+        .collect();
+    unread.sort_unstable();
+    unread.dedup();
+    for f in &unread {
+        assert!(err.contains("the model also reads") && err.contains(f), "{f} not named: {err}");
+    }
+    if unread.is_empty() {
+        assert!(!err.contains("the model also reads"), "{err}");
+    }
     for gpu in ["gpu=\"0\"", "gpu=\"1\""] {
         for objective in ["energy", "ed", "ed2", "energy_within_5pct"] {
             let v = value(

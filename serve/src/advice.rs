@@ -61,6 +61,22 @@ impl Advice {
     }
 }
 
+/// The fields `model`'s time and power terms read besides DRAMA and SMACT, the two the live window has:
+/// the advice takes them as 0, and the start-up line names them.
+pub fn unread_fields(model: &ClockModel) -> Vec<Field> {
+    let mut linears = vec![&model.knee, &model.slope, &model.static_share];
+    if let Some(mm) = &model.memory {
+        linears.extend([&mm.sensitivity, &mm.share]);
+    }
+    let mut out: Vec<Field> = Vec::new();
+    for f in linears.into_iter().flat_map(|l| l.inputs.iter().copied()) {
+        if f != Field::Drama && f != Field::Smact && !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    out
+}
+
 /// One GPU's clock model and activity window, and the advice of the last tick.
 #[derive(Debug, Clone)]
 pub struct Advisor {

@@ -8,7 +8,7 @@
 use super::gpu::{fake_gpu, interrupt_flag};
 use anyhow::Context;
 use gpumodel_predict::clock::choose::model_for_gpu;
-use gpumodel_serve::advice::{self, Advisor};
+use gpumodel_serve::advice::{self, Advisor, unread_fields};
 use gpumodel_serve::attribution::{Method, Params};
 use gpumodel_serve::fake::FakeNode;
 use gpumodel_serve::metrics::{Render, render};
@@ -187,9 +187,18 @@ fn add_advisors(exporter: &mut Exporter, args: &Args) -> Vec<String> {
         let (i, name) = (g.info.index, &g.info.name);
         match model_for_gpu(name, &dirs) {
             Some((basis, model)) => {
+                let unread: Vec<&str> = unread_fields(&model).iter().map(|f| f.name()).collect();
+                let unread = if unread.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; the model also reads {}, which NVML does not give: taken as 0",
+                        unread.join(", ")
+                    )
+                };
                 lines.push(format!(
                     "gpumodel serve: clock advice for GPU {i} from {basis}, over {} s of activity (DRAM \
-                     activity from NVML's per-process memory utilization, a proxy of DCGM's DRAMA)",
+                     activity from NVML's per-process memory utilization, a proxy of DCGM's DRAMA{unread})",
                     args.advice_window
                 ));
                 g.advisor = Some(Advisor::new(model, g.info.clone(), args.advice_window));
