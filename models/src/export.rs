@@ -353,21 +353,7 @@ fn fit_line(line: &str) -> String {
         None => (chars[..margin].iter().collect::<String>(), margin + 2),
     };
     let rest: String = chars[first.chars().count()..].iter().collect();
-    let mut lines = vec![first];
-    let mut fresh = true;
-    for word in rest.split_whitespace() {
-        let line = lines.last_mut().expect("one line at least");
-        if !fresh && line.chars().count() + 1 + word.chars().count() > TABLE_WIDTH {
-            lines.push(format!("{}{word}", " ".repeat(hang)));
-        } else {
-            if !fresh {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-        fresh = false;
-    }
-    lines.join("\n")
+    wrap(&first, &rest, hang).join("\n")
 }
 
 fn render_text<E: Export>(value: &E) -> String {
@@ -469,20 +455,22 @@ fn fit_to_width(
     (rows, notes, sep)
 }
 
-/// `text` wrapped at [`TABLE_WIDTH`] on spaces, the lines after the first indented by `indent` spaces.
-fn wrap(text: &str, indent: usize) -> Vec<String> {
-    let mut lines = vec![String::new()];
-    for word in text.split(' ') {
+/// `first` then the words of `rest`, wrapped at [`TABLE_WIDTH`] on spaces, the lines after the first
+/// indented by `hang` spaces; a word longer than a line stays whole.
+fn wrap(first: &str, rest: &str, hang: usize) -> Vec<String> {
+    let mut lines = vec![first.to_string()];
+    let mut fresh = true;
+    for word in rest.split_whitespace() {
         let line = lines.last_mut().expect("one line at least");
-        let room = line.chars().count() + 1 + word.chars().count();
-        if !line.trim().is_empty() && room > TABLE_WIDTH {
-            lines.push(format!("{}{word}", " ".repeat(indent)));
+        if !fresh && line.chars().count() + 1 + word.chars().count() > TABLE_WIDTH {
+            lines.push(format!("{}{word}", " ".repeat(hang)));
         } else {
-            if !line.is_empty() {
+            if !fresh {
                 line.push(' ');
             }
             line.push_str(word);
         }
+        fresh = false;
     }
     lines
 }
@@ -527,7 +515,7 @@ pub fn aligned(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String 
     }
     for (k, note) in notes.iter().enumerate() {
         let mark = format!("[{}] ", k + 1);
-        for l in wrap(&format!("{mark}{note}"), mark.len()) {
+        for l in wrap(&mark, note, mark.len()) {
             out.push_str(&l);
             out.push('\n');
         }

@@ -71,12 +71,20 @@ fn user_models(dirs: &[PathBuf]) -> Vec<(PathBuf, ClockModel)> {
 /// else the shipped one; with the basis in words. `None` when neither names that GPU.
 pub fn model_for_gpu(gpu: &str, dirs: &[PathBuf]) -> Option<(String, ClockModel)> {
     if let Some((path, m)) = user_models(dirs).into_iter().find(|(_, m)| same_gpu_model(gpu, &m.gpu)) {
-        let basis =
-            format!("clock model {} ({}, trained on {})", path.display(), m.gpu, m.provenance.dataset);
+        let basis = format!(
+            "clock model {} ({}, trained on {})",
+            path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+            m.gpu,
+            m.provenance.dataset
+        );
         return Some((basis, m));
     }
     let m = shipped().ok()?.into_iter().find(|m| same_gpu_model(gpu, &m.gpu))?;
-    Some((format!("the shipped clock model of the {} (trained on {})", m.gpu, m.provenance.dataset), m))
+    Some((shipped_basis(&m), m))
+}
+
+fn shipped_basis(m: &ClockModel) -> String {
+    format!("shipped clock model of the {} (trained on {})", m.gpu, m.provenance.dataset)
 }
 
 /// The GPUs the clock models at hand name: `--clock-model`'s, the user's folders' and the shipped ones (a
@@ -95,8 +103,8 @@ pub fn known_gpus(req: &SweepRequest) -> Vec<String> {
     gpus
 }
 
-/// Chooses the clock model for `p`: `--model`, else the user's model of the profile's GPU (from
-/// `req.model_dirs`), else the shipped one, else a shipped one carried over.
+/// Chooses the clock model for `p`: `--model`, else the model of the profile's GPU ([`model_for_gpu`]:
+/// the user's from `req.model_dirs`, else the shipped one), else a shipped one carried over.
 pub fn choose(req: &SweepRequest, p: &UtilizationProfile) -> Result<Choice> {
     if let Some(path) = &req.model {
         let shown = path.display().to_string();
@@ -115,29 +123,17 @@ pub fn choose(req: &SweepRequest, p: &UtilizationProfile) -> Result<Choice> {
         return Ok(Choice { model: Some(m), basis, caveats: vec![] });
     }
     if let Some(g) = &p.gpu
-        && let Some((path, m)) =
-            user_models(&req.model_dirs).into_iter().find(|(_, m)| same_gpu_model(g, &m.gpu))
+        && let Some((basis, m)) = model_for_gpu(g, &req.model_dirs)
     {
-        let basis = format!(
-            "clock model {} ({}, trained on {})",
-            path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
-            m.gpu,
-            m.provenance.dataset
-        );
         return Ok(Choice { model: Some(m), basis, caveats: vec![] });
     }
     let all = shipped()?;
-    let own = |m: &ClockModel| {
-        format!("shipped clock model of the {} (trained on {})", m.gpu, m.provenance.dataset)
-    };
     match &p.gpu {
-        Some(g) => match all.iter().find(|m| same_gpu_model(g, &m.gpu)) {
-            Some(m) => Ok(Choice { basis: own(m), model: Some(m.clone()), caveats: vec![] }),
-            None => carried_over(g, p, &req.core_clocks, &all),
-        },
+        // No model of this GPU, the user's or shipped (above): a shipped one carried over.
+        Some(g) => carried_over(g, p, &req.core_clocks, &all),
         None => match all.iter().find(|m| m.check_profile(p).is_ok()) {
             Some(m) => Ok(Choice {
-                basis: own(m),
+                basis: shipped_basis(m),
                 model: Some(m.clone()),
                 caveats: vec![format!(
                     "the profile does not name its GPU: the {} model is used because {:.0} MHz is in its \
