@@ -123,3 +123,26 @@ fn the_collectors_list_of_kernel_profiles_is_read_and_a_trace_says_what_to_give(
         "{e}"
     );
 }
+
+/// A kernel export given to `--profile` (which reads utilization profiles): one line naming the
+/// `--kernel` command that answers it, and that command answers.
+#[test]
+fn a_kernel_export_given_as_a_profile_names_the_command_that_predicts_it() {
+    for file in ["nvprof-metrics_gtx1080ti_matrixMul.csv", "ncu-long_a100_conv2d.csv"] {
+        let o = gpumodel().args(["predict", "--profile"]).arg(real(file)).output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        let suggested = format!("`gpumodel predict --kernel {}`", real(file).display());
+        assert!(e.contains(&suggested), "{e}");
+        let o = predict(&[], file);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = gpumodel()
+        .args(["predict", "--profile"])
+        .arg(real("nvprof-gputrace_gtx1080ti_matrixMul.csv"))
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert!(!o.status.success() && e.contains("nvprof gpu trace") && e.contains("--metrics all"), "{e}");
+}

@@ -173,7 +173,27 @@ pub fn predict(args: &ProfileArgs, format: ExportFormat) -> anyhow::Result<ExitC
         max_slowdown: args.max_slowdown,
     };
     let (fmt, opts) = args.read.options(false, &known_gpus(&req))?;
-    let set = read_file(path, fmt, &opts)?;
+    let export = if fmt.is_none() { crate::cli::import::export::export_of(path) } else { None };
+    let kernel = || format!("`gpumodel predict --kernel {}` predicts it from its counters", path.display());
+    use crate::cli::import::export::Export;
+    match export {
+        Some(Export::Nvprof) => bail!(
+            "{} is an nvprof metric export (per-kernel counters), not a utilization profile: {}",
+            path.display(),
+            kernel()
+        ),
+        Some(Export::NvprofGpuTrace) => bail!(
+            "{} is an nvprof gpu trace (times and launch shapes, no counters), not a utilization profile: give the \
+             metric export (`nvprof --csv --metrics all --log-file metrics.csv ./app`) to `gpumodel predict --kernel`",
+            path.display()
+        ),
+        _ => {}
+    }
+    let set = match read_file(path, fmt, &opts) {
+        // An ncu export without the metrics behind the DCGM fields still has a kernel's counters.
+        Err(e) if export == Some(Export::Ncu) => bail!("{e}; or {}", kernel()),
+        r => r?,
+    };
     print(&sweep_profile(&set, args.job.as_deref(), &req)?, format)?;
     Ok(ExitCode::SUCCESS)
 }

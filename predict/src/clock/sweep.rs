@@ -126,30 +126,46 @@ impl Export for ClockSweep {
                 "ED" => ("E·D", self.optima.ed),
                 _ => ("E·D²", self.optima.ed2),
             };
-            n.push(format!(
-                "advice for least {name}: run at {}, not the model's {}: on held-out training programs that fixed \
-                 clock beat the model's pick (mean regret {:.2}% against {:.2}%)",
-                match o.fixed_mem_mhz {
-                    Some(m) => format!("{:.0} MHz core / {m:.0} MHz memory", o.fixed_mhz.unwrap_or_default()),
-                    None => format!("{:.0} MHz", o.fixed_mhz.unwrap_or_default()),
-                },
-                at(pick),
-                o.fixed_regret_pct,
-                o.model_regret_pct
-            ));
+            let fixed = match o.fixed_mem_mhz {
+                Some(m) => format!("{:.0} MHz core / {m:.0} MHz memory", o.fixed_mhz.unwrap_or_default()),
+                None => format!("{:.0} MHz", o.fixed_mhz.unwrap_or_default()),
+            };
+            let (model, regrets) = (at(pick), (o.fixed_regret_pct, o.model_regret_pct));
+            // The fixed clock and this profile's pick may be the same clock: then the two agree, said once.
+            n.push(if fixed == model {
+                format!(
+                    "advice for least {name}: run at {fixed}, the model's pick for this profile and the fixed clock \
+                     that beat the model's picks on held-out training programs (mean regret {:.2}% against {:.2}%)",
+                    regrets.0, regrets.1
+                )
+            } else {
+                format!(
+                    "advice for least {name}: run at {fixed}, not the model's {model}: on held-out training programs \
+                     that fixed clock beat the model's pick (mean regret {:.2}% against {:.2}%)",
+                    regrets.0, regrets.1
+                )
+            });
         }
         if let Some((b, i)) = self.optima.within_slowdown {
             // Against the highest clock, where a job runs without DVFS.
             let top = &self.points[self.points.len() - 1];
             let q = &self.points[i];
-            n.push(format!(
-                "within {:.1}% slowdown: {} uses {:.1}% less energy than {} and is {:.1}% slower",
-                b * 100.0,
-                clocks(q),
-                100.0 * (1.0 - q.energy_j / top.energy_j),
-                clocks(top),
-                100.0 * (q.time_s / top.time_s - 1.0)
-            ));
+            if i + 1 == self.points.len() {
+                n.push(format!(
+                    "within {:.1}% slowdown: {}, the highest clock (no lower one saves energy within that bound)",
+                    b * 100.0,
+                    clocks(top)
+                ));
+            } else {
+                n.push(format!(
+                    "within {:.1}% slowdown: {} uses {:.1}% less energy than {} and is {:.1}% slower",
+                    b * 100.0,
+                    clocks(q),
+                    100.0 * (1.0 - q.energy_j / top.energy_j),
+                    clocks(top),
+                    100.0 * (q.time_s / top.time_s - 1.0)
+                ));
+            }
         }
         if !self.power_from_profile {
             n.push(
@@ -225,4 +241,100 @@ pub fn sweep_profile(set: &ProfileSet, job: Option<&str>, req: &SweepRequest) ->
         points,
         optima,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpumodel_models::utilization::Source;
+
+    fn point(core_mhz: f64, time_s: f64, energy_j: f64) -> ClockPoint {
+        ClockPoint {
+            core_mhz,
+            mem_mhz: None,
+            time_s,
+            power_w: energy_j / time_s,
+            energy_j,
+            slowdown: time_s / 10.0,
+        }
+    }
+
+    /// Three clocks; energy least at `least` (an index); a fixed 800 MHz policy for E.
+    fn sweep(energy: [f64; 3], bound: f64) -> ClockSweep {
+        let points = vec![
+            point(800.0, 12.0, energy[0]),
+            point(1000.0, 10.4, energy[1]),
+            point(1200.0, 10.0, energy[2]),
+        ];
+        let optima = optima(&points, Some(bound));
+        ClockSweep {
+            profile: UtilizationProfile {
+                name: "j".into(),
+                program: None,
+                source: Source::Document,
+                gpu: None,
+                device: None,
+                fields: Default::default(),
+                core_mhz: 1200.0,
+                mem_mhz: None,
+                power_w: Some(200.0),
+                time_s: Some(10.0),
+                samples: 1,
+            },
+            assumptions: vec![],
+            basis: "test".into(),
+            caveats: vec![],
+            reading: vec![],
+            model_gpu: Some("GPU".into()),
+            power_from_profile: true,
+            time_in_seconds: true,
+            points,
+            optima,
+            policy: vec![ObjectivePolicy {
+                objective: "E".into(),
+                fixed_mhz: Some(800.0),
+                fixed_mem_mhz: None,
+                model_regret_pct: 3.0,
+                fixed_regret_pct: 1.0,
+                held_out_jobs: 5,
+            }],
+        }
+    }
+
+    fn advice(s: &ClockSweep) -> String {
+        s.notes().into_iter().find(|n| n.starts_with("advice for least energy")).expect("an advice line")
+    }
+
+    #[test]
+    fn fixed_clock_advice_names_the_model_pick_it_replaces_or_says_they_agree() {
+        // The model's least energy is 1000 MHz: the fixed 800 MHz replaces it.
+        let s = sweep([1500.0, 1400.0, 1600.0], 0.05);
+        assert!(
+            advice(&s).starts_with("advice for least energy: run at 800 MHz, not the model's 1000 MHz"),
+            "{}",
+            advice(&s)
+        );
+        // The model's least energy is 800 MHz itself: one clock, said once.
+        let s = sweep([1300.0, 1400.0, 1600.0], 0.05);
+        let a = advice(&s);
+        assert!(a.starts_with("advice for least energy: run at 800 MHz, the model's pick"), "{a}");
+        assert!(!a.contains("not the model's"), "{a}");
+    }
+
+    #[test]
+    fn a_slowdown_bound_met_only_by_the_highest_clock_does_not_compare_it_with_itself() {
+        let within =
+            |s: &ClockSweep| s.notes().into_iter().find(|n| n.starts_with("within")).expect("a within line");
+        // 1000 MHz is 4% slower and saves energy: compared with 1200 MHz.
+        let s = sweep([1500.0, 1400.0, 1600.0], 0.05);
+        assert_eq!(
+            within(&s),
+            "within 5.0% slowdown: 1000 MHz uses 12.5% less energy than 1200 MHz and is 4.0% slower"
+        );
+        // With a 1% bound only 1200 MHz qualifies.
+        let s = sweep([1500.0, 1400.0, 1600.0], 0.01);
+        let w = within(&s);
+        assert!(w.starts_with("within 1.0% slowdown: 1200 MHz, the highest clock"), "{w}");
+        assert!(!w.contains("than 1200 MHz"), "{w}");
+    }
 }
