@@ -1,6 +1,6 @@
 //! `gpumodel calibrate` driven through the real binary: the no-GPU error on this machine, a profile from
 //! the scripted GPU (`GPUMODEL_FAKE_GPU=1`) that the models crate's arch loader and `predict --arch` accept,
-//! the DVFS sweep over clock pairs, and its bad input (`--clock-pairs`, clocks that need root).
+//! the DVFS sweep over clock pairs, and its bad input (`--clocks`, clocks that need root).
 
 use assert_cmd::Command;
 use gpumodel_collect::calibrate::TrueConstants;
@@ -155,17 +155,7 @@ fn calibrate_current_clocks_snapshot() {
     let o = gpumodel()
         .current_dir(dir.path())
         .env("GPUMODEL_FAKE_GPU", "1")
-        .args([
-            "calibrate",
-            "--name",
-            "mine",
-            "--repeats",
-            "3",
-            "--out",
-            "mine.toml",
-            "--clock-pairs",
-            "current",
-        ])
+        .args(["calibrate", "--name", "mine", "--repeats", "3", "--out", "mine.toml", "--clocks", "current"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -257,7 +247,7 @@ fn calibrate_says_what_is_measured_at_which_clock_pairs_and_what_is_looked_up() 
     assert!(slower > 2.0 * measured, "compute {measured} s with the measured cost_fp32, {slower} s with 8x");
 
     // At the current clocks only: one row, the DRAM fits rejected with the reason, no [dvfs_memory].
-    let v = fake_json(dir.path(), &["--repeats", "3", "--clock-pairs", "current"]);
+    let v = fake_json(dir.path(), &["--repeats", "3", "--clocks", "current"]);
     assert_eq!(v["clock_pairs"].as_array().unwrap().len(), 1);
     let not = v["not_measured"].to_string();
     assert!(not.contains("dvfs_memory.latency_a") && not.contains("needs 3 distinct"), "{not}");
@@ -265,19 +255,19 @@ fn calibrate_says_what_is_measured_at_which_clock_pairs_and_what_is_looked_up() 
     assert!(a.dvfs_memory.is_none());
 }
 
-/// Bad `--clock-pairs`, a pair the GPU does not support, and clocks that need root: one line each, saying
+/// Bad `--clocks`, a pair the GPU does not support, and clocks that need root: one line each, saying
 /// what to do, and no profile written.
 #[test]
 fn bad_clock_pairs_and_clocks_that_need_root_are_one_line_errors_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.toml");
     for (args, env, want) in [
-        (vec!["--clock-pairs", "1410"], None, "'1410' is not CORE:MEM in MHz"),
-        (vec!["--clock-pairs", "fast"], None, "use auto, current or a list"),
-        (vec!["--clock-pairs", "1400:1215"], None, "does not support a core clock of 1400 MHz"),
-        (vec!["--clock-pairs", "1410:999"], None, "does not support a memory clock of 999 MHz"),
+        (vec!["--clocks", "1410"], None, "'1410' is not CORE:MEM in MHz"),
+        (vec!["--clocks", "fast"], None, "use auto, current or a list"),
+        (vec!["--clocks", "1400:1215"], None, "does not support a core clock of 1400 MHz"),
+        (vec!["--clocks", "1410:999"], None, "does not support a memory clock of 999 MHz"),
         (vec![], Some("denied"), "needs root"),
-        (vec!["--clock-pairs", "1410:1215,510:800"], Some("denied"), "--clock-pairs current"),
+        (vec!["--clocks", "1410:1215,510:800"], Some("denied"), "--clocks current"),
     ] {
         let mut c = gpumodel();
         c.env("GPUMODEL_FAKE_GPU", "1").args(["calibrate", "--repeats", "1", "--out"]).arg(&out).args(&args);
@@ -295,7 +285,7 @@ fn bad_clock_pairs_and_clocks_that_need_root_are_one_line_errors_and_write_nothi
     let o = gpumodel()
         .env("GPUMODEL_FAKE_GPU", "1")
         .env("GPUMODEL_FAKE_CLOCKS", "denied")
-        .args(["calibrate", "--repeats", "1", "--clock-pairs", "current", "--out"])
+        .args(["calibrate", "--repeats", "1", "--clocks", "current", "--out"])
         .arg(&out)
         .output()
         .unwrap();

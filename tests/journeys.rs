@@ -6,7 +6,8 @@
 //! The README's "Build a model for your GPU" runs these same commands.
 
 use assert_cmd::Command;
-use gpumodel_collect::suite::{ClockPair, FakeSuiteDevice};
+use gpumodel_collect::suite::FakeSuiteDevice;
+use gpumodel_models::timing::Clocks;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -329,7 +330,7 @@ fn suite_over_clock_pairs_then_clock_model_then_predict_a_profile_picks_a_pair_w
     // FP32 warp instructions/s over 1.5 per cycle, a full grid on every SM with half its warps.
     let dev = FakeSuiteDevice::new();
     let work = stencil_work();
-    let default = ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 };
+    let default = Clocks { core_mhz: 1410.0, mem_mhz: 1215.0 };
     let t = dev.true_time(&work, default);
     let power = dev.work_power(&work, default);
     let drama = work.dram_bytes / t / 2e9;
@@ -347,15 +348,15 @@ fn suite_over_clock_pairs_then_clock_model_then_predict_a_profile_picks_a_pair_w
     let points = v["points"].as_array().unwrap_or_else(|| panic!("no points: {out}"));
     assert!(points.len() > 1, "no sweep over pairs ({}; {}): {out}", v["basis"], v["caveats"]);
     let i = v["optima"]["energy"].as_u64().unwrap_or_else(|| panic!("no energy optimum: {out}")) as usize;
-    let chosen = ClockPair {
+    let chosen = Clocks {
         core_mhz: points[i]["core_mhz"].as_f64().unwrap(),
         mem_mhz: points[i]["mem_mhz"].as_f64().unwrap_or(default.mem_mhz),
     };
 
-    let energy = |p: ClockPair| dev.true_energy(&work, p);
-    let grid: Vec<ClockPair> = CORE_MHZ
+    let energy = |p: Clocks| dev.true_energy(&work, p);
+    let grid: Vec<Clocks> = CORE_MHZ
         .iter()
-        .flat_map(|&c| MEM_MHZ.iter().map(move |&m| ClockPair { core_mhz: c, mem_mhz: m }))
+        .flat_map(|&c| MEM_MHZ.iter().map(move |&m| Clocks { core_mhz: c, mem_mhz: m }))
         .collect();
     let best = grid.iter().copied().min_by(|a, b| energy(*a).total_cmp(&energy(*b))).unwrap();
     assert!(energy(default) > 1.02 * energy(best), "the default pair must not pass: {default:?} vs {best:?}");

@@ -96,13 +96,13 @@ pub enum Error {
     /// Setting the GPU's clocks needs permissions this user lacks.
     #[error(
         "setting the GPU's clocks needs root ({detail}): run calibrate as root, or allow application clocks for \
-         all users with `sudo nvidia-smi -acp UNRESTRICTED`, or pass --clock-pairs current to measure only at the \
+         all users with `sudo nvidia-smi -acp UNRESTRICTED`, or pass --clocks current to measure only at the \
          current clocks"
     )]
     ClockPermission { detail: String },
     /// The GPU (or its driver) does not let NVML list or set its clocks.
     #[error(
-        "this GPU does not let NVML set its clocks ({detail}): pass --clock-pairs current to measure only at the \
+        "this GPU does not let NVML set its clocks ({detail}): pass --clocks current to measure only at the \
          current clocks"
     )]
     ClocksUnsupported { detail: String },

@@ -414,6 +414,28 @@ pub fn set_clock_pair(
     Ok(ClockLock::Locked)
 }
 
+/// An NVML error of a clock call as the collector's error, `note` appended: permission and support get
+/// their own.
+pub(crate) fn clock_error(call: &'static str, e: NvmlError, note: &str) -> Error {
+    match e {
+        NvmlError::NoPermission => Error::ClockPermission { detail: format!("{call}: {e}{note}") },
+        NvmlError::NotSupported => Error::ClocksUnsupported { detail: format!("{call}: {e}{note}") },
+        e => Error::Nvml { call, message: format!("{e}{note}") },
+    }
+}
+
+/// The clocks NVML says the GPU supports: each memory clock with the graphics clocks allowed with it
+/// (`nvmlDeviceGetSupportedMemoryClocks`, `nvmlDeviceGetSupportedGraphicsClocks`); read-only.
+pub fn supported_clocks(dev: &nvml_wrapper::Device<'_>) -> Result<crate::clocks::SupportedClocks> {
+    let err = |call: &'static str| move |e| clock_error(call, e, "");
+    let mems = dev.supported_memory_clocks().map_err(err("nvmlDeviceGetSupportedMemoryClocks"))?;
+    mems.into_iter()
+        .map(|m| {
+            Ok((m, dev.supported_graphics_clocks(m).map_err(err("nvmlDeviceGetSupportedGraphicsClocks"))?))
+        })
+        .collect()
+}
+
 /// Puts the clocks back after [`set_clock_pair`]: the application clocks from before (or their reset,
 /// `nvmlDeviceResetApplicationsClocks`), or the locked clocks' reset (`nvmlDeviceResetGpuLockedClocks`,
 /// `nvmlDeviceResetMemoryLockedClocks`; both are tried, the first failure is returned).

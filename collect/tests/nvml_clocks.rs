@@ -8,10 +8,11 @@
 mod common;
 
 use gpumodel_collect::Error;
+use gpumodel_collect::clocks::ClockPair;
 use gpumodel_collect::nvml::{ClockLock, open_nvml_at, restore_clock_pair, set_clock_pair};
 use gpumodel_collect::suite::{
-    ClockOutcome, ClockPair, GpuInfo, Measurement, NvmlClocks, Plan, Progress, SuiteDevice, SuiteKernel,
-    parse_clocks, run_suite, select_kernels,
+    ClockOutcome, GpuInfo, Measurement, NvmlClocks, Plan, Progress, SuiteDevice, SuiteKernel, run_suite,
+    select_kernels,
 };
 use nvml_wrapper::error::NvmlError;
 use std::ffi::{CString, c_char};
@@ -146,7 +147,7 @@ impl SuiteDevice for LoggedGpu {
             launches: 10,
             power_w: 100.0,
             power_samples: 10,
-            clocks: ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 },
+            clocks: gpumodel_models::timing::Clocks { core_mhz: 1410.0, mem_mhz: 1215.0 },
             counter_rates: Default::default(),
         })
     }
@@ -165,7 +166,7 @@ fn suite_on(scenario: u32, clocks: &str, fail: bool) -> (Result<(), Error>, Vec<
     };
     let plan = Plan {
         kernels: select_kernels(&["fp32_fma_full".into(), "idle_sleep".into()]).unwrap(),
-        clocks: parse_clocks(clocks).unwrap(),
+        clocks: clocks.parse().unwrap(),
         min_seconds: 1.0,
         out: dir.path().join("suite.csv"),
         resume: false,

@@ -1,5 +1,5 @@
 //! `gpumodel calibrate` — measure the timing model's constants on this GPU and write an architecture profile.
-//! First the DVFS memory constants at several clock pairs (`--clock-pairs`; the clocks are set through NVML
+//! First the DVFS memory constants at several clock pairs (`--clocks`; the clocks are set through NVML
 //! and restored afterwards, also on error and Ctrl-C), then the other constants at the GPU's own clocks:
 //! latencies, delays, L2 bandwidth, and on one SM the shared-memory bandwidth and the issue cost of FP32,
 //! FP64 and FP16 arithmetic, of 64-bit conversions, of 32-bit integer arithmetic and of special functions.
@@ -7,8 +7,9 @@
 //! (driver, references), and which fits were rejected and so are not written.
 
 use super::output::{ExportFormat, print, progress_bar};
-use gpumodel_collect::calibrate::dvfs::{self, ClockPlan};
+use gpumodel_collect::calibrate::dvfs;
 use gpumodel_collect::calibrate::{self, CalParams, CalibrationDevice, FakeCalibrationDevice};
+use gpumodel_collect::clocks::{self, ClockPlan};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -31,12 +32,12 @@ pub struct Args {
     /// bandwidth, FP32/FP64/FP16 arithmetic, 64-bit conversions, 32-bit integer arithmetic, special functions).
     #[arg(long, default_value_t = 4096)]
     pub steps: i32,
-    /// Core:memory clock pairs (MHz) at which to measure the DVFS memory constants: `auto` (up to 4
-    /// memory clocks × 3 core clocks the GPU supports; setting clocks needs root), `current` (only the
-    /// clocks the GPU runs at: no clock is set, the DRAM latency and delay fits are skipped), or a list
-    /// such as `1410:1215,1110:1215,810:1215`.
-    #[arg(long, default_value = "auto", value_name = "auto|current|CORE:MEM,...")]
-    pub clock_pairs: String,
+    /// Clock pairs at which to measure the DVFS memory constants: `auto` (up to 4 memory clocks × 3 core
+    /// clocks the GPU supports; setting clocks needs root), `current` (only the clocks the GPU runs at: no
+    /// clock is set, the DRAM latency and delay fits are skipped), or a list such as
+    /// `1410:1215,1110:1215,810:1215` (core:memory MHz), as for `collect --suite --clocks`.
+    #[arg(long, alias = "clock-pairs", default_value = "auto", value_name = "auto|current|CORE:MEM,...")]
+    pub clocks: String,
     /// Replace an existing output file.
     #[arg(long)]
     pub force: bool,
@@ -61,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         anyhow::bail!("--name '{n}': use letters, digits, '-' and '_' only (it becomes the profile's name)");
     }
-    let plan: ClockPlan = args.clock_pairs.parse().map_err(anyhow::Error::msg)?;
+    let plan: ClockPlan = args.clocks.parse().map_err(anyhow::Error::msg)?;
     if let Some(out) = &args.out
         && out.exists()
         && !args.force
@@ -84,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let pairs = match plan {
         ClockPlan::Current => Vec::new(),
-        _ => dvfs::resolve_pairs(&plan, &dev.supported_clocks()?)?,
+        _ => clocks::resolve_pairs(&plan, &dev.supported_clocks()?)?,
     };
     let params = CalParams { repeats: args.repeats, steps: args.steps };
     let total = calibrate::launches(params) + dvfs::launches(pairs.len().max(1), params);

@@ -12,11 +12,12 @@ use std::process::ExitCode;
 /// [`GpuArgs`]).
 #[derive(Debug, clap::Args)]
 pub struct SuiteArgs {
-    /// Clock pairs to sweep, `CORE:MEM` in MHz, comma-separated (e.g. 1410:1215,1095:1215), or `current`.
-    /// Setting clocks needs root; without permission the suite says so and uses the current clocks. At two
-    /// or more pairs the suite also writes utilization profiles, `<out>.profiles.csv`, that `gpumodel train
-    /// --data` fits a clock model on.
-    #[arg(long, default_value = "current", requires = "suite")]
+    /// Clock pairs to run at: `current` (no clock is set), `auto` (up to 4 memory clocks × 3 core clocks
+    /// the GPU supports) or a list such as `1410:1215,1095:1215` (core:memory MHz, as `nvidia-smi -q -d
+    /// SUPPORTED_CLOCKS` lists them). Setting clocks needs root; without permission the suite says so and
+    /// uses the current clocks. At two or more pairs the suite also writes utilization profiles,
+    /// `<out>.profiles.csv`, that `gpumodel train --data` fits a clock model on.
+    #[arg(long, default_value = "current", value_name = "current|auto|CORE:MEM,...", requires = "suite")]
     pub clocks: String,
     /// Run only these suite kernels or patterns (comma-separated; see --list-kernels).
     #[arg(long, value_delimiter = ',', requires = "suite")]
@@ -55,7 +56,7 @@ pub fn run(
     // Options first, hardware after (so a typo never waits for the GPU).
     let plan = Plan {
         kernels: suite::select_kernels(&s.kernels)?,
-        clocks: suite::parse_clocks(&s.clocks)?,
+        clocks: s.clocks.parse().map_err(anyhow::Error::msg)?,
         min_seconds,
         out: out.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT)),
         resume: s.resume,

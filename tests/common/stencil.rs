@@ -3,7 +3,8 @@
 //! `tests/predict_partial.rs`.
 
 use assert_cmd::Command;
-use gpumodel_collect::suite::{ClockPair, FakeSuiteDevice};
+use gpumodel_collect::suite::FakeSuiteDevice;
+use gpumodel_models::timing::Clocks;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -39,5 +40,5 @@ pub const COUNTERS: &[(&str, f64)] = &[
 pub fn true_power() -> f64 {
     let rates: BTreeMap<&str, f64> = COUNTERS.iter().map(|(c, v)| (*c, v / TIME_S)).collect();
     let dev = FakeSuiteDevice::new();
-    dev.true_power(|c| rates.get(c).copied(), ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 })
+    dev.true_power(|c| rates.get(c).copied(), Clocks { core_mhz: 1410.0, mem_mhz: 1215.0 })
 }

@@ -20,17 +20,16 @@
 //! compiled and its driver checks are tested, but its launches and clock changes have not run on hardware
 //! here.
 
-use super::dvfs::{ClockPair, SupportedClocks};
 use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, SOURCE, measured_only};
 use crate::Error;
-use crate::nvml::{ClockCallError, ClockLock, restore_clock_pair, set_clock_pair};
+use crate::clocks::{ClockPair, SupportedClocks};
+use crate::nvml::{ClockCallError, ClockLock, clock_error, restore_clock_pair, set_clock_pair};
 use crate::nvrtc;
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use gpumodel_models::capability::{self, CapabilityFacts};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
-use nvml_wrapper::error::NvmlError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -48,20 +47,6 @@ pub struct CudaCalibrationDevice {
     nvml_index: u32,
     /// How the clocks were changed, if they were (what restoring must undo).
     changed: Option<ClockLock>,
-}
-
-/// An NVML error of a clock call as the collector's error: permission and support get their own.
-fn clock_err(call: &'static str) -> impl Fn(NvmlError) -> Error {
-    move |e| clock_error(call, e, "")
-}
-
-/// [`clock_err`] with `note` appended to the message.
-fn clock_error(call: &'static str, e: NvmlError, note: &str) -> Error {
-    match e {
-        NvmlError::NoPermission => Error::ClockPermission { detail: format!("{call}: {e}{note}") },
-        NvmlError::NotSupported => Error::ClocksUnsupported { detail: format!("{call}: {e}{note}") },
-        e => Error::Nvml { call, message: format!("{e}{note}") },
-    }
 }
 
 /// A failed clock call as the collector's error; a GPU lock that could not be undone on the way is named
@@ -242,16 +227,7 @@ impl CalibrationDevice for CudaCalibrationDevice {
     }
 
     fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
-        let dev = self.nvml_device()?;
-        let mems = dev.supported_memory_clocks().map_err(clock_err("nvmlDeviceGetSupportedMemoryClocks"))?;
-        mems.into_iter()
-            .map(|m| {
-                let g = dev
-                    .supported_graphics_clocks(m)
-                    .map_err(clock_err("nvmlDeviceGetSupportedGraphicsClocks"))?;
-                Ok((m, g))
-            })
-            .collect()
+        crate::nvml::supported_clocks(&self.nvml_device()?)
     }
 
     fn set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {

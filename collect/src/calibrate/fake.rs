@@ -2,9 +2,9 @@
 //! constants would give, plus a fixed timing overhead and deterministic noise, so the estimators can be
 //! checked against constants the test chose.
 
-use super::dvfs::{ClockPair, SupportedClocks};
 use super::{CalLaunch, CalibrationDevice, DeviceFacts};
 use crate::Error;
+use crate::clocks::{ClockPair, SupportedClocks};
 use gpumodel_models::arch::ArchProfile;
 
 /// The constants the fake GPU has (core cycles; the L2 bandwidth in GB/s; the shared bandwidth in bytes

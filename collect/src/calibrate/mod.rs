@@ -13,7 +13,7 @@
 //! pairs and read the clocks (NVML). Everything else — chains, estimators, fits, the profile — is above it
 //! and runs on the fake GPU in tests.
 //!
-//! **The run.** `gpumodel calibrate` first sweeps the clock pairs (`--clock-pairs auto` takes up to four
+//! **The run.** `gpumodel calibrate` first sweeps the clock pairs (`--clocks auto` takes up to four
 //! supported memory clocks × three core clocks; setting them needs root; `current` sets nothing and
 //! measures once at the clocks the GPU runs at): at each pair a page-stride DRAM pointer chase, an L2-hit
 //! chase, and DRAM and L2 streams over the whole grid, each repeated `--repeats` times (median and
@@ -34,7 +34,7 @@
 //! `cost_sfu` have a looked-up value too, the Programming Guide's rates ([`LOOKED_UP_UNLESS_MEASURED`]):
 //! the measurement replaces it, and when their kernel gives no usable cycle count the profile keeps it and
 //! the report lists it as looked up, with why; any other failed measurement stops the run and writes
-//! nothing. A DVFS fit that is rejected (e.g. `--clock-pairs current`)
+//! nothing. A DVFS fit that is rejected (e.g. `--clocks current`)
 //! leaves its constants out of the profile — the `[dvfs_memory]` table is written only whole — and the
 //! model falls back to `cyc_load` and `in_warp_delay` fixed in memory-clock time. [`CalibrateReport`] says
 //! all of this, with the clock pairs, in the command's output, and every written constant cites how and
@@ -221,12 +221,12 @@ pub trait CalibrationDevice {
     /// measured with CUDA events recorded around it on the same stream.
     fn run_timed(&mut self, launch: &CalLaunch, blocks: u32) -> Result<f64, Error>;
     /// The clocks the GPU supports: (memory MHz, graphics clocks allowed with it). A device that cannot
-    /// list them says so, and only `--clock-pairs current` works on it.
-    fn supported_clocks(&self) -> Result<dvfs::SupportedClocks, Error> {
+    /// list them says so, and only `--clocks current` works on it.
+    fn supported_clocks(&self) -> Result<crate::clocks::SupportedClocks, Error> {
         Err(Error::ClocksUnsupported { detail: "this device cannot list its supported clocks".into() })
     }
     /// Sets the core and memory clocks until [`CalibrationDevice::restore_clocks`].
-    fn set_clocks(&mut self, pair: dvfs::ClockPair) -> Result<(), Error> {
+    fn set_clocks(&mut self, pair: crate::clocks::ClockPair) -> Result<(), Error> {
         Err(Error::ClocksUnsupported { detail: format!("this device cannot set clocks {pair}") })
     }
     /// Puts back the clocks as they were before the first [`CalibrationDevice::set_clocks`] (nothing to
@@ -235,7 +235,7 @@ pub trait CalibrationDevice {
         Ok(())
     }
     /// The clocks the GPU runs at now, when the device can read them.
-    fn clocks_now(&self) -> Option<dvfs::ClockPair> {
+    fn clocks_now(&self) -> Option<crate::clocks::ClockPair> {
         None
     }
 }

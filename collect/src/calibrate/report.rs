@@ -32,7 +32,7 @@ pub struct CalibrateReport {
     /// Constants measured on this GPU now, at its current clocks (median and spread over the repetitions).
     pub measured: Vec<Estimate>,
     /// What was measured at each clock pair of the DVFS sweep (one row at the current clocks under
-    /// `--clock-pairs current`).
+    /// `--clocks current`).
     pub clock_pairs: Vec<PairPoint>,
     /// The DVFS memory constants fitted from them and written to the profile.
     pub dvfs_constants: Vec<Fitted>,

@@ -206,10 +206,11 @@ fn stores_never_touch_a_chase_chain() {
 
 // --- the DVFS sweep and its fits ---
 
-use super::dvfs::{self, ClockPair, ClockPlan, PairPoint};
+use super::dvfs::{self, PairPoint};
+use crate::clocks::{self, ClockPair, ClockPlan};
 
 fn auto_pairs(dev: &FakeCalibrationDevice) -> Vec<ClockPair> {
-    dvfs::resolve_pairs(&ClockPlan::Auto, &dev.supported_clocks().unwrap()).unwrap()
+    clocks::resolve_pairs(&ClockPlan::Auto, &dev.supported_clocks().unwrap()).unwrap()
 }
 
 fn value(fit: &dvfs::DvfsFit, field: &str) -> f64 {
@@ -322,7 +323,7 @@ fn at_the_current_clocks_only_the_dram_fits_are_rejected_with_what_to_pass() {
         "{:?}",
         fit.rejected
     );
-    assert!(fit.rejected[0].1.contains("--clock-pairs auto"));
+    assert!(fit.rejected[0].1.contains("--clocks auto"));
     // What needs no clock change is still written: the ceiling, as a lower bound.
     let names: Vec<&str> = fit.constants.iter().map(|c| c.field).collect();
     assert_eq!(names, ["l2_dram_bytes_per_core_cycle"]);
@@ -366,7 +367,7 @@ fn clocks_that_need_root_give_the_one_line_remedy() {
         .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::ClockPermission { .. }), "{msg}");
-    assert!(msg.contains("needs root") && msg.contains("--clock-pairs current"), "{msg}");
+    assert!(msg.contains("needs root") && msg.contains("--clocks current"), "{msg}");
     assert_eq!(msg.lines().count(), 1);
     assert_eq!(dev.launches, 0, "nothing ran");
 }
@@ -382,7 +383,7 @@ fn clock_pair_lists_parse_and_bad_ones_say_the_syntax() {
     );
     for bad in ["1410", "a:b", "", ",", "0:1215", "1410:1215:3", "1410;1215", "-5:100"] {
         let e = bad.parse::<ClockPlan>().unwrap_err();
-        assert!(e.contains("--clock-pairs") && e.contains("1410:1215,1110:1215"), "{bad}: {e}");
+        assert!(e.contains("--clocks") && e.contains("1410:1215,1110:1215"), "{bad}: {e}");
         assert_eq!(e.lines().count(), 1);
     }
 }
@@ -391,13 +392,13 @@ fn clock_pair_lists_parse_and_bad_ones_say_the_syntax() {
 fn a_pair_the_gpu_does_not_support_is_an_error_naming_what_it_supports() {
     let dev = FakeCalibrationDevice::new(TRUTH);
     let sup = dev.supported_clocks().unwrap();
-    let list = |s: &str| dvfs::resolve_pairs(&s.parse().unwrap(), &sup);
+    let list = |s: &str| clocks::resolve_pairs(&s.parse().unwrap(), &sup);
     assert_eq!(list("1410:1215,510:800").unwrap().len(), 2);
     let e = list("1410:1215,1400:1215").unwrap_err().to_string();
     assert!(e.contains("core clock of 1400 MHz with memory at 1215 MHz") && e.contains("1410"), "{e}");
     let e = list("1410:999").unwrap_err().to_string();
     assert!(e.contains("memory clock of 999 MHz") && e.contains("1215, 1107"), "{e}");
-    assert_eq!(dvfs::resolve_pairs(&ClockPlan::Current, &sup).unwrap(), []);
+    assert_eq!(clocks::resolve_pairs(&ClockPlan::Current, &sup).unwrap(), []);
 }
 
 /// Fits whose slope or intercept come out negative do not follow the form: rejected, not written.

@@ -634,7 +634,7 @@ fn clock_rows(rows: &mut Rows, n: &NvmlFacts) {
             "clocks_supported",
             Status::Degraded,
             format!("this GPU does not list its clocks (nvmlDeviceGetSupportedMemoryClocks); {now}"),
-            Some("sweeps can use the current clocks only: pass --clocks current (suite) / --clock-pairs current (calibrate)".into()),
+            Some("sweeps can use the current clocks only: pass --clocks current to collect --suite and calibrate".into()),
         );
     } else {
         let mems: Vec<String> = c.supported_mem_mhz.iter().map(u32::to_string).collect();

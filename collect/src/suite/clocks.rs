@@ -7,8 +7,9 @@
 //! were the defaults), or resets the locks. [`run_suite`](super::run_suite) puts them back after the sweep
 //! and after an error in it; dropping [`NvmlClocks`] does it too (a panic unwinding).
 
-use super::{ClockOutcome, ClockPair};
+use super::ClockOutcome;
 use crate::Error;
+use crate::clocks::{ClockPair, SupportedClocks};
 use crate::nvml::{ClockCallError, ClockLock, restore_clock_pair, set_clock_pair};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::error::NvmlError;
@@ -51,7 +52,7 @@ impl NvmlClocks {
     /// [`ClockOutcome::Refused`] with its reason; what an earlier pair changed stays recorded for
     /// [`NvmlClocks::reset`].
     pub fn set(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
-        let r = set_clock_pair(&mut self.device()?, pair.core_mhz as u32, pair.mem_mhz as u32, self.lock);
+        let r = set_clock_pair(&mut self.device()?, pair.core_mhz, pair.mem_mhz, self.lock);
         match r {
             Ok(lock) => {
                 self.lock = Some(lock);
@@ -65,6 +66,11 @@ impl NvmlClocks {
                 }
             }
         }
+    }
+
+    /// The clocks the GPU supports (read-only).
+    pub fn supported(&self) -> Result<SupportedClocks, Error> {
+        crate::nvml::supported_clocks(&self.device()?)
     }
 
     /// Puts back what [`NvmlClocks::set`] changed (nothing when it changed nothing). The restoring calls

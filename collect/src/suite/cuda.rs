@@ -9,8 +9,9 @@
 //! Written against cudarc 0.19.10 and nvml-wrapper 0.13; our machines have no GPU, so this path is
 //! compiled and its driver checks are tested, but its launches have not run on hardware here.
 
-use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, NvmlClocks, Peaks, SuiteDevice, SuiteKernel};
+use super::{ClockOutcome, GpuInfo, Measurement, NvmlClocks, Peaks, SuiteDevice, SuiteKernel};
 use crate::Error;
+use crate::clocks::{ClockPair, SupportedClocks};
 use crate::counters::CounterSource;
 use crate::nvml::NvmlPower;
 use crate::nvrtc;
@@ -18,6 +19,7 @@ use crate::sampler::{Clock, Event, spawn_counters, spawn_power};
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use gpumodel_models::stats::OverlapMean;
+use gpumodel_models::timing::Clocks;
 use nvml_wrapper::Nvml;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -64,7 +66,7 @@ pub(crate) const BLOCKS_PER_SM: u32 = 4;
 /// GDDR6X); FP32 and FP64 warp instructions per SM and cycle = the SM's lanes ÷ 32 (CUDA C Programming
 /// Guide, "Arithmetic Instructions" throughput table); resident warps per SM ("Technical Specifications"
 /// table). `None` for a capability not in those tables.
-pub fn peaks_for(cc: (u32, u32), sm_count: u32, bus_bits: u32, clocks: ClockPair) -> Option<Peaks> {
+pub fn peaks_for(cc: (u32, u32), sm_count: u32, bus_bits: u32, clocks: Clocks) -> Option<Peaks> {
     let (fp32_lanes, fp64_lanes, warps) = match cc {
         (6, 0) => (64.0, 32.0, 64.0),
         (6, 1) | (6, 2) => (128.0, 4.0, 64.0),
@@ -208,6 +210,10 @@ impl SuiteDevice for CudaSuiteDevice {
     /// Through [`NvmlClocks`]: application clocks first (data-center GPUs); where those are not
     /// supported (GeForce), locked clocks (Volta and newer), the core and the memory clock each locked to
     /// the pair's value.
+    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
+        self.clocks.supported()
+    }
+
     fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
         self.clocks.set(pair)
     }
@@ -216,7 +222,7 @@ impl SuiteDevice for CudaSuiteDevice {
         self.clocks.reset()
     }
 
-    fn peaks(&self, clocks: ClockPair) -> Option<Peaks> {
+    fn peaks(&self, clocks: Clocks) -> Option<Peaks> {
         peaks_for(self.info.compute_capability?, self.sm_count, self.bus_bits, clocks)
     }
 
@@ -281,7 +287,7 @@ impl SuiteDevice for CudaSuiteDevice {
             launches,
             power_w: mean(&watts),
             power_samples: watts.len(),
-            clocks: ClockPair { core_mhz: mean(&core), mem_mhz: mean(&mem) },
+            clocks: Clocks { core_mhz: mean(&core), mem_mhz: mean(&mem) },
             counter_rates,
         })
     }
@@ -403,12 +409,12 @@ mod tests {
     /// FP32 (108 SMs × 64 lanes × 2 flops per FMA × 1410 MHz), i.e. 9.75 T FP32 thread results per second.
     #[test]
     fn peaks_match_the_a100s_data_sheet() {
-        let p = peaks_for((8, 0), 108, 5120, ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 }).unwrap();
+        let p = peaks_for((8, 0), 108, 5120, Clocks { core_mhz: 1410.0, mem_mhz: 1215.0 }).unwrap();
         assert!((p.dram_bytes_per_s / 1e9 - 1555.2).abs() < 0.1, "{p:?}");
         assert!((p.fp32_per_s * 32.0 * 2.0 / 1e12 - 19.49).abs() < 0.01, "{p:?}");
         assert!((p.fp64_per_s * 32.0 * 2.0 / 1e12 - 9.75).abs() < 0.01, "{p:?}");
         assert_eq!(p.max_warps_per_sm, 64.0);
-        assert!(peaks_for((5, 2), 108, 5120, ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 }).is_none());
+        assert!(peaks_for((5, 2), 108, 5120, Clocks { core_mhz: 1410.0, mem_mhz: 1215.0 }).is_none());
     }
 
     fn power(t_s: f64, w: f64) -> Event {

@@ -1,50 +1,12 @@
 //! The GPU as the suite sees it: the [`SuiteDevice`] trait, what it reports and measures, and the clock
-//! pairs it is asked to run at (`--clocks`).
+//! clocks it runs at.
 
 use super::SuiteKernel;
 use crate::Error;
+use crate::clocks::{ClockPair, SupportedClocks};
+use gpumodel_models::timing::Clocks;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// A core/memory clock pair, MHz.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ClockPair {
-    pub core_mhz: f64,
-    pub mem_mhz: f64,
-}
-
-impl ClockPair {
-    /// The label written in the table's `clocks` column (`1410/1215`).
-    pub fn label(&self) -> String {
-        format!("{}/{}", self.core_mhz, self.mem_mhz)
-    }
-}
-
-/// Parses `--clocks`: `current`, or a comma-separated list of `CORE:MEM` pairs in MHz.
-pub fn parse_clocks(spec: &str) -> Result<Vec<Option<ClockPair>>, Error> {
-    let bad = |what: &str| {
-        Error::Invalid(format!(
-            "--clocks '{spec}': {what}; use `current` or pairs like 1410:1215,1095:1215 (core:memory MHz)"
-        ))
-    };
-    let mut out = Vec::new();
-    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        if part.eq_ignore_ascii_case("current") {
-            out.push(None);
-            continue;
-        }
-        let (c, m) = part.split_once(':').ok_or_else(|| bad(&format!("'{part}' is not CORE:MEM")))?;
-        let parse = |s: &str| s.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0);
-        match (parse(c), parse(m)) {
-            (Some(core_mhz), Some(mem_mhz)) => out.push(Some(ClockPair { core_mhz, mem_mhz })),
-            _ => return Err(bad(&format!("'{part}' does not hold two clocks > 0"))),
-        }
-    }
-    if out.is_empty() {
-        return Err(bad("no clocks given"));
-    }
-    Ok(out)
-}
 
 /// What the GPU is, for the table's metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,7 +35,7 @@ pub struct Measurement {
     /// Power samples averaged.
     pub power_samples: usize,
     /// Mean core and memory clock seen during the run, MHz.
-    pub clocks: ClockPair,
+    pub clocks: Clocks,
     /// Canonical counter rates (events per second of the run).
     pub counter_rates: BTreeMap<String, f64>,
 }
@@ -105,13 +67,18 @@ pub enum ClockOutcome {
 pub trait SuiteDevice {
     /// The GPU, for the metadata.
     fn info(&self) -> GpuInfo;
+    /// The clocks the GPU supports (what `--clocks auto` spreads over and a list is checked against); a
+    /// device that cannot list them says so.
+    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
+        Err(Error::ClocksUnsupported { detail: "this device cannot list its supported clocks".into() })
+    }
     /// Sets application / locked clocks.
     fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error>;
     /// Returns the clocks to the driver's defaults.
     fn reset_clocks(&mut self) -> Result<(), Error>;
     /// The board's peaks at `clocks`; `None` when they are not known (then no utilization profiles are
     /// written).
-    fn peaks(&self, _clocks: ClockPair) -> Option<Peaks> {
+    fn peaks(&self, _clocks: Clocks) -> Option<Peaks> {
         None
     }
     /// Runs `kernel` repeatedly for at least `min_seconds` while sampling power and counters.

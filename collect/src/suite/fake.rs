@@ -2,10 +2,12 @@
 //! every call (to check ordering and clock sweeping), and hooks to refuse clock changes, to "press Ctrl-C"
 //! after some runs, or to fail a kernel.
 
-use super::{ClockOutcome, ClockPair, GpuInfo, Measurement, Peaks, SuiteDevice, SuiteKernel};
+use super::{ClockOutcome, GpuInfo, Measurement, Peaks, SuiteDevice, SuiteKernel};
 use crate::Error;
+use crate::clocks::{ClockPair, SupportedClocks};
 use gpumodel_models::power_inputs::{self, POWER_INPUTS};
 use gpumodel_models::profile::Launch;
+use gpumodel_models::timing::Clocks;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,8 +44,8 @@ pub struct Work {
 pub struct FakeSuiteDevice {
     pub info: GpuInfo,
     /// Default clocks (what "current" means before any change).
-    pub default_clocks: ClockPair,
-    current: ClockPair,
+    pub default_clocks: Clocks,
+    current: Clocks,
     /// Whether set_clocks succeeds (false = no permission, as for a non-root user).
     pub clocks_allowed: bool,
     /// Every call, in order: `set 1410/1215`, `run global_load_s1`, `reset`.
@@ -57,13 +59,17 @@ pub struct FakeSuiteDevice {
     /// Peak DRAM bandwidth at the default memory clock, bytes/s (scaled to the scripted counter rates,
     /// so that the suite's DRAM kernels are partly memory-bound).
     pub dram_bytes_per_s: f64,
+    /// The clocks it supports: memory 1215, 1000, 900 and 800 MHz, each with core clocks 210–1410 MHz in
+    /// 15 MHz steps (an A100's core clock table; the lower memory clocks are scripted, for sweeps over
+    /// pairs).
+    pub supported: SupportedClocks,
     runs: usize,
 }
 
 impl FakeSuiteDevice {
     /// A fake "NVIDIA A100-SXM4-40GB" at 1410/1215 MHz, clock control allowed.
     pub fn new() -> FakeSuiteDevice {
-        let default_clocks = ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 };
+        let default_clocks = Clocks { core_mhz: 1410.0, mem_mhz: 1215.0 };
         FakeSuiteDevice {
             info: GpuInfo {
                 name: "NVIDIA A100-SXM4-40GB (fake)".into(),
@@ -80,6 +86,10 @@ impl FakeSuiteDevice {
             fail_on: None,
             idle_w: 55.0,
             dram_bytes_per_s: 2.0e9,
+            supported: [1215, 1000, 900, 800]
+                .into_iter()
+                .map(|m| (m, (210..=1410).step_by(15).collect()))
+                .collect(),
             runs: 0,
         }
     }
@@ -101,7 +111,7 @@ impl FakeSuiteDevice {
 
     /// The scripted GPU's true power at `clocks` for a kernel whose canonical counter rates (events per
     /// second) are `rate`: the law every journey test checks against.
-    pub fn true_power(&self, rate: impl Fn(&str) -> Option<f64>, clocks: ClockPair) -> f64 {
+    pub fn true_power(&self, rate: impl Fn(&str) -> Option<f64>, clocks: Clocks) -> f64 {
         let f = clocks.core_mhz / self.default_clocks.core_mhz;
         let m = clocks.mem_mhz / self.default_clocks.mem_mhz;
         let values = power_inputs::values(rate);
@@ -114,32 +124,32 @@ impl FakeSuiteDevice {
     }
 
     /// The time law: seconds of one launch of `work` at `clocks`.
-    pub fn true_time(&self, work: &Work, clocks: ClockPair) -> f64 {
+    pub fn true_time(&self, work: &Work, clocks: Clocks) -> f64 {
         let compute = work.core_cycles / (clocks.core_mhz * 1e6);
         let memory = work.dram_bytes / self.peaks(clocks).dram_bytes_per_s;
         compute.max(memory) + Self::LAUNCH_LATENCY_S
     }
 
     /// Counter rates (events per second) of `work` at `clocks`: its totals over [`Self::true_time`].
-    pub fn work_rates(&self, work: &Work, clocks: ClockPair) -> BTreeMap<String, f64> {
+    pub fn work_rates(&self, work: &Work, clocks: Clocks) -> BTreeMap<String, f64> {
         let t = self.true_time(work, clocks);
         work.counters.iter().map(|(c, n)| (c.clone(), n / t)).collect()
     }
 
     /// Power of `work` at `clocks`, W: [`Self::true_power`] on [`Self::work_rates`].
-    pub fn work_power(&self, work: &Work, clocks: ClockPair) -> f64 {
+    pub fn work_power(&self, work: &Work, clocks: Clocks) -> f64 {
         let rates = self.work_rates(work, clocks);
         self.true_power(|c| rates.get(c).copied(), clocks)
     }
 
     /// Energy of one launch of `work` at `clocks`, J: power × time.
-    pub fn true_energy(&self, work: &Work, clocks: ClockPair) -> f64 {
+    pub fn true_energy(&self, work: &Work, clocks: Clocks) -> f64 {
         self.work_power(work, clocks) * self.true_time(work, clocks)
     }
 
     /// The board's peaks at `clocks` (the same as [`SuiteDevice::peaks`]): DRAM bandwidth ∝ the memory
     /// clock, FP32 / FP64 issue ∝ the core clock, 64 warps per SM.
-    pub fn peaks(&self, clocks: ClockPair) -> Peaks {
+    pub fn peaks(&self, clocks: Clocks) -> Peaks {
         Peaks {
             dram_bytes_per_s: self.dram_bytes_per_s * clocks.mem_mhz / self.default_clocks.mem_mhz,
             fp32_per_s: Self::FP32_PER_CYCLE * clocks.core_mhz * 1e6,
@@ -214,7 +224,7 @@ impl FakeSuiteDevice {
     }
 
     /// The rates the fake GPU produces for `kernel` at `clocks`: [`Self::work_rates`] of its [`Self::work`].
-    pub fn rates(&self, kernel: &SuiteKernel, clocks: ClockPair) -> BTreeMap<String, f64> {
+    pub fn rates(&self, kernel: &SuiteKernel, clocks: Clocks) -> BTreeMap<String, f64> {
         self.work_rates(&self.work(kernel), clocks)
     }
 }
@@ -230,6 +240,10 @@ impl SuiteDevice for FakeSuiteDevice {
         self.info.clone()
     }
 
+    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
+        Ok(self.supported.clone())
+    }
+
     fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
         self.log.push(format!("set {}", pair.label()));
         if !self.clocks_allowed {
@@ -237,11 +251,11 @@ impl SuiteDevice for FakeSuiteDevice {
                 "NVML: insufficient permissions; run as root or `nvidia-smi -acp UNRESTRICTED`".into(),
             ));
         }
-        self.current = pair;
+        self.current = pair.clocks();
         Ok(ClockOutcome::Applied)
     }
 
-    fn peaks(&self, clocks: ClockPair) -> Option<Peaks> {
+    fn peaks(&self, clocks: Clocks) -> Option<Peaks> {
         Some(FakeSuiteDevice::peaks(self, clocks))
     }
 

@@ -27,7 +27,7 @@ mod table;
 
 pub use catalogue::{BUFFER_ELEMS, ENTRIES, Entry, SOURCE, SuiteKernel, kernels, select_kernels};
 pub use clocks::NvmlClocks;
-pub use device::{ClockOutcome, ClockPair, GpuInfo, Measurement, Peaks, SuiteDevice, parse_clocks};
+pub use device::{ClockOutcome, GpuInfo, Measurement, Peaks, SuiteDevice};
 pub use fake::{FakeSuiteDevice, Work};
 pub use ptx::{LANE_DEPENDENT_BRANCH, ptx_function, ptx_has};
 pub use runner::{Plan, Progress, Summary, run_suite};

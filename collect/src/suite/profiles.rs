@@ -22,11 +22,12 @@
 //! The file is written whole from the table on disk (resumed rows included) once a run finishes, through a
 //! temporary file and a rename: an interrupted or failed run leaves none, and a resumed run rewrites it.
 
+use super::Peaks;
 use super::catalogue::kernels;
 use super::cuda::{BLOCKS_PER_SM, WARPS_PER_BLOCK};
-use super::{ClockPair, Peaks};
 use crate::Error;
 use gpumodel_models::table::format_number;
+use gpumodel_models::timing::Clocks;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -92,7 +93,7 @@ pub enum ProfilesOutcome {
 pub fn write_profiles(
     out: &Path,
     gpu: &str,
-    peaks: &dyn Fn(ClockPair) -> Option<Peaks>,
+    peaks: &dyn Fn(Clocks) -> Option<Peaks>,
 ) -> Result<ProfilesOutcome, Error> {
     let path = profiles_path(out);
     let text = std::fs::read_to_string(out).map_err(|e| Error::io(out, e))?;
@@ -132,7 +133,7 @@ pub fn write_profiles(
             })
         };
         let kernel = r.get(idx[0]).unwrap_or("");
-        let clocks = ClockPair { core_mhz: num(3)?, mem_mhz: num(4)? };
+        let clocks = Clocks { core_mhz: num(3)?, mem_mhz: num(4)? };
         let Some(p) = peaks(clocks) else { return clear(ProfilesOutcome::NoPeaks) };
         let [smact, smocc, drama, fp32a, fp64a] = fields(num(2)?, num(7)?, num(8)?, num(9)?, &p);
         let benchmark = catalogue.iter().find(|k| k.name == kernel).map_or(kernel, |k| k.entry.as_str());

@@ -3,8 +3,9 @@
 
 use super::profiles::ProfilesOutcome;
 use super::table::{self, SuiteMetadata, feature_set_path, feature_set_toml, read_done};
-use super::{ClockOutcome, ClockPair, SuiteDevice, SuiteKernel};
+use super::{ClockOutcome, SuiteDevice, SuiteKernel};
 use crate::Error;
+use crate::clocks::{ClockPair, ClockPlan, resolve_pairs};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,8 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub kernels: Vec<SuiteKernel>,
-    /// Clock pairs to sweep; `None` means the current clocks.
-    pub clocks: Vec<Option<ClockPair>>,
+    /// Clock pairs to sweep (`--clocks`): the current clocks, a list, or `auto` (spread over what the GPU
+    /// supports).
+    pub clocks: ClockPlan,
     /// Minimum measured duration per kernel × clock pair, seconds.
     pub min_seconds: f64,
     /// The training table (CSV); the metadata goes beside it as `<out>.json`.
@@ -50,6 +52,21 @@ pub struct Summary {
     pub profiles: Option<PathBuf>,
 }
 
+/// The clock pairs a plan runs at on `dev` (`None`: the current clocks, nothing set). A list is checked
+/// against the clocks the GPU supports where it can list them (else a pair it refuses runs at the current
+/// clocks, with a warning); `auto` needs that list.
+fn requests(plan: &ClockPlan, dev: &dyn SuiteDevice) -> Result<Vec<Option<ClockPair>>, Error> {
+    let pairs = match plan {
+        ClockPlan::Current => return Ok(vec![None]),
+        ClockPlan::List(pairs) => match dev.supported_clocks() {
+            Ok(supported) => resolve_pairs(plan, &supported)?,
+            Err(_) => pairs.clone(),
+        },
+        ClockPlan::Auto => resolve_pairs(plan, &dev.supported_clocks()?)?,
+    };
+    Ok(pairs.into_iter().map(Some).collect())
+}
+
 /// Runs the suite: for each clock pair (outer loop, since clock changes are slow), each kernel; one row
 /// per run, flushed at once. `stop` is checked before every run (set it from a Ctrl-C handler).
 pub fn run_suite(
@@ -64,7 +81,8 @@ pub fn run_suite(
             plan.min_seconds
         )));
     }
-    if plan.kernels.is_empty() || plan.clocks.is_empty() {
+    let requests = requests(&plan.clocks, dev)?;
+    if plan.kernels.is_empty() || requests.is_empty() {
         return Err(Error::Invalid("nothing to run: no kernels or no clocks selected".into()));
     }
     let done = if plan.out.exists() {
@@ -88,10 +106,10 @@ pub fn run_suite(
         return Err(Error::io(&profiles, e));
     }
     let mut writer = table::RowWriter::open(&plan.out, done.is_empty() && !plan.out.exists())?;
-    let mut meta = SuiteMetadata::new(&info, plan);
+    let mut meta = SuiteMetadata::new(&info, plan, &requests);
     meta.write(&plan.out)?;
 
-    let total = plan.kernels.len() * plan.clocks.len();
+    let total = plan.kernels.len() * requests.len();
     let mut summary = Summary {
         rows_written: 0,
         rows_kept: done.len(),
@@ -106,7 +124,7 @@ pub fn run_suite(
     let swept = (|| -> Result<(), Error> {
         let mut clock_control = true;
         let mut seen_labels: Vec<String> = Vec::new();
-        'clocks: for req in &plan.clocks {
+        'clocks: for req in &requests {
             let mut req = if clock_control { *req } else { None };
             if let Some(pair) = req {
                 let pending = plan.kernels.iter().any(|k| !done.contains(&(k.name.clone(), pair.label())));

@@ -3,8 +3,9 @@
 //! power model's inputs ([`gpumodel_models::power_inputs`]) as rates), written
 //! one flushed row at a time, and its JSON metadata sidecar (`<out>.json`: GPU name, chip, driver, kernels).
 
-use super::{ClockPair, GpuInfo, Measurement, Plan, SuiteKernel};
+use super::{GpuInfo, Measurement, Plan, SuiteKernel};
 use crate::Error;
+use crate::clocks::ClockPair;
 use gpumodel_models::power_inputs::{self, POWER_INPUTS};
 use gpumodel_models::profile::MODEL_INPUTS;
 use gpumodel_models::table::format_number;
@@ -166,12 +167,12 @@ pub struct SuiteMetadata {
 }
 
 impl SuiteMetadata {
-    pub(crate) fn new(gpu: &GpuInfo, plan: &Plan) -> SuiteMetadata {
+    pub(crate) fn new(gpu: &GpuInfo, plan: &Plan, clocks: &[Option<ClockPair>]) -> SuiteMetadata {
         SuiteMetadata {
             format: "gpumodel-suite/1",
             gpu: gpu.clone(),
             min_seconds: plan.min_seconds,
-            clocks_requested: plan.clocks.clone(),
+            clocks_requested: clocks.to_vec(),
             kernels: plan
                 .kernels
                 .iter()

@@ -1,4 +1,5 @@
 use super::*;
+use crate::clocks::{ClockPair, ClockPlan};
 use crate::nvrtc;
 use gpumodel_models::Table;
 use gpumodel_models::profile::CANONICAL_COUNTERS;
@@ -116,7 +117,7 @@ fn plan(dir: &Path, clocks: &str, kernels: &[&str]) -> Plan {
     let filter: Vec<String> = kernels.iter().map(|s| s.to_string()).collect();
     Plan {
         kernels: select_kernels(&filter).unwrap(),
-        clocks: parse_clocks(clocks).unwrap(),
+        clocks: clocks.parse().unwrap(),
         min_seconds: 1.0,
         out: dir.join("suite.csv"),
         resume: false,
@@ -208,7 +209,7 @@ fn an_interrupted_run_keeps_its_rows_and_resume_finishes_without_duplicates() {
     let mut dev = FakeSuiteDevice::new();
     dev.stop_after = Some((3, stop.clone()));
     let mut p = plan(dir.path(), "1410:1215,1095:1215", &["fp32_fma", "sfu_full"]);
-    let total = p.kernels.len() * p.clocks.len();
+    let total = p.kernels.len() * 2;
     assert_eq!(total, 8);
     let s = run_suite(&mut dev, &p, &stop, &mut |_| {}).unwrap();
     assert!(s.interrupted);
@@ -283,13 +284,11 @@ fn a_foreign_csv_is_not_resumed() {
 
 #[test]
 fn clocks_and_kernel_filters_are_checked() {
-    assert_eq!(parse_clocks("current").unwrap(), vec![None]);
-    assert_eq!(
-        parse_clocks("1410:1215").unwrap(),
-        vec![Some(ClockPair { core_mhz: 1410.0, mem_mhz: 1215.0 })]
-    );
-    for bad in ["", "1410", "fast:1215", "-5:1215"] {
-        let msg = parse_clocks(bad).unwrap_err().to_string();
+    assert_eq!("current".parse(), Ok(ClockPlan::Current));
+    assert_eq!("auto".parse(), Ok(ClockPlan::Auto));
+    assert_eq!("1410:1215".parse(), Ok(ClockPlan::List(vec![ClockPair { core_mhz: 1410, mem_mhz: 1215 }])));
+    for bad in ["", "1410", "fast:1215", "-5:1215", "1410.5:1215"] {
+        let msg = bad.parse::<ClockPlan>().unwrap_err();
         assert!(msg.contains("--clocks") && msg.contains("1410:1215"), "{bad}: {msg}");
     }
     assert_eq!(select_kernels(&["shared_conflict".into()]).unwrap().len(), 6);
@@ -298,18 +297,6 @@ fn clocks_and_kernel_filters_are_checked() {
     let p = Plan { min_seconds: 0.0, ..plan(Path::new("/nonexistent"), "current", &["idle"]) };
     let msg = run_suite(&mut FakeSuiteDevice::new(), &p, &AtomicBool::new(false), &mut |_| {}).unwrap_err();
     assert!(msg.to_string().contains("--min-seconds"), "{msg}");
-}
-
-/// "current" after a clock pair means the driver's defaults again, so the clocks are reset first.
-#[test]
-fn current_after_a_pair_resets_the_clocks_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut dev = FakeSuiteDevice::new();
-    let p = plan(dir.path(), "900:1215,current", &["idle_sleep"]);
-    run_suite(&mut dev, &p, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(dev.log, ["set 900/1215", "run idle_sleep", "reset", "run idle_sleep"]);
-    let t = Table::read_csv(&p.out, "kernel").unwrap();
-    assert_eq!(t.distinct_values("core_mhz"), vec![900.0, 1410.0]);
 }
 
 /// A shared GPU's clocks are not ours to change: the suite at the current clocks (`current`, the default
@@ -321,7 +308,7 @@ fn the_suite_at_the_current_clocks_never_calls_the_clock_setters() {
     let mut dev = FakeSuiteDevice::new();
     assert!(dev.clocks_allowed, "a GPU that would accept a clock change, so that none may hide");
     let mut p = Plan { min_seconds: 0.01, ..plan(dir.path(), "current", &[]) };
-    assert_eq!(p.clocks, [None], "`current` is no clock pair");
+    assert_eq!(p.clocks, ClockPlan::Current, "`current` is no clock pair");
     let stop = Arc::new(AtomicBool::new(false));
     dev.stop_after = Some((5, stop.clone()));
     let first = run_suite(&mut dev, &p, &stop, &mut |_| {}).unwrap();
@@ -492,4 +479,31 @@ fn profiles_come_only_from_a_finished_run_over_two_or_more_pairs() {
     dev.fail_on = Some("sfu_full".into());
     assert!(run_suite(&mut dev, &p3, &AtomicBool::new(false), &mut |_| {}).is_err());
     assert!(!profiles::profiles_path(&p3.out).exists());
+}
+
+/// `--clocks auto` spreads over the clocks the GPU lists (the same plan as calibrate's): 4 memory clocks ×
+/// 3 core clocks on the scripted GPU, the extremes included; a listed pair the GPU does not support is one
+/// error naming what it supports, before any clock is set or row written.
+#[test]
+fn auto_clocks_spread_over_the_supported_ones_and_an_unsupported_pair_is_refused_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = FakeSuiteDevice::new();
+    let p = Plan { min_seconds: 0.001, ..plan(dir.path(), "auto", &["idle"]) };
+    let s = run_suite(&mut dev, &p, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(s.rows_written, 12, "{s:?}");
+    let sets: Vec<&str> = dev.log.iter().filter_map(|c| c.strip_prefix("set ")).collect();
+    assert_eq!(sets.len(), 12, "{:?}", dev.log);
+    for m in [1215, 1000, 900, 800] {
+        for c in [1410, 810, 210] {
+            assert!(sets.contains(&format!("{c}/{m}").as_str()), "{c}/{m} not in {sets:?}");
+        }
+    }
+    assert_eq!(dev.log.last().map(String::as_str), Some("reset"), "the clocks are put back");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = FakeSuiteDevice::new();
+    let p = plan(dir.path(), "1410:1215,1407:1215", &["idle"]);
+    let e = run_suite(&mut dev, &p, &AtomicBool::new(false), &mut |_| {}).unwrap_err().to_string();
+    assert!(e.contains("--clocks 1407:1215") && e.contains("supported there include"), "{e}");
+    assert!(dev.log.is_empty() && !p.out.exists(), "{:?}", dev.log);
 }
