@@ -74,6 +74,54 @@ fn the_model_split_gives_the_memory_bound_process_more_than_the_ratio_and_conser
     assert!((d11 + d12 + un + 120.0 - 260.0).abs() < 1e-9, "{text}");
 }
 
+/// A GPU in MIG mode, replayed: an idle second (70 W), then a 3g and a 4g instance busy for a second,
+/// the 3g one twice as active by its own GPM (0.6 against 0.3 of its SMs), the 4g one with one process in a
+/// pod. ΔE 210 J: 70 J idle; the SM ratio gives the dynamic 140 J as 0.6·3 : 0.3·4 = 3 : 2.
+const MIG_TRACE: &str = r#"{"format":"gpumodel-nvml-trace/1","gpus":[{"index":0,"uuid":"GPU-cccc","name":"NVIDIA H100 80GB HBM3"}],"processes":{"21":{"comm":"infer","cgroup":"0::/kubepods.slice/kubepods-pod0a0b0c0d_1111_2222_3333_444455556666.slice/cri-containerd-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.scope"}}}
+{"gpu":0,"reading":{"time_s":0.0,"energy_j":0.0,"power_w":70.0,"sm_mhz":1980,"mig_slices":7,"instances":[{"gi":1,"profile":"3g.40gb","sm":0.0,"dram":0.0},{"gi":2,"profile":"4g.40gb","sm":0.0,"dram":0.0}]}}
+{"gpu":0,"reading":{"time_s":1.0,"energy_j":70.0,"power_w":70.0,"sm_mhz":1980,"mig_slices":7,"instances":[{"gi":1,"profile":"3g.40gb","sm":0.0,"dram":0.0},{"gi":2,"profile":"4g.40gb","sm":0.0,"dram":0.0}]}}
+{"gpu":0,"reading":{"time_s":2.0,"energy_j":280.0,"power_w":210.0,"sm_mhz":1980,"mig_slices":7,"instances":[{"gi":1,"profile":"3g.40gb","sm":0.6,"dram":0.1,"running":[]},{"gi":2,"profile":"4g.40gb","sm":0.3,"dram":0.5,"running":[21]}]}}
+"#;
+
+#[test]
+fn a_mig_trace_is_split_by_instance_and_the_instance_s_one_process_gets_its_part() {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(MIG_TRACE.as_bytes()).unwrap();
+    let scrape = |attribution: &str| {
+        let out = common::gpumodel()
+            .args(["serve", "--once", "--per-pid", "--attribution", attribution, "--replay"])
+            .arg(f.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = scrape("ratio");
+    let instance = |text: &str, gi: &str, component: &str| {
+        value(
+            text,
+            "gpumodel_mig_instance_energy_joules_total",
+            &[&format!("mig_gi=\"{gi}\""), &format!("component=\"{component}\"")],
+        )
+    };
+    assert_eq!(value(&text, "gpumodel_gpu_energy_joules_total", &["gpu=\"0\""]), 280.0);
+    assert!((instance(&text, "1", "dynamic") - 84.0).abs() < 1e-9, "{text}");
+    assert!((instance(&text, "2", "dynamic") - 56.0).abs() < 1e-9, "{text}");
+    // The idle energy of each instance's slices: 140 J over the two seconds, 3 : 4.
+    assert!((instance(&text, "1", "idle") - 60.0).abs() < 1e-9, "{text}");
+    assert!(text.contains("mig_profile=\"4g.40gb\""), "{text}");
+    // PID 21 alone in instance 2: its part, and its pod's.
+    let pid = value(&text, "gpumodel_process_energy_joules_total", &["pid=\"21\"", "component=\"dynamic\""]);
+    assert!((pid - 56.0).abs() < 1e-9, "{text}");
+    assert!(text.contains("pod=\"0a0b0c0d-1111-2222-3333-444455556666\""), "{text}");
+    // The model split gives the DRAM-heavy 4g instance more than the SM ratio does, and conserves the counter.
+    let text = scrape("model");
+    let (a, b) = (instance(&text, "1", "dynamic"), instance(&text, "2", "dynamic"));
+    let un = value(&text, "gpumodel_gpu_unattributed_energy_joules_total", &["gpu=\"0\""]);
+    assert!(b > 56.0, "{text}");
+    assert!((a + b + un + 140.0 - 280.0).abs() < 1e-9, "{text}");
+}
+
 #[test]
 fn the_server_answers_scrapes_and_stops_cleanly_on_sigterm() {
     let path = trace();

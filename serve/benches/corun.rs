@@ -1,5 +1,6 @@
 //! Per-job attribution error on time-sliced co-runs with an exact truth (`gpumodel_serve::synthetic`),
-//! built from the real V100 measurements of `nvdvfs-dcgm-v100-micro` and `nvdvfs-dcgm-v100-real`.
+//! built from the real V100 measurements of `nvdvfs-dcgm-v100-micro` and `nvdvfs-dcgm-v100-real`, and per
+//! instance on MIG co-runs built from the same jobs (`gpumodel_serve::synthetic_mig`).
 //!
 //! The split's settings (the activity model's weights, the correction's prior weight) are chosen on
 //! co-runs of the microbenchmarks only; the real applications are then reported with that choice, beside
@@ -12,6 +13,7 @@ use gpumodel_serve::attribution::{Activity, ActivityPower, Params};
 /// The activity model's other candidate: memory utilization weighs what SM utilization does.
 const DEFAULT_ACTIVITY_EQUAL: ActivityPower = ActivityPower { sm_w: 100.0, mem_w: 100.0 };
 use gpumodel_serve::synthetic::{CoRun, Job, Summary, evaluate, median, registered_jobs, take_idle};
+use gpumodel_serve::synthetic_mig::evaluate_mig;
 
 const CLOCK_MHZ: f64 = 1380.0;
 const SEEDS: u64 = 5;
@@ -97,4 +99,19 @@ fn main() {
             100.0 * s.mixed_ratio_median
         );
     }
+
+    println!("\nMIG co-runs, a 3g and a 4g instance (applications; the default split):");
+    let runs: Vec<_> = (0..SEEDS)
+        .map(|seed| evaluate_mig(&real, &CoRun { seed: seed + 1, ..spec }, Params::default()))
+        .collect();
+    let med = |f: &dyn Fn(&gpumodel_serve::synthetic_mig::MigSummary) -> f64| {
+        median(&mut runs.iter().map(f).collect::<Vec<_>>())
+    };
+    println!(
+        "  {} ordered pairs: model {:.2} %, SM ratio {:.2} %, size {:.2} %",
+        runs[0].pairs,
+        100.0 * med(&|s| s.model_median),
+        100.0 * med(&|s| s.ratio_median),
+        100.0 * med(&|s| s.size_median)
+    );
 }

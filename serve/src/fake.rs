@@ -176,6 +176,7 @@ impl Telemetry for FakeNode {
             mem_mhz: Some(1215.0),
             running: procs.iter().map(|p| p.pid).collect(),
             processes: procs,
+            ..Reading::default()
         })
     }
 }

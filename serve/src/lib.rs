@@ -16,4 +16,5 @@ pub mod nvml;
 pub mod replay;
 pub mod state;
 pub mod synthetic;
+pub mod synthetic_mig;
 pub mod telemetry;

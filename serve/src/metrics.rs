@@ -5,6 +5,8 @@
 //! `pid`, `comm`, `container_id`, `pod` and `component` (`dynamic` or `idle`); container series add
 //! `container_id`, `pod` and `component`. The process `idle` component is the process's share of the GPU's
 //! idle energy: `gpumodel_gpu_energy_joules_total` = idle + unattributed + Σ process dynamic, exactly.
+//! On a GPU in MIG mode, `gpumodel_mig_instance_energy_joules_total` adds `mig_gi` and `mig_profile` and
+//! `component`; there the identity holds with the instances' dynamic parts in place of the processes'.
 //! `gpumodel_advice_sm_clock_hertz` adds `objective` (`energy`, `ed`, `ed2`, `energy_within_5pct`) to the GPU
 //! labels, for a GPU with a clock model whose last window held activity.
 //! Label values are escaped as OpenMetrics asks (a process may name itself anything).
@@ -352,6 +354,28 @@ pub fn render(x: &Exporter, how: Render) -> String {
         first,
     );
     let first = s.series.len();
+    for (g, [gpu, uuid, name]) in x.gpus.iter().zip(&gpus) {
+        for t in g.instances.values() {
+            let gi = s.number(t.gi);
+            let profile = s.value(&t.profile);
+            for (component, v) in [(dynamic, t.dynamic_j), (idle, t.idle_j)] {
+                s.series(
+                    &[*gpu, *uuid, *name, ("mig_gi", gi), ("mig_profile", profile), ("component", component)],
+                    v,
+                );
+            }
+        }
+    }
+    s.family(
+        desc(
+            "gpumodel_mig_instance_energy",
+            "Energy attributed to a MIG GPU instance (idle: the idle energy of its slices)",
+            Some(Unit::Joules),
+            true,
+        ),
+        first,
+    );
+    let first = s.series.len();
     for ((call, code), n) in &x.errors {
         let (call, code) = (s.value(call), s.value(code));
         s.series(&[("call", call), ("code", code)], *n as f64);
@@ -394,6 +418,7 @@ mod tests {
             mem_mhz: Some(2619.0),
             processes: if run { vec![ProcessSample { pid: 9, sm: 0.7, mem: 0.2 }] } else { vec![] },
             running: if run { vec![9] } else { vec![] },
+            ..Reading::default()
         };
         let mut t = FakeGpu::scripted(vec![r(0.0, 0.0, false), r(1.0, 70.0, false), r(2.0, 270.0, true)]);
         let mut x = Exporter::new(t.gpus(), Options::default(), Box::new(Info));

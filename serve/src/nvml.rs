@@ -390,7 +390,7 @@ fn read_gpu(
     }
     let running = union_pids(listed, processes.iter().map(|p| p.pid));
 
-    Ok(Reading { time_s, energy_j, power_w, sm_mhz, mem_mhz, processes, running })
+    Ok(Reading { time_s, energy_j, power_w, sm_mhz, mem_mhz, processes, running, ..Reading::default() })
 }
 
 /// Board power, W, from the probed source; a failed instantaneous field falls back to

@@ -12,6 +12,15 @@
 //! 4. The split ([`crate::attribution`]), added to the GPU's, each process's and each container's totals.
 //! 5. With a clock model: the tick's activity (step 2) added to the GPU's advice window ([`crate::advice`]).
 //!
+//! A GPU in MIG mode has no per-process utilization; its reading carries each GPU instance's GPM activity
+//! instead ([`crate::telemetry::InstanceReading`], ratios of the instance's own SMs and bandwidth). Each
+//! instance's activity over the whole GPU is its GPM activity times its slices over the GPU's, and the
+//! instances take the place of processes in steps 2–5: the dynamic energy is split among them by the same
+//! model (`gpumodel_gpu_energy_joules_total` = idle + unattributed + Σ instance dynamic, exactly), and each
+//! instance is given the idle energy of its slices. Inside an instance with one process, that process (and
+//! its container) gets the instance's parts; with several, NVML cannot tell them apart and only the
+//! instance's series carry them.
+//!
 //! A GPU whose reading fails is down (`gpumodel_gpu_up 0`) and keeps its totals; the next good reading
 //! accounts for the energy since the last one. A process that has exited keeps its final totals for
 //! `keep_exited_s`, then its series go away; a container's totals stay while any of its processes do.
@@ -19,7 +28,7 @@
 use crate::advice::{Advisor, Tick};
 use crate::attribution::{Activity, Attributor, Params};
 use crate::cgroup::Container;
-use crate::telemetry::{GpuInfo, Reading, Telemetry};
+use crate::telemetry::{GpuInfo, InstanceReading, Reading, Telemetry};
 use std::collections::BTreeMap;
 
 /// Where the exporter learns a process's name and container (`/proc` on a node; a trace's header in replay).
@@ -95,6 +104,21 @@ pub struct ContainerTotals {
     pub seen_s: f64,
 }
 
+/// One MIG GPU instance's totals on one GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceTotals {
+    pub gi: u32,
+    pub profile: String,
+    pub slices: u32,
+    pub dynamic_j: f64,
+    pub idle_j: f64,
+    /// When the instance was last in a reading.
+    pub seen_s: f64,
+    /// Last activity over the whole GPU and when GPM gave it.
+    activity: Activity,
+    sampled_s: f64,
+}
+
 /// One GPU's totals.
 #[derive(Debug, Clone)]
 pub struct GpuTotals {
@@ -111,10 +135,14 @@ pub struct GpuTotals {
     pub idle_by_clock: BTreeMap<u32, f64>,
     pub processes: BTreeMap<u32, ProcessTotals>,
     pub containers: BTreeMap<String, ContainerTotals>,
+    /// MIG GPU instances, by GPU instance id (empty outside MIG mode).
+    pub instances: BTreeMap<u32, InstanceTotals>,
     /// The clock advice of a GPU with a clock model ([`crate::advice`]).
     pub advisor: Option<Advisor>,
     last: Option<Last>,
     attributor: Attributor,
+    /// The split among MIG instances (keyed by GPU instance id).
+    instance_attributor: Attributor,
 }
 
 /// What the next tick needs of the last good reading.
@@ -140,10 +168,100 @@ impl GpuTotals {
             idle_by_clock: BTreeMap::new(),
             processes: BTreeMap::new(),
             containers: BTreeMap::new(),
+            instances: BTreeMap::new(),
             advisor: None,
             last: None,
             attributor: Attributor::new(params),
+            instance_attributor: Attributor::new(params),
         }
+    }
+
+    /// Each active process's activity this tick: the mean of its samples, else (still running, sampled
+    /// within [`CARRY_TICKS`]) its last one.
+    fn process_activity(&mut self, r: &Reading, dt: f64, info: &dyn ProcessInfo) -> Vec<(u32, Activity)> {
+        // Activity: the mean of the tick's samples per PID (sorted by PID, each PID's samples in the order
+        // read), else the last one for a process still running.
+        let mut sampled: Vec<(u32, Activity, f64)> =
+            r.processes.iter().map(|s| (s.pid, Activity { sm: s.sm, mem: s.mem }, 1.0)).collect();
+        sampled.sort_by_key(|s| s.0);
+        sampled.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1.sm += later.1.sm;
+                kept.1.mem += later.1.mem;
+                kept.2 += 1.0;
+            }
+            same
+        });
+        for (_, a, n) in sampled.iter_mut() {
+            a.sm /= *n;
+            a.mem /= *n;
+        }
+        let was_sampled = |pid: u32| sampled.binary_search_by_key(&pid, |s| s.0).is_ok();
+        let mut active: Vec<(u32, Activity)> = sampled.iter().map(|(pid, a, _)| (*pid, *a)).collect();
+        for pid in &r.running {
+            let p = self.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info, r.time_s));
+            p.seen_s = r.time_s;
+            if !was_sampled(*pid) && r.time_s - p.sampled_s <= CARRY_TICKS * dt {
+                active.push((*pid, p.activity));
+            }
+        }
+        active.sort_by_key(|a| a.0);
+        active.dedup_by_key(|a| a.0);
+        for (pid, a) in &active {
+            let p = self.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info, r.time_s));
+            p.seen_s = r.time_s;
+            if was_sampled(*pid) {
+                p.activity = *a;
+                p.sampled_s = r.time_s;
+            }
+        }
+        active.into_iter().filter(|(_, a)| a.sm > 0.0 || a.mem > 0.0).collect()
+    }
+
+    /// Each MIG instance's activity over the whole GPU this tick (GPM activity × its share of the slices),
+    /// else (no GPM this tick, sampled within [`CARRY_TICKS`]) its last one; the instances' processes are
+    /// seen.
+    fn instance_activity(&mut self, r: &Reading, dt: f64, info: &dyn ProcessInfo) -> Vec<(u32, Activity)> {
+        let slices: u32 = r.instances.iter().map(InstanceReading::slices).sum();
+        let total = f64::from(r.mig_slices.filter(|s| *s > 0).unwrap_or(slices.max(MIG_SLICES)).max(slices));
+        let mut active = Vec::new();
+        for inst in &r.instances {
+            let t = self.instances.entry(inst.gi).or_insert_with(|| InstanceTotals {
+                gi: inst.gi,
+                profile: inst.profile.clone(),
+                slices: inst.slices(),
+                dynamic_j: 0.0,
+                idle_j: 0.0,
+                seen_s: r.time_s,
+                activity: Activity::default(),
+                sampled_s: f64::NEG_INFINITY,
+            });
+            if t.profile != inst.profile {
+                t.profile.clone_from(&inst.profile);
+            }
+            t.slices = inst.slices();
+            t.seen_s = r.time_s;
+            let share = f64::from(t.slices) / total;
+            let ratio = |v: Option<f64>| v.filter(|v| v.is_finite()).map(|v| v.max(0.0));
+            let a = match (ratio(inst.sm), ratio(inst.dram)) {
+                (None, None) if r.time_s - t.sampled_s <= CARRY_TICKS * dt => t.activity,
+                (None, None) => Activity::default(),
+                (sm, dram) => {
+                    t.activity = Activity { sm: sm.unwrap_or(0.0) * share, mem: dram.unwrap_or(0.0) * share };
+                    t.sampled_s = r.time_s;
+                    t.activity
+                }
+            };
+            if a.sm > 0.0 || a.mem > 0.0 {
+                active.push((inst.gi, a));
+            }
+        }
+        for pid in r.instances.iter().flat_map(|i| &i.running).chain(&r.running) {
+            let p = self.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info, r.time_s));
+            p.seen_s = r.time_s;
+        }
+        active
     }
 
     /// The idle power at `sm_mhz`: measured there, else at the nearest measured clock.
@@ -165,6 +283,8 @@ pub struct Exporter {
 
 /// Ticks a running process keeps its last activity without a new sample.
 const CARRY_TICKS: f64 = 3.0;
+/// Compute slices of a MIG GPU when the reading does not say (A100, H100, H200).
+const MIG_SLICES: u32 = 7;
 /// Weight of a new idle measurement in the per-clock mean.
 const IDLE_EWMA: f64 = 0.2;
 
@@ -229,47 +349,12 @@ impl Exporter {
         };
         let energy = if energy.is_finite() { energy.max(0.0) } else { 0.0 };
 
-        // Activity: the mean of the tick's samples per PID (sorted by PID, each PID's samples in the order
-        // read), else the last one for a process still running.
-        let mut sampled: Vec<(u32, Activity, f64)> =
-            r.processes.iter().map(|s| (s.pid, Activity { sm: s.sm, mem: s.mem }, 1.0)).collect();
-        sampled.sort_by_key(|s| s.0);
-        sampled.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                kept.1.sm += later.1.sm;
-                kept.1.mem += later.1.mem;
-                kept.2 += 1.0;
-            }
-            same
-        });
-        for (_, a, n) in sampled.iter_mut() {
-            a.sm /= *n;
-            a.mem /= *n;
-        }
-        let was_sampled = |pid: u32| sampled.binary_search_by_key(&pid, |s| s.0).is_ok();
-        let mut active: Vec<(u32, Activity)> = sampled.iter().map(|(pid, a, _)| (*pid, *a)).collect();
-        for pid in &r.running {
-            let p =
-                g.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info.as_ref(), r.time_s));
-            p.seen_s = r.time_s;
-            if !was_sampled(*pid) && r.time_s - p.sampled_s <= CARRY_TICKS * dt {
-                active.push((*pid, p.activity));
-            }
-        }
-        active.sort_by_key(|a| a.0);
-        active.dedup_by_key(|a| a.0);
-        for (pid, a) in &active {
-            let p =
-                g.processes.entry(*pid).or_insert_with(|| ProcessTotals::new(*pid, info.as_ref(), r.time_s));
-            p.seen_s = r.time_s;
-            if was_sampled(*pid) {
-                p.activity = *a;
-                p.sampled_s = r.time_s;
-            }
-        }
-        let procs: Vec<(u32, Activity)> =
-            active.into_iter().filter(|(_, a)| a.sm > 0.0 || a.mem > 0.0).collect();
+        let mig = !r.instances.is_empty();
+        let procs = if mig {
+            g.instance_activity(&r, dt, info.as_ref())
+        } else {
+            g.process_activity(&r, dt, info.as_ref())
+        };
         if let Some(advisor) = &mut g.advisor {
             let (sm, dram) = procs.iter().fold((0.0, 0.0), |(s, m), (_, a)| (s + a.sm, m + a.mem));
             advisor.record(Tick {
@@ -284,7 +369,8 @@ impl Exporter {
         }
 
         // Idle: measured when nothing runs.
-        let nothing_runs = r.running.is_empty() && procs.is_empty();
+        let nothing_runs =
+            r.running.is_empty() && procs.is_empty() && r.instances.iter().all(|i| i.running.is_empty());
         if nothing_runs && energy > 0.0 {
             let key = r.sm_mhz.map_or(0, |m| m.round().max(0.0) as u32);
             let w = energy / dt;
@@ -292,36 +378,30 @@ impl Exporter {
             *e += IDLE_EWMA * (w - *e);
         }
         let idle_w = if nothing_runs { Some(energy / dt) } else { g.idle_w(r.sm_mhz) };
-        let split = g.attributor.split(energy, dt, idle_w, &procs);
+        let attributor = if mig { &mut g.instance_attributor } else { &mut g.attributor };
+        let split = attributor.split(energy, dt, idle_w, &procs);
         g.energy_j += split.energy_j;
         g.idle_j += split.idle_j;
         g.unattributed_j += split.unattributed_j;
-        for s in &split.shares {
-            if let Some(p) = g.processes.get_mut(&s.pid) {
-                p.dynamic_j += s.dynamic_j;
-                p.idle_j += s.idle_j;
-                if let Some(c) = &p.container {
-                    // The container's key and pod are copied when it is first seen (or its pod changes),
-                    // not every tick.
-                    match g.containers.get_mut(&c.id) {
-                        Some(t) => {
-                            if t.pod != c.pod {
-                                t.pod.clone_from(&c.pod);
-                            }
-                            t.dynamic_j += s.dynamic_j;
-                            t.idle_j += s.idle_j;
-                        }
-                        None => {
-                            let t = ContainerTotals {
-                                pod: c.pod.clone(),
-                                dynamic_j: s.dynamic_j,
-                                idle_j: s.idle_j,
-                                ..ContainerTotals::default()
-                            };
-                            g.containers.insert(c.id.clone(), t);
-                        }
-                    }
+        if mig {
+            // Each instance present is given the idle energy of its slices; its dynamic share from the split.
+            let slices: u32 = r.instances.iter().map(InstanceReading::slices).sum();
+            let total =
+                f64::from(r.mig_slices.filter(|s| *s > 0).unwrap_or(slices.max(MIG_SLICES)).max(slices));
+            for inst in &r.instances {
+                let dynamic_j = split.shares.iter().find(|s| s.pid == inst.gi).map_or(0.0, |s| s.dynamic_j);
+                let idle_j = split.idle_j * f64::from(inst.slices()) / total;
+                if let Some(t) = g.instances.get_mut(&inst.gi) {
+                    t.dynamic_j += dynamic_j;
+                    t.idle_j += idle_j;
                 }
+                if let [pid] = inst.running.as_slice() {
+                    credit(&mut g.processes, &mut g.containers, *pid, dynamic_j, idle_j);
+                }
+            }
+        } else {
+            for s in &split.shares {
+                credit(&mut g.processes, &mut g.containers, s.pid, s.dynamic_j, s.idle_j);
             }
         }
         // Forget processes gone for longer than the keep window; their containers stay while any
@@ -333,6 +413,12 @@ impl Exporter {
             g.processes.remove(&pid);
             g.attributor.forget(pid);
         }
+        let gone: Vec<u32> =
+            g.instances.values().filter(|i| now - i.seen_s > keep.max(dt)).map(|i| i.gi).collect();
+        for gi in gone {
+            g.instances.remove(&gi);
+            g.instance_attributor.forget(gi);
+        }
         for p in g.processes.values() {
             if let Some(c) = &p.container
                 && let Some(t) = g.containers.get_mut(&c.id)
@@ -341,6 +427,34 @@ impl Exporter {
             }
         }
         g.containers.retain(|_, t| now - t.seen_s <= keep.max(dt));
+    }
+}
+
+/// Adds a process's part of a tick to its totals and its container's.
+fn credit(
+    processes: &mut BTreeMap<u32, ProcessTotals>,
+    containers: &mut BTreeMap<String, ContainerTotals>,
+    pid: u32,
+    dynamic_j: f64,
+    idle_j: f64,
+) {
+    let Some(p) = processes.get_mut(&pid) else { return };
+    p.dynamic_j += dynamic_j;
+    p.idle_j += idle_j;
+    let Some(c) = &p.container else { return };
+    // The container's key and pod are copied when it is first seen (or its pod changes), not every tick.
+    match containers.get_mut(&c.id) {
+        Some(t) => {
+            if t.pod != c.pod {
+                t.pod.clone_from(&c.pod);
+            }
+            t.dynamic_j += dynamic_j;
+            t.idle_j += idle_j;
+        }
+        None => {
+            let t = ContainerTotals { pod: c.pod.clone(), dynamic_j, idle_j, ..ContainerTotals::default() };
+            containers.insert(c.id.clone(), t);
+        }
     }
 }
 
@@ -452,5 +566,106 @@ mod tests {
         x.tick(&mut t);
         assert!(x.gpus[1].up);
         assert_eq!(x.gpus[1].energy_j, 200.0);
+    }
+    fn mig_reading(t: f64, e: f64, instances: &[(u32, &str, f64, f64, &[u32])]) -> Reading {
+        Reading {
+            time_s: t,
+            energy_j: Some(e),
+            power_w: Some(100.0),
+            sm_mhz: Some(1980.0),
+            instances: instances
+                .iter()
+                .map(|&(gi, profile, sm, dram, running)| InstanceReading {
+                    gi,
+                    profile: profile.into(),
+                    slices: 0,
+                    sm: Some(sm),
+                    dram: Some(dram),
+                    running: running.to_vec(),
+                })
+                .collect(),
+            ..Reading::default()
+        }
+    }
+
+    /// The activity model alone (no energy-counter correction), for splits known in closed form.
+    fn uncorrected() -> Options {
+        Options { params: Params { prior_weight: f64::INFINITY, ..Params::default() }, ..Options::default() }
+    }
+
+    fn mig_conserved(g: &GpuTotals) -> bool {
+        let parts = g.idle_j + g.unattributed_j + g.instances.values().map(|i| i.dynamic_j).sum::<f64>();
+        (parts - g.energy_j).abs() <= 1e-9 * g.energy_j.max(1.0)
+    }
+
+    /// Two instances, 3g and 4g, equally busy by their own GPM: without the energy-counter correction the
+    /// dynamic energy goes 3 : 4 (each one's activity over the whole GPU), each is given the idle energy of its slices, the parts add up to the
+    /// counter exactly, and the one process of the 4g instance gets that instance's parts.
+    #[test]
+    fn mig_instances_split_the_dynamic_energy_by_their_activity_over_the_whole_gpu() {
+        let idle = [(1, "3g.40gb", 0.0, 0.0, &[][..]), (2, "4g.40gb", 0.0, 0.0, &[][..])];
+        let busy = [(1, "3g.40gb", 0.6, 0.3, &[7, 8][..]), (2, "4g.40gb", 0.6, 0.3, &[100][..])];
+        let mut t = FakeGpu::scripted(vec![
+            mig_reading(0.0, 0.0, &idle),
+            mig_reading(1.0, 70.0, &idle),
+            mig_reading(2.0, 210.0, &busy),
+            mig_reading(3.0, 350.0, &busy),
+        ]);
+        let mut x = Exporter::new(t.gpus(), uncorrected(), Box::new(NoInfo));
+        for _ in 0..4 {
+            x.tick(&mut t);
+        }
+        let g = &x.gpus[0];
+        assert_eq!(g.energy_j, 350.0);
+        assert!((g.idle_j - 210.0).abs() < 1e-9, "{}", g.idle_j);
+        let (a, b) = (&g.instances[&1], &g.instances[&2]);
+        assert!((a.dynamic_j - 60.0).abs() < 1e-6 && (b.dynamic_j - 80.0).abs() < 1e-6, "{a:?} {b:?}");
+        assert!((a.idle_j - 90.0).abs() < 1e-9 && (b.idle_j - 120.0).abs() < 1e-9, "{a:?} {b:?}");
+        assert!(mig_conserved(g));
+        // One process in the 4g instance: its parts (and its container's) are the instance's busy ticks'.
+        let p = &g.processes[&100];
+        assert!((p.dynamic_j - 80.0).abs() < 1e-6 && (p.idle_j - 80.0).abs() < 1e-9, "{p:?}");
+        assert!((g.containers.values().next().unwrap().dynamic_j - 80.0).abs() < 1e-6);
+        // Two in the 3g instance: NVML cannot tell them apart, so neither is given a part.
+        assert_eq!((g.processes[&7].dynamic_j, g.processes[&8].dynamic_j), (0.0, 0.0));
+    }
+
+    /// An instance with no GPM answer this tick keeps its last activity for a few ticks; one that is gone
+    /// leaves after the keep window.
+    #[test]
+    fn a_mig_instance_without_gpm_this_tick_keeps_its_activity_and_a_destroyed_one_goes() {
+        let both = |sm: Option<f64>| {
+            let mut r =
+                mig_reading(0.0, 0.0, &[(1, "3g.40gb", 0.5, 0.1, &[]), (2, "4g.40gb", 0.5, 0.1, &[])]);
+            r.instances[0].sm = sm;
+            r.instances[0].dram = sm.map(|_| 0.1);
+            r
+        };
+        let mut rs = vec![both(Some(0.5)), both(Some(0.5)), both(None)];
+        for (k, r) in rs.iter_mut().enumerate() {
+            r.time_s = k as f64;
+            r.energy_j = Some(200.0 * k as f64);
+            r.running = vec![];
+        }
+        for k in 3..8 {
+            let mut r = mig_reading(k as f64, 200.0 * k as f64, &[(2, "4g.40gb", 0.5, 0.1, &[])]);
+            r.mig_slices = Some(7);
+            rs.push(r);
+        }
+        let mut t = FakeGpu::scripted(rs);
+        let opts = Options { keep_exited_s: 2.0, ..uncorrected() };
+        let mut x = Exporter::new(t.gpus(), opts, Box::new(NoInfo));
+        for _ in 0..3 {
+            x.tick(&mut t);
+        }
+        let g = &x.gpus[0];
+        let (a, b) = (g.instances[&1].dynamic_j, g.instances[&2].dynamic_j);
+        assert!(a > 0.0 && (a / b - 0.75).abs() < 1e-6, "{a} {b}");
+        for _ in 3..8 {
+            x.tick(&mut t);
+        }
+        let g = &x.gpus[0];
+        assert!(!g.instances.contains_key(&1) && g.instances.contains_key(&2));
+        assert_eq!(g.energy_j, 1400.0);
     }
 }

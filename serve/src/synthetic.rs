@@ -98,10 +98,10 @@ impl Attributed {
 }
 
 /// A small, seeded generator (SplitMix64), so a co-run is the same on every machine.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> f64 {
+    pub(crate) fn next(&mut self) -> f64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -109,7 +109,7 @@ impl Rng {
         ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
     }
     /// Standard normal (Box–Muller).
-    fn normal(&mut self) -> f64 {
+    pub(crate) fn normal(&mut self) -> f64 {
         let u = self.next().max(1e-12);
         let v = self.next();
         (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
@@ -218,14 +218,16 @@ pub fn median(v: &mut [f64]) -> f64 {
     if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
 }
 
+/// A job of the given activity and power (tests).
+#[cfg(test)]
+pub(crate) fn job(name: &str, sm: f64, mem: f64, power_w: f64) -> Job {
+    Job { name: name.into(), activity: Activity { sm, mem }, power_w }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::attribution::ActivityPower;
-
-    fn job(name: &str, sm: f64, mem: f64, power_w: f64) -> Job {
-        Job { name: name.into(), activity: Activity { sm, mem }, power_w }
-    }
 
     fn spec() -> CoRun {
         CoRun { ticks: 120, dt_s: 1.0, idle_w: 50.0, noise_cv: 0.0, gap: 0.0, seed: 7 }

@@ -46,6 +46,50 @@ pub struct Reading {
     /// PIDs with a compute context on the GPU now (`nvmlDeviceGetComputeRunningProcesses`).
     #[serde(default)]
     pub running: Vec<u32>,
+    /// A GPU in MIG mode: its GPU instances over the tick (empty otherwise). NVML gives no per-process
+    /// utilization in MIG mode; each instance's activity comes from its GPM metrics.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceReading>,
+    /// Compute slices of the whole GPU in MIG mode (7 on A100, H100 and H200; 4 on A30): an instance's share
+    /// of the SMs is its slices over these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_slices: Option<u32>,
+}
+
+/// One MIG GPU instance over a tick: its GPM metrics between two samples (`nvmlGpmMigSampleGet`,
+/// `nvmlGpmMetricsGet`), as ratios of the instance's own SMs and memory bandwidth (1.0 = 100 %).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InstanceReading {
+    /// GPU instance id (`nvmlDeviceGetGpuInstanceId`).
+    pub gi: u32,
+    /// The instance's profile, e.g. `3g.40gb`.
+    pub profile: String,
+    /// Compute slices of the instance (the `3` of `3g.40gb`); 0: taken from the profile's name.
+    #[serde(default)]
+    pub slices: u32,
+    /// `NVML_GPM_METRIC_SM_UTIL` as a ratio; `None` when GPM gave none this tick.
+    #[serde(default)]
+    pub sm: Option<f64>,
+    /// `NVML_GPM_METRIC_DRAM_BW_UTIL` as a ratio.
+    #[serde(default)]
+    pub dram: Option<f64>,
+    /// PIDs with a compute context in the instance (`nvmlDeviceGetComputeRunningProcesses` on its MIG
+    /// device).
+    #[serde(default)]
+    pub running: Vec<u32>,
+}
+
+impl InstanceReading {
+    /// Compute slices: as given, else from the profile's name, else 1.
+    pub fn slices(&self) -> u32 {
+        if self.slices > 0 { self.slices } else { profile_slices(&self.profile).unwrap_or(1) }
+    }
+}
+
+/// The compute slices of a MIG profile name (`3g.40gb` → 3; `1g.10gb+me` → 1); `None` for another name.
+pub fn profile_slices(profile: &str) -> Option<u32> {
+    let (n, _) = profile.split_once('g')?;
+    n.parse().ok().filter(|n| *n > 0)
 }
 
 /// A failed NVML call, by call name and NVML's error text (the `call` and `code` labels of
