@@ -282,6 +282,22 @@ fn no_driver_at_all_prints_the_missing_rows_and_exits_non_zero() {
     assert!(out.contains("no NVIDIA driver") && out.contains("not ready"), "{out}");
 }
 
+/// Under `GPUMODEL_FAKE_GPU=1` (the scripted GPU every other command then uses), doctor asks the same
+/// scripted machine, not this one's driver: every check passes and the exit status is 0.
+#[test]
+fn the_scripted_gpu_is_a_ready_machine() {
+    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumodel"))
+        .env("GPUMODEL_FAKE_GPU", "1")
+        .env_remove("GPUMODEL_NVML_LIB")
+        .args(["doctor", "--format", "json"])
+        .output()
+        .unwrap();
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{j}");
+    assert_eq!(j["ready"], true, "{j}");
+    assert_eq!(row(&j, "nvml")["status"], "ok", "{j}");
+}
+
 /// A bad --rate is one line on stderr, before any hardware is asked.
 #[test]
 fn a_bad_rate_is_one_line() {

@@ -1,8 +1,8 @@
 //! `scripts/gpu-check --fake`: the GPU check that runs on real hardware, run here against the scripted GPU
 //! (`GPUMODEL_FAKE_GPU=1`) with the stand-ins of `scripts/gpu-check.d/fake` for nvidia-smi, nvcc and ncu,
 //! so that the script cannot rot between the rare runs on a GPU. Every step must be in the summary; the
-//! steps the scripted GPU can serve must say ok, and the others (doctor and the injection library's
-//! kernel totals probe the real machine) must say why they did not succeed.
+//! steps the scripted GPU can serve must say ok, and the other (the injection library's kernel totals,
+//! which need the real CUDA driver) must say why it did not succeed.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ const STEPS: [&str; 15] = [
 ];
 
 /// Steps that need a real GPU (or its driver) even under `--fake`.
-const NEED_A_GPU: [&str; 2] = ["doctor", "kernel-totals"];
+const NEED_A_GPU: [&str; 1] = ["kernel-totals"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -122,6 +122,41 @@ fn a_mig_trace_is_split_by_instance_and_the_instance_s_one_process_gets_its_part
     assert!((a + b + un + 140.0 - 280.0).abs() < 1e-9, "{text}");
 }
 
+/// A live H100 in MIG mode through the stand-in NVML (serve/tests/fake_nvml_mig): two ticks 0.2 s apart
+/// read each GPU instance's GPM activity between its two samples (SM 60 % of the 3g instance, 30 % of the 4g
+/// one), its processes merged over its compute instances, and free every GPM sample they took.
+#[test]
+fn a_live_mig_gpu_is_read_through_gpm_per_instance_and_its_samples_are_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("libnvidia-ml.so.1");
+    common::cc("serve/tests/fake_nvml_mig/fake_nvml_mig.c", &lib, &[]);
+    let log = dir.path().join("gpm.log");
+    let out = common::gpumodel()
+        .env("GPUMODEL_NVML_LIB", &lib)
+        .env("FAKE_NVML_GPM_LOG", &log)
+        .args(["serve", "--once", "--per-pid", "--attribution", "ratio", "--interval", "0.2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // 50 J between the two readings, no idle yet: all dynamic, 0.6·3 : 0.3·4 = 3 : 2 by the SM ratio.
+    assert_eq!(value(&text, "gpumodel_gpu_energy_joules_total", &["gpu=\"0\""]), 50.0);
+    let instance = |gi: &str| {
+        value(
+            &text,
+            "gpumodel_mig_instance_energy_joules_total",
+            &[&format!("mig_gi=\"{gi}\""), "component=\"dynamic\""],
+        )
+    };
+    assert!((instance("1") - 30.0).abs() < 1e-9 && (instance("2") - 20.0).abs() < 1e-9, "{text}");
+    assert!(text.contains("mig_profile=\"3g.40gb\""), "{text}");
+    let dynamic =
+        |pid: &str| value(&text, "gpumodel_process_energy_joules_total", &[pid, "component=\"dynamic\""]);
+    assert!((dynamic("pid=\"4321\"") - 20.0).abs() < 1e-9, "{text}");
+    assert_eq!(dynamic("pid=\"4400\""), 0.0, "two processes share instance 1: neither is given a part");
+    assert_eq!(std::fs::read_to_string(&log).unwrap().trim(), "0", "GPM samples left allocated");
+}
+
 #[test]
 fn the_server_answers_scrapes_and_stops_cleanly_on_sigterm() {
     let path = trace();

@@ -22,6 +22,7 @@ pub mod calibrate;
 pub mod clocks;
 pub mod counters;
 pub mod cupti;
+pub mod device;
 pub mod doctor;
 pub mod error;
 pub mod fake;

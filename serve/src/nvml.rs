@@ -25,24 +25,34 @@
 //!   `nvmlDeviceGetMPSComputeRunningProcesses_v3`, which lists MPS clients): the processes with a compute
 //!   context. One call can miss a process that the utilization samples show, so a reading's `running`
 //!   is the union of both.
-//! - MIG: per-process utilization is not supported on a GPU in MIG mode (`nvmlDeviceGetMigMode`), so
-//!   such a GPU is read for energy, power and clocks only, and its processes are only those that
-//!   `nvmlDeviceGetComputeRunningProcesses_v3` lists. Per-GPU-instance readings (GPM) are not read here.
+//! - MIG: per-process utilization is not supported on a GPU in MIG mode (`nvmlDeviceGetMigMode`). Such a
+//!   GPU is read for energy, power and clocks, and for each GPU instance: its MIG devices
+//!   (`nvmlDeviceGetMaxMigDeviceCount`, `nvmlDeviceGetMigDeviceHandleByIndex`; an index without a device
+//!   answers `NVML_ERROR_NOT_FOUND`), each one's GPU instance id (`nvmlDeviceGetGpuInstanceId`), profile
+//!   (the end of its name, `… MIG 3g.40gb`) and processes (`nvmlDeviceGetComputeRunningProcesses_v3` on
+//!   the MIG device). Where the GPU supports GPM (`nvmlGpmQueryDeviceSupport`, Hopper and newer), each
+//!   instance's activity over the tick: a GPM sample per instance per tick (`nvmlGpmMigSampleGet` on the
+//!   parent GPU with the instance id), kept until the next one, and `nvmlGpmMetricsGet` between the two for
+//!   `NVML_GPM_METRIC_SM_UTIL` and `NVML_GPM_METRIC_DRAM_BW_UTIL` (percent of the instance's own SMs and
+//!   bandwidth). A tick shorter than GPM's 100 ms minimum is not allowed by `serve` (0.2 s at least).
 //!
 //! Errors: a GPU whose energy counter (where it has one) and power both fail, or any call that answers
 //! `NVML_ERROR_GPU_IS_LOST`, `NVML_ERROR_RESET_REQUIRED` or `NVML_ERROR_UNKNOWN`, fails the tick for that
 //! GPU. Any other failed call is a soft error ([`Telemetry::take_soft_errors`]), as are failures while
 //! probing at open (drained on the first tick). Error codes are [`nvml_code`]'s short names.
 
+use crate::telemetry::InstanceReading;
 use crate::telemetry::{GpuInfo, ProcessSample, ReadError, Reading, Telemetry};
 use gpumodel_collect::PowerField;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::SampleValue;
+use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::gpm::gpm_metrics_get;
 use nvml_wrapper::struct_wrappers::device::ProcessUtilizationSample;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_POWER_INSTANT;
-use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper::{Device, GpmSample, Nvml};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::sync::Arc;
@@ -62,6 +72,12 @@ mod call {
     pub const PROCESS_UTILIZATION: &str = "nvmlDeviceGetProcessUtilization";
     pub const RUNNING: &str = "nvmlDeviceGetComputeRunningProcesses_v3";
     pub const RUNNING_MPS: &str = "nvmlDeviceGetMPSComputeRunningProcesses_v3";
+    pub const GPM_SUPPORT: &str = "nvmlGpmQueryDeviceSupport";
+    pub const MIG_COUNT: &str = "nvmlDeviceGetMaxMigDeviceCount";
+    pub const MIG_HANDLE: &str = "nvmlDeviceGetMigDeviceHandleByIndex";
+    pub const GPU_INSTANCE_ID: &str = "nvmlDeviceGetGpuInstanceId";
+    pub const GPM_SAMPLE: &str = "nvmlGpmMigSampleGet";
+    pub const GPM_METRICS: &str = "nvmlGpmMetricsGet";
 }
 
 /// `NVML_DEVICE_MIG_ENABLE` (nvml.h): the current MIG mode of a GPU with MIG enabled.
@@ -79,6 +95,8 @@ pub struct GpuCapabilities {
     pub mem_clock: bool,
     /// The GPU is in MIG mode: no per-process utilization.
     pub mig: bool,
+    /// In MIG mode, GPM answers (`nvmlGpmQueryDeviceSupport`): each instance's activity is read.
+    pub gpm: bool,
     /// `nvmlDeviceGetProcessUtilization` is read (supported, and the GPU is not in MIG mode).
     pub process_utilization: bool,
     /// `nvmlDeviceGetComputeRunningProcesses_v3` is read.
@@ -94,7 +112,17 @@ struct Gpu {
     /// `lastSeenTimeStamp` for the next `nvmlDeviceGetProcessUtilization`, µs; `None` until a call has
     /// answered (the next one only primes it).
     cursor: Option<u64>,
+    /// In MIG mode with GPM, each GPU instance's last GPM sample, by instance id.
+    held: BTreeMap<u32, HeldSample>,
 }
+
+/// An `nvmlGpmSample_t` kept from one tick to the next ([`GpmSample::into_handle`]), freed when the next
+/// one replaces it, when its instance is gone, or when the telemetry is dropped.
+struct HeldSample(*mut std::ffi::c_void);
+
+// SAFETY: the handle is a buffer NVML allocated (`nvmlGpmSampleAlloc`), not tied to a thread; it is only
+// used through the `&mut` of the telemetry that owns it, so by one thread at a time.
+unsafe impl Send for HeldSample {}
 
 /// The node's GPUs through NVML. Read-only.
 pub struct NvmlTelemetry {
@@ -135,6 +163,18 @@ impl NvmlTelemetry {
     /// What GPU `gpu` (a position in [`Telemetry::gpus`]) offers.
     pub fn capabilities(&self, gpu: usize) -> Option<&GpuCapabilities> {
         self.gpus.get(gpu).map(|g| &g.caps)
+    }
+}
+
+impl Drop for NvmlTelemetry {
+    /// Frees the GPM samples still held.
+    fn drop(&mut self) {
+        for g in &mut self.gpus {
+            for (_, h) in std::mem::take(&mut g.held) {
+                // SAFETY: `h` came from `into_handle` of a sample allocated with this NVML and not freed since.
+                drop(unsafe { GpmSample::from_handle(&self.nvml, h.0.cast()) });
+            }
+        }
     }
 }
 
@@ -308,17 +348,24 @@ fn probe(nvml: &Nvml, index: u32, soft: &mut Vec<ReadError>) -> Option<Gpu> {
     // An extra source of PIDs: used only where it answers at open, without a soft error otherwise.
     let mps_processes = dev.mps_running_compute_processes().is_ok();
 
+    // GPM gives each GPU instance's activity (Hopper and newer); without it the instances are read for
+    // their processes only.
+    let gpm = mig && {
+        let r = dev.gpm_support();
+        probed(&r, call::GPM_SUPPORT, soft) && r.is_ok_and(|on| on)
+    };
     let caps = GpuCapabilities {
         power,
         energy_counter,
         sm_clock,
         mem_clock,
         mig,
+        gpm,
         process_utilization,
         running_processes,
         mps_processes,
     };
-    Some(Gpu { info: GpuInfo { index, uuid, name }, caps, cursor })
+    Some(Gpu { info: GpuInfo { index, uuid, name }, caps, cursor, held: BTreeMap::new() })
 }
 
 /// `nvmlDeviceGetProcessUtilization` since `cursor`, asked again once if more samples arrived between
@@ -390,7 +437,92 @@ fn read_gpu(
     }
     let running = union_pids(listed, processes.iter().map(|p| p.pid));
 
-    Ok(Reading { time_s, energy_j, power_w, sm_mhz, mem_mhz, processes, running, ..Reading::default() })
+    let (instances, mig_slices) = if g.caps.mig {
+        (read_instances(dev, g, soft)?, Some(mig_slices(&g.info.name)))
+    } else {
+        (Vec::new(), None)
+    };
+    Ok(Reading { time_s, energy_j, power_w, sm_mhz, mem_mhz, processes, running, instances, mig_slices })
+}
+
+/// Compute slices of a MIG GPU by its name: 4 on the A30, 7 on the others (A100, H100, H200, B200).
+fn mig_slices(name: &str) -> u32 {
+    if name.contains("A30") { 4 } else { 7 }
+}
+
+/// The MIG profile at the end of a MIG device's name (`NVIDIA H100 80GB HBM3 MIG 3g.40gb` → `3g.40gb`).
+fn mig_profile(name: &str) -> String {
+    name.rsplit_once(" MIG ").map_or(name, |(_, p)| p).trim().to_string()
+}
+
+/// `nvmlDeviceGetGpuInstanceId` of a MIG device (the wrapper has no method for it).
+fn gpu_instance_id(m: &Device<'_>) -> Result<u32, NvmlError> {
+    let f = nvml_wrapper::error::nvml_sym(m.nvml().lib().nvmlDeviceGetGpuInstanceId.as_ref())?;
+    let mut id: std::ffi::c_uint = 0;
+    // SAFETY: `nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)` (nvml.h), with
+    // a handle of this NVML and a pointer to a live integer.
+    let r = unsafe { f(m.handle(), &mut id) };
+    nvml_wrapper::error::nvml_try(r).map(|()| id)
+}
+
+/// The GPU instances of a GPU in MIG mode, each with its processes and, with GPM, its activity since the
+/// last tick (none at an instance's first tick).
+fn read_instances(
+    dev: &Device<'_>,
+    g: &mut Gpu,
+    soft: &mut Vec<ReadError>,
+) -> Result<Vec<InstanceReading>, ReadError> {
+    let count = optional(dev.mig_device_count(), call::MIG_COUNT, soft)?.unwrap_or(0);
+    let mut by_gi: BTreeMap<u32, InstanceReading> = BTreeMap::new();
+    for i in 0..count {
+        let m = match dev.mig_device_by_index(i) {
+            Ok(m) => m,
+            Err(NvmlError::NotFound) => continue,
+            Err(e) => {
+                optional::<()>(Err(e), call::MIG_HANDLE, soft)?;
+                continue;
+            }
+        };
+        let Some(gi) = optional(gpu_instance_id(&m), call::GPU_INSTANCE_ID, soft)? else { continue };
+        let profile = optional(m.name(), call::NAME, soft)?.map(|n| mig_profile(&n)).unwrap_or_default();
+        let running = optional(m.running_compute_processes(), call::RUNNING, soft)?.unwrap_or_default();
+        // Several compute instances of one GPU instance are one instance here.
+        let e =
+            by_gi.entry(gi).or_insert_with(|| InstanceReading { gi, profile, ..InstanceReading::default() });
+        e.running.extend(running.iter().map(|p| p.pid));
+    }
+    for inst in by_gi.values_mut() {
+        inst.running.sort_unstable();
+        inst.running.dedup();
+    }
+    if g.caps.gpm {
+        let nvml = dev.nvml();
+        for inst in by_gi.values_mut() {
+            let Some(now) = optional(dev.gpm_mig_sample(inst.gi), call::GPM_SAMPLE, soft)? else { continue };
+            if let Some(prev) = g.held.remove(&inst.gi) {
+                // SAFETY: `prev` came from `into_handle` of a sample allocated with this NVML and not freed since.
+                let prev = unsafe { GpmSample::from_handle(nvml, prev.0.cast()) };
+                let ids = [GpmMetricId::SmUtil, GpmMetricId::DramBwUtil];
+                if let Some(got) =
+                    optional(gpm_metrics_get(nvml, &prev, &now, &ids), call::GPM_METRICS, soft)?
+                {
+                    let mut ratios = got.into_iter().map(|m| m.ok().map(|m| m.value / 100.0));
+                    inst.sm = ratios.next().flatten();
+                    inst.dram = ratios.next().flatten();
+                }
+            }
+            g.held.insert(inst.gi, HeldSample(now.into_handle().cast()));
+        }
+        // The samples of instances destroyed since the last tick.
+        let gone: Vec<u32> = g.held.keys().filter(|gi| !by_gi.contains_key(gi)).copied().collect();
+        for gi in gone {
+            if let Some(h) = g.held.remove(&gi) {
+                // SAFETY: as above.
+                drop(unsafe { GpmSample::from_handle(nvml, h.0.cast()) });
+            }
+        }
+    }
+    Ok(by_gi.into_values().collect())
 }
 
 /// Board power, W, from the probed source; a failed instantaneous field falls back to

@@ -6,7 +6,12 @@
 //! {"gpu":0,"reading":{"time_s":0.0,"energy_j":1234.5,"power_w":70.1,"sm_mhz":1980,
 //!   "processes":[{"pid":4242,"sm":0.83,"mem":0.41}],"running":[4242]}}
 //! {"gpu":0,"error":{"call":"nvmlDeviceGetTotalEnergyConsumption","code":"gpu_lost"}}
+//! {"gpu":0,"reading":{"time_s":2.0,"energy_j":1400.2,"power_w":180.0,"mig_slices":7,
+//!   "instances":[{"gi":1,"profile":"3g.40gb","sm":0.6,"dram":0.1,"running":[4242]}]}}
 //! ```
+//!
+//! A GPU in MIG mode answers `instances` (each GPU instance's GPM activity and processes) instead of
+//! `processes`.
 //!
 //! The first line names the GPUs and, optionally, each PID's name and `/proc/PID/cgroup` text (a replay
 //! has no `/proc` of its own). Each later line is the next answer of one GPU, with its quirks as recorded:

@@ -8,7 +8,7 @@
 
 use super::output::{ExportFormat, print, progress_bar};
 use gpumodel_collect::calibrate::dvfs;
-use gpumodel_collect::calibrate::{self, CalParams, CalibrationDevice, FakeCalibrationDevice};
+use gpumodel_collect::calibrate::{self, CalParams};
 use gpumodel_collect::clocks::{self, ClockPlan};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,14 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         anyhow::bail!("{} exists: choose another --out or pass --force to replace it", out.display());
     }
-    let mut dev: Box<dyn CalibrationDevice> = if super::gpu::fake_gpu() {
-        let mut fake = FakeCalibrationDevice::new(calibrate::TrueConstants::AMPERE_LIKE);
-        // Tests of the "needs root" path: the scripted GPU refuses clock changes.
-        fake.clocks_settable = std::env::var("GPUMODEL_FAKE_CLOCKS").map_or(true, |v| v != "denied");
-        Box::new(fake)
-    } else {
-        Box::new(calibrate::cuda::CudaCalibrationDevice::open(args.device)?)
-    };
+    let mut dev = super::gpu::Backend::from_env().calibration_device(args.device)?;
     let facts = dev.facts();
     let name = args.name.clone().unwrap_or_else(|| calibrate::profile_name(&facts.display_name));
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}.toml")));

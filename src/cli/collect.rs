@@ -1,6 +1,6 @@
 //! `gpumodel collect ./kernel [args…]` and `gpumodel collect --suite`.
 
-use super::gpu::{Counters, GpuArgs, fake_gpu, interrupt_flag, measure, pm_options};
+use super::gpu::{Backend, Counters, GpuArgs, interrupt_flag, measure, pm_options};
 use super::output::{ExportFormat, print};
 use anyhow::Context;
 use gpumodel_collect::run::report::{CollectReport, KernelTotals};
@@ -101,7 +101,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     pm_options(&args.gpu)?;
     // The injection library is needed after the trace: a missing one fails now, before anything is written.
     // The scripted GPU writes the rows itself, unless GPUMODEL_INJECT_LIB names a library to run.
-    let scripted_totals = fake_gpu() && std::env::var_os("GPUMODEL_INJECT_LIB").is_none();
+    let scripted_totals =
+        Backend::from_env().is_scripted() && std::env::var_os("GPUMODEL_INJECT_LIB").is_none();
     if args.kernel_totals && !scripted_totals {
         gpumodel_collect::kernels::find_inject_lib().context("--kernel-totals")?;
     }

@@ -2,7 +2,8 @@
 //! this machine, and for each that does not, the fix (`gpumodel_collect::doctor`).
 
 use super::output::{ExportFormat, print};
-use gpumodel_collect::doctor::{self, DoctorOptions, system::SystemProbes};
+use gpumodel_collect::device::Backend;
+use gpumodel_collect::doctor::{self, DoctorOptions};
 use std::process::ExitCode;
 
 /// How long the power sampler runs to measure the rate it keeps, seconds.
@@ -25,7 +26,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = DoctorOptions { device: args.device, rate_hz: args.rate, sample_seconds: SAMPLE_SECONDS };
     opts.check()?;
-    let report = doctor::run(&mut SystemProbes::new(), &opts)?;
+    // The machine's driver, libraries and GPU; under GPUMODEL_FAKE_GPU=1 a healthy scripted machine.
+    let report = doctor::run(Backend::from_env().doctor_probes().as_mut(), &opts)?;
     print(&report, args.format)?;
     Ok(if report.ready { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -1,11 +1,12 @@
-//! `gpumodel serve` — live energy per GPU, process and container for Prometheus (`gpumodel_serve`).
+//! `gpumodel serve` — live energy per GPU, process, container and MIG instance for Prometheus
+//! (`gpumodel_serve`).
 //!
 //! Flags are checked first; then the GPUs are opened (NVML, a recorded trace with `--replay`, or the
 //! scripted node of `GPUMODEL_FAKE_GPU=1`) and each GPU's clock model looked up for its clock advice; then
 //! one thread ticks and renders while the HTTP server answers scrapes from the last rendering. Read-only on
 //! the GPU.
 
-use super::gpu::{fake_gpu, interrupt_flag};
+use super::gpu::{Backend, interrupt_flag};
 use anyhow::Context;
 use gpumodel_predict::clock::choose::model_for_gpu;
 use gpumodel_serve::advice::{self, Advisor, unread_fields};
@@ -26,7 +27,8 @@ use std::time::{Duration, Instant};
 #[command(
     after_help = "Metrics: gpumodel_gpu_energy_joules_total = gpumodel_gpu_idle_energy_joules_total + \
 gpumodel_gpu_unattributed_energy_joules_total + Σ gpumodel_process_energy_joules_total{component=\"dynamic\"}, \
-per GPU, every tick. Grafana: sum by (pod) (rate(gpumodel_container_energy_joules_total[5m])) is each pod's \
+per GPU, every tick (on a GPU in MIG mode, Σ gpumodel_mig_instance_energy_joules_total{component=\"dynamic\"} \
+in place of the processes'). Grafana: sum by (pod) (rate(gpumodel_container_energy_joules_total[5m])) is each pod's \
 power in watts.\n\nA replay trace is JSON lines: a header {\"format\":\"gpumodel-nvml-trace/1\",\"gpus\":[…]} \
 and one {\"gpu\":N,\"reading\":{…}} or {\"gpu\":N,\"error\":{…}} per line (see the README)."
 )]
@@ -97,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let (t, p) = replay::parse(&text, &name)?;
             (Box::new(t), Box::new(p))
         }
-        None if fake_gpu() => {
+        None if Backend::from_env().is_scripted() => {
             let node = FakeNode::new(2, 4);
             let info = node.process_info();
             (Box::new(node), Box::new(info))
