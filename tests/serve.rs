@@ -33,6 +33,39 @@ fn value(text: &str, prefix: &str, has: &[&str]) -> f64 {
         .unwrap_or_else(|| panic!("no {prefix} {has:?} in\n{text}"))
 }
 
+/// `gpumodel` on the scripted GPU in `dir`, without the user's model folders.
+fn scripted(dir: &std::path::Path) -> assert_cmd::Command {
+    let mut c = common::gpumodel();
+    c.env("GPUMODEL_FAKE_GPU", "1").env_remove("GPUMODEL_MODELS").current_dir(dir);
+    c
+}
+
+/// A run that must succeed.
+fn ok(out: std::process::Output) -> std::process::Output {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// `collect --suite` on the scripted GPU in `dir` with `args` (its clocks), then `train` on its utilization
+/// profiles: the clock model written, as JSON.
+fn suite_then_clock_model(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    ok(scripted(dir)
+        .args(["collect", "--suite", "--min-seconds", "0.01", "--out", "s.csv"])
+        .args(args)
+        .output()
+        .unwrap());
+    ok(scripted(dir)
+        .args(["train", "--data", "s.csv.profiles.csv", "--no-test", "--out-dir", "models"])
+        .output()
+        .unwrap());
+    let model = std::fs::read_dir(dir.join("models"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("train wrote no model");
+    serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap()
+}
+
 #[test]
 fn one_scrape_of_a_trace_gives_the_hand_computed_split() {
     let path = trace();
@@ -277,30 +310,8 @@ fn the_scripted_node_serves_every_gpu() {
 fn the_scripted_node_gets_clock_advice_from_a_model_trained_on_its_gpu_and_none_without() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let fake = || {
-        let mut c = common::gpumodel();
-        c.env("GPUMODEL_FAKE_GPU", "1").env_remove("GPUMODEL_MODELS").current_dir(d);
-        c
-    };
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        out
-    };
-    let clocks = "1410:1215,1110:1215,810:1215";
-    ok(fake()
-        .args(["collect", "--suite", "--min-seconds", "0.01", "--out", "s.csv", "--clocks", clocks])
-        .output()
-        .unwrap());
-    ok(fake()
-        .args(["train", "--data", "s.csv.profiles.csv", "--no-test", "--out-dir", "models"])
-        .output()
-        .unwrap());
-    let model = std::fs::read_dir(d.join("models"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .expect("train wrote no model");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    let fake = || scripted(d);
+    let json = suite_then_clock_model(d, &["--clocks", "1410:1215,1110:1215,810:1215"]);
     let levels: Vec<f64> = json["levels"]
         .as_array()
         .unwrap_or_else(|| panic!("no levels in {json}"))
@@ -357,6 +368,34 @@ fn the_scripted_node_gets_clock_advice_from_a_model_trained_on_its_gpu_and_none_
 
 /// The systemd unit passes `systemd-analyze verify` (with the binary's path swapped for one that exists),
 /// and the DaemonSet reads the host's PIDs, probes /healthz and runs `serve` read-only.
+/// `collect --suite --clocks auto` on the scripted GPU spreads over its (core, memory) clock pairs; the clock
+/// model trained on its profiles covers the pairs, and `serve` advises a memory clock with each SM clock,
+/// each one of the model's levels.
+#[test]
+fn a_clock_model_over_pairs_advises_the_memory_clock_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fake = || scripted(d);
+    let kernels = "fp32_fma,global_load,global_store,mix_compute_memory,idle";
+    let json = suite_then_clock_model(d, &["--clocks", "auto", "--kernels", kernels]);
+    let mem_levels: Vec<f64> = json["memory"]["levels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a model over clock pairs: {json}"))
+        .iter()
+        .map(|l| l["mem_mhz"].as_f64().unwrap() * 1e6)
+        .collect();
+    assert_eq!(mem_levels.len(), 4, "auto spreads over the scripted GPU's 4 memory clocks: {mem_levels:?}");
+    let out =
+        ok(fake().args(["serve", "--once", "--interval", "0.2", "--models-dir", "models"]).output().unwrap());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for objective in ["energy", "ed", "ed2", "energy_within_5pct"] {
+        let has = ["gpu=\"0\"", &format!("objective=\"{objective}\"")];
+        let v = value(&text, "gpumodel_advice_memory_clock_hertz{", &has);
+        assert!(mem_levels.contains(&v), "{objective}: {v} Hz is not one of {mem_levels:?}");
+        value(&text, "gpumodel_advice_sm_clock_hertz{", &has);
+    }
+}
+
 #[test]
 fn the_deployment_files_are_valid() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -1,5 +1,9 @@
 //! Clock advice: per GPU with a clock model, the SM clock that model recommends for the activity of the
-//! last window (`gpumodel_advice_sm_clock_hertz`, one series per objective).
+//! last window (`gpumodel_advice_sm_clock_hertz`, one series per objective), and for a model over (core,
+//! memory) clock pairs the memory clock of the same pair (`gpumodel_advice_memory_clock_hertz`).
+//!
+//! The advice is per GPU: the clocks are set per GPU, so the processes or MIG instances that share one
+//! share its clock, and the window's activity is theirs together.
 //!
 //! Each tick adds the GPU's activity over the tick to the window: SM activity = Σ over the tick's
 //! processes of their SM utilization, DRAM activity = Σ of their memory utilization, each clamped to
@@ -51,6 +55,9 @@ pub struct Advice {
     pub ed_mhz: f64,
     pub ed2_mhz: f64,
     pub within_5pct_mhz: f64,
+    /// The memory clocks of the same points, MHz, in the order of [`OBJECTIVES`], for a model over
+    /// (core, memory) clock pairs; `None` for a model over core clocks.
+    pub memory_mhz: Option<[f64; 4]>,
 }
 
 impl Advice {
@@ -58,6 +65,12 @@ impl Advice {
     pub fn by_objective(&self) -> [(&'static str, f64); 4] {
         let [e, ed, ed2, w] = OBJECTIVES;
         [(e, self.energy_mhz), (ed, self.ed_mhz), (ed2, self.ed2_mhz), (w, self.within_5pct_mhz)]
+    }
+
+    /// Each objective's label value and memory clock, MHz, for a model over clock pairs.
+    pub fn memory_by_objective(&self) -> Option<[(&'static str, f64); 4]> {
+        let m = self.memory_mhz?;
+        Some([0, 1, 2, 3].map(|i| (OBJECTIVES[i], m[i])))
     }
 }
 
@@ -169,11 +182,14 @@ impl Advisor {
         let o = optima(&points, Some(MAX_SLOWDOWN));
         // The fastest point is always within the bound; `within_slowdown` is `None` only without points.
         let within = o.within_slowdown.map_or(o.fastest, |(_, i)| i);
+        let chosen = [o.energy, o.ed, o.ed2, within];
+        let memory = chosen.map(|i| points[i].mem_mhz);
         Some(Advice {
             energy_mhz: points[o.energy].core_mhz,
             ed_mhz: points[o.ed].core_mhz,
             ed2_mhz: points[o.ed2].core_mhz,
             within_5pct_mhz: points[within].core_mhz,
+            memory_mhz: memory.iter().all(Option::is_some).then(|| memory.map(|m| m.unwrap_or_default())),
         })
     }
 }

@@ -8,7 +8,8 @@
 //! On a GPU in MIG mode, `gpumodel_mig_instance_energy_joules_total` adds `mig_gi` and `mig_profile` and
 //! `component`; there the identity holds with the instances' dynamic parts in place of the processes'.
 //! `gpumodel_advice_sm_clock_hertz` adds `objective` (`energy`, `ed`, `ed2`, `energy_within_5pct`) to the GPU
-//! labels, for a GPU with a clock model whose last window held activity.
+//! labels, for a GPU with a clock model whose last window held activity; `gpumodel_advice_memory_clock_hertz`
+//! the memory clock of the same pair, for a model over (core, memory) clock pairs.
 //! Label values are escaped as OpenMetrics asks (a process may name itself anything).
 
 use crate::advice::OBJECTIVES;
@@ -293,6 +294,23 @@ pub fn render(x: &Exporter, how: Render) -> String {
         desc(
             "gpumodel_advice_sm_clock",
             "SM clock the GPU's clock model recommends for the last window's activity, per objective",
+            hertz(),
+            false,
+        ),
+        first,
+    );
+    let first = s.series.len();
+    for (g, [gpu, uuid, name]) in x.gpus.iter().zip(&gpus) {
+        let Some(a) = g.advisor.as_ref().and_then(|a| a.advice()).filter(|_| g.up) else { continue };
+        let Some(memory) = a.memory_by_objective() else { continue };
+        for (objective, (_, mhz)) in objectives.iter().zip(memory) {
+            s.series(&[*gpu, *uuid, *name, ("objective", *objective)], mhz * 1e6);
+        }
+    }
+    s.family(
+        desc(
+            "gpumodel_advice_memory_clock",
+            "Memory clock of the clock pair the GPU's clock model recommends, per objective (models over pairs)",
             hertz(),
             false,
         ),
