@@ -223,8 +223,7 @@ impl GpuTotals {
     /// else (no GPM this tick, sampled within [`CARRY_TICKS`]) its last one; the instances' processes are
     /// seen.
     fn instance_activity(&mut self, r: &Reading, dt: f64, info: &dyn ProcessInfo) -> Vec<(u32, Activity)> {
-        let slices: u32 = r.instances.iter().map(InstanceReading::slices).sum();
-        let total = f64::from(r.mig_slices.filter(|s| *s > 0).unwrap_or(slices.max(MIG_SLICES)).max(slices));
+        let total = total_slices(r);
         let mut active = Vec::new();
         for inst in &r.instances {
             let t = self.instances.entry(inst.gi).or_insert_with(|| InstanceTotals {
@@ -385,9 +384,7 @@ impl Exporter {
         g.unattributed_j += split.unattributed_j;
         if mig {
             // Each instance present is given the idle energy of its slices; its dynamic share from the split.
-            let slices: u32 = r.instances.iter().map(InstanceReading::slices).sum();
-            let total =
-                f64::from(r.mig_slices.filter(|s| *s > 0).unwrap_or(slices.max(MIG_SLICES)).max(slices));
+            let total = total_slices(&r);
             for inst in &r.instances {
                 let dynamic_j = split.shares.iter().find(|s| s.pid == inst.gi).map_or(0.0, |s| s.dynamic_j);
                 let idle_j = split.idle_j * f64::from(inst.slices()) / total;
@@ -428,6 +425,13 @@ impl Exporter {
         }
         g.containers.retain(|_, t| now - t.seen_s <= keep.max(dt));
     }
+}
+
+/// The compute slices of a MIG GPU: as its reading says, else [`MIG_SLICES`], and never fewer than its
+/// instances hold.
+fn total_slices(r: &Reading) -> f64 {
+    let held: u32 = r.instances.iter().map(InstanceReading::slices).sum();
+    f64::from(r.mig_slices.filter(|s| *s > 0).unwrap_or(MIG_SLICES).max(held))
 }
 
 /// Adds a process's part of a tick to its totals and its container's.
