@@ -60,6 +60,75 @@ fn a_profile_from_documents_cites_each_value_and_predicts() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let shown = String::from_utf8(out.stdout).unwrap();
     assert!(shown.contains("NVIDIA GeForce RTX 4090"), "{shown}");
+    // The answer says its latencies were carried over, what that costs, and the fix.
+    let expected = common::logical_lines(&shown)
+        .into_iter()
+        .find(|l| l.starts_with("expected"))
+        .unwrap_or_else(|| panic!("no expected line in\n{shown}"));
+    assert!(
+        expected.contains("carried over from a100") && expected.contains("gpumodel calibrate"),
+        "{expected}"
+    );
+    // A built-in profile with measured latencies says nothing of the kind.
+    let out = gpumodel().args(["predict", "--warps", "24", "--arch", "gtx1080ti"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("carried over"));
+}
+
+/// The error `predict` states for a profile from documents is what such profiles score: each NV-DVFS GPU's
+/// profile written by `arch new` from its board's numbers with another GPU's latencies (as
+/// `benches/arch_new_nvdvfs.sh` writes them), validated on its file, against the figure stated.
+#[test]
+fn the_stated_error_of_a_profile_from_documents_is_the_measured_one() {
+    use gpumodel_predict::kernel::gpu::FROM_DOCUMENTS_ERROR;
+    // name, cc, SMs, boost MHz, memory MHz, GB/s, TDP W, display name, latencies from
+    let boards = [
+        ("p100", "6.0", "56", "1480", "715", "732", "300", "NVIDIA Tesla P100 (SXM2)", "gtx1080ti"),
+        ("gtx1080ti", "6.1", "28", "1582", "5505", "484", "250", "NVIDIA GeForce GTX 1080 Ti", "p100"),
+        ("gtx980", "5.2", "16", "1126", "3505", "224", "165", "NVIDIA GeForce GTX 980", "titanx"),
+        ("v100", "7.0", "80", "1530", "877", "900", "300", "NVIDIA Tesla V100 (SXM2)", "p100"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    // One thread per board: the eight validations are independent.
+    let check = |(name, cc, sms, core, mem, bw, tdp, display, like): (
+        &str,
+        &str,
+        &str,
+        &str,
+        &str,
+        &str,
+        &str,
+        &str,
+        &str,
+    )| {
+        let path = dir.path().join(format!("{name}.toml"));
+        let out = gpumodel()
+            .args(["arch", "new", "--cc", cc, "--sms", sms, "--core-mhz", core, "--mem-mhz", mem])
+            .args(["--bandwidth-gbs", bw, "--tdp-w", tdp, "--display-name", display, "--name", name])
+            .args(["--like", like, "-o"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let data = format!("nvdvfs-{name}");
+        let mape = |arch: &std::ffi::OsStr| {
+            let out = gpumodel()
+                .args(["validate", "--data", &data, "--format", "json", "-q", "--arch"])
+                .arg(arch)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            (v["model_mape_pct"].as_f64().unwrap() * 10.0).round() / 10.0
+        };
+        let stated = FROM_DOCUMENTS_ERROR.iter().find(|r| r.0 == data).unwrap_or_else(|| panic!("{data}"));
+        assert_eq!(mape(path.as_os_str()), stated.1, "{data}, from documents");
+        assert_eq!(mape(std::ffi::OsStr::new(name)), stated.2, "{data}, built-in profile");
+    };
+    std::thread::scope(|s| {
+        for b in boards {
+            s.spawn(move || check(b));
+        }
+    });
 }
 
 #[test]

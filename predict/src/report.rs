@@ -67,6 +67,10 @@ pub struct Provenance {
     /// the default and why).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arch_note: Option<String>,
+    /// The built-in profile the GPU profile's latencies were carried over from (`gpumodel arch new`), when
+    /// they were not measured on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latencies_carried_from: Option<String>,
 }
 
 impl Provenance {
@@ -89,6 +93,7 @@ impl Provenance {
                 .map(str::to_string),
             model_gpu_is_this: false,
             arch_note: None,
+            latencies_carried_from: crate::kernel::gpu::carried_from(arch),
         }
         .with_model_gpu_checked(arch)
     }
@@ -213,6 +218,11 @@ impl Export for KernelReport {
             "gpu         {} at {} / {} MHz (core / memory)",
             ctx.gpu, d.clocks.core_mhz, d.clocks.mem_mhz
         ));
+        out.extend(
+            ctx.latencies_carried_from
+                .as_deref()
+                .map(|l| format!("expected    {}", crate::kernel::gpu::carried_note(l))),
+        );
         let o = &d.occupancy;
         out.push(format!(
             "occupancy   {} warps/SM ({} blocks of {} warps, limited by {}), {} rounds on {} SMs",
@@ -344,6 +354,7 @@ impl Export for SweepReport {
         let mut out = vec![format!("kernel {} on {}", self.kernel, self.context.gpu)];
         out.extend(self.out_of_bounds.iter().map(|x| format!("ERROR {x}")));
         out.extend(self.context.arch_note.iter().cloned());
+        out.extend(self.context.latencies_carried_from.as_deref().map(crate::kernel::gpu::carried_note));
         out.extend(model_note(&self.context, &self.arch));
         if let Some(file) = &self.calibration.file {
             out.push(format!("times calibrated by {file}"));

@@ -111,6 +111,40 @@ fn nearest_builtin(cc: f64) -> Option<ArchProfile> {
     below.or_else(lowest).map(|(_, a)| a.clone())
 }
 
+/// The timing model's time MAPE (%) on the NV-DVFS kernels, as is, with each GPU's profile written from
+/// documents by `gpumodel arch new` (latencies carried over from another GPU's built-in profile) and with
+/// its built-in profile: (dataset, from documents, built-in). Measured by `benches/arch_new_nvdvfs.sh`;
+/// `tests/arch.rs` checks the first column against `validate` on each file.
+pub const FROM_DOCUMENTS_ERROR: &[(&str, f64, f64)] = &[
+    ("nvdvfs-p100", 23.1, 20.5),
+    ("nvdvfs-gtx1080ti", 22.7, 13.6),
+    ("nvdvfs-gtx980", 27.2, 15.2),
+    ("nvdvfs-v100", 21.9, 16.9),
+];
+
+/// The built-in profile `arch`'s DRAM latency was carried over from (`gpumodel arch new`), when it was.
+pub fn carried_from(arch: &ArchProfile) -> Option<String> {
+    let src = arch.cyc_load.src.strip_prefix("carried_")?;
+    Some(src.strip_suffix("_scaled").unwrap_or(src).to_string())
+}
+
+/// The answer's line for a profile whose latencies were carried over from `like`: what such profiles
+/// scored ([`FROM_DOCUMENTS_ERROR`]) and the fix.
+pub fn carried_note(like: &str) -> String {
+    let range = |col: fn(&(&str, f64, f64)) -> f64| {
+        let v: Vec<f64> = FROM_DOCUMENTS_ERROR.iter().map(col).collect();
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!("{lo:.1}–{hi:.1}%")
+    };
+    format!(
+        "latencies carried over from {like}, not measured on this GPU: profiles so written scored {} time MAPE \
+         on the NV-DVFS GPUs, their built-in profiles {}; `gpumodel calibrate` on this GPU measures them",
+        range(|r| r.1),
+        range(|r| r.2)
+    )
+}
+
 /// What no run on `arch` can show, one line each: a power above the board limit (`tdp_w`) or not above
 /// zero, a time that is not a positive number. Printed as errors, never as notes: such a figure comes
 /// from a model used far outside its data (or of another GPU), not from the kernel.
