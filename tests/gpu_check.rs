@@ -1,15 +1,16 @@
 //! `scripts/gpu-check --fake`: the GPU check that runs on real hardware, run here against the scripted GPU
 //! (`GPUMODEL_FAKE_GPU=1`) with the stand-ins of `scripts/gpu-check.d/fake` for nvidia-smi, nvcc and ncu,
 //! so that the script cannot rot between the rare runs on a GPU. Every step must be in the summary; the
-//! steps the scripted GPU can serve must say ok, and the other (the injection library's kernel totals,
-//! which need the real CUDA driver) must say why it did not succeed.
+//! steps the scripted GPU can serve must say ok, and the others (the injection library's kernel totals,
+//! which need the real CUDA driver, and the scrape of `serve`, whose scripted node has processes of its
+//! own) must say why they did not succeed.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every step of the script, in the order it runs them.
-const STEPS: [&str; 15] = [
+const STEPS: [&str; 16] = [
     "gpu-facts",
     "doctor",
     "build",
@@ -25,10 +26,12 @@ const STEPS: [&str; 15] = [
     "power-mem",
     "power-compute",
     "calibrate",
+    "serve",
 ];
 
-/// Steps that need a real GPU (or its driver) even under `--fake`.
-const NEED_A_GPU: [&str; 1] = ["kernel-totals"];
+/// Steps that need a real GPU (or its driver) even under `--fake`: the injection library's kernel totals,
+/// and the scrape of `serve` (the scripted node's processes are not the program's).
+const NEED_A_GPU: [&str; 2] = ["kernel-totals", "serve"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

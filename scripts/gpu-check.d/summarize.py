@@ -329,6 +329,26 @@ def figures_of(work, arch):
                 unit=m.get("unit") or "",
                 source=f"calibrate: median of {m.get('n')}; reference: the {arch} profile's value")
 
+    scrape = read(os.path.join(work, "serve.out"))
+    if scrape:
+        pid = re.search(r"kernel pid (\d+)", read(os.path.join(work, "serve.err")) or "")
+
+        def series(prefix, *has):
+            for line in scrape.splitlines():
+                if line.startswith(prefix) and all(h in line for h in has):
+                    try:
+                        return num(float(line.rsplit(" ", 1)[-1]))
+                    except ValueError:
+                        return None
+            return None
+
+        board = series("gpumodel_gpu_energy_joules_total{")
+        mine = series("gpumodel_process_energy_joules_total{", f'pid="{pid.group(1)}"', 'component="dynamic"') \
+            if pid else None
+        idle = series("gpumodel_gpu_idle_energy_joules_total{")
+        fig("serve: the compute kernel's dynamic energy over one scrape", KERNELS["compute"], mine,
+            reference=None if board is None else board - (idle or 0.0), unit="J",
+            source="reference: the GPU's energy-counter increase less its idle part, same scrape")
     suite = read_json(os.path.join(work, "suite.out"))
     if suite:
         fig("suite rows", None, suite.get("rows_written"), unit="rows",
