@@ -373,3 +373,26 @@ fn suite_over_clock_pairs_then_clock_model_then_predict_a_profile_picks_a_pair_w
         best.mem_mhz
     );
 }
+
+/// The collector's trace of a program on the scripted GPU names the same GPU as its suite: `predict
+/// --profile` on the trace finds the clock model trained on the suite's profiles by that name and sweeps
+/// its clocks, rather than answering at the measured clock only.
+#[test]
+fn a_trace_of_the_scripted_gpu_finds_the_clock_model_of_its_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ok = |c: &mut Command| {
+        let out = c.current_dir(d).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    ok(fake()
+        .args(["collect", "--suite", "--min-seconds", "0.01", "--out", "s.csv"])
+        .args(["--clocks", "1410:1215,1110:1215,810:1215"]));
+    ok(fake().args(["train", "--data", "s.csv.profiles.csv", "--no-test", "--out-dir", "cm"]));
+    ok(fake().args(["collect", "--pm-passes", "all", "--out", "t.csv", "sleep", "0.2"]));
+    let out = ok(fake().args(["predict", "--profile", "t.csv", "--models-dir", "cm", "--format", "json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["basis"].as_str().unwrap().contains("s.csv.profiles-clock.json"), "{v}");
+    assert_eq!(v["points"].as_array().unwrap().len(), 3, "{v}");
+}

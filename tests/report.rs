@@ -109,6 +109,21 @@ fn the_predicted_time_line_does_not_run_past_the_stacked_components() {
     assert!(t["overlapped_s"].as_f64().unwrap() > 0.0, "the example overlaps some work");
 }
 
+/// A roofline answer (the real A100 ncu export lacks the pipeline model's counters) is drawn: one bar per
+/// term of its JSON, plus the fill, and the caption names its bound.
+#[test]
+fn a_roofline_prediction_draws_its_terms() {
+    let export = root().join("../shared/profiles/ncu-long_a100_conv2d.csv");
+    let p = run(&["predict", "--format", "json", "--arch", "a100", "--kernel", export.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&p).unwrap();
+    let r = &v["roofline"];
+    let bars = len(&r["terms"]) + usize::from(r["fill_s"].as_f64().unwrap() > 0.0);
+    let figs = figures("roofline.json", &p);
+    assert_eq!(marks(&figs, "predict-roofline"), bars);
+    let f = figs.iter().find(|f| f.id == "predict-roofline").unwrap();
+    assert!(f.caption.contains(&format!("the largest, {}", r["bound"].as_str().unwrap())), "{}", f.caption);
+}
+
 /// PEACH's time–energy figure: each objective's optimum (a diamond) is a vertex of the drawn Pareto front,
 /// so no optimum sits off the front as if the front had missed it.
 #[test]

@@ -25,6 +25,10 @@ use gpumodel_models::utilization::Field;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+/// The scripted GPU's name, as every scripted device reports it (the suite's, calibrate's, the collector's
+/// power source, `serve`'s node), so that a model trained on one is found for the others by name.
+pub const SCRIPTED_GPU: &str = "NVIDIA A100-SXM4-40GB (fake)";
+
 /// Which GPU the commands talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -81,7 +85,8 @@ impl Backend {
         interrupted: Arc<AtomicBool>,
     ) -> std::result::Result<RunOutcome, MeasureError> {
         if self.is_scripted() {
-            let power = FakePower::from_fn(Clock::new(), |t| 80.0 + 10.0 * (t * 3.0).sin());
+            let power =
+                FakePower::from_fn(Clock::new(), |t| 80.0 + 10.0 * (t * 3.0).sin()).named(SCRIPTED_GPU);
             return match counters {
                 Counters::AllGroups => {
                     opts.chip = Some("GA102".into());

@@ -23,6 +23,7 @@ pub struct FakePower {
     last_t: Option<f64>,
     reads: Arc<AtomicUsize>,
     fail_after: Option<usize>,
+    gpu: String,
 }
 
 impl FakePower {
@@ -43,7 +44,14 @@ impl FakePower {
             last_t: None,
             reads: Arc::new(AtomicUsize::new(0)),
             fail_after: None,
+            gpu: "Fake GPU".into(),
         }
+    }
+
+    /// The GPU's name, as NVML would report it.
+    pub fn named(mut self, gpu: &str) -> FakePower {
+        self.gpu = gpu.to_string();
+        self
     }
 
     /// Pretends the GPU has no energy counter (pre-Volta).
@@ -67,7 +75,7 @@ impl FakePower {
 impl PowerSource for FakePower {
     fn info(&self) -> PowerInfo {
         PowerInfo {
-            gpu: "Fake GPU".into(),
+            gpu: self.gpu.clone(),
             driver: None,
             compute_capability: None,
             field: PowerField::Scripted,

@@ -13,6 +13,17 @@ struct PredictView {
     arch: String,
     prediction: Option<Prediction>,
     sweep: Option<Sweep>,
+    /// The roofline fallback's answer (a profile without the pipeline model's counters).
+    roofline: Option<Roofline>,
+}
+
+#[derive(Deserialize)]
+struct Roofline {
+    time_s: f64,
+    bound: String,
+    #[serde(default)]
+    fill_s: f64,
+    terms: Vec<Component>,
 }
 
 #[derive(Deserialize)]
@@ -269,15 +280,49 @@ pub(crate) fn figures(file: &str, v: &Value) -> Result<(String, Vec<Figure>, Vec
     if let Some(s) = &p.sweep {
         figs.push(sweep_figure(&p, s)?);
     }
+    if let Some(r) = &p.roofline {
+        figs.push(roofline_figure(&p, r)?);
+    }
     let notes = if figs.is_empty() {
         vec![Note {
             source: file.into(),
-            text: "neither a prediction nor a sweep in this predict result".into(),
+            text: "neither a prediction, a sweep nor a roofline in this predict result".into(),
         }]
     } else {
         vec![]
     };
     Ok((subtitle, figs, notes))
+}
+
+/// The roofline fallback: each memory level's and pipe's time bound as a bar (the largest is the bound),
+/// and the fill added to it.
+fn roofline_figure(p: &PredictView, r: &Roofline) -> Result<Figure> {
+    let terms: Vec<(&str, f64)> = r
+        .terms
+        .iter()
+        .map(|c| (c.name.as_str(), c.time_s))
+        .chain((r.fill_s > 0.0).then_some(("fill (DRAM latency)", r.fill_s)))
+        .collect();
+    let max = terms.iter().map(|t| t.1).fold(r.time_s, f64::max);
+    let (k, unit) = time_unit(max);
+    let caption = format!(
+        "Roofline fallback (the profile lacks the pipeline model's counters): each memory level's and pipe's bar is \
+         the time that level alone would take; the largest, {}, plus the fill is the predicted time, {:.3} {unit}.",
+        r.bound,
+        r.time_s * k
+    );
+    figure::hbars(
+        "predict-roofline",
+        &format!("Roofline terms: {} on {}", p.kernel, p.arch),
+        &caption,
+        &figure::Bars {
+            x_label: format!("time ({unit})"),
+            categories: terms.iter().map(|t| t.0.to_string()).collect(),
+            series: vec![("time bound".into(), terms.iter().map(|t| Some(t.1 * k)).collect())],
+            values: true,
+            intervals: vec![],
+        },
+    )
 }
 
 fn sweep_figure(p: &PredictView, s: &Sweep) -> Result<Figure> {

@@ -19,7 +19,7 @@ fn info(index: u32) -> GpuInfo {
     GpuInfo {
         index,
         uuid: format!("GPU-00000000-0000-0000-0000-{index:012}"),
-        name: "NVIDIA A100-SXM4-40GB (fake)".into(),
+        name: gpumodel_collect::device::SCRIPTED_GPU.into(),
     }
 }
 

@@ -182,7 +182,7 @@ fn a100_facts() -> DeviceFacts {
     let measured_only: Vec<&str> =
         super::MEASURED.iter().copied().filter(|f| super::measured_only(f)).collect();
     let mut f = DeviceFacts::from_profile(&a100, &measured_only, 40 << 20);
-    f.display_name = "NVIDIA A100-SXM4-40GB (fake)".into();
+    f.display_name = crate::device::SCRIPTED_GPU.into();
     // Its supported clocks, as the CUDA device lists NVML's: every memory clock, and the core clocks at
     // the default memory clock (so `predict --arch` of its profile sweeps what the board can run).
     let sup = fake_supported();

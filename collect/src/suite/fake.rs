@@ -72,7 +72,7 @@ impl FakeSuiteDevice {
         let default_clocks = Clocks { core_mhz: 1410.0, mem_mhz: 1215.0 };
         FakeSuiteDevice {
             info: GpuInfo {
-                name: "NVIDIA A100-SXM4-40GB (fake)".into(),
+                name: crate::device::SCRIPTED_GPU.into(),
                 chip: Some("GA100".into()),
                 driver: Some("550.54.15".into()),
                 compute_capability: Some((8, 0)),

@@ -195,7 +195,9 @@ fn carried_over(gpu: &str, p: &UtilizationProfile, clocks: &[f64], all: &[ClockM
         }),
         None => {
             let listed = levels.iter().map(|f| format!("{f:.0}")).collect::<Vec<_>>().join(", ");
-            let what = if levels.len() < 2 {
+            let what = if levels.is_empty() {
+                format!("{from} lists its core clocks")
+            } else if levels.len() < 2 {
                 format!("{from} lists {} core clock(s) [{listed}]{why}", levels.len())
             } else {
                 format!("the clocks of {from} [{listed} MHz] do not span {:.0} MHz", p.core_mhz)
