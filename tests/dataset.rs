@@ -289,3 +289,38 @@ fn a_binary_file_is_said_to_be_one() {
     }
     assert!(!out.exists(), "nothing is written");
 }
+
+/// The Titan X profile's idle table is the dataset's `Idle` rows (power rounded down to 0.1 W), and it is a
+/// floor: no measured kernel row of the training or the test file draws less than the floor at its clocks.
+#[test]
+fn the_titanx_idle_table_is_the_dataset_s_idle_rows_and_no_measured_row_is_below_it() {
+    let arch = gpumodel_models::arch::ArchProfile::builtin("titanx").unwrap();
+    let table = &arch.idle_w.as_ref().expect("the Titan X profile has an idle table").value;
+    let rows = |file: &str| -> Vec<(String, f64, f64, f64)> {
+        let text = std::fs::read_to_string(data_dir().join("guerreiro-titanx").join(file)).unwrap();
+        text.lines()
+            .skip(4)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f[0].to_string(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap())
+            })
+            .collect()
+    };
+    let micro = rows("titanx_micro_names_peak_idle_HPCAandCF.csv");
+    let idle: Vec<_> = micro.iter().filter(|r| r.0 == "Idle").collect();
+    assert_eq!((idle.len(), table.len()), (64, 64));
+    for (_, w, core, mem) in &idle {
+        let e = table.iter().find(|e| e[0] == *core && e[1] == *mem).unwrap_or_else(|| panic!("{core}/{mem}"));
+        assert!(e[2] <= *w && *w - e[2] < 0.1 + 1e-9, "{core}/{mem}: table {} against measured {w}", e[2]);
+    }
+    let mut checked = 0;
+    for (name, w, core, mem) in micro.iter().chain(&rows("titanx_real_allFsPower_HPCAandCF.csv")) {
+        if name == "Idle" {
+            continue;
+        }
+        let floor = arch.idle_floor(*core, *mem).unwrap();
+        assert!(*w >= floor[2], "{name} at {core}/{mem}: {w} W below the idle floor {floor:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 6464 + 2240);
+}

@@ -458,3 +458,50 @@ fn power_above_the_board_limit_is_an_error_in_every_format() {
     let ok = json(&["predict"]);
     assert!(ok.get("out_of_bounds").is_none(), "{ok}");
 }
+
+/// A power below the board's measured idle power at the run's clocks is an error in every format: the
+/// Titan X profile with one idle entry of 200 W at 1000 / 3505 MHz flags the default prediction (at
+/// 1088 MHz, above that entry), and in a core-clock sweep exactly the points at 1000 MHz or more.
+#[test]
+fn power_below_the_measured_idle_is_an_error_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = include_str!("../models/arch/titanx.toml");
+    let (start, end) =
+        (shipped.find("idle_w = {").unwrap(), shipped.find("src = \"guerreiro_idle\" }").unwrap());
+    let text = format!("{}idle_w = {{ value = [[1000, 3505, 200.0]], {}", &shipped[..start], &shipped[end..]);
+    let arch = write(&dir, "high-idle.toml", &text);
+    let arch = arch.to_str().unwrap();
+    let at = ["predict", "--arch", arch, "--core-mhz", "1088"];
+    let j = json(&at);
+    let power = j["prediction"]["power_w"].as_f64().unwrap();
+    assert!(power < 200.0, "{power}");
+    let e = j["out_of_bounds"][0].as_str().unwrap();
+    assert!(e.contains("below the titanx idle power of 200.0 W (measured idle at 1000 / 3505 MHz"), "{e}");
+    let table = gpumodel().args(at).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.lines().any(|l| l.starts_with("ERROR") && l.contains("idle power of 200.0 W")), "{table}");
+    let csv = gpumodel().args(at).args(["--format", "csv"]).output().unwrap();
+    let mut r = csv::Reader::from_reader(&csv.stdout[..]);
+    let i = r.headers().unwrap().iter().position(|h| h == "out_of_bounds").unwrap();
+    assert!(r.records().next().unwrap().unwrap()[i].contains("idle power of 200.0 W"));
+    // At 975 MHz no entry is at or below the run's clocks: no floor, no error.
+    assert!(json(&["predict", "--arch", arch]).get("out_of_bounds").is_none());
+    let s = json(&["predict", "--arch", arch, "--model", "titanx-bpann", "--sweep", "core-clock"]);
+    let flagged: Vec<String> = s["out_of_bounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().split(':').next().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = s["sweep"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["x"].as_f64().unwrap() >= 1000.0 && p["power_w"].as_f64().unwrap() < 200.0)
+        .map(|p| format!("at {}", p["x"].as_f64().unwrap()))
+        .collect();
+    assert!(!expected.is_empty() && flagged == expected, "{flagged:?} against {expected:?}");
+    // The shipped profile's measured idle flags none of them.
+    let ok = json(&["predict", "--model", "titanx-bpann", "--sweep", "core-clock"]);
+    assert!(ok.get("out_of_bounds").is_none(), "{ok}");
+}

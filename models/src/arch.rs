@@ -147,6 +147,11 @@ pub struct ArchProfile {
     /// written before it existed lack it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_fp16: Option<Sourced<f64>>,
+    /// Measured power of the idle board held at clock pairs: `[core MHz, memory MHz, W]` each. Idle power
+    /// rises with either clock, so the highest entry at or below both clocks of a run is a floor no kernel
+    /// at those clocks can draw less than ([`ArchProfile::idle_floor`]). Optional: without it no floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_w: Option<Sourced<Vec<[f64; 3]>>>,
 }
 
 /// DRAM latency `L = latency_a · f_core/f_mem + latency_b` and departure delay
@@ -348,6 +353,14 @@ impl ArchProfile {
                 )));
             }
         }
+        if let Some(idle) = &self.idle_w {
+            src_ok("idle_w", &idle.src)?;
+            if idle.value.is_empty() || idle.value.iter().flatten().any(|x| !x.is_finite() || *x <= 0.0) {
+                return Err(Error::Invalid(
+                    "idle_w must list at least one [core MHz, memory MHz, W] entry, each number > 0".into(),
+                ));
+            }
+        }
         for (field, v) in
             [("core_clocks_mhz", &self.core_clocks_mhz), ("mem_clocks_mhz", &self.mem_clocks_mhz)]
         {
@@ -357,6 +370,20 @@ impl ArchProfile {
             }
         }
         Ok(())
+    }
+
+    /// The idle power no kernel running at `core_mhz`/`mem_mhz` can draw less than, as `[core MHz, memory
+    /// MHz, W]` of the measured entry it comes from: the highest measured idle power at clocks no higher
+    /// than these (idle power rises with both clocks). `None` without an idle table or below its clocks.
+    pub fn idle_floor(&self, core_mhz: f64, mem_mhz: f64) -> Option<[f64; 3]> {
+        // Half a MHz of slack: tables and runs round clocks differently.
+        self.idle_w
+            .as_ref()?
+            .value
+            .iter()
+            .filter(|e| e[0] <= core_mhz + 0.5 && e[1] <= mem_mhz + 0.5)
+            .max_by(|a, b| a[2].total_cmp(&b[2]))
+            .copied()
     }
 
     /// The citation of a value's source.

@@ -191,6 +191,7 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
         Config { clocks, warps: args.warps, calibration: cal, timing, use_measured_time: cal.is_none() };
     let context = Provenance { arch_note: choice.note, ..Provenance::new(&kernel, &arch, &model) };
     let extrapolation = extrapolation(&arch, clocks);
+    let at = clocks.unwrap_or_else(|| Clocks::default_for(&arch));
     let lacks = fallback::lacked(&kernel);
     if !lacks.is_empty() {
         if args.sweep.is_some() {
@@ -201,13 +202,12 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
                 lacks.join(", ")
             );
         }
-        let at = clocks.unwrap_or_else(|| Clocks::default_for(&arch));
         let roofline = fallback::predict_roofline(&kernel, &arch, at)?;
         let power = RooflinePower::of(&model, &kernel, roofline.time_s, roofline.clocks);
         let mut extrapolation = extrapolation;
         extrapolation.extend(inputs_extrapolation(&model, &power.inputs));
         let out_of_bounds =
-            power.power_w.map_or_else(Vec::new, |w| beyond_the_hardware(&arch, roofline.time_s, w));
+            power.power_w.map_or_else(Vec::new, |w| beyond_the_hardware(&arch, at, roofline.time_s, w));
         let report = RooflineReport {
             kernel: kernel.name.clone(),
             arch: arch.name.clone(),
@@ -229,7 +229,7 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
             let prediction = predict_kernel(&kernel, &arch, &model, &cfg)?;
             let mut extrapolation = extrapolation;
             extrapolation.extend(input_extrapolation(&model, &prediction));
-            let out_of_bounds = beyond_the_hardware(&arch, prediction.time_s, prediction.power_w);
+            let out_of_bounds = beyond_the_hardware(&arch, at, prediction.time_s, prediction.power_w);
             let report = KernelReport {
                 out_of_bounds,
                 kernel: kernel.name,
@@ -254,7 +254,9 @@ pub fn run(args: Args, given: &crate::cli::Given) -> anyhow::Result<ExitCode> {
                 .points
                 .iter()
                 .flat_map(|p| {
-                    beyond_the_hardware(&arch, p.time_s, p.power_w)
+                    // A core-clock sweep's x is the core clock; a warps sweep runs at the run's clocks.
+                    let c = if s == SweepArg::CoreClock { Clocks { core_mhz: p.x, ..at } } else { at };
+                    beyond_the_hardware(&arch, c, p.time_s, p.power_w)
                         .into_iter()
                         .map(move |e| format!("at {}: {e}", p.x))
                 })

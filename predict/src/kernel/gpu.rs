@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::examples::DEFAULT_ARCH;
 use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::profile::KernelProfile;
+use gpumodel_models::timing::Clocks;
 
 /// The architecture to predict on and the line that says how it was chosen (`None` for `--arch` and the
 /// built-in examples).
@@ -145,10 +146,11 @@ pub fn carried_note(like: &str) -> String {
     )
 }
 
-/// What no run on `arch` can show, one line each: a power above the board limit (`tdp_w`) or not above
-/// zero, a time that is not a positive number. Printed as errors, never as notes: such a figure comes
-/// from a model used far outside its data (or of another GPU), not from the kernel.
-pub fn beyond_the_hardware(arch: &ArchProfile, time_s: f64, power_w: f64) -> Vec<String> {
+/// What no run on `arch` at `clocks` can show, one line each: a power above the board limit (`tdp_w`),
+/// below the board's measured idle power at those clocks (`idle_w`, where the profile has it) or not
+/// above zero, a time that is not a positive number. Printed as errors, never as notes: such a figure
+/// comes from a model used far outside its data (or of another GPU), not from the kernel.
+pub fn beyond_the_hardware(arch: &ArchProfile, clocks: Clocks, time_s: f64, power_w: f64) -> Vec<String> {
     let mut out = Vec::new();
     let limit = arch.tdp_w.value;
     if !power_w.is_finite() || power_w <= 0.0 {
@@ -159,6 +161,14 @@ pub fn beyond_the_hardware(arch: &ArchProfile, time_s: f64, power_w: f64) -> Vec
         out.push(format!(
             "power {power_w:.1} W is above the {} board limit of {limit:.0} W: the power model is outside its data \
              (or describes another GPU); train one on this GPU (`gpumodel collect --suite`, `gpumodel train`)",
+            arch.name
+        ));
+    } else if let Some([core, mem, idle]) = arch.idle_floor(clocks.core_mhz, clocks.mem_mhz)
+        && power_w < idle
+    {
+        out.push(format!(
+            "power {power_w:.1} W is below the {} idle power of {idle:.1} W (measured idle at {core:.0} / {mem:.0} \
+             MHz, at or below this run's clocks): the power model is outside its data (or describes another GPU)",
             arch.name
         ));
     }
@@ -222,11 +232,31 @@ mod tests {
     #[test]
     fn power_above_the_board_limit_and_impossible_times_are_named() {
         let a = ArchProfile::builtin("gtx1080ti").unwrap();
-        assert!(beyond_the_hardware(&a, 1e-3, 249.0).is_empty());
-        let e = beyond_the_hardware(&a, 1e-3, 303.0);
+        let at = Clocks::default_for(&a);
+        assert!(beyond_the_hardware(&a, at, 1e-3, 249.0).is_empty());
+        // No idle table for this board: no floor above zero.
+        assert!(a.idle_w.is_none() && beyond_the_hardware(&a, at, 1e-3, 1.0).is_empty());
+        let e = beyond_the_hardware(&a, at, 1e-3, 303.0);
         assert_eq!(e.len(), 1);
         assert!(e[0].contains("303.0 W is above the gtx1080ti board limit of 250 W"), "{e:?}");
-        assert_eq!(beyond_the_hardware(&a, 0.0, -1.0).len(), 2);
-        assert_eq!(beyond_the_hardware(&a, f64::NAN, 100.0).len(), 1);
+        assert_eq!(beyond_the_hardware(&a, at, 0.0, -1.0).len(), 2);
+        assert_eq!(beyond_the_hardware(&a, at, f64::NAN, 100.0).len(), 1);
+    }
+
+    #[test]
+    fn power_below_the_measured_idle_at_the_run_s_clocks_is_named() {
+        let a = ArchProfile::builtin("titanx").unwrap();
+        // Default clocks 975 / 3505 MHz: the Titan X idles at 75.5 W there.
+        let at = Clocks::default_for(&a);
+        let e = beyond_the_hardware(&a, at, 1e-3, 60.0);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("60.0 W is below the titanx idle power of 75.5 W"), "{e:?}");
+        assert!(e[0].contains("975 / 3505 MHz"), "{e:?}");
+        assert!(beyond_the_hardware(&a, at, 1e-3, 76.0).is_empty());
+        // At a memory clock between the table's, the next lower one bounds it: 1000 / 3400 MHz → 975 / 3300.
+        let e = beyond_the_hardware(&a, Clocks { core_mhz: 1000.0, mem_mhz: 3400.0 }, 1e-3, 60.0);
+        assert!(e[0].contains("73.9 W") && e[0].contains("975 / 3300 MHz"), "{e:?}");
+        // Below every measured pair: no floor.
+        assert!(beyond_the_hardware(&a, Clocks { core_mhz: 500.0, mem_mhz: 810.0 }, 1e-3, 10.0).is_empty());
     }
 }
