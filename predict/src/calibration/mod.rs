@@ -94,21 +94,28 @@ impl ComputeFloor {
         };
         // A coarse scan first (the objective need not be unimodal), then golden section around the best.
         let grid: Vec<f64> = (0..=64).map(|i| (4f64.ln() * f64::from(i) / 64.0).exp()).collect();
-        let i = (0..grid.len()).fold(0, |b, i| if objective(grid[i]) < objective(grid[b]) { i } else { b });
+        let at_grid: Vec<f64> = grid.iter().map(|&a| objective(a)).collect();
+        let i = (0..grid.len()).fold(0, |b, i| if at_grid[i] < at_grid[b] { i } else { b });
         let (mut lo, mut hi) = (grid[i.saturating_sub(1)].ln(), grid[(i + 1).min(grid.len() - 1)].ln());
         let g = (5f64.sqrt() - 1.0) / 2.0;
+        // Each step keeps one inner point and its value: one new evaluation per step.
+        let (mut x1, mut x2) = (hi - g * (hi - lo), lo + g * (hi - lo));
+        let (mut f1, mut f2) = (objective(x1.exp()), objective(x2.exp()));
         for _ in 0..60 {
-            let (x1, x2) = (hi - g * (hi - lo), lo + g * (hi - lo));
-            if objective(x1.exp()) <= objective(x2.exp()) {
-                hi = x2;
+            if f1 <= f2 {
+                (hi, x2, f2) = (x2, x1, f1);
+                x1 = hi - g * (hi - lo);
+                f1 = objective(x1.exp());
             } else {
-                lo = x1;
+                (lo, x1, f1) = (x1, x2, f2);
+                x2 = lo + g * (hi - lo);
+                f2 = objective(x2.exp());
             }
         }
         let a = ((lo + hi) / 2.0).exp();
         // Never worse than the scan's best (or the model itself, a = 1).
-        let a =
-            [a, grid[i], 1.0].into_iter().fold(1.0, |b, x| if objective(x) < objective(b) { x } else { b });
+        let candidates = [(a, objective(a)), (grid[i], at_grid[i]), (1.0, at_grid[0])];
+        let a = candidates.into_iter().fold((1.0, at_grid[0]), |b, x| if x.1 < b.1 { x } else { b }).0;
         ComputeFloor { a_compute: a }
     }
 }
@@ -135,7 +142,7 @@ fn floor_keeping_memory(sm: f64, mem: f64) -> f64 {
         return 0.0;
     }
     let q = FLOOR_MEMORY_EXPONENT;
-    m * ((sm / m).powf(q) + (mem / m).powf(q)).powf(1.0 / q)
+    m * root(power(sm / m, q) + power(mem / m, q), q)
 }
 
 /// The memory, compute, shared and L2 times of a timing-model result (see [`TimeCalibration`]). Where
