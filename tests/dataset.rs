@@ -310,7 +310,8 @@ fn the_titanx_idle_table_is_the_dataset_s_idle_rows_and_no_measured_row_is_below
     let idle: Vec<_> = micro.iter().filter(|r| r.0 == "Idle").collect();
     assert_eq!((idle.len(), table.len()), (64, 64));
     for (_, w, core, mem) in &idle {
-        let e = table.iter().find(|e| e[0] == *core && e[1] == *mem).unwrap_or_else(|| panic!("{core}/{mem}"));
+        let e =
+            table.iter().find(|e| e[0] == *core && e[1] == *mem).unwrap_or_else(|| panic!("{core}/{mem}"));
         assert!(e[2] <= *w && *w - e[2] < 0.1 + 1e-9, "{core}/{mem}: table {} against measured {w}", e[2]);
     }
     let mut checked = 0;

@@ -2,7 +2,7 @@
 //! (`GPUMODEL_FAKE_GPU=1`) with the stand-ins of `scripts/gpu-check.d/fake` for nvidia-smi, nvcc and ncu,
 //! so that the script cannot rot between the rare runs on a GPU. Every step must be in the summary; the
 //! steps the scripted GPU can serve must say ok, and the others (the injection library's kernel totals,
-//! which need the real CUDA driver, and the scrape of `serve`, whose scripted node has processes of its
+//! which need the real CUDA driver, and the scrapes of `serve`, whose scripted node has processes of its
 //! own) must say why they did not succeed.
 
 use serde_json::Value;
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every step of the script, in the order it runs them.
-const STEPS: [&str; 16] = [
+const STEPS: [&str; 17] = [
     "gpu-facts",
     "doctor",
     "build",
@@ -27,11 +27,12 @@ const STEPS: [&str; 16] = [
     "power-compute",
     "calibrate",
     "serve",
+    "corun",
 ];
 
 /// Steps that need a real GPU (or its driver) even under `--fake`: the injection library's kernel totals,
-/// and the scrape of `serve` (the scripted node's processes are not the program's).
-const NEED_A_GPU: [&str; 2] = ["kernel-totals", "serve"];
+/// and the scrapes of `serve` (the scripted node's processes are not the program's).
+const NEED_A_GPU: [&str; 3] = ["kernel-totals", "serve", "corun"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -173,4 +174,98 @@ fn the_gpu_check_says_what_to_do_with_bad_arguments() {
     let empty = dir.path().to_str().unwrap();
     assert!(run(&["--bundle", empty, "--out", "x"]).contains("scripts/gpu-bundle"));
     assert!(run(&["--frobnicate"]).contains("unknown argument"));
+}
+
+/// The co-run step's arithmetic, on stand-ins whose answers are known: a program that reports a launch
+/// time twice as long together as alone (each held the GPU half the time), and a `serve` that gives the
+/// board 600 J of dynamic energy with the memory kernel alone, 900 J with the compute kernel alone, and
+/// splits the co-run's 750 J 280/470 (model) or 150/600 (ratio). The truths are then 0.5 × 600 = 300 J
+/// and 0.5 × 900 = 450 J, and the summary scores both splits against them.
+#[test]
+fn the_co_run_step_scores_both_splits_against_the_time_sliced_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = |name: &str, text: &str| {
+        let p = d.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        p
+    };
+    // The program: invocations 1 and 2 run alone, 3 and 4 together; each leaves its PID and kind in
+    // running/ while it runs.
+    let kernels = script(
+        "kernels",
+        &format!(
+            r#"#!/usr/bin/env bash
+dir={d}
+n=$(( $(cat "$dir/count" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$dir/count"
+mkdir -p "$dir/running"; echo "$1" > "$dir/running/$$"
+sleep "$2"; rm -f "$dir/running/$$"
+case "$1" in mem) name=stream_triad; t=0.0105 ;; *) name=fma_chain; t=0.0168 ;; esac
+[ "$n" -gt 2 ] && t=$(awk -v t="$t" 'BEGIN {{ print 2 * t }}')
+echo "kernel $name launches 100 mean_launch_s $t"
+"#,
+            d = d.display()
+        ),
+    );
+    let gpumodel = script(
+        "gpumodel",
+        &format!(
+            r#"#!/usr/bin/env bash
+dir={d}
+ratio=0; for a in "$@"; do [ "$a" = ratio ] && ratio=1; done
+kinds=$(cat "$dir"/running/* 2>/dev/null | sort | tr '\n' ' ')
+case "$kinds" in "compute mem ") board=1050 ;; "mem ") board=900 ;; *) board=1200 ;; esac
+l='gpu="0",gpu_uuid="GPU-0",gpu_name="stand-in"'
+echo "gpumodel_gpu_energy_joules_total{{$l}} $board"
+echo "gpumodel_gpu_idle_energy_joules_total{{$l}} 300"
+echo "gpumodel_gpu_unattributed_energy_joules_total{{$l}} 0"
+for f in "$dir"/running/*; do
+    [ -e "$f" ] || continue
+    case "$(cat "$f")/$ratio" in mem/0) e=280 ;; mem/1) e=150 ;; compute/0) e=470 ;; *) e=600 ;; esac
+    echo "gpumodel_process_energy_joules_total{{$l,pid=\"$(basename "$f")\",comm=\"kernels\",component=\"dynamic\"}} $e"
+done
+"#,
+            d = d.display()
+        ),
+    );
+    let work = d.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = Command::new(repo().join("scripts/gpu-check.d/corun-check"))
+        .arg(&gpumodel)
+        .arg(&kernels)
+        .arg("1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(work.join("corun.out"), &o.stdout).unwrap();
+    std::fs::write(work.join("steps.tsv"), "corun\t0\t12\t\n").unwrap();
+    let s = Command::new("python3")
+        .arg(repo().join("scripts/gpu-check.d/summarize.py"))
+        .arg("--work")
+        .arg(&work)
+        .arg("--out")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(work.join("summary.json")).unwrap()).unwrap();
+    for (kernel, truth, model, ratio) in
+        [("stream_triad", 300.0, 280.0, 150.0), ("fma_chain", 450.0, 470.0, 600.0)]
+    {
+        for (split, value) in [("model split", model), ("SM-utilization ratio split", ratio)] {
+            let f = figure(&summary, &format!("co-run: process dynamic energy, {split}"), Some(kernel));
+            let measured = f["measured"].as_f64().unwrap();
+            assert!((measured - truth).abs() < 1e-6, "{kernel} {split}: {f}");
+            assert_eq!(f["predicted"].as_f64(), Some(value), "{f}");
+            let err = f["error_pct"].as_f64().unwrap();
+            assert!((err - 100.0 * (value - truth) / truth).abs() < 1e-6, "{f}");
+        }
+    }
+    let gpu = figure(&summary, "co-run: GPU dynamic energy against the sum of the two truths", None);
+    assert!(
+        (gpu["measured"].as_f64().unwrap() - 750.0).abs() < 1e-6
+            && gpu["error_pct"].as_f64().unwrap().abs() < 1e-6
+    );
 }

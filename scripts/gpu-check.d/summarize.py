@@ -349,6 +349,43 @@ def figures_of(work, arch):
         fig("serve: the compute kernel's dynamic energy over one scrape", KERNELS["compute"], mine,
             reference=None if board is None else board - (idle or 0.0), unit="J",
             source="reference: the GPU's energy-counter increase less its idle part, same scrape")
+    # Two programs alone, then together (corun-check): each one's share of the time-sliced GPU is its launch
+    # time alone over its launch time together; its true dynamic energy over the co-run window is that
+    # share × its dynamic power alone × the window. Both splits are scored against it.
+    solo, corun, corun_gpu = {}, {}, None
+    for line in (read(os.path.join(work, "corun.out")) or "").splitlines():
+        f = line.split()
+        try:
+            fields = {f[i]: float(f[i + 1]) for i in range(2 if f[0] != "corun-gpu" else 1, len(f) - 1, 2)}
+        except (ValueError, IndexError):
+            continue
+        if f[0] == "solo":
+            solo[f[1]] = fields
+        elif f[0] == "corun":
+            corun[f[1]] = fields
+        elif f[0] == "corun-gpu":
+            corun_gpu = fields
+    truths = []
+    for kernel, co in corun.items():
+        alone = solo.get(kernel)
+        if not alone or not corun_gpu or not co.get("launch_s") or not alone.get("window_s"):
+            continue
+        share = alone["launch_s"] / co["launch_s"]
+        dynamic_w = (alone["board_j"] - alone["idle_j"]) / alone["window_s"]
+        truth = share * dynamic_w * corun_gpu["window_s"]
+        truths.append(truth)
+        note = (f"truth: GPU share {share:.3f} (launch {alone['launch_s'] * 1e3:.4g} ms alone, "
+                f"{co['launch_s'] * 1e3:.4g} ms together) x {dynamic_w:.4g} W dynamic alone x "
+                f"{corun_gpu['window_s']:g} s")
+        fig("co-run: process dynamic energy, model split", kernel, truth, predicted=co.get("model_j"),
+            unit="J", source=note)
+        fig("co-run: process dynamic energy, SM-utilization ratio split", kernel, truth,
+            predicted=co.get("ratio_j"), unit="J", source=note)
+    if corun_gpu and len(truths) == 2:
+        fig("co-run: GPU dynamic energy against the sum of the two truths", None,
+            corun_gpu["board_j"] - corun_gpu["idle_j"], predicted=sum(truths), unit="J",
+            source="measured: energy-counter increase less the idle part over the co-run window; "
+                   f"unattributed {corun_gpu.get('unattributed_j', float('nan')):.4g} J")
     suite = read_json(os.path.join(work, "suite.out"))
     if suite:
         fig("suite rows", None, suite.get("rows_written"), unit="rows",
