@@ -19,6 +19,7 @@
 //! ```
 
 pub mod calibrate;
+pub mod clock_control;
 pub mod clocks;
 pub mod counters;
 pub mod cupti;

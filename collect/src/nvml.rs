@@ -368,7 +368,7 @@ impl ClockCallError {
 /// earlier call returned (the mechanism stays the same, and what to put back is the state before the
 /// first change). If the memory lock fails after the GPU lock succeeded, the GPU lock is reset before the
 /// error returns (and a failure of that reset is in [`ClockCallError::undo_failed`]). All of these need root
-/// (`NVML_ERROR_NO_PERMISSION`). Used by calibrate's sweep and the suite ([`crate::suite::NvmlClocks`]).
+/// (`NVML_ERROR_NO_PERMISSION`). Used by calibrate's sweep and the suite through [`crate::clock_control::NvmlClocks`].
 pub fn set_clock_pair(
     dev: &mut nvml_wrapper::Device<'_>,
     core_mhz: u32,

@@ -2,8 +2,9 @@
 //! as one block through cudarc's driver API; the facts the profile needs come from the driver
 //! (`cuDeviceGetAttribute`), NVML (clocks, power limit) and the CUDA Programming Guide's throughput table.
 //!
-//! Clock pairs for the DVFS sweep are set through NVML in its documented sequence
-//! ([`crate::nvml::set_clock_pair`]): the valid pairs come from `nvmlDeviceGetSupportedMemoryClocks` and
+//! Clock pairs for the DVFS sweep are set by the collector's one clock setter
+//! ([`crate::clock_control::NvmlClocks`], NVML's documented sequence in [`crate::nvml::set_clock_pair`]),
+//! where a refusal stops the sweep: the valid pairs come from `nvmlDeviceGetSupportedMemoryClocks` and
 //! `nvmlDeviceGetSupportedGraphicsClocks(mem)`; a pair is set with `nvmlDeviceSetApplicationsClocks(mem,
 //! graphics)` (Kepler and newer non-GeForce, Maxwell and newer GeForce); where that is
 //! `NVML_ERROR_NOT_SUPPORTED`, with locked clocks (`nvmlDeviceSetGpuLockedClocks(g, g)`, Volta and newer,
@@ -22,13 +23,12 @@
 
 use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, SOURCE, measured_only};
 use crate::Error;
+use crate::clock_control::NvmlClocks;
 use crate::clocks::{ClockPair, SupportedClocks};
-use crate::nvml::{ClockCallError, ClockLock, clock_error, restore_clock_pair, set_clock_pair};
 use crate::nvrtc;
 use cudarc::driver::sys::CUdevice_attribute as A;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use gpumodel_models::capability::{self, CapabilityFacts};
-use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,17 +43,8 @@ pub struct CudaCalibrationDevice {
     functions: BTreeMap<&'static str, CudaFunction>,
     chains: BTreeMap<(u32, u32, u64), CudaSlice<u32>>,
     facts: DeviceFacts,
-    nvml: Arc<Nvml>,
-    nvml_index: u32,
-    /// How the clocks were changed, if they were (what restoring must undo).
-    changed: Option<ClockLock>,
-}
-
-/// A failed clock call as the collector's error; a GPU lock that could not be undone on the way is named
-/// in it (with the command that undoes it), as the suite does.
-fn clock_call_err(e: ClockCallError) -> Error {
-    let note = e.undo_note();
-    clock_error(e.call, e.error, &note)
+    /// The GPU's clocks, and what a sweep changed (what restoring must undo).
+    clocks: NvmlClocks,
 }
 
 impl CudaCalibrationDevice {
@@ -179,16 +170,8 @@ impl CudaCalibrationDevice {
             functions,
             chains: BTreeMap::new(),
             facts,
-            nvml,
-            nvml_index,
-            changed: None,
+            clocks: NvmlClocks::new(nvml, nvml_index),
         })
-    }
-
-    fn nvml_device(&self) -> Result<nvml_wrapper::Device<'_>, Error> {
-        self.nvml
-            .device_by_index(self.nvml_index)
-            .map_err(|e| Error::NoGpu { index: self.nvml_index, detail: e.to_string() })
     }
 }
 
@@ -227,35 +210,19 @@ impl CalibrationDevice for CudaCalibrationDevice {
     }
 
     fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
-        crate::nvml::supported_clocks(&self.nvml_device()?)
+        self.clocks.supported()
     }
 
     fn set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
-        let nvml = self.nvml.clone();
-        let mut dev = nvml
-            .device_by_index(self.nvml_index)
-            .map_err(|e| Error::NoGpu { index: self.nvml_index, detail: e.to_string() })?;
-        let lock =
-            set_clock_pair(&mut dev, pair.core_mhz, pair.mem_mhz, self.changed).map_err(clock_call_err)?;
-        self.changed = Some(lock);
-        Ok(())
+        self.clocks.try_set(pair)
     }
 
     fn restore_clocks(&mut self) -> Result<(), Error> {
-        let Some(lock) = self.changed.take() else { return Ok(()) };
-        let nvml = self.nvml.clone();
-        let mut dev = nvml
-            .device_by_index(self.nvml_index)
-            .map_err(|e| Error::NoGpu { index: self.nvml_index, detail: e.to_string() })?;
-        restore_clock_pair(&mut dev, lock).map_err(clock_call_err)
+        self.clocks.reset()
     }
 
     fn clocks_now(&self) -> Option<ClockPair> {
-        let dev = self.nvml_device().ok()?;
-        Some(ClockPair {
-            core_mhz: dev.clock_info(Clock::SM).ok()?,
-            mem_mhz: dev.clock_info(Clock::Memory).ok()?,
-        })
+        self.clocks.now()
     }
 
     fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {

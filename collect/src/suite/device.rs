@@ -3,6 +3,7 @@
 
 use super::SuiteKernel;
 use crate::Error;
+use crate::clock_control::ClockOutcome;
 use crate::clocks::{ClockPair, SupportedClocks};
 use gpumodel_models::timing::Clocks;
 use serde::{Deserialize, Serialize};
@@ -51,15 +52,6 @@ pub struct Peaks {
     pub fp64_per_s: f64,
     /// Resident warps one SM can hold.
     pub max_warps_per_sm: f64,
-}
-
-/// Whether a clock request took effect.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ClockOutcome {
-    /// The clocks are set.
-    Applied,
-    /// The GPU refuses (no permission, or the pair is unsupported): the reason, in one line.
-    Refused(String),
 }
 
 /// A GPU as the suite uses it. The real one is [`CudaSuiteDevice`](super::cuda::CudaSuiteDevice); tests use

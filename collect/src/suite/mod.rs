@@ -14,7 +14,6 @@
 //! prints).
 
 mod catalogue;
-mod clocks;
 pub mod cuda;
 mod device;
 mod fake;
@@ -25,9 +24,9 @@ pub mod report;
 mod runner;
 mod table;
 
+pub use crate::clock_control::{ClockOutcome, NvmlClocks};
 pub use catalogue::{BUFFER_ELEMS, ENTRIES, Entry, SOURCE, SuiteKernel, kernels, select_kernels};
-pub use clocks::NvmlClocks;
-pub use device::{ClockOutcome, GpuInfo, Measurement, Peaks, SuiteDevice};
+pub use device::{GpuInfo, Measurement, Peaks, SuiteDevice};
 pub use fake::{FakeSuiteDevice, Work};
 pub use ptx::{LANE_DEPENDENT_BRANCH, ptx_function, ptx_has};
 pub use runner::{Plan, Progress, Summary, run_suite};

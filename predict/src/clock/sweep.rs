@@ -2,8 +2,11 @@
 //! and ED² optima, and the clock to run at (`gpumodel predict --profile`).
 
 use super::choose::{Choice, choose};
+use crate::kernel::gpu::beyond_the_hardware;
 use crate::{Error, Result};
+use gpumodel_models::arch::ArchProfile;
 use gpumodel_models::export::{Cell, Column, Export, Section};
+use gpumodel_models::timing::Clocks;
 use gpumodel_models::utilization::model::{ClockPoint, ObjectivePolicy, Optima, optima};
 use gpumodel_models::utilization::{Field, ProfileSet, UtilizationProfile};
 use serde::Serialize;
@@ -31,6 +34,10 @@ pub struct ClockSweep {
     pub optima: Optima,
     /// The model's recommendation per objective, decided on its training data (a fixed clock or its pick).
     pub policy: Vec<ObjectivePolicy>,
+    /// Points no run on this GPU can show (power above the board limit or below its measured idle, by its
+    /// built-in architecture profile): errors, one line each, `at <clocks>: …`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub out_of_bounds: Vec<String>,
 }
 
 impl Export for ClockSweep {
@@ -52,6 +59,7 @@ impl Export for ClockSweep {
                     Column::new("slowdown", "slowdown"),
                     Column::new("optimum", "optimum of"),
                 ])
+                .chain((!self.out_of_bounds.is_empty()).then(|| Column::new("out_of_bounds", "error")))
                 .collect(),
         );
         for (i, p) in self.points.iter().enumerate() {
@@ -80,6 +88,11 @@ impl Export for ClockSweep {
                 Cell::num(p.slowdown, 3),
                 Cell::text(marks.join(", ")),
             ]);
+            if !self.out_of_bounds.is_empty() {
+                let at = format!("at {}: ", clocks(p));
+                let own: Vec<&str> = self.out_of_bounds.iter().filter_map(|e| e.strip_prefix(&at)).collect();
+                row.push(Cell::text(own.join("; ")));
+            }
             s.push(row);
         }
         vec![s]
@@ -102,6 +115,7 @@ impl Export for ClockSweep {
             ),
             format!("model: {}", self.basis),
         ]);
+        lines.extend(self.out_of_bounds.iter().map(|x| format!("ERROR {x}")));
         lines
     }
     fn notes(&self) -> Vec<String> {
@@ -179,6 +193,22 @@ impl Export for ClockSweep {
     }
 }
 
+/// The points of a sweep no run on `arch` can show (see [`beyond_the_hardware`]), each `at <clocks>: …`;
+/// a point without a memory clock is at `mem_mhz` (the profile's), else at the board's default.
+fn beyond_the_board(arch: &ArchProfile, points: &[ClockPoint], mem_mhz: Option<f64>) -> Vec<String> {
+    points
+        .iter()
+        .filter(|p| p.power_w.is_finite())
+        .flat_map(|p| {
+            let at =
+                Clocks { core_mhz: p.core_mhz, mem_mhz: p.mem_mhz.or(mem_mhz).unwrap_or(arch.mem_mhz.value) };
+            beyond_the_hardware(arch, at, p.time_s, p.power_w)
+                .into_iter()
+                .map(move |e| format!("at {}: {e}", clocks(p)))
+        })
+        .collect()
+}
+
 /// A point's clocks in words: `1500 MHz`, or `1500 MHz core / 5500 MHz memory` for a pair.
 fn clocks(p: &ClockPoint) -> String {
     match p.mem_mhz {
@@ -228,7 +258,13 @@ pub fn sweep_profile(set: &ProfileSet, job: Option<&str>, req: &SweepRequest) ->
         }
     };
     let optima = optima(&points, req.max_slowdown);
+    // The board the job ran on: the profile's GPU, else the model's.
+    let board = profile.gpu.as_deref().or(choice.model.as_ref().map(|m| m.gpu.as_str()));
+    let out_of_bounds = board
+        .and_then(ArchProfile::builtin_for_gpu)
+        .map_or_else(Vec::new, |arch| beyond_the_board(&arch, &points, profile.mem_mhz));
     Ok(ClockSweep {
+        out_of_bounds,
         power_from_profile: profile.power_w.is_some(),
         time_in_seconds: profile.time_s.is_some(),
         model_gpu: choice.model.as_ref().map(|m| m.gpu.clone()),
@@ -298,7 +334,42 @@ mod tests {
                 fixed_regret_pct: 1.0,
                 held_out_jobs: 5,
             }],
+            out_of_bounds: vec![],
         }
+    }
+
+    /// A sweep point above the board limit is an error at that point, in the table's preamble and in the
+    /// point's own CSV cell; the points within the limit carry none.
+    #[test]
+    fn points_above_the_board_limit_are_errors_at_their_clocks() {
+        let mut v100 = ArchProfile::builtin("v100").unwrap();
+        // The V100 sweep of the README's DCGM example draws 21.8–52.7 W: a 40 W limit cuts through it.
+        v100.tdp_w.value = 40.0;
+        let points = vec![point(945.0, 9.52, 272.7), point(1237.0, 7.30, 308.2), point(1380.0, 6.55, 345.4)];
+        let errors = beyond_the_board(&v100, &points, None);
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].starts_with("at 1237 MHz: power 42.2 W is above the v100 board limit of 40 W"),
+            "{errors:?}"
+        );
+        assert!(errors[1].starts_with("at 1380 MHz: power 52.7 W"), "{errors:?}");
+        // The fixture's points draw 125, 134.6 and 160 W: a 130 W limit flags the last two.
+        v100.tdp_w.value = 130.0;
+        let mut s = sweep([1500.0, 1400.0, 1600.0], 0.05);
+        s.out_of_bounds = beyond_the_board(&v100, &s.points, None);
+        assert_eq!(s.out_of_bounds.len(), 2, "{:?}", s.out_of_bounds);
+        assert!(s.preamble().iter().any(|l| l.starts_with("ERROR at 1000 MHz: power")), "{:?}", s.preamble());
+        let rows = &s.sections()[0];
+        let last = |i: usize| format!("{:?}", rows.rows[i].last().unwrap());
+        assert!(last(1).contains("board limit of 130 W") && !last(0).contains("board limit"), "{}", last(0));
+        // The Titan X's measured idle bounds a sweep from below at the profile's memory clock.
+        let titanx = ArchProfile::builtin("titanx").unwrap();
+        let low = [point(975.0, 1.0, 50.0)];
+        assert!(
+            beyond_the_board(&titanx, &low, Some(3505.0))[0]
+                .contains("below the titanx idle power of 75.5 W")
+        );
+        assert!(beyond_the_board(&titanx, &low, Some(810.0)).is_empty());
     }
 
     fn advice(s: &ClockSweep) -> String {

@@ -1,19 +1,30 @@
-//! The suite's clock control: the collector's one NVML clock sequence ([`crate::nvml::set_clock_pair`],
-//! [`crate::nvml::restore_clock_pair`], shared with calibrate) with NVML's refusals turned into
-//! [`ClockOutcome::Refused`], so that a run without root continues at the current clocks with one warning.
+//! The collector's one clock setter, [`NvmlClocks`], for `collect --suite` and `calibrate`: NVML's clock
+//! sequence ([`crate::nvml::set_clock_pair`], [`crate::nvml::restore_clock_pair`]) on one device, with what
+//! it changed remembered until it is put back. The suite asks with [`NvmlClocks::set`], where NVML's
+//! refusals are [`ClockOutcome::Refused`] (a run without root continues at the current clocks with one
+//! warning); calibrate asks with [`NvmlClocks::try_set`], where they stop it with the call that failed.
 //!
 //! The sequence (documented on `set_clock_pair`): application clocks, else locked GPU and memory clocks;
 //! putting back restores the application clocks from before the first change (or resets them when they
-//! were the defaults), or resets the locks. [`run_suite`](super::run_suite) puts them back after the sweep
-//! and after an error in it; dropping [`NvmlClocks`] does it too (a panic unwinding).
+//! were the defaults), or resets the locks. The commands put them back after their sweep and after an
+//! error in it; dropping [`NvmlClocks`] does it too (a panic unwinding).
 
-use super::ClockOutcome;
 use crate::Error;
 use crate::clocks::{ClockPair, SupportedClocks};
-use crate::nvml::{ClockCallError, ClockLock, restore_clock_pair, set_clock_pair};
+use crate::nvml::{ClockCallError, ClockLock, clock_error, restore_clock_pair, set_clock_pair};
 use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::error::NvmlError;
 use std::sync::Arc;
+
+/// Whether a clock request took effect.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClockOutcome {
+    /// The clocks are set.
+    Applied,
+    /// The GPU refuses (no permission, or the pair is unsupported): the reason, in one line.
+    Refused(String),
+}
 
 /// The clocks of one NVML device, and what must be undone.
 pub struct NvmlClocks {
@@ -48,16 +59,19 @@ impl NvmlClocks {
             .map_err(|e| Error::NoGpu { index: self.index, detail: e.to_string() })
     }
 
-    /// Sets the pair (core and memory MHz). A refusal (no permission, unsupported pair or mechanism) is
-    /// [`ClockOutcome::Refused`] with its reason; what an earlier pair changed stays recorded for
-    /// [`NvmlClocks::reset`].
-    pub fn set(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
+    /// Sets the pair (core and memory MHz), or says which NVML call failed and how (a GPU lock that could
+    /// not be undone on the way is named with the command that undoes it). What an earlier pair changed
+    /// stays recorded for [`NvmlClocks::reset`].
+    fn apply(&mut self, pair: ClockPair) -> Result<Result<(), ClockCallError>, Error> {
         let r = set_clock_pair(&mut self.device()?, pair.core_mhz, pair.mem_mhz, self.lock);
-        match r {
-            Ok(lock) => {
-                self.lock = Some(lock);
-                Ok(ClockOutcome::Applied)
-            }
+        Ok(r.map(|lock| self.lock = Some(lock)))
+    }
+
+    /// Sets the pair. A refusal (no permission, unsupported pair or mechanism) is
+    /// [`ClockOutcome::Refused`] with its reason; any other failure is an error.
+    pub fn set(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
+        match self.apply(pair)? {
+            Ok(()) => Ok(ClockOutcome::Applied),
             Err(e) => {
                 let undo = e.undo_note();
                 match refused(&e.error) {
@@ -66,6 +80,21 @@ impl NvmlClocks {
                 }
             }
         }
+    }
+
+    /// Sets the pair; every failure, a refusal included, is an error naming the NVML call
+    /// ([`Error::ClockPermission`], [`Error::ClocksUnsupported`], [`Error::Nvml`]).
+    pub fn try_set(&mut self, pair: ClockPair) -> Result<(), Error> {
+        self.apply(pair)?.map_err(call_error)
+    }
+
+    /// The SM and memory clocks the GPU runs at now (read-only); `None` where NVML does not say.
+    pub fn now(&self) -> Option<ClockPair> {
+        let dev = self.device().ok()?;
+        Some(ClockPair {
+            core_mhz: dev.clock_info(Clock::SM).ok()?,
+            mem_mhz: dev.clock_info(Clock::Memory).ok()?,
+        })
     }
 
     /// The clocks the GPU supports (read-only).
@@ -79,9 +108,14 @@ impl NvmlClocks {
         let Some(lock) = self.lock else { return Ok(()) };
         let restored = restore_clock_pair(&mut self.device()?, lock);
         self.lock = None;
-        restored
-            .map_err(|ClockCallError { call, error, .. }| Error::Nvml { call, message: error.to_string() })
+        restored.map_err(call_error)
     }
+}
+
+/// A failed clock call as the collector's error, with the undo note of a lock left in place.
+fn call_error(e: ClockCallError) -> Error {
+    let note = e.undo_note();
+    clock_error(e.call, e.error, &note)
 }
 
 impl Drop for NvmlClocks {
