@@ -292,3 +292,38 @@ fn bad_clock_pairs_and_clocks_that_need_root_are_one_line_errors_and_write_nothi
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.exists());
 }
+
+/// After each clock pair's launches, calibrate reads the idle board's power and writes it as the profile's
+/// `idle_w` table: on the scripted GPU, whose idle power is 30 W + 0.02 W/MHz × core + 0.01 W/MHz × memory,
+/// one entry per pair with that value, cited as measured; the profile then bounds a prediction from below.
+#[test]
+fn calibrate_writes_the_idle_power_of_each_clock_pair_and_predict_is_bounded_by_it() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_json(dir.path(), &["--repeats", "3", "--clocks", "1410:1215,960:1215,510:800"]);
+    let text = std::fs::read_to_string(dir.path().join("x.toml")).unwrap();
+    let arch = gpumodel_models::arch::ArchProfile::from_toml_str(&text, "x.toml").unwrap();
+    let idle = arch.idle_w.as_ref().expect("an idle table");
+    assert!(arch.sources[&idle.src].contains("NVML power of the idle board"), "{}", arch.sources[&idle.src]);
+    let law = |c: f64, m: f64| 30.0 + 0.02 * c + 0.01 * m;
+    let mut entries = idle.value.clone();
+    entries.sort_by(|a, b| a[0].total_cmp(&b[0]));
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    for (e, (c, m)) in entries.iter().zip([(510.0, 800.0), (960.0, 1215.0), (1410.0, 1215.0)]) {
+        assert_eq!((e[0], e[1]), (c, m));
+        assert!((e[2] - law(c, m)).abs() < 0.051, "{e:?} against {}", law(c, m));
+    }
+    // At 1410 / 1215 MHz no kernel draws less than 70.3 W (70.35 rounded to 0.1 W).
+    assert_eq!(arch.idle_floor(1410.0, 1215.0).map(|e| e[2]), Some(70.3));
+    let out = gpumodel()
+        .current_dir(dir.path())
+        .args(["predict", "--arch", "x.toml", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let power = v["prediction"]["power_w"].as_f64().unwrap();
+    let floor = arch.idle_floor(1410.0, 1215.0).unwrap()[2];
+    let flagged =
+        v["out_of_bounds"].as_array().is_some_and(|e| e.iter().any(|x| x.as_str().unwrap().contains("idle")));
+    assert_eq!(flagged, power < floor, "{power} W against the floor {floor} W: {}", v["out_of_bounds"]);
+}

@@ -118,7 +118,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     pb.finish_and_clear();
     let fit = dvfs::fit(&points);
     let when = calibrate::today_utc();
-    let text = calibrate::arch_toml(&name, &facts, &est, &fit.constants, &facts.display_name, &when)?;
+    let idle: Vec<calibrate::IdlePower> = points.iter().filter_map(|p| p.idle).collect();
+    let text = calibrate::arch_toml_with_idle(
+        &name,
+        &facts,
+        &est,
+        &fit.constants,
+        &idle,
+        (&facts.display_name, &when),
+    )?;
     std::fs::write(&out, text).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
     let report = calibrate::CalibrateReport::new(
         &facts.display_name,

@@ -45,6 +45,9 @@ pub struct CudaCalibrationDevice {
     facts: DeviceFacts,
     /// The GPU's clocks, and what a sweep changed (what restoring must undo).
     clocks: NvmlClocks,
+    /// NVML and the index of the device that is this CUDA device (for its power).
+    nvml: Arc<nvml_wrapper::Nvml>,
+    nvml_index: u32,
 }
 
 impl CudaCalibrationDevice {
@@ -170,7 +173,9 @@ impl CudaCalibrationDevice {
             functions,
             chains: BTreeMap::new(),
             facts,
-            clocks: NvmlClocks::new(nvml, nvml_index),
+            clocks: NvmlClocks::new(nvml.clone(), nvml_index),
+            nvml,
+            nvml_index,
         })
     }
 }
@@ -223,6 +228,30 @@ impl CalibrationDevice for CudaCalibrationDevice {
 
     fn clocks_now(&self) -> Option<ClockPair> {
         self.clocks.now()
+    }
+
+    /// Ten readings of `nvmlDeviceGetPowerUsage` 50 ms apart, after 1.2 s without launches (on recent
+    /// boards that reading is an average over the last second), and the clocks NVML reports meanwhile.
+    fn idle_power(&mut self) -> Result<Option<super::IdlePower>, Error> {
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        let Ok(dev) = self.nvml.device_by_index(self.nvml_index) else { return Ok(None) };
+        let mut watts = Vec::new();
+        let mut clocks = None;
+        for i in 0..10 {
+            if let Ok(mw) = dev.power_usage() {
+                watts.push(f64::from(mw) / 1000.0);
+            }
+            if i == 5 {
+                clocks = self.clocks.now();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let Some(clocks) = clocks else { return Ok(None) };
+        if watts.is_empty() {
+            return Ok(None);
+        }
+        watts.sort_by(f64::total_cmp);
+        Ok(Some(super::IdlePower { clocks, watts: watts[watts.len() / 2], readings: watts.len() }))
     }
 
     fn run(&mut self, l: &CalLaunch) -> Result<Vec<u64>, Error> {

@@ -50,6 +50,9 @@ pub struct PairPoint {
     pub l2_delay: Estimate,
     /// Whole-GPU DRAM-stream bytes per core cycle.
     pub dram_bytes_per_core_cycle: Estimate,
+    /// The idle board's power after the pair's launches, where the device reads its power.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle: Option<super::IdlePower>,
 }
 
 /// Page-stride DRAM chase: 256 MiB of u32, one step per 4 KiB (a new DRAM page each step), 65 536 slots.
@@ -164,6 +167,7 @@ fn measure_point(
     let l2_stream_chain = Chain { elems: (l2_footprint / 4) as u32, stride: 1, seed: 0x12b4 };
     let l2_bps = stream(l2_stream_chain, l2_footprint as f64)?;
     let observed = dev.clocks_now();
+    let idle = dev.idle_power()?;
     let (core_mhz, mem_mhz) = match (set, observed) {
         (Some(c), _) | (None, Some(c)) => (f64::from(c.core_mhz), f64::from(c.mem_mhz)),
         (None, None) => {
@@ -191,6 +195,7 @@ fn measure_point(
         mem_mhz,
         set_by_calibrate,
         observed,
+        idle,
         dram_latency: Estimate::from_samples(
             "dram_latency",
             "pointer chase, one step per 4 KiB page over 256 MiB, L1 bypassed, 1 thread",
@@ -518,6 +523,7 @@ mod tests {
             dram_delay: est("dram_delay", 2.0),
             l2_delay: est("l2_delay", 1.0),
             dram_bytes_per_core_cycle: est("dram_bytes_per_core_cycle", 1000.0),
+            idle: None,
         }
     }
 

@@ -300,6 +300,15 @@ impl CalibrationDevice for FakeCalibrationDevice {
     fn clocks_now(&self) -> Option<ClockPair> {
         Some(self.clocks)
     }
+
+    fn idle_power(&mut self) -> Result<Option<super::IdlePower>, Error> {
+        Ok(Some(super::IdlePower { clocks: self.clocks, watts: fake_idle_w(self.clocks), readings: 10 }))
+    }
+}
+
+/// The fake GPU's idle power at a clock pair, W: rising with both clocks, as measured boards' does.
+pub fn fake_idle_w(c: ClockPair) -> f64 {
+    30.0 + 0.02 * f64::from(c.core_mhz) + 0.01 * f64::from(c.mem_mhz)
 }
 
 /// Seconds a kernel launch costs on top of its work, included in every fake timed launch.

@@ -48,7 +48,7 @@ mod report;
 pub mod throughput;
 
 pub use fake::{FakeCalibrationDevice, TrueConstants};
-pub use profile::{BoardSpec, DeviceFacts, arch_toml, documents_toml, profile_name};
+pub use profile::{BoardSpec, DeviceFacts, arch_toml, arch_toml_with_idle, documents_toml, profile_name};
 pub use report::{CalibrateReport, LookedUp};
 
 /// Profile fields calibration measures (the others come from [`DeviceFacts`]).
@@ -238,6 +238,23 @@ pub trait CalibrationDevice {
     fn clocks_now(&self) -> Option<crate::clocks::ClockPair> {
         None
     }
+    /// The board's power with nothing launched, at the clocks it then runs at; `None` where the device
+    /// cannot read its power.
+    fn idle_power(&mut self) -> Result<Option<IdlePower>, Error> {
+        Ok(None)
+    }
+}
+
+/// The idle board's power, as calibrate measures it after a clock pair's launches: the profile's
+/// `idle_w` entry of those clocks, a floor no kernel at them draws less than.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct IdlePower {
+    /// The clocks NVML reported while the GPU idled (an idle GPU may drop below the pair set).
+    pub clocks: crate::clocks::ClockPair,
+    /// Median of the readings, W.
+    pub watts: f64,
+    /// Readings taken.
+    pub readings: usize,
 }
 
 /// One measured constant: the median over repetitions and the spread.

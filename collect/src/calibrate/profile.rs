@@ -221,11 +221,54 @@ pub fn arch_toml(
     gpu: &str,
     when: &str,
 ) -> Result<String, gpumodel_models::Error> {
+    arch_toml_with_idle(name, facts, estimates, dvfs, &[], (gpu, when))
+}
+
+/// [`arch_toml`] with the idle power measured after each clock pair, written as the profile's `idle_w`
+/// table (one entry per distinct clock pair, the lowest reading where several share one).
+pub fn arch_toml_with_idle(
+    name: &str,
+    facts: &DeviceFacts,
+    estimates: &[Estimate],
+    dvfs: &[Fitted],
+    idle: &[super::IdlePower],
+    (gpu, when): (&str, &str),
+) -> Result<String, gpumodel_models::Error> {
     let header = [
         "Written by `gpumodel calibrate`: measured constants cite the run with their spread;",
         "the other values come from the driver or the reference they cite.",
     ];
-    profile_toml(&header, name, facts, (estimates, dvfs, gpu, when))
+    let text = profile_toml(&header, name, facts, (estimates, dvfs, gpu, when))?;
+    if idle.is_empty() {
+        return Ok(text);
+    }
+    let mut entries: BTreeMap<(u32, u32), f64> = BTreeMap::new();
+    for i in idle.iter().filter(|i| i.watts.is_finite() && i.watts > 0.0) {
+        let e = entries.entry((i.clocks.core_mhz, i.clocks.mem_mhz)).or_insert(i.watts);
+        *e = e.min(i.watts);
+    }
+    if entries.is_empty() {
+        return Ok(text);
+    }
+    // Rounded down to 0.1 W: a floor never above what was read.
+    let list: Vec<String> =
+        entries.iter().map(|((c, m), w)| format!("[{c}, {m}, {:.1}]", (w * 10.0).floor() / 10.0)).collect();
+    let readings = idle.iter().map(|i| i.readings).max().unwrap_or(0);
+    let line = format!("idle_w = {{ value = [{}], src = \"calibrate_idle_w\" }}\n", list.join(", "));
+    let source = quote(&format!(
+        "measured on this GPU ({gpu}) by `gpumodel calibrate` on {when}: NVML power of the idle board (median of \
+         {readings} readings 50 ms apart, 1.2 s after the last launch, rounded down to 0.1 W), at the clocks NVML \
+         reported meanwhile"
+    ));
+    // The entry goes with the top-level values, after the clock lists (before any table), its citation
+    // into the sources table.
+    let after_clocks =
+        text.find("\nmem_clocks_mhz = ").and_then(|i| text[i + 1..].find('\n').map(|j| i + j + 2));
+    let at = after_clocks.unwrap_or(0);
+    let mut out = format!("{}{line}{}", &text[..at], &text[at..]);
+    out = out.replacen("\n[sources]\n", &format!("\n[sources]\ncalibrate_idle_w = {source}\n"), 1);
+    ArchProfile::from_toml_str(&out, "the calibrated profile")?;
+    Ok(out)
 }
 
 /// The profile of a GPU from documents alone (`gpumodel arch new`): `facts` as

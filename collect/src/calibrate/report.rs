@@ -141,6 +141,7 @@ impl Export for CalibrateReport {
                 Column::new("l2_delay", "L2 delay"),
                 Column::new("dram_bytes_per_core_cycle", "DRAM B/cycle"),
                 Column::new("observed", "observed core:mem"),
+                Column::new("idle_w", "idle W at core:mem"),
             ],
         );
         for q in &self.clock_pairs {
@@ -155,6 +156,7 @@ impl Export for CalibrateReport {
                 Cell::num(q.l2_delay.median, 3),
                 Cell::num(q.dram_bytes_per_core_cycle.median, 1),
                 Cell::text(q.observed.map_or("-".to_string(), |c| c.to_string())),
+                Cell::text(q.idle.map_or("-".to_string(), |i| format!("{:.1} at {}", i.watts, i.clocks))),
             ]);
         }
         let mut d = Section::titled(

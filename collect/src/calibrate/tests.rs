@@ -418,6 +418,7 @@ fn a_fit_with_a_negative_constant_is_rejected() {
             dram_delay: est("dram_delay", 2.0),
             l2_delay: est("l2_delay", 1.0),
             dram_bytes_per_core_cycle: est("dram_bytes_per_core_cycle", 1000.0),
+            idle: None,
         })
         .collect();
     let fit = dvfs::fit(&pts);
