@@ -658,3 +658,77 @@ fn an_installed_gpumodel_finds_the_injection_library_in_its_lib_folder() {
     assert_eq!(code, Some(2), "{e}");
     assert!(e.contains("cannot load libgpumodel_inject.so") && e.contains("scripts/install"), "{e}");
 }
+
+/// `GPUMODEL_REPLAY=FILE`: `collect --no-counters` samples the recorded GPU of a trace of NVML answers (the
+/// format `serve --replay` reads), with its quirks: a recorded failed read loses one sample and is said in
+/// the trace's warnings, the run goes on; the energy comes from the recorded counter. Commands that run
+/// kernels refuse a replayed GPU in one line.
+#[test]
+fn collect_replays_a_recorded_gpu_with_its_quirks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = vec![
+        r#"{"format":"gpumodel-nvml-trace/1","gpus":[{"index":0,"uuid":"GPU-r","name":"NVIDIA H100 (recorded)"}]}"#
+            .to_string(),
+    ];
+    let mut energy = 5000.0;
+    let mut counters = vec![energy];
+    for i in 0..=40 {
+        let p = if i < 5 { 120.0 } else { 250.0 };
+        if i > 0 {
+            energy += p * 0.1;
+            counters.push(energy);
+        }
+        lines.push(format!(
+            r#"{{"gpu":0,"reading":{{"time_s":{},"energy_j":{energy},"power_w":{p},"sm_mhz":1980}}}}"#,
+            100.0 + 0.1 * f64::from(i)
+        ));
+        if i == 3 {
+            lines.push(r#"{"gpu":0,"error":{"call":"nvmlDeviceGetPowerUsage","code":"unknown"}}"#.into());
+        }
+    }
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = dir.path().join("t.csv");
+    let replay = || {
+        let mut c = gpumodel();
+        c.env("GPUMODEL_REPLAY", &trace).env_remove("GPUMODEL_FAKE_GPU");
+        c
+    };
+    let o = replay()
+        .args(["collect", "--no-counters", "--idle-seconds", "0", "--min-seconds", "0", "-o"])
+        .arg(&out)
+        .args(["sleep", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(&out).unwrap();
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let power = rows.headers().unwrap().iter().position(|h| h == "power_w").unwrap();
+    let values: Vec<f64> = rows.records().map(|r| r.unwrap()[power].parse().unwrap()).collect();
+    assert!(!values.is_empty() && values.iter().all(|w| *w == 120.0 || *w == 250.0), "{values:?}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "complete", "{meta:#}");
+    let warnings = meta["warnings"].to_string();
+    assert!(warnings.contains("power read(s) failed and were skipped"), "{warnings}");
+    assert!(warnings.contains("nvmlDeviceGetPowerUsage answered `unknown`"), "{warnings}");
+    assert!(meta.to_string().contains("NVIDIA H100 (recorded)"));
+    let summary = &meta["summary"];
+    assert_eq!(summary["energy_source"], "energy_counter");
+    // A difference of two recorded counter values.
+    let e = summary["energy_j"].as_f64().unwrap();
+    assert!(
+        counters.iter().any(|a| counters.iter().any(|b| (b - a - e).abs() < 1e-6)),
+        "{e} J is no difference of the recorded counter"
+    );
+    // Counters, the suite and calibrate need a GPU that runs kernels.
+    for (args, want) in [
+        (vec!["collect", "-o", "u.csv", "/bin/true"], "--no-counters"),
+        (vec!["collect", "--suite", "--out", "s.csv"], "unset GPUMODEL_REPLAY"),
+        (vec!["calibrate", "--out", "c.toml"], "unset GPUMODEL_REPLAY"),
+    ] {
+        let o = replay().current_dir(dir.path()).args(&args).output().unwrap();
+        let e = stderr(&o);
+        assert!(!o.status.success() && e.contains(want) && e.trim().lines().count() == 1, "{args:?}: {e}");
+    }
+}

@@ -1,6 +1,7 @@
 //! The GPU every command of the collector talks to, chosen in one place: the machine's NVIDIA GPU (NVML,
-//! the CUDA driver, CUPTI) or the scripted GPU of `GPUMODEL_FAKE_GPU=1` (tests and demos on machines
-//! without one). [`Backend`] is that choice; its methods open what `collect`, `collect --suite`,
+//! the CUDA driver, CUPTI), the scripted GPU of `GPUMODEL_FAKE_GPU=1` (tests and demos on machines
+//! without one), or the recorded GPU of `GPUMODEL_REPLAY=FILE` (its NVML answers replayed, for
+//! `collect --no-counters`). [`Backend`] is that choice; its methods open what `collect`, `collect --suite`,
 //! `calibrate` and `doctor` use, each behind the trait the command is written against ([`PowerSource`] and
 //! [`CounterSource`] for a program run, [`SuiteDevice`], [`CalibrationDevice`], [`Probes`]). `serve` makes
 //! the same choice between NVML and its scripted node.
@@ -16,6 +17,7 @@ use crate::doctor::fake::FakeProbes;
 use crate::doctor::system::SystemProbes;
 use crate::fake::{FakeCounters, FakePower, PerSample};
 use crate::nvml::{NvmlPower, open_nvml};
+use crate::replay::ReplayPower;
 use crate::run::{RunOptions, RunOutcome, run as run_program, run_replay};
 use crate::sampler::Clock;
 use crate::suite::{self, SuiteDevice};
@@ -36,7 +38,14 @@ pub enum Backend {
     Nvidia,
     /// The scripted GPU: an A100-like board whose power, counters and clocks follow known laws.
     Scripted,
+    /// A recorded GPU: the power, clocks and energy counter of the trace of NVML answers that
+    /// `GPUMODEL_REPLAY` names ([`ReplayPower`]), for `collect --no-counters`. It runs no kernel, so the
+    /// suite and `calibrate` refuse it.
+    Replay,
 }
+
+/// The variable naming the trace a [`Backend::Replay`] replays.
+pub const REPLAY_VAR: &str = "GPUMODEL_REPLAY";
 
 /// What a program run samples besides power.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,9 +70,12 @@ pub enum MeasureError {
 }
 
 impl Backend {
-    /// `GPUMODEL_FAKE_GPU=1`: the scripted GPU; anything else: the machine's GPU.
+    /// `GPUMODEL_REPLAY=FILE`: the GPU recorded in FILE; `GPUMODEL_FAKE_GPU=1`: the scripted GPU;
+    /// anything else: the machine's GPU.
     pub fn from_env() -> Backend {
-        if std::env::var("GPUMODEL_FAKE_GPU").is_ok_and(|v| v == "1") {
+        if std::env::var_os(REPLAY_VAR).is_some_and(|v| !v.is_empty()) {
+            Backend::Replay
+        } else if std::env::var("GPUMODEL_FAKE_GPU").is_ok_and(|v| v == "1") {
             Backend::Scripted
         } else {
             Backend::Nvidia
@@ -84,6 +96,17 @@ impl Backend {
         counters: Counters,
         interrupted: Arc<AtomicBool>,
     ) -> std::result::Result<RunOutcome, MeasureError> {
+        if self == Backend::Replay {
+            if counters != Counters::None {
+                return Err(MeasureError::Counters(Error::Invalid(format!(
+                    "the trace {REPLAY_VAR} names holds power, clocks and energy, no counters: run collect with \
+                     --no-counters"
+                ))));
+            }
+            let path = std::env::var_os(REPLAY_VAR).unwrap_or_default();
+            let power = ReplayPower::open(std::path::Path::new(&path)).map_err(MeasureError::Gpu)?;
+            return run_program(opts, power, None, interrupted).map_err(MeasureError::Run);
+        }
         if self.is_scripted() {
             let power =
                 FakePower::from_fn(Clock::new(), |t| 80.0 + 10.0 * (t * 3.0).sin()).named(SCRIPTED_GPU);
@@ -139,6 +162,9 @@ impl Backend {
         pm: &PmOptions,
         rate_hz: f64,
     ) -> std::result::Result<Box<dyn SuiteDevice>, MeasureError> {
+        if self == Backend::Replay {
+            return Err(MeasureError::Gpu(replay_runs_no_kernel("the suite")));
+        }
         if self.is_scripted() {
             return Ok(Box::new(suite::FakeSuiteDevice::new()));
         }
@@ -164,6 +190,9 @@ impl Backend {
     /// Ampere-like constants, which refuses clock changes under `GPUMODEL_FAKE_CLOCKS=denied` (as a GPU does
     /// for a user without root).
     pub fn calibration_device(self, device: u32) -> Result<Box<dyn CalibrationDevice>> {
+        if self == Backend::Replay {
+            return Err(replay_runs_no_kernel("calibrate"));
+        }
         if self.is_scripted() {
             let mut fake = FakeCalibrationDevice::new(calibrate::TrueConstants::AMPERE_LIKE);
             fake.clocks_settable = std::env::var("GPUMODEL_FAKE_CLOCKS").map_or(true, |v| v != "denied");
@@ -175,10 +204,19 @@ impl Backend {
     /// What `doctor` asks: this machine's driver, libraries and GPU, or a healthy scripted machine.
     pub fn doctor_probes(self) -> Box<dyn Probes> {
         match self {
-            Backend::Nvidia => Box::new(SystemProbes::new()),
+            // A replayed GPU is a recording: doctor checks this machine.
+            Backend::Nvidia | Backend::Replay => Box::new(SystemProbes::new()),
             Backend::Scripted => Box::new(FakeProbes::healthy()),
         }
     }
+}
+
+/// The refusal of a command that runs kernels on a replayed GPU.
+fn replay_runs_no_kernel(what: &str) -> Error {
+    Error::Invalid(format!(
+        "{REPLAY_VAR} replays a recorded GPU's power for `collect --no-counters`; {what} runs kernels on a GPU: \
+         unset {REPLAY_VAR} (or use GPUMODEL_FAKE_GPU=1 for the scripted GPU)"
+    ))
 }
 
 /// Passes of the scripted GPU under `--pm-passes all`: the built-in GA102 map's groups, then the runs of

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod calibrate;
+pub mod cgroup;
 pub mod clock_control;
 pub mod clocks;
 pub mod counters;
@@ -32,9 +33,11 @@ pub mod nvml;
 pub mod nvrtc;
 pub mod pci;
 pub mod power;
+pub mod replay;
 pub mod run;
 pub mod sampler;
 pub mod suite;
+pub mod telemetry;
 
 pub use counters::{CounterInterval, CounterSource};
 pub use error::{Error, Result};

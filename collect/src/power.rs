@@ -19,6 +19,8 @@ pub enum PowerField {
     Average,
     /// Scripted values of a fake source (tests, benchmarks).
     Scripted,
+    /// Recorded NVML answers replayed from a trace (`GPUMODEL_REPLAY`).
+    Replayed,
 }
 
 /// What a power source offers, probed once when it is opened.

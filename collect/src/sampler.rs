@@ -80,7 +80,16 @@ pub struct SamplerStats {
     pub cpu_s: Option<f64>,
     /// Lateness of each sample against its deadline, seconds.
     pub late_s: Vec<f64>,
+    /// Reads that failed and were skipped (fewer than [`MAX_FAILED_READS_IN_A_ROW`] in a row), with the
+    /// first one's error.
+    pub skipped_reads: u64,
+    pub first_skipped: Option<String>,
 }
+
+/// Failed power reads in a row the sampler skips before it stops on the next: one failed NVML answer
+/// (a recorded `unknown`, a busy driver) loses one sample, not the rest of the run; a GPU that stopped
+/// answering stops the sampler within half a second at 60 Hz.
+pub const MAX_FAILED_READS_IN_A_ROW: u32 = 30;
 
 impl SamplerStats {
     /// CPU time per sample, seconds, when known.
@@ -168,6 +177,7 @@ pub fn spawn_power<P: PowerSource + 'static>(
             let start = Instant::now();
             let mut stats = SamplerStats::default();
             let mut k: u32 = 0;
+            let mut failed_in_a_row = 0;
             while !flag.load(Ordering::Relaxed) {
                 let deadline = start + period * k;
                 sleep_until(deadline, &flag);
@@ -178,7 +188,17 @@ pub fn spawn_power<P: PowerSource + 'static>(
                     send_energy(&mut source, &clock, &tx);
                 }
                 let reading = match source.read() {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        failed_in_a_row = 0;
+                        r
+                    }
+                    Err(e) if failed_in_a_row + 1 < MAX_FAILED_READS_IN_A_ROW => {
+                        failed_in_a_row += 1;
+                        stats.skipped_reads += 1;
+                        stats.first_skipped.get_or_insert_with(|| e.to_string());
+                        k = next_deadline(k, Instant::now().saturating_duration_since(start), period);
+                        continue;
+                    }
                     Err(e) => {
                         let _ = tx.send(Event::Failed(e));
                         break;
@@ -340,7 +360,47 @@ mod tests {
         }
         assert!(failed);
         assert_eq!(powers, 3);
-        r.stop().unwrap();
+        let (_, stats) = r.stop().unwrap();
+        // A source that stays failed is skipped up to the limit, then stops the sampler.
+        assert_eq!(stats.skipped_reads, u64::from(MAX_FAILED_READS_IN_A_ROW - 1));
+    }
+
+    /// A few failed reads in a row lose those samples only: the sampler goes on and counts them.
+    #[test]
+    fn a_few_failed_reads_are_skipped_and_counted() {
+        struct Flaky(u32);
+        impl PowerSource for Flaky {
+            fn info(&self) -> crate::power::PowerInfo {
+                FakePower::constant(Clock::new(), 1.0).info()
+            }
+            fn read(&mut self) -> Result<crate::power::PowerReading> {
+                self.0 += 1;
+                if (3..6).contains(&self.0) {
+                    return Err(Error::Invalid(format!("read {} failed", self.0)));
+                }
+                Ok(crate::power::PowerReading { power: gpumodel_models::Watts(1.0), core: None, mem: None })
+            }
+            fn energy(&mut self) -> Result<Option<gpumodel_models::Joules>> {
+                Ok(None)
+            }
+        }
+        let clock = Clock::new();
+        let (tx, rx) = mpsc::channel();
+        let r = spawn_power(Flaky(0), 500.0, clock, tx).unwrap();
+        let mut powers = 0;
+        for e in rx.iter() {
+            match e {
+                Event::Power(_) => powers += 1,
+                Event::Failed(e) => panic!("the sampler stopped: {e}"),
+                _ => {}
+            }
+            if powers == 10 {
+                break;
+            }
+        }
+        let (_, stats) = r.stop().unwrap();
+        assert_eq!(stats.skipped_reads, 3);
+        assert_eq!(stats.first_skipped.as_deref(), Some("read 3 failed"));
     }
 
     #[test]

@@ -8,13 +8,13 @@
 
 pub mod advice;
 pub mod attribution;
-pub mod cgroup;
+pub use gpumodel_collect::cgroup;
 pub mod fake;
 pub mod http;
 pub mod metrics;
 pub mod nvml;
-pub mod replay;
+pub use gpumodel_collect::replay;
 pub mod state;
 pub mod synthetic;
 pub mod synthetic_mig;
-pub mod telemetry;
+pub use gpumodel_collect::telemetry;

@@ -31,11 +31,7 @@ use crate::cgroup::Container;
 use crate::telemetry::{GpuInfo, InstanceReading, Reading, Telemetry};
 use std::collections::BTreeMap;
 
-/// Where the exporter learns a process's name and container (`/proc` on a node; a trace's header in replay).
-pub trait ProcessInfo: Send {
-    fn comm(&self, pid: u32) -> Option<String>;
-    fn container(&self, pid: u32) -> Option<Container>;
-}
+pub use gpumodel_collect::cgroup::ProcessInfo;
 
 /// `/proc` of this host.
 #[derive(Debug, Clone)]

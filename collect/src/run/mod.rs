@@ -154,6 +154,13 @@ fn stop_samplers<P: PowerSource + 'static>(
 ) -> Result<(P, SamplerStats, Option<SamplerStats>)> {
     let (power, pstats) = psampler.stop()?;
     c.warn_once(power.warnings());
+    if let Some(first) = &pstats.first_skipped {
+        c.warn_once(vec![format!(
+            "{} power read(s) failed and were skipped, fewer than {} in a row (the first: {first})",
+            pstats.skipped_reads,
+            crate::sampler::MAX_FAILED_READS_IN_A_ROW
+        )]);
+    }
     let cstats = match csampler {
         Some(s) => {
             let (source, stats) = s.stop()?;

@@ -17,8 +17,7 @@
 //! has no `/proc` of its own). Each later line is the next answer of one GPU, with its quirks as recorded:
 //! counter resets, missing samples, values above 100 %, stale PIDs.
 
-use crate::cgroup::{Container, parse_cgroup};
-use crate::state::ProcessInfo;
+use crate::cgroup::{Container, ProcessInfo, parse_cgroup};
 use crate::telemetry::{GpuInfo, ReadError, Reading, Telemetry};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -154,6 +153,153 @@ impl Telemetry for ReplayTelemetry {
     }
 }
 
+/// A recorded GPU's power, clocks and energy counter, replayed in real time from a trace of NVML answers
+/// (the format above, which `gpumodel serve --replay` reads too): `collect`'s power source under
+/// `GPUMODEL_REPLAY=FILE`, so that a run is measured against recorded answers, quirks included, without a
+/// GPU. The trace's first GPU is replayed; answer `k` is served once the source has run for its `time_s`
+/// less the first reading's (an error takes the time of the reading before it). A recorded error is the
+/// error of the first read that reaches it; past the trace's end its last reading holds.
+#[derive(Debug)]
+pub struct ReplayPower {
+    clock: crate::sampler::Clock,
+    gpu: String,
+    answers: Vec<(f64, Result<Reading, ReadError>)>,
+    /// Answers served so far.
+    served: usize,
+    current: Option<Reading>,
+    /// The reading before `current`, for a power derived from the energy counter.
+    previous: Option<Reading>,
+    energy_counter: bool,
+}
+
+impl ReplayPower {
+    /// The first GPU of a trace's text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<ReplayPower, TraceError> {
+        let (mut t, _) = parse(text, origin)?;
+        let gpu = t.gpus[0].name.clone();
+        let mut answers = Vec::new();
+        let mut t0 = None;
+        let mut at = 0.0;
+        while let Some(a) = t.answers[0].pop_front() {
+            if let Ok(r) = &a {
+                let start = *t0.get_or_insert(r.time_s);
+                at = r.time_s - start;
+            }
+            answers.push((at, a));
+        }
+        if !answers.iter().any(|(_, a)| a.as_ref().is_ok_and(|r| r.power_w.is_some() || r.energy_j.is_some()))
+        {
+            return Err(TraceError {
+                origin: origin.to_string(),
+                line: 1,
+                message: "GPU 0 has no reading with power_w or energy_j: nothing to replay as power".into(),
+            });
+        }
+        let energy_counter = answers.iter().any(|(_, a)| a.as_ref().is_ok_and(|r| r.energy_j.is_some()));
+        Ok(ReplayPower {
+            clock: crate::sampler::Clock::new(),
+            gpu,
+            answers,
+            served: 0,
+            current: None,
+            previous: None,
+            energy_counter,
+        })
+    }
+
+    /// Reads and parses the trace file `path`.
+    pub fn open(path: &std::path::Path) -> crate::Result<ReplayPower> {
+        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+        let name =
+            path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+        ReplayPower::parse(&text, &name).map_err(|e| crate::Error::Invalid(e.to_string()))
+    }
+
+    /// Serves the answers due by `now` (seconds since the source was opened); the first recorded error
+    /// among them, if any.
+    fn advance(&mut self, now: f64) -> Option<ReadError> {
+        let mut error = None;
+        while let Some((at, answer)) = self.answers.get(self.served) {
+            if *at > now && self.current.is_some() {
+                break;
+            }
+            match answer {
+                Ok(r) => {
+                    self.previous = self.current.replace(r.clone());
+                }
+                Err(e) => {
+                    error.get_or_insert_with(|| e.clone());
+                }
+            }
+            self.served += 1;
+        }
+        error
+    }
+}
+
+impl crate::power::PowerSource for ReplayPower {
+    fn info(&self) -> crate::power::PowerInfo {
+        crate::power::PowerInfo {
+            gpu: self.gpu.clone(),
+            driver: None,
+            compute_capability: None,
+            field: crate::power::PowerField::Replayed,
+            energy_counter: self.energy_counter,
+            pci_bus_id: None,
+        }
+    }
+
+    fn read(&mut self) -> crate::Result<crate::power::PowerReading> {
+        let now = self.clock.now_s();
+        self.read_at(now)
+    }
+
+    fn energy(&mut self) -> crate::Result<Option<gpumodel_models::Joules>> {
+        let now = self.clock.now_s();
+        self.energy_at(now)
+    }
+}
+
+impl ReplayPower {
+    /// [`PowerSource::read`](crate::power::PowerSource::read) at `now` seconds since the source opened.
+    pub fn read_at(&mut self, now: f64) -> crate::Result<crate::power::PowerReading> {
+        if let Some(e) = self.advance(now) {
+            return Err(recorded(&e));
+        }
+        let r =
+            self.current.as_ref().ok_or_else(|| crate::Error::Invalid("the trace has no reading".into()))?;
+        // Power as recorded, else from the energy counter between this reading and the one before.
+        let derived = self.previous.as_ref().and_then(|p| match (p.energy_j, r.energy_j) {
+            (Some(a), Some(b)) if r.time_s > p.time_s && b >= a => Some((b - a) / (r.time_s - p.time_s)),
+            _ => None,
+        });
+        let watts = r.power_w.or(derived).ok_or_else(|| {
+            crate::Error::Invalid(format!(
+                "the recorded reading at {} s has no power_w, and none follows from energy_j",
+                r.time_s
+            ))
+        })?;
+        Ok(crate::power::PowerReading {
+            power: gpumodel_models::Watts(watts),
+            core: r.sm_mhz.map(gpumodel_models::Mhz),
+            mem: r.mem_mhz.map(gpumodel_models::Mhz),
+        })
+    }
+
+    /// [`PowerSource::energy`](crate::power::PowerSource::energy) at `now` seconds since the source opened.
+    pub fn energy_at(&mut self, now: f64) -> crate::Result<Option<gpumodel_models::Joules>> {
+        if let Some(e) = self.advance(now) {
+            return Err(recorded(&e));
+        }
+        Ok(self.current.as_ref().and_then(|r| r.energy_j).map(gpumodel_models::Joules))
+    }
+}
+
+/// A recorded failed call, as the error of the read that reaches it.
+fn recorded(e: &ReadError) -> crate::Error {
+    crate::Error::Invalid(format!("the recorded {} answered `{}` (replayed)", e.call, e.code))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +339,38 @@ mod tests {
             let e = parse(text, "t.jsonl").unwrap_err().to_string();
             assert!(e.contains(want), "{e:?} lacks {want:?}");
         }
+    }
+
+    /// Answers are served by the time since the source opened (trace times re-based on the first
+    /// reading), a recorded error fails the one read that reaches it, a reading without power gets it
+    /// from the energy counter, and past the end the last reading holds.
+    #[test]
+    fn a_replayed_gpu_serves_its_recorded_power_by_time() {
+        let trace = r#"{"format":"gpumodel-nvml-trace/1","gpus":[{"index":0,"uuid":"GPU-a","name":"Recorded"}]}
+{"gpu":0,"reading":{"time_s":50.0,"energy_j":1000.0,"power_w":100.0,"sm_mhz":1980}}
+{"gpu":0,"reading":{"time_s":51.0,"energy_j":1200.0,"power_w":200.0}}
+{"gpu":0,"error":{"call":"nvmlDeviceGetPowerUsage","code":"unknown"}}
+{"gpu":0,"reading":{"time_s":53.0,"energy_j":1800.0}}
+"#;
+        let mut r = ReplayPower::parse(trace, "t.jsonl").unwrap();
+        let w = |r: &mut ReplayPower, t| r.read_at(t).map(|x| x.power.0);
+        assert_eq!(r.read_at(0.0).unwrap().core.map(|m| m.0), Some(1980.0));
+        assert_eq!(w(&mut r, 0.9).unwrap(), 100.0);
+        // The 51 s reading and the error recorded after it are both due at 1 s: that read fails, once.
+        assert!(
+            w(&mut r, 1.0).unwrap_err().to_string().contains("nvmlDeviceGetPowerUsage answered `unknown`")
+        );
+        assert_eq!(w(&mut r, 1.2).unwrap(), 200.0);
+        assert_eq!(r.energy_at(1.5).unwrap().map(|j| j.0), Some(1200.0));
+        // No power at 53 s: (1800 − 1200) J over 2 s.
+        assert_eq!(w(&mut r, 3.0).unwrap(), 300.0);
+        assert_eq!(w(&mut r, 99.0).unwrap(), 300.0);
+        assert_eq!(r.energy_at(99.0).unwrap().map(|j| j.0), Some(1800.0));
+        use crate::power::PowerSource;
+        assert_eq!(r.info().gpu, "Recorded");
+        assert!(r.info().energy_counter);
+        let none = trace.lines().next().unwrap().to_string() + "\n{\"gpu\":0,\"reading\":{\"time_s\":0.0}}\n";
+        assert!(ReplayPower::parse(&none, "n.jsonl").unwrap_err().to_string().contains("nothing to replay"));
     }
 
     proptest::proptest! {

@@ -23,6 +23,12 @@
 use std::io::Read;
 use std::path::Path;
 
+/// Where a process's name and container come from (`/proc` on a node; a trace's header in replay).
+pub trait ProcessInfo: Send {
+    fn comm(&self, pid: u32) -> Option<String>;
+    fn container(&self, pid: u32) -> Option<Container>;
+}
+
 /// A container id, and the Kubernetes pod it runs in when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Container {
