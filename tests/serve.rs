@@ -276,6 +276,31 @@ fn bad_flags_and_bad_traces_are_refused_in_one_line() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(":2: GPU 5 is not in the header"), "{err}");
+    // A file that is not text names what it is not, in one line.
+    let mut bin = tempfile::NamedTempFile::new().unwrap();
+    bin.write_all(&[0x7f, b'E', b'L', b'F', 0xff, 0xfe, 0x00, 0x80]).unwrap();
+    let out = common::gpumodel().args(["serve", "--once", "--replay"]).arg(bin.path()).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a gpumodel NVML trace (not UTF-8 text)") && err.lines().count() == 1, "{err}");
+}
+
+/// `GPUMODEL_REPLAY` chooses the recorded GPU for `serve` as it does for `collect`: the same scrape as
+/// `--replay`, and a recording wins over the scripted GPU.
+#[test]
+fn the_replay_variable_serves_the_same_trace_as_the_flag() {
+    let path = trace();
+    let scrape = |cmd: &mut assert_cmd::Command| ok(cmd.output().unwrap()).stdout;
+    let by_flag = scrape(common::gpumodel().args(["serve", "--once", "--per-pid", "--replay"]).arg(&path));
+    let by_var =
+        scrape(common::gpumodel().env("GPUMODEL_REPLAY", &path).env("GPUMODEL_FAKE_GPU", "1").args([
+            "serve",
+            "--once",
+            "--per-pid",
+        ]));
+    let text = String::from_utf8(by_var.clone()).unwrap();
+    assert_eq!(value(&text, "gpumodel_gpu_energy_joules_total", &["gpu=\"0\""]), 260.0);
+    assert_eq!(by_flag, by_var);
 }
 
 #[test]

@@ -29,6 +29,19 @@ pub trait ProcessInfo: Send {
     fn container(&self, pid: u32) -> Option<Container>;
 }
 
+/// `/proc` of this host (or a directory laid out like it, in tests).
+#[derive(Debug, Clone)]
+pub struct ProcFs(pub std::path::PathBuf);
+
+impl ProcessInfo for ProcFs {
+    fn comm(&self, pid: u32) -> Option<String> {
+        comm_of(&self.0, pid)
+    }
+    fn container(&self, pid: u32) -> Option<Container> {
+        container_of(&self.0, pid)
+    }
+}
+
 /// A container id, and the Kubernetes pod it runs in when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Container {

@@ -1,8 +1,9 @@
-//! The collector's one clock setter, [`NvmlClocks`], for `collect --suite` and `calibrate`: NVML's clock
-//! sequence ([`crate::nvml::set_clock_pair`], [`crate::nvml::restore_clock_pair`]) on one device, with what
-//! it changed remembered until it is put back. The suite asks with [`NvmlClocks::set`], where NVML's
-//! refusals are [`ClockOutcome::Refused`] (a run without root continues at the current clocks with one
-//! warning); calibrate asks with [`NvmlClocks::try_set`], where they stop it with the call that failed.
+//! A GPU's clocks behind one trait, [`ClockControl`], and its one real implementation, [`NvmlClocks`], for
+//! `collect --suite` and `calibrate`: NVML's clock sequence ([`crate::nvml::set_clock_pair`],
+//! [`crate::nvml::restore_clock_pair`]) on one device, with what it changed remembered until it is put
+//! back. The suite asks with [`ClockControl::set_clocks`], where NVML's refusals are
+//! [`ClockOutcome::Refused`] (a run without root continues at the current clocks with one warning);
+//! calibrate asks with [`ClockControl::try_set_clocks`], where they stop it with the call that failed.
 //!
 //! The sequence (documented on `set_clock_pair`): application clocks, else locked GPU and memory clocks;
 //! putting back restores the application clocks from before the first change (or resets them when they
@@ -16,6 +17,39 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::error::NvmlError;
 use std::sync::Arc;
+
+/// A GPU's clocks, as the commands that set them see them: [`NvmlClocks`] on a real GPU, the scripted
+/// devices' own clocks in tests. The suite's and calibrate's devices are each one
+/// ([`crate::suite::SuiteDevice`], [`crate::calibrate::CalibrationDevice`]). The defaults are a device
+/// that can neither list nor set clocks.
+pub trait ClockControl {
+    /// The clocks the GPU supports (what `--clocks auto` spreads over and a list is checked against); a
+    /// device that cannot list them says so, and only `--clocks current` works on it.
+    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
+        Err(Error::ClocksUnsupported { detail: "this device cannot list its supported clocks".into() })
+    }
+    /// Sets the pair until [`ClockControl::reset_clocks`]. A refusal a run can continue past (no
+    /// permission, an unsupported pair or mechanism) is [`ClockOutcome::Refused`]; any other failure is
+    /// an error.
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
+        Ok(ClockOutcome::Refused(format!("this device cannot set clocks {pair}")))
+    }
+    /// Sets the pair, or stops with an error for every failure, a refusal included.
+    fn try_set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
+        match self.set_clocks(pair)? {
+            ClockOutcome::Applied => Ok(()),
+            ClockOutcome::Refused(detail) => Err(Error::ClocksUnsupported { detail }),
+        }
+    }
+    /// Puts back what [`ClockControl::set_clocks`] changed (nothing to do when it changed nothing).
+    fn reset_clocks(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    /// The clocks the GPU runs at now, where the device can read them.
+    fn clocks_now(&self) -> Option<ClockPair> {
+        None
+    }
+}
 
 /// Whether a clock request took effect.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,6 +143,26 @@ impl NvmlClocks {
         let restored = restore_clock_pair(&mut self.device()?, lock);
         self.lock = None;
         restored.map_err(call_error)
+    }
+}
+
+impl ClockControl for NvmlClocks {
+    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
+        self.supported()
+    }
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
+        self.set(pair)
+    }
+    /// NVML's own error for a refusal: [`Error::ClockPermission`] or [`Error::ClocksUnsupported`] with the
+    /// call that failed.
+    fn try_set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
+        self.try_set(pair)
+    }
+    fn reset_clocks(&mut self) -> Result<(), Error> {
+        self.reset()
+    }
+    fn clocks_now(&self) -> Option<ClockPair> {
+        self.now()
     }
 }
 

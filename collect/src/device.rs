@@ -1,14 +1,16 @@
-//! The GPU every command of the collector talks to, chosen in one place: the machine's NVIDIA GPU (NVML,
-//! the CUDA driver, CUPTI), the scripted GPU of `GPUMODEL_FAKE_GPU=1` (tests and demos on machines
-//! without one), or the recorded GPU of `GPUMODEL_REPLAY=FILE` (its NVML answers replayed, for
-//! `collect --no-counters`). [`Backend`] is that choice; its methods open what `collect`, `collect --suite`,
-//! `calibrate` and `doctor` use, each behind the trait the command is written against ([`PowerSource`] and
-//! [`CounterSource`] for a program run, [`SuiteDevice`], [`CalibrationDevice`], [`Probes`]). `serve` makes
-//! the same choice between NVML and its scripted node.
+//! The GPU every command talks to, chosen in one place: the machine's NVIDIA GPUs (NVML, the CUDA driver,
+//! CUPTI), the scripted GPU of `GPUMODEL_FAKE_GPU=1` (tests and demos on machines without one), or a
+//! recorded GPU (`GPUMODEL_REPLAY=FILE`, or `serve --replay FILE`: its NVML answers replayed). [`Backend`]
+//! is that choice; its methods open what `collect`, `collect --suite`, `calibrate`, `doctor` and `serve`
+//! use, each behind the trait the command is written against: [`PowerSource`] and [`CounterSource`] for a
+//! program run, [`SuiteDevice`] and [`CalibrationDevice`] (both a
+//! [`ClockControl`](crate::clock_control::ClockControl), whose one real implementation is
+//! [`NvmlClocks`](crate::clock_control::NvmlClocks)), [`Probes`], and [`Node`] for the exporter.
 //!
 //! Every backend is read-only unless a command is asked to set clocks (`--clocks` other than `current`).
 
 use crate::calibrate::{self, CalibrationDevice, FakeCalibrationDevice};
+use crate::cgroup::{ProcFs, ProcessInfo};
 use crate::counters::CounterSource;
 use crate::cupti::dcgm::{DcgmFields, FIELD_COUNTERS, FieldMetrics};
 use crate::cupti::pm::{CuptiPmCounters, PmOptions};
@@ -21,9 +23,13 @@ use crate::replay::ReplayPower;
 use crate::run::{RunOptions, RunOutcome, run as run_program, run_replay};
 use crate::sampler::Clock;
 use crate::suite::{self, SuiteDevice};
+use crate::telemetry::nvml::NvmlTelemetry;
+use crate::telemetry::scripted::FakeNode;
+use crate::telemetry::{NoGpu, Telemetry};
 use crate::{Error, Result};
 use gpumodel_models::counters::{CounterMap, MapKind};
 use gpumodel_models::utilization::Field;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -32,16 +38,16 @@ use std::sync::atomic::AtomicBool;
 pub const SCRIPTED_GPU: &str = "NVIDIA A100-SXM4-40GB (fake)";
 
 /// Which GPU the commands talk to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backend {
     /// The machine's NVIDIA GPU.
     Nvidia,
     /// The scripted GPU: an A100-like board whose power, counters and clocks follow known laws.
     Scripted,
-    /// A recorded GPU: the power, clocks and energy counter of the trace of NVML answers that
-    /// `GPUMODEL_REPLAY` names ([`ReplayPower`]), for `collect --no-counters`. It runs no kernel, so the
-    /// suite and `calibrate` refuse it.
-    Replay,
+    /// A recorded GPU: the trace of NVML answers in this file, served as recorded — to `serve` whole, to
+    /// `collect --no-counters` as its first GPU's power, clocks and energy counter ([`ReplayPower`]). It runs
+    /// no kernel, so the suite and `calibrate` refuse it; `doctor` checks this machine instead.
+    Replay(PathBuf),
 }
 
 /// The variable naming the trace a [`Backend::Replay`] replays.
@@ -74,7 +80,7 @@ impl Backend {
     /// anything else: the machine's GPU.
     pub fn from_env() -> Backend {
         if std::env::var_os(REPLAY_VAR).is_some_and(|v| !v.is_empty()) {
-            Backend::Replay
+            Backend::Replay(std::env::var_os(REPLAY_VAR).unwrap_or_default().into())
         } else if std::env::var("GPUMODEL_FAKE_GPU").is_ok_and(|v| v == "1") {
             Backend::Scripted
         } else {
@@ -82,8 +88,12 @@ impl Backend {
         }
     }
 
-    pub fn is_scripted(self) -> bool {
-        self == Backend::Scripted
+    pub fn is_scripted(&self) -> bool {
+        *self == Backend::Scripted
+    }
+
+    pub fn is_replay(&self) -> bool {
+        matches!(self, Backend::Replay(_))
     }
 
     /// Runs the program of `opts` on the GPU with power and, as asked, counter sampling (`pm`: the PM
@@ -96,15 +106,14 @@ impl Backend {
         counters: Counters,
         interrupted: Arc<AtomicBool>,
     ) -> std::result::Result<RunOutcome, MeasureError> {
-        if self == Backend::Replay {
+        if let Backend::Replay(path) = &self {
             if counters != Counters::None {
                 return Err(MeasureError::Counters(Error::Invalid(format!(
                     "the trace {REPLAY_VAR} names holds power, clocks and energy, no counters: run collect with \
                      --no-counters"
                 ))));
             }
-            let path = std::env::var_os(REPLAY_VAR).unwrap_or_default();
-            let power = ReplayPower::open(std::path::Path::new(&path)).map_err(MeasureError::Gpu)?;
+            let power = ReplayPower::open(path).map_err(MeasureError::Gpu)?;
             return run_program(opts, power, None, interrupted).map_err(MeasureError::Run);
         }
         if self.is_scripted() {
@@ -162,7 +171,7 @@ impl Backend {
         pm: &PmOptions,
         rate_hz: f64,
     ) -> std::result::Result<Box<dyn SuiteDevice>, MeasureError> {
-        if self == Backend::Replay {
+        if self.is_replay() {
             return Err(MeasureError::Gpu(replay_runs_no_kernel("the suite")));
         }
         if self.is_scripted() {
@@ -190,7 +199,7 @@ impl Backend {
     /// Ampere-like constants, which refuses clock changes under `GPUMODEL_FAKE_CLOCKS=denied` (as a GPU does
     /// for a user without root).
     pub fn calibration_device(self, device: u32) -> Result<Box<dyn CalibrationDevice>> {
-        if self == Backend::Replay {
+        if self.is_replay() {
             return Err(replay_runs_no_kernel("calibrate"));
         }
         if self.is_scripted() {
@@ -205,9 +214,43 @@ impl Backend {
     pub fn doctor_probes(self) -> Box<dyn Probes> {
         match self {
             // A replayed GPU is a recording: doctor checks this machine.
-            Backend::Nvidia | Backend::Replay => Box::new(SystemProbes::new()),
+            Backend::Nvidia | Backend::Replay(_) => Box::new(SystemProbes::new()),
             Backend::Scripted => Box::new(FakeProbes::healthy()),
         }
+    }
+
+    /// What `serve` reads: every GPU of the node with its processes' names and containers — NVML and this
+    /// host's `/proc`, the scripted node of 2 GPUs × 4 processes, or the recorded node of the trace. A node
+    /// without a usable driver is [`Error::NoDriver`] or the NVML error; see [`Node::without_gpus`].
+    pub fn node(&self) -> Result<Node> {
+        Ok(match self {
+            Backend::Replay(path) => {
+                let (telemetry, processes) = crate::replay::open(path)?;
+                Node { telemetry: Box::new(telemetry), processes: Box::new(processes) }
+            }
+            Backend::Scripted => {
+                let node = FakeNode::new(2, 4);
+                let processes = node.process_info();
+                Node { telemetry: Box::new(node), processes: Box::new(processes) }
+            }
+            Backend::Nvidia => Node {
+                telemetry: Box::new(NvmlTelemetry::open()?),
+                processes: Box::new(ProcFs("/proc".into())),
+            },
+        })
+    }
+}
+
+/// A node as the exporter reads it: its GPUs, and who the processes on them are.
+pub struct Node {
+    pub telemetry: Box<dyn Telemetry>,
+    pub processes: Box<dyn ProcessInfo>,
+}
+
+impl Node {
+    /// A node without GPUs (no driver), its processes this host's: served with no GPU series.
+    pub fn without_gpus() -> Node {
+        Node { telemetry: Box::new(NoGpu), processes: Box::new(ProcFs("/proc".into())) }
     }
 }
 

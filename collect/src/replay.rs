@@ -86,6 +86,26 @@ impl ProcessInfo for ReplayProcesses {
     }
 }
 
+/// Reads and parses the trace file `path` for the exporter.
+pub fn open(path: &std::path::Path) -> crate::Result<(ReplayTelemetry, ReplayProcesses)> {
+    read_trace(path, parse)
+}
+
+/// Reads the trace file `path` and parses it with `parse`, errors naming the file.
+fn read_trace<T>(
+    path: &std::path::Path,
+    parse: impl FnOnce(&str, &str) -> Result<T, TraceError>,
+) -> crate::Result<T> {
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => crate::Error::Invalid(format!(
+            "{name}: not a gpumodel NVML trace (not UTF-8 text); give the JSON-lines file a recording wrote"
+        )),
+        _ => crate::Error::io(path, e),
+    })?;
+    parse(&text, &name).map_err(|e| crate::Error::Invalid(e.to_string()))
+}
+
 /// Reads a trace. `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<(ReplayTelemetry, ReplayProcesses), TraceError> {
     let err = |line: usize, message: String| TraceError { origin: origin.to_string(), line, message };
@@ -209,10 +229,7 @@ impl ReplayPower {
 
     /// Reads and parses the trace file `path`.
     pub fn open(path: &std::path::Path) -> crate::Result<ReplayPower> {
-        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
-        let name =
-            path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
-        ReplayPower::parse(&text, &name).map_err(|e| crate::Error::Invalid(e.to_string()))
+        read_trace(path, ReplayPower::parse)
     }
 
     /// Serves the answers due by `now` (seconds since the source was opened); the first recorded error

@@ -11,8 +11,8 @@ use gpumodel_collect::Error;
 use gpumodel_collect::clocks::ClockPair;
 use gpumodel_collect::nvml::{ClockLock, open_nvml_at, restore_clock_pair, set_clock_pair};
 use gpumodel_collect::suite::{
-    ClockOutcome, GpuInfo, Measurement, NvmlClocks, Plan, Progress, SuiteDevice, SuiteKernel, run_suite,
-    select_kernels,
+    ClockControl, ClockOutcome, GpuInfo, Measurement, NvmlClocks, Plan, Progress, SuiteDevice, SuiteKernel,
+    run_suite, select_kernels,
 };
 use nvml_wrapper::error::NvmlError;
 use std::ffi::{CString, c_char};
@@ -124,17 +124,19 @@ struct LoggedGpu {
     fail_on: Option<&'static str>,
 }
 
-impl SuiteDevice for LoggedGpu {
-    fn info(&self) -> GpuInfo {
-        GpuInfo { name: "fake".into(), chip: None, driver: None, compute_capability: None, sm_count: None }
-    }
-
+impl ClockControl for LoggedGpu {
     fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
         self.clocks.set(pair)
     }
 
     fn reset_clocks(&mut self) -> Result<(), Error> {
         self.clocks.reset()
+    }
+}
+
+impl SuiteDevice for LoggedGpu {
+    fn info(&self) -> GpuInfo {
+        GpuInfo { name: "fake".into(), chip: None, driver: None, compute_capability: None, sm_count: None }
     }
 
     fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error> {

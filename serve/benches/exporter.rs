@@ -7,10 +7,10 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpumodel_serve::attribution::Method;
-use gpumodel_serve::fake::FakeNode;
 use gpumodel_serve::metrics::{Render, render};
 use gpumodel_serve::state::{Exporter, Options, ProcessInfo};
 use gpumodel_serve::telemetry::Telemetry;
+use gpumodel_serve::telemetry::scripted::FakeNode;
 use std::hint::black_box;
 
 const GPUS: usize = 8;

@@ -3,7 +3,11 @@
 //! memory) clock pairs the memory clock of the same pair (`gpumodel_advice_memory_clock_hertz`).
 //!
 //! The advice is per GPU: the clocks are set per GPU, so the processes or MIG instances that share one
-//! share its clock, and the window's activity is theirs together.
+//! share its clock, and the window's activity is theirs together. A MIG instance with GPM activity also
+//! gets its own advice ([`Advisor::for_instance`]): the clock the GPU's model recommends for the instance's
+//! activity alone (GPM's SM and DRAM utilization, ratios of the instance's own SMs and bandwidth, taken as
+//! the whole-GPU activity of the same work), which says which instances a shared clock serves and which it
+//! does not.
 //!
 //! Each tick adds the GPU's activity over the tick to the window: SM activity = Σ over the tick's
 //! processes of their SM utilization, DRAM activity = Σ of their memory utilization, each clamped to
@@ -97,6 +101,8 @@ pub fn unread_fields(model: &ClockModel) -> Vec<Field> {
 pub struct Advisor {
     model: ClockModel,
     gpu: GpuInfo,
+    /// What the window is of, the profile's name.
+    scope: String,
     window_s: f64,
     ticks: VecDeque<Tick>,
     advice: Option<Advice>,
@@ -105,7 +111,14 @@ pub struct Advisor {
 impl Advisor {
     /// An advisor for `gpu` with `model` over a window of `window_s` seconds.
     pub fn new(model: ClockModel, gpu: GpuInfo, window_s: f64) -> Advisor {
-        Advisor { model, gpu, window_s, ticks: VecDeque::new(), advice: None }
+        let scope = format!("GPU {} activity window", gpu.index);
+        Advisor { model, gpu, scope, window_s, ticks: VecDeque::new(), advice: None }
+    }
+
+    /// An advisor for MIG GPU instance `gi` (`profile`) of `gpu`, with the GPU's model and window.
+    pub fn for_instance(gpu_advisor: &Advisor, gi: u32, profile: &str) -> Advisor {
+        let scope = format!("GPU {} MIG instance {gi} ({profile}) activity window", gpu_advisor.gpu.index);
+        Advisor { scope, ticks: VecDeque::new(), advice: None, ..gpu_advisor.clone() }
     }
 
     pub fn model(&self) -> &ClockModel {
@@ -161,7 +174,7 @@ impl Advisor {
             mean(&|t| t.mem_mhz.filter(|f| *f > 0.0)).unwrap_or(mm.ref_mem_mhz).clamp(lo, hi)
         });
         Some(UtilizationProfile {
-            name: format!("GPU {} activity window", self.gpu.index),
+            name: self.scope.clone(),
             program: None,
             source: Source::Collector,
             gpu: Some(self.gpu.name.clone()),

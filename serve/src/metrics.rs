@@ -9,12 +9,14 @@
 //! `component`; there the identity holds with the instances' dynamic parts in place of the processes'.
 //! `gpumodel_advice_sm_clock_hertz` adds `objective` (`energy`, `ed`, `ed2`, `energy_within_5pct`) to the GPU
 //! labels, for a GPU with a clock model whose last window held activity; `gpumodel_advice_memory_clock_hertz`
-//! the memory clock of the same pair, for a model over (core, memory) clock pairs.
+//! the memory clock of the same pair, for a model over (core, memory) clock pairs. A MIG instance whose
+//! window held GPM activity gets its own advice series, with `mig_gi` and `mig_profile` besides the GPU's
+//! labels: the clock its activity alone would be advised (the GPU's clock is shared by its instances).
 //! Label values are escaped as OpenMetrics asks (a process may name itself anything).
 
 use crate::advice::OBJECTIVES;
 use crate::attribution::Method;
-use crate::state::{Exporter, GpuTotals};
+use crate::state::{Exporter, GpuTotals, InstanceTotals};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeLabel, EncodeLabelSet, EncodeMetric, LabelSetEncoder,
@@ -285,9 +287,17 @@ pub fn render(x: &Exporter, how: Render) -> String {
     let objectives = OBJECTIVES.map(|o| s.value(o));
     let first = s.series.len();
     for (g, [gpu, uuid, name]) in x.gpus.iter().zip(&gpus) {
-        let Some(a) = g.advisor.as_ref().and_then(|a| a.advice()).filter(|_| g.up) else { continue };
-        for (objective, (_, mhz)) in objectives.iter().zip(a.by_objective()) {
-            s.series(&[*gpu, *uuid, *name, ("objective", *objective)], mhz * 1e6);
+        if let Some(a) = g.advisor.as_ref().and_then(|a| a.advice()).filter(|_| g.up) {
+            for (objective, (_, mhz)) in objectives.iter().zip(a.by_objective()) {
+                s.series(&[*gpu, *uuid, *name, ("objective", *objective)], mhz * 1e6);
+            }
+        }
+        for (t, a) in instance_advice(g) {
+            let (gi, profile) = (s.number(t.gi), s.value(&t.profile));
+            for (objective, (_, mhz)) in objectives.iter().zip(a.by_objective()) {
+                let labels = [*gpu, *uuid, *name, ("mig_gi", gi), ("mig_profile", profile)];
+                s.series(&[labels.as_slice(), &[("objective", *objective)]].concat(), mhz * 1e6);
+            }
         }
     }
     s.family(
@@ -301,10 +311,19 @@ pub fn render(x: &Exporter, how: Render) -> String {
     );
     let first = s.series.len();
     for (g, [gpu, uuid, name]) in x.gpus.iter().zip(&gpus) {
-        let Some(a) = g.advisor.as_ref().and_then(|a| a.advice()).filter(|_| g.up) else { continue };
-        let Some(memory) = a.memory_by_objective() else { continue };
-        for (objective, (_, mhz)) in objectives.iter().zip(memory) {
-            s.series(&[*gpu, *uuid, *name, ("objective", *objective)], mhz * 1e6);
+        let gpu_advice = g.advisor.as_ref().and_then(|a| a.advice()).filter(|_| g.up);
+        if let Some(memory) = gpu_advice.and_then(|a| a.memory_by_objective()) {
+            for (objective, (_, mhz)) in objectives.iter().zip(memory) {
+                s.series(&[*gpu, *uuid, *name, ("objective", *objective)], mhz * 1e6);
+            }
+        }
+        for (t, a) in instance_advice(g) {
+            let Some(memory) = a.memory_by_objective() else { continue };
+            let (gi, profile) = (s.number(t.gi), s.value(&t.profile));
+            for (objective, (_, mhz)) in objectives.iter().zip(memory) {
+                let labels = [*gpu, *uuid, *name, ("mig_gi", gi), ("mig_profile", profile)];
+                s.series(&[labels.as_slice(), &[("objective", *objective)]].concat(), mhz * 1e6);
+            }
         }
     }
     s.family(
@@ -410,11 +429,19 @@ pub fn render(x: &Exporter, how: Render) -> String {
     out
 }
 
+/// The advice of each MIG instance of an up GPU whose window held activity.
+fn instance_advice(g: &GpuTotals) -> Vec<(&InstanceTotals, crate::advice::Advice)> {
+    if !g.up {
+        return Vec::new();
+    }
+    g.instances.values().filter_map(|t| Some((t, t.advisor.as_ref()?.advice()?))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::FakeGpu;
     use crate::state::{Options, ProcessInfo};
+    use crate::telemetry::scripted::FakeGpu;
     use crate::telemetry::{ProcessSample, Reading, Telemetry};
 
     struct Info;
@@ -537,6 +564,55 @@ mod tests {
         assert_eq!(series.len(), 4, "{text}");
         for (line, objective) in series.iter().zip(crate::advice::OBJECTIVES) {
             assert!(line.contains("gpu=\"0\",gpu_uuid=\"GPU-"), "{line}");
+            assert!(line.contains(&format!("objective=\"{objective}\"")), "{line}");
+            let v: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+            assert!(levels.contains(&v), "{line}: not one of {levels:?}");
+        }
+    }
+
+    /// Each MIG instance with activity gets its own advice series, with its `mig_gi` and `mig_profile`
+    /// beside the GPU's labels, one per objective, each one of the model's levels.
+    #[test]
+    fn mig_instances_get_advice_series_of_their_own() {
+        let model = gpumodel_models::utilization::model::ClockModel::from_json(
+            include_str!("../../models/dvfs-trained/v100.json"),
+            "v100.json",
+        )
+        .unwrap();
+        let levels: Vec<f64> = model.levels.iter().map(|l| l.core_mhz * 1e6).collect();
+        let inst = |gi: u32, profile: &str, sm: f64| crate::telemetry::InstanceReading {
+            gi,
+            profile: profile.into(),
+            slices: 0,
+            sm: Some(sm),
+            dram: Some(0.2),
+            running: vec![],
+        };
+        let r = |t: f64| Reading {
+            time_s: t,
+            energy_j: Some(150.0 * t),
+            sm_mhz: Some(1380.0),
+            instances: vec![inst(1, "3g.40gb", 0.7), inst(2, "4g.40gb", 0.0)],
+            ..Reading::default()
+        };
+        let mut t = FakeGpu::scripted(vec![r(0.0), r(1.0), r(2.0)]);
+        let mut x = Exporter::new(t.gpus(), Options::default(), Box::new(Info));
+        x.gpus[0].advisor = Some(crate::advice::Advisor::new(model, x.gpus[0].info.clone(), 60.0));
+        for _ in 0..3 {
+            x.tick(&mut t);
+        }
+        let text = render(&x, Render { per_pid: false, method: Method::Model });
+        let advice: Vec<&str> =
+            text.lines().filter(|l| l.starts_with("gpumodel_advice_sm_clock_hertz{")).collect();
+        // The GPU's four and the busy 3g instance's four; the 4g instance, with no SM activity, has none.
+        assert_eq!(advice.len(), 8, "{text}");
+        let of_instance: Vec<&&str> = advice.iter().filter(|l| l.contains("mig_gi=")).collect();
+        assert_eq!(of_instance.len(), 4, "{text}");
+        for (line, objective) in of_instance.iter().zip(crate::advice::OBJECTIVES) {
+            assert!(
+                line.contains("gpu=\"0\",") && line.contains("mig_gi=\"1\",mig_profile=\"3g.40gb\""),
+                "{line}"
+            );
             assert!(line.contains(&format!("objective=\"{objective}\"")), "{line}");
             let v: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
             assert!(levels.contains(&v), "{line}: not one of {levels:?}");

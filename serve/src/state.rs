@@ -31,20 +31,7 @@ use crate::cgroup::Container;
 use crate::telemetry::{GpuInfo, InstanceReading, Reading, Telemetry};
 use std::collections::BTreeMap;
 
-pub use gpumodel_collect::cgroup::ProcessInfo;
-
-/// `/proc` of this host.
-#[derive(Debug, Clone)]
-pub struct ProcFs(pub std::path::PathBuf);
-
-impl ProcessInfo for ProcFs {
-    fn comm(&self, pid: u32) -> Option<String> {
-        crate::cgroup::comm_of(&self.0, pid)
-    }
-    fn container(&self, pid: u32) -> Option<Container> {
-        crate::cgroup::container_of(&self.0, pid)
-    }
-}
+pub use gpumodel_collect::cgroup::{ProcFs, ProcessInfo};
 
 /// Settings of the totals.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,7 +88,7 @@ pub struct ContainerTotals {
 }
 
 /// One MIG GPU instance's totals on one GPU.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct InstanceTotals {
     pub gi: u32,
     pub profile: String,
@@ -113,6 +100,8 @@ pub struct InstanceTotals {
     /// Last activity over the whole GPU and when GPM gave it.
     activity: Activity,
     sampled_s: f64,
+    /// The instance's own clock advice, where the GPU has a clock model ([`Advisor::for_instance`]).
+    pub advisor: Option<Advisor>,
 }
 
 /// One GPU's totals.
@@ -231,6 +220,7 @@ impl GpuTotals {
                 seen_s: r.time_s,
                 activity: Activity::default(),
                 sampled_s: f64::NEG_INFINITY,
+                advisor: self.advisor.as_ref().map(|a| Advisor::for_instance(a, inst.gi, &inst.profile)),
             });
             if t.profile != inst.profile {
                 t.profile.clone_from(&inst.profile);
@@ -239,15 +229,29 @@ impl GpuTotals {
             t.seen_s = r.time_s;
             let share = f64::from(t.slices) / total;
             let ratio = |v: Option<f64>| v.filter(|v| v.is_finite()).map(|v| v.max(0.0));
-            let a = match (ratio(inst.sm), ratio(inst.dram)) {
-                (None, None) if r.time_s - t.sampled_s <= CARRY_TICKS * dt => t.activity,
-                (None, None) => Activity::default(),
+            let known = match (ratio(inst.sm), ratio(inst.dram)) {
+                (None, None) if r.time_s - t.sampled_s <= CARRY_TICKS * dt => Some(t.activity),
+                (None, None) => None,
                 (sm, dram) => {
                     t.activity = Activity { sm: sm.unwrap_or(0.0) * share, mem: dram.unwrap_or(0.0) * share };
                     t.sampled_s = r.time_s;
-                    t.activity
+                    Some(t.activity)
                 }
             };
+            // The instance's advice reads its activity as GPM gives it, of its own SMs and bandwidth; a
+            // tick without GPM activity adds nothing to its window.
+            if let (Some(k), Some(advisor)) = (known, &mut t.advisor) {
+                advisor.record(Tick {
+                    time_s: r.time_s,
+                    dt_s: dt,
+                    sm: k.sm / share,
+                    dram: k.mem / share,
+                    power_w: None,
+                    sm_mhz: r.sm_mhz,
+                    mem_mhz: r.mem_mhz,
+                });
+            }
+            let a = known.unwrap_or_default();
             if a.sm > 0.0 || a.mem > 0.0 {
                 active.push((inst.gi, a));
             }
@@ -461,8 +465,8 @@ fn credit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::FakeGpu;
     use crate::telemetry::ProcessSample;
+    use crate::telemetry::scripted::{FakeGpu, FakeNode};
 
     struct NoInfo;
     impl ProcessInfo for NoInfo {
@@ -667,5 +671,67 @@ mod tests {
         let g = &x.gpus[0];
         assert!(!g.instances.contains_key(&1) && g.instances.contains_key(&2));
         assert_eq!(g.energy_j, 1400.0);
+    }
+
+    /// A MIG instance's own advice is the advice the GPU's model gives the same activity on a whole GPU:
+    /// its GPM ratios (of its own SMs and bandwidth), not its share of the GPU, and no board power (the
+    /// instance has none). Checked for a compute-heavy 3g and a memory-heavy 4g instance against GPUs
+    /// outside MIG mode whose one process shows that activity; a GPU without a model advises nothing.
+    #[test]
+    fn each_mig_instance_is_advised_the_clock_its_own_activity_gets_on_a_whole_gpu() {
+        let model = gpumodel_models::utilization::model::ClockModel::from_json(
+            include_str!("../../models/dvfs-trained/v100.json"),
+            "v100.json",
+        )
+        .unwrap();
+        let activity = [(1, "3g.40gb", 0.8, 0.1), (2, "4g.40gb", 0.15, 0.7)];
+        let instances: Vec<_> =
+            activity.iter().map(|&(gi, p, sm, dram)| (gi, p, sm, dram, &[][..])).collect();
+        let mut mig =
+            FakeGpu::scripted((0..5).map(|k| mig_reading(k as f64, 150.0 * k as f64, &instances)).collect());
+        let mut unmodelled = mig.clone();
+        let mut x = Exporter::new(mig.gpus(), Options::default(), Box::new(NoInfo));
+        x.gpus[0].advisor = Some(Advisor::new(model.clone(), x.gpus[0].info.clone(), 60.0));
+        for _ in 0..5 {
+            x.tick(&mut mig);
+        }
+        assert!(x.gpus[0].advisor.as_ref().unwrap().advice().is_some());
+        for &(gi, _, sm, dram) in &activity {
+            let whole = |k: usize| Reading {
+                power_w: None,
+                sm_mhz: Some(1980.0),
+                ..reading(k as f64, 150.0 * k as f64, &[(9, sm, dram)])
+            };
+            let mut gpu = FakeGpu::scripted((0..5).map(whole).collect());
+            let mut y = Exporter::new(gpu.gpus(), Options::default(), Box::new(NoInfo));
+            y.gpus[0].advisor = Some(Advisor::new(model.clone(), y.gpus[0].info.clone(), 60.0));
+            for _ in 0..5 {
+                y.tick(&mut gpu);
+            }
+            let want = y.gpus[0].advisor.as_ref().unwrap().advice().expect("the whole GPU is advised");
+            let got = x.gpus[0].instances[&gi].advisor.as_ref().and_then(Advisor::advice);
+            assert_eq!(got, Some(want), "instance {gi}");
+        }
+        let mut bare = Exporter::new(unmodelled.gpus(), Options::default(), Box::new(NoInfo));
+        for _ in 0..5 {
+            bare.tick(&mut unmodelled);
+        }
+        assert_eq!(bare.gpus[0].instances.len(), 2);
+        assert!(bare.gpus[0].instances.values().all(|t| t.advisor.is_none()));
+    }
+
+    #[test]
+    fn the_exporter_on_the_scripted_node_labels_every_process_with_its_scripted_name() {
+        let mut node = FakeNode::new(2, 3);
+        let mut x = Exporter::new(node.gpus(), Options::default(), Box::new(node.process_info()));
+        x.tick(&mut node);
+        // The node's clock is the host's: the second reading must come measurably later.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        x.tick(&mut node);
+        for g in &x.gpus {
+            let names: Vec<Option<&str>> = g.processes.values().map(|p| p.comm.as_deref()).collect();
+            assert_eq!(names, [Some("fake-compute-0"), Some("fake-memory-1"), Some("fake-compute-2")]);
+            assert!(g.processes.values().all(|p| p.container.is_none()));
+        }
     }
 }

@@ -17,9 +17,9 @@
 
 use crate::attribution::{Method, Params};
 use crate::cgroup::Container;
-use crate::fake::FakeGpu;
 use crate::state::{Exporter, Options, ProcessInfo};
 use crate::synthetic::{CoRun, Job, Rng, median};
+use crate::telemetry::scripted::FakeGpu;
 use crate::telemetry::{InstanceReading, Reading};
 
 /// Compute slices of the GPU the co-runs are built for (A100, H100).

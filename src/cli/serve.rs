@@ -7,16 +7,12 @@
 //! the GPU.
 
 use super::gpu::{Backend, interrupt_flag};
-use anyhow::Context;
+use gpumodel_collect::device::Node;
 use gpumodel_predict::clock::choose::model_for_gpu;
 use gpumodel_serve::advice::{self, Advisor, unread_fields};
 use gpumodel_serve::attribution::{Method, Params};
-use gpumodel_serve::fake::FakeNode;
 use gpumodel_serve::metrics::{Render, render};
-use gpumodel_serve::nvml::NvmlTelemetry;
-use gpumodel_serve::replay;
-use gpumodel_serve::state::{Exporter, Options, ProcFs, ProcessInfo};
-use gpumodel_serve::telemetry::Telemetry;
+use gpumodel_serve::state::{Exporter, Options};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -53,7 +49,7 @@ pub struct Args {
     /// Read the GPUs for one tick (or a whole --replay trace), print one scrape and exit.
     #[arg(long)]
     pub once: bool,
-    /// Replay a recorded trace of NVML answers instead of reading the GPUs.
+    /// Replay a recorded trace of NVML answers instead of reading the GPUs (also GPUMODEL_REPLAY=FILE).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
     /// Serve even when no NVIDIA driver is found (no GPU series; /healthz answers 503).
@@ -90,38 +86,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let how = Render { per_pid: args.per_pid, method };
     let opts = Options { params: Params { method, ..Params::default() }, keep_exited_s: args.keep_exited };
 
-    let (mut telemetry, info): (Box<dyn Telemetry>, Box<dyn ProcessInfo>) = match &args.replay {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read the trace {}", path.display()))?;
-            let name =
-                path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
-            let (t, p) = replay::parse(&text, &name)?;
-            (Box::new(t), Box::new(p))
+    let backend = args.replay.clone().map_or_else(Backend::from_env, Backend::Replay);
+    let Node { mut telemetry, processes } = match backend.node() {
+        Ok(node) => node,
+        Err(e) if backend.is_replay() => return Err(e.into()),
+        Err(e) if args.allow_no_gpu => {
+            eprintln!("gpumodel serve: {e}; serving without GPUs (--allow-no-gpu)");
+            Node::without_gpus()
         }
-        None if Backend::from_env().is_scripted() => {
-            let node = FakeNode::new(2, 4);
-            let info = node.process_info();
-            (Box::new(node), Box::new(info))
-        }
-        None => match NvmlTelemetry::open() {
-            Ok(t) => (Box::new(t), Box::new(ProcFs("/proc".into()))),
-            Err(e) if args.allow_no_gpu => {
-                eprintln!("gpumodel serve: {e}; serving without GPUs (--allow-no-gpu)");
-                (Box::new(NoGpu), Box::new(ProcFs("/proc".into())))
-            }
-            Err(e) => {
-                anyhow::bail!("{e}; to serve anyway (no GPU series, /healthz 503), pass --allow-no-gpu")
-            }
-        },
+        Err(e) => anyhow::bail!("{e}; to serve anyway (no GPU series, /healthz 503), pass --allow-no-gpu"),
     };
-    let mut exporter = Exporter::new(telemetry.gpus(), opts, info);
+    let mut exporter = Exporter::new(telemetry.gpus(), opts, processes);
     let advice_lines = add_advisors(&mut exporter, &args);
     let interval = Duration::from_secs_f64(args.interval);
 
     if args.once {
         advice_lines.iter().for_each(|l| eprintln!("{l}"));
-        if args.replay.is_some() {
+        if backend.is_replay() {
             while !telemetry.exhausted() {
                 exporter.tick(telemetry.as_mut());
             }
@@ -162,7 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 // A tick slower than the interval: skip the missed ones rather than run back to back.
                 next = Instant::now() + interval;
             }
-            if !(args.replay.is_some() && telemetry.exhausted()) {
+            if !(backend.is_replay() && telemetry.exhausted()) {
                 exporter.tick(telemetry.as_mut());
                 up.store(exporter.gpus.iter().any(|g| g.up), Ordering::Relaxed);
                 let fresh = render(&exporter, how);
@@ -212,19 +193,4 @@ fn add_advisors(exporter: &mut Exporter, args: &Args) -> Vec<String> {
         }
     }
     lines
-}
-
-/// No GPU at all (`--allow-no-gpu` without a driver).
-struct NoGpu;
-
-impl Telemetry for NoGpu {
-    fn gpus(&self) -> Vec<gpumodel_serve::telemetry::GpuInfo> {
-        Vec::new()
-    }
-    fn read(
-        &mut self,
-        _: usize,
-    ) -> Result<gpumodel_serve::telemetry::Reading, gpumodel_serve::telemetry::ReadError> {
-        Err(gpumodel_serve::telemetry::ReadError { call: "nvmlInit".into(), code: "no_driver".into() })
-    }
 }

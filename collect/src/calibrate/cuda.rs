@@ -23,7 +23,7 @@
 
 use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, SOURCE, measured_only};
 use crate::Error;
-use crate::clock_control::NvmlClocks;
+use crate::clock_control::{ClockControl, ClockOutcome, NvmlClocks};
 use crate::clocks::{ClockPair, SupportedClocks};
 use crate::nvrtc;
 use cudarc::driver::sys::CUdevice_attribute as A;
@@ -183,7 +183,7 @@ impl CudaCalibrationDevice {
 impl Drop for CudaCalibrationDevice {
     fn drop(&mut self) {
         // Last resort (an error path that skipped restoring, a panic unwinding): the error has nowhere to go.
-        let _ = self.restore_clocks();
+        let _ = self.clocks.reset();
     }
 }
 
@@ -209,25 +209,28 @@ fn chain_key(c: Chain) -> (u32, u32, u64) {
     (c.elems, c.stride, c.seed)
 }
 
-impl CalibrationDevice for CudaCalibrationDevice {
-    fn facts(&self) -> DeviceFacts {
-        self.facts.clone()
-    }
-
+/// Through [`NvmlClocks`]: a refusal stops calibrate with NVML's error.
+impl ClockControl for CudaCalibrationDevice {
     fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
         self.clocks.supported()
     }
-
-    fn set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
+        self.clocks.set(pair)
+    }
+    fn try_set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
         self.clocks.try_set(pair)
     }
-
-    fn restore_clocks(&mut self) -> Result<(), Error> {
+    fn reset_clocks(&mut self) -> Result<(), Error> {
         self.clocks.reset()
     }
-
     fn clocks_now(&self) -> Option<ClockPair> {
         self.clocks.now()
+    }
+}
+
+impl CalibrationDevice for CudaCalibrationDevice {
+    fn facts(&self) -> DeviceFacts {
+        self.facts.clone()
     }
 
     /// Ten readings of `nvmlDeviceGetPowerUsage` 50 ms apart, after 1.2 s without launches (on recent

@@ -85,13 +85,13 @@ pub fn sweep(
             if stop() {
                 return Err(interrupted());
             }
-            dev.set_clocks(pair)?;
+            dev.try_set_clocks(pair)?;
             let pt = measure_point(dev, Some(pair), p, progress, stop)?;
             points.push(pt);
         }
         Ok(points)
     })();
-    let restored = if pairs.is_empty() { Ok(()) } else { dev.restore_clocks() };
+    let restored = if pairs.is_empty() { Ok(()) } else { dev.reset_clocks() };
     let points = result?;
     restored?;
     Ok(points)

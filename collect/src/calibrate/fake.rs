@@ -2,8 +2,9 @@
 //! constants would give, plus a fixed timing overhead and deterministic noise, so the estimators can be
 //! checked against constants the test chose.
 
-use super::{CalLaunch, CalibrationDevice, DeviceFacts};
+use super::{CalLaunch, CalibrationDevice, ClockControl, DeviceFacts};
 use crate::Error;
+use crate::clock_control::ClockOutcome;
 use crate::clocks::{ClockPair, SupportedClocks};
 use gpumodel_models::arch::ArchProfile;
 
@@ -203,6 +204,55 @@ fn a100_facts() -> DeviceFacts {
 /// Cycles the timer itself costs (two clock64 reads), included in every fake timing.
 const TIMER_OVERHEAD: f64 = 40.0;
 
+/// The scripted clocks: [`fake_supported`]'s pairs, settable unless `clocks_settable` is false (a user
+/// without root), every change logged.
+impl ClockControl for FakeCalibrationDevice {
+    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
+        Ok(fake_supported())
+    }
+
+    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error> {
+        if let Some(refusal) = self.refusal(pair) {
+            return Ok(ClockOutcome::Refused(refusal.to_string()));
+        }
+        self.clocks = pair;
+        self.clock_log.push(Some(pair));
+        Ok(ClockOutcome::Applied)
+    }
+
+    fn try_set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
+        match self.refusal(pair) {
+            Some(e) => Err(e),
+            None => self.set_clocks(pair).map(|_| ()),
+        }
+    }
+
+    fn reset_clocks(&mut self) -> Result<(), Error> {
+        self.clocks = FAKE_DEFAULT;
+        self.clock_log.push(None);
+        Ok(())
+    }
+
+    fn clocks_now(&self) -> Option<ClockPair> {
+        Some(self.clocks)
+    }
+}
+
+impl FakeCalibrationDevice {
+    /// Why the scripted GPU refuses `pair`, as the error calibrate stops with.
+    fn refusal(&self, pair: ClockPair) -> Option<Error> {
+        if !self.clocks_settable {
+            return Some(Error::ClockPermission {
+                detail: "NVML: insufficient permissions (fake GPU)".into(),
+            });
+        }
+        if !fake_supported().iter().any(|(m, g)| *m == pair.mem_mhz && g.contains(&pair.core_mhz)) {
+            return Some(Error::Invalid(format!("fake GPU: clock pair {pair} is not supported")));
+        }
+        None
+    }
+}
+
 impl CalibrationDevice for FakeCalibrationDevice {
     fn facts(&self) -> DeviceFacts {
         self.facts.clone()
@@ -271,34 +321,6 @@ impl CalibrationDevice for FakeCalibrationDevice {
             bytes / dram_bps + bytes * f64::from(l.steps - 1) / l2_bps * self.jitter()
         };
         Ok(secs + LAUNCH_OVERHEAD_S)
-    }
-
-    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
-        Ok(fake_supported())
-    }
-
-    fn set_clocks(&mut self, pair: ClockPair) -> Result<(), Error> {
-        if !self.clocks_settable {
-            return Err(Error::ClockPermission {
-                detail: "NVML: insufficient permissions (fake GPU)".into(),
-            });
-        }
-        if !fake_supported().iter().any(|(m, g)| *m == pair.mem_mhz && g.contains(&pair.core_mhz)) {
-            return Err(Error::Invalid(format!("fake GPU: clock pair {pair} is not supported")));
-        }
-        self.clocks = pair;
-        self.clock_log.push(Some(pair));
-        Ok(())
-    }
-
-    fn restore_clocks(&mut self) -> Result<(), Error> {
-        self.clocks = FAKE_DEFAULT;
-        self.clock_log.push(None);
-        Ok(())
-    }
-
-    fn clocks_now(&self) -> Option<ClockPair> {
-        Some(self.clocks)
     }
 
     fn idle_power(&mut self) -> Result<Option<super::IdlePower>, Error> {

@@ -114,6 +114,7 @@ fn civil_date(secs: u64) -> String {
 }
 
 use crate::Error;
+pub use crate::clock_control::ClockControl;
 use serde::Serialize;
 
 /// CUDA C source of the calibration kernels.
@@ -211,8 +212,9 @@ pub struct CalLaunch {
 }
 
 /// A GPU as calibration uses it: launches one block and returns the `out` array (u64 per slot), or
-/// launches a whole grid and returns its GPU time.
-pub trait CalibrationDevice {
+/// launches a whole grid and returns its GPU time; its clocks are set through [`ClockControl`], a refusal
+/// stopping the sweep ([`ClockControl::try_set_clocks`]).
+pub trait CalibrationDevice: ClockControl {
     /// What the driver says about the GPU (everything the profile needs that is not measured).
     fn facts(&self) -> DeviceFacts;
     /// Runs one launch and returns `out` (at least `2 × warps` values).
@@ -220,24 +222,6 @@ pub trait CalibrationDevice {
     /// Runs `launch` over `blocks` blocks of `launch.threads` threads and returns its GPU time in seconds,
     /// measured with CUDA events recorded around it on the same stream.
     fn run_timed(&mut self, launch: &CalLaunch, blocks: u32) -> Result<f64, Error>;
-    /// The clocks the GPU supports: (memory MHz, graphics clocks allowed with it). A device that cannot
-    /// list them says so, and only `--clocks current` works on it.
-    fn supported_clocks(&self) -> Result<crate::clocks::SupportedClocks, Error> {
-        Err(Error::ClocksUnsupported { detail: "this device cannot list its supported clocks".into() })
-    }
-    /// Sets the core and memory clocks until [`CalibrationDevice::restore_clocks`].
-    fn set_clocks(&mut self, pair: crate::clocks::ClockPair) -> Result<(), Error> {
-        Err(Error::ClocksUnsupported { detail: format!("this device cannot set clocks {pair}") })
-    }
-    /// Puts back the clocks as they were before the first [`CalibrationDevice::set_clocks`] (nothing to
-    /// do when none was set).
-    fn restore_clocks(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-    /// The clocks the GPU runs at now, when the device can read them.
-    fn clocks_now(&self) -> Option<crate::clocks::ClockPair> {
-        None
-    }
     /// The board's power with nothing launched, at the clocks it then runs at; `None` where the device
     /// cannot read its power.
     fn idle_power(&mut self) -> Result<Option<IdlePower>, Error> {

@@ -129,6 +129,7 @@ fn the_profile_loads_with_the_models_loader_and_cites_the_spread() {
 #[test]
 fn an_l2_stream_that_takes_no_time_is_an_error() {
     struct Flat(FakeCalibrationDevice);
+    impl ClockControl for Flat {}
     impl CalibrationDevice for Flat {
         fn facts(&self) -> DeviceFacts {
             self.0.facts()
@@ -152,6 +153,7 @@ fn an_l2_stream_that_takes_no_time_is_an_error() {
 #[test]
 fn a_kernel_that_did_not_run_is_an_error_not_a_zero() {
     struct Dead;
+    impl ClockControl for Dead {}
     impl CalibrationDevice for Dead {
         fn facts(&self) -> DeviceFacts {
             FakeCalibrationDevice::new(TRUTH).facts()
@@ -370,6 +372,13 @@ fn clocks_that_need_root_give_the_one_line_remedy() {
     assert!(msg.contains("needs root") && msg.contains("--clocks current"), "{msg}");
     assert_eq!(msg.lines().count(), 1);
     assert_eq!(dev.launches, 0, "nothing ran");
+    // Asked as the suite asks, the same refusal is an outcome to go on past, and nothing is changed.
+    let logged = dev.clock_log.len();
+    let outcome = dev.set_clocks(pairs[0]).unwrap();
+    assert!(
+        matches!(&outcome, crate::clock_control::ClockOutcome::Refused(why) if why.contains("needs root"))
+    );
+    assert_eq!((dev.clocks, dev.clock_log.len()), (fake::FAKE_DEFAULT, logged));
 }
 
 #[test]
@@ -501,6 +510,7 @@ fn the_throughput_estimators_recover_each_units_rate() {
 #[test]
 fn a_throughput_kernel_with_a_silent_warp_is_an_error() {
     struct Silent(FakeCalibrationDevice, usize);
+    impl ClockControl for Silent {}
     impl CalibrationDevice for Silent {
         fn facts(&self) -> DeviceFacts {
             self.0.facts()
@@ -572,6 +582,7 @@ fn the_throughput_constants_load_and_the_loader_checks_them() {
 /// A fake GPU whose `int_throughput` launches go wrong: a silent warp (`None`), or a driver error.
 struct BrokenInt(FakeCalibrationDevice, Option<Error>);
 
+impl ClockControl for BrokenInt {}
 impl CalibrationDevice for BrokenInt {
     fn facts(&self) -> DeviceFacts {
         self.0.facts()

@@ -9,7 +9,7 @@
 //! Written against cudarc 0.19.10 and nvml-wrapper 0.13; our machines have no GPU, so this path is
 //! compiled and its driver checks are tested, but its launches have not run on hardware here.
 
-use super::{ClockOutcome, GpuInfo, Measurement, NvmlClocks, Peaks, SuiteDevice, SuiteKernel};
+use super::{ClockControl, ClockOutcome, GpuInfo, Measurement, NvmlClocks, Peaks, SuiteDevice, SuiteKernel};
 use crate::Error;
 use crate::clocks::{ClockPair, SupportedClocks};
 use crate::counters::CounterSource;
@@ -202,14 +202,10 @@ impl Drop for CudaSuiteDevice {
     }
 }
 
-impl SuiteDevice for CudaSuiteDevice {
-    fn info(&self) -> GpuInfo {
-        self.info.clone()
-    }
-
-    /// Through [`NvmlClocks`]: application clocks first (data-center GPUs); where those are not
-    /// supported (GeForce), locked clocks (Volta and newer), the core and the memory clock each locked to
-    /// the pair's value.
+/// Through [`NvmlClocks`]: application clocks first (data-center GPUs); where those are not supported
+/// (GeForce), locked clocks (Volta and newer), the core and the memory clock each locked to the pair's
+/// value.
+impl ClockControl for CudaSuiteDevice {
     fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
         self.clocks.supported()
     }
@@ -220,6 +216,16 @@ impl SuiteDevice for CudaSuiteDevice {
 
     fn reset_clocks(&mut self) -> Result<(), Error> {
         self.clocks.reset()
+    }
+
+    fn clocks_now(&self) -> Option<ClockPair> {
+        self.clocks.now()
+    }
+}
+
+impl SuiteDevice for CudaSuiteDevice {
+    fn info(&self) -> GpuInfo {
+        self.info.clone()
     }
 
     fn peaks(&self, clocks: Clocks) -> Option<Peaks> {

@@ -3,8 +3,7 @@
 
 use super::SuiteKernel;
 use crate::Error;
-use crate::clock_control::ClockOutcome;
-use crate::clocks::{ClockPair, SupportedClocks};
+use crate::clock_control::ClockControl;
 use gpumodel_models::timing::Clocks;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -55,19 +54,11 @@ pub struct Peaks {
 }
 
 /// A GPU as the suite uses it. The real one is [`CudaSuiteDevice`](super::cuda::CudaSuiteDevice); tests use
-/// [`FakeSuiteDevice`](super::FakeSuiteDevice).
-pub trait SuiteDevice {
+/// [`FakeSuiteDevice`](super::FakeSuiteDevice). Its clocks are set through [`ClockControl`]; a refusal
+/// ([`ClockOutcome::Refused`]) leaves the run at the current clocks.
+pub trait SuiteDevice: ClockControl {
     /// The GPU, for the metadata.
     fn info(&self) -> GpuInfo;
-    /// The clocks the GPU supports (what `--clocks auto` spreads over and a list is checked against); a
-    /// device that cannot list them says so.
-    fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
-        Err(Error::ClocksUnsupported { detail: "this device cannot list its supported clocks".into() })
-    }
-    /// Sets application / locked clocks.
-    fn set_clocks(&mut self, pair: ClockPair) -> Result<ClockOutcome, Error>;
-    /// Returns the clocks to the driver's defaults.
-    fn reset_clocks(&mut self) -> Result<(), Error>;
     /// The board's peaks at `clocks`; `None` when they are not known (then no utilization profiles are
     /// written).
     fn peaks(&self, _clocks: Clocks) -> Option<Peaks> {

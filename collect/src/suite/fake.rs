@@ -2,7 +2,7 @@
 //! every call (to check ordering and clock sweeping), and hooks to refuse clock changes, to "press Ctrl-C"
 //! after some runs, or to fail a kernel.
 
-use super::{ClockOutcome, GpuInfo, Measurement, Peaks, SuiteDevice, SuiteKernel};
+use super::{ClockControl, ClockOutcome, GpuInfo, Measurement, Peaks, SuiteDevice, SuiteKernel};
 use crate::Error;
 use crate::clocks::{ClockPair, SupportedClocks};
 use gpumodel_models::power_inputs::{self, POWER_INPUTS};
@@ -235,11 +235,8 @@ impl Default for FakeSuiteDevice {
     }
 }
 
-impl SuiteDevice for FakeSuiteDevice {
-    fn info(&self) -> GpuInfo {
-        self.info.clone()
-    }
-
+/// The scripted clocks: every change logged; refused when `clocks_allowed` is false (a user without root).
+impl ClockControl for FakeSuiteDevice {
     fn supported_clocks(&self) -> Result<SupportedClocks, Error> {
         Ok(self.supported.clone())
     }
@@ -255,14 +252,20 @@ impl SuiteDevice for FakeSuiteDevice {
         Ok(ClockOutcome::Applied)
     }
 
-    fn peaks(&self, clocks: Clocks) -> Option<Peaks> {
-        Some(FakeSuiteDevice::peaks(self, clocks))
-    }
-
     fn reset_clocks(&mut self) -> Result<(), Error> {
         self.log.push("reset".into());
         self.current = self.default_clocks;
         Ok(())
+    }
+}
+
+impl SuiteDevice for FakeSuiteDevice {
+    fn info(&self) -> GpuInfo {
+        self.info.clone()
+    }
+
+    fn peaks(&self, clocks: Clocks) -> Option<Peaks> {
+        Some(FakeSuiteDevice::peaks(self, clocks))
     }
 
     fn run(&mut self, kernel: &SuiteKernel, min_seconds: f64) -> Result<Measurement, Error> {

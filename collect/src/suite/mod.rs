@@ -24,7 +24,7 @@ pub mod report;
 mod runner;
 mod table;
 
-pub use crate::clock_control::{ClockOutcome, NvmlClocks};
+pub use crate::clock_control::{ClockControl, ClockOutcome, NvmlClocks};
 pub use catalogue::{BUFFER_ELEMS, ENTRIES, Entry, SOURCE, SuiteKernel, kernels, select_kernels};
 pub use device::{GpuInfo, Measurement, Peaks, SuiteDevice};
 pub use fake::{FakeSuiteDevice, Work};

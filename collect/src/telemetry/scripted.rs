@@ -2,9 +2,9 @@
 //! follows a known law (the exporter's benchmark and `GPUMODEL_FAKE_GPU=1`), with its own process table
 //! ([`FakeProcesses`]: its PIDs are not this host's).
 
+use super::{GpuInfo, ProcessSample, ReadError, Reading, Telemetry};
 use crate::cgroup::Container;
-use crate::state::ProcessInfo;
-use crate::telemetry::{GpuInfo, ProcessSample, ReadError, Reading, Telemetry};
+use crate::cgroup::ProcessInfo;
 
 /// GPUs that answer a script.
 #[derive(Debug, Clone)]
@@ -19,7 +19,7 @@ fn info(index: u32) -> GpuInfo {
     GpuInfo {
         index,
         uuid: format!("GPU-00000000-0000-0000-0000-{index:012}"),
-        name: gpumodel_collect::device::SCRIPTED_GPU.into(),
+        name: crate::device::SCRIPTED_GPU.into(),
     }
 }
 
@@ -184,7 +184,6 @@ impl Telemetry for FakeNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{Exporter, Options};
 
     #[test]
     fn the_scripted_node_names_its_own_processes_and_no_others() {
@@ -195,20 +194,5 @@ mod tests {
         assert_eq!(info.comm(FakeNode::FIRST_PID + 3), None);
         assert_eq!(info.comm(1), None);
         assert_eq!(info.container(FakeNode::FIRST_PID), None);
-    }
-
-    #[test]
-    fn the_exporter_on_the_scripted_node_labels_every_process_with_its_scripted_name() {
-        let mut node = FakeNode::new(2, 3);
-        let mut x = Exporter::new(node.gpus(), Options::default(), Box::new(node.process_info()));
-        x.tick(&mut node);
-        // The node's clock is the host's: the second reading must come measurably later.
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        x.tick(&mut node);
-        for g in &x.gpus {
-            let names: Vec<Option<&str>> = g.processes.values().map(|p| p.comm.as_deref()).collect();
-            assert_eq!(names, [Some("fake-compute-0"), Some("fake-memory-1"), Some("fake-compute-2")]);
-            assert!(g.processes.values().all(|p| p.container.is_none()));
-        }
     }
 }

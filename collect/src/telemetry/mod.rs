@@ -1,10 +1,15 @@
-//! What the exporter reads from each GPU once per tick, behind one trait: NVML on a real node, a
-//! recorded trace in replay, a scripted GPU in tests.
+//! What the exporter reads from each GPU once per tick, behind one trait: NVML on a real node
+//! ([`nvml::NvmlTelemetry`]), a recorded trace in replay ([`crate::replay`]), the scripted node of
+//! `GPUMODEL_FAKE_GPU=1` and the tests' scripted GPUs ([`scripted`]). Which one a command gets is chosen by
+//! [`crate::device::Backend::node`].
 //!
 //! Units are converted at this boundary: NVML's mJ and mW become joules and watts, its per-process
 //! percentages become ratios (1.0 = 100 %; NVML reports values above 100, kept as they are).
 
 use serde::{Deserialize, Serialize};
+
+pub mod nvml;
+pub mod scripted;
 
 /// One GPU as the exporter labels it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,5 +128,17 @@ pub trait Telemetry: Send {
     /// Every GPU's part of a recorded trace has ended.
     fn exhausted(&self) -> bool {
         (0..self.gpus().len()).all(|g| self.ended(g))
+    }
+}
+
+/// No GPU at all: a node without a driver, served under `serve --allow-no-gpu` (no GPU series).
+pub struct NoGpu;
+
+impl Telemetry for NoGpu {
+    fn gpus(&self) -> Vec<GpuInfo> {
+        Vec::new()
+    }
+    fn read(&mut self, _: usize) -> Result<Reading, ReadError> {
+        Err(ReadError { call: "nvmlInit".into(), code: "no_driver".into() })
     }
 }

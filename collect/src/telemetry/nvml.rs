@@ -11,7 +11,7 @@
 //! - `nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)` (field 186): the current board power, mW.
 //!   `nvmlDeviceGetPowerUsage` is its fallback; on Ampere (except GA100) and newer it is a 1-second
 //!   average, on older GPUs the instantaneous power. Which one a GPU uses is probed once, at open
-//!   ([`GpuCapabilities::power`]), as `gpumodel_collect::nvml` does.
+//!   ([`GpuCapabilities::power`]), as the collector's power source (`crate::nvml`) does.
 //! - `nvmlDeviceGetProcessUtilization(device, samples, count, lastSeenTimeStamp)`, Maxwell and newer:
 //!   one sample per process that had non-zero utilization in a driver sample period, each with its
 //!   CPU timestamp in µs; only samples with a timestamp greater than `lastSeenTimeStamp` come back, and
@@ -41,9 +41,9 @@
 //! GPU. Any other failed call is a soft error ([`Telemetry::take_soft_errors`]), as are failures while
 //! probing at open (drained on the first tick). Error codes are [`nvml_code`]'s short names.
 
-use crate::telemetry::InstanceReading;
-use crate::telemetry::{GpuInfo, ProcessSample, ReadError, Reading, Telemetry};
-use gpumodel_collect::PowerField;
+use super::InstanceReading;
+use super::{GpuInfo, ProcessSample, ReadError, Reading, Telemetry};
+use crate::PowerField;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::enums::gpm::GpmMetricId;
@@ -135,21 +135,21 @@ pub struct NvmlTelemetry {
 impl NvmlTelemetry {
     /// Opens NVML (`GPUMODEL_NVML_LIB` names another `libnvidia-ml.so`), lists its GPUs and probes what
     /// each offers. A GPU whose handle or UUID cannot be read is left out, with a soft error. Without a
-    /// driver this is [`gpumodel_collect::Error::NoDriver`].
-    pub fn open() -> Result<NvmlTelemetry, gpumodel_collect::Error> {
-        Self::from_nvml(gpumodel_collect::nvml::open_nvml()?)
+    /// driver this is [`crate::Error::NoDriver`].
+    pub fn open() -> Result<NvmlTelemetry, crate::Error> {
+        Self::from_nvml(crate::nvml::open_nvml()?)
     }
 
     /// As [`NvmlTelemetry::open`], loading NVML from `lib_path` (or by its usual name).
-    pub fn open_at(lib_path: Option<&OsStr>) -> Result<NvmlTelemetry, gpumodel_collect::Error> {
-        Self::from_nvml(gpumodel_collect::nvml::open_nvml_at(lib_path)?)
+    pub fn open_at(lib_path: Option<&OsStr>) -> Result<NvmlTelemetry, crate::Error> {
+        Self::from_nvml(crate::nvml::open_nvml_at(lib_path)?)
     }
 
-    fn from_nvml(nvml: Arc<Nvml>) -> Result<NvmlTelemetry, gpumodel_collect::Error> {
+    fn from_nvml(nvml: Arc<Nvml>) -> Result<NvmlTelemetry, crate::Error> {
         let start = Instant::now();
         let count = nvml
             .device_count()
-            .map_err(|e| gpumodel_collect::Error::Nvml { call: call::COUNT, message: e.to_string() })?;
+            .map_err(|e| crate::Error::Nvml { call: call::COUNT, message: e.to_string() })?;
         let mut soft = Vec::new();
         let mut gpus = Vec::new();
         for index in 0..count {
