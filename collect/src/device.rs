@@ -178,7 +178,7 @@ impl Backend {
             return Ok(Box::new(suite::FakeSuiteDevice::new()));
         }
         let device = pm.device;
-        suite::cuda::check_driver(device).map_err(MeasureError::Gpu)?;
+        crate::cuda_gpu::check_driver(device).map_err(MeasureError::Gpu)?;
         let pm = pm.clone();
         // PM sampling is opened by the device after its CUDA context exists (NVIDIA's pm_sampling sample
         // creates the context first).

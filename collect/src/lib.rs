@@ -23,6 +23,7 @@ pub mod cgroup;
 pub mod clock_control;
 pub mod clocks;
 pub mod counters;
+pub mod cuda_gpu;
 pub mod cupti;
 pub mod device;
 pub mod doctor;

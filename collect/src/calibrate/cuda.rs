@@ -25,17 +25,13 @@ use super::{CalLaunch, CalibrationDevice, Chain, DeviceFacts, SOURCE, measured_o
 use crate::Error;
 use crate::clock_control::{ClockControl, ClockOutcome, NvmlClocks};
 use crate::clocks::{ClockPair, SupportedClocks};
-use crate::nvrtc;
+use crate::cuda_gpu::{CudaGpu, check_driver, cuda};
 use cudarc::driver::sys::CUdevice_attribute as A;
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use gpumodel_models::capability::{self, CapabilityFacts};
 use nvml_wrapper::enum_wrappers::device::Clock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
-    move |e| Error::Cuda { call, message: e.to_string() }
-}
 
 /// The real GPU.
 pub struct CudaCalibrationDevice {
@@ -53,19 +49,11 @@ pub struct CudaCalibrationDevice {
 impl CudaCalibrationDevice {
     /// Opens GPU `device`: driver checks, NVRTC compilation for its architecture, module load, facts.
     pub fn open(device: u32) -> Result<CudaCalibrationDevice, Error> {
-        let nvml = crate::suite::cuda::check_driver(device)?;
-        let ctx = CudaContext::new(device as usize).map_err(cuda("cuCtxCreate"))?;
-        let (major, minor) = ctx.compute_capability().map_err(cuda("cuDeviceGetAttribute"))?;
-        let arch = nvrtc::arch_for_capability(major as u32, minor as u32)?;
-        let ptx = nvrtc::compile_ptx("calibrate", SOURCE, arch)?;
-        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(cuda("cuModuleLoadData"))?;
-        let mut functions = BTreeMap::new();
-        for e in super::ENTRIES {
-            functions.insert(e.name, module.load_function(e.name).map_err(cuda("cuModuleGetFunction"))?);
-        }
-        let attr = |a: A| ctx.attribute(a).map(f64::from).map_err(cuda("cuDeviceGetAttribute"));
-        // The NVML device that is this CUDA device (matched by PCI bus id; the numberings may differ).
-        let nvml_index = crate::nvml::NvmlPower::open_cuda_device(nvml.clone(), device)?.nvml_index();
+        let nvml = check_driver(device)?;
+        let gpu = CudaGpu::open(nvml, device, "calibrate", SOURCE, super::ENTRIES.iter().map(|e| e.name))?;
+        let attr = |a: A| gpu.attribute(a);
+        let (ctx, nvml, nvml_index) = (gpu.ctx.clone(), gpu.nvml.clone(), gpu.nvml_index);
+        let (major, minor) = gpu.capability;
         let dev = nvml
             .device_by_index(nvml_index)
             .map_err(|e| crate::Error::NoGpu { index: nvml_index, detail: e.to_string() })?;
@@ -168,12 +156,13 @@ impl CudaCalibrationDevice {
             sources,
             l2_cache_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
         };
+        let CudaGpu { functions, clocks, .. } = gpu;
         Ok(CudaCalibrationDevice {
             stream: ctx.default_stream(),
             functions,
             chains: BTreeMap::new(),
             facts,
-            clocks: NvmlClocks::new(nvml.clone(), nvml_index),
+            clocks,
             nvml,
             nvml_index,
         })

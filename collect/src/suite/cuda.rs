@@ -13,34 +13,17 @@ use super::{ClockControl, ClockOutcome, GpuInfo, Measurement, NvmlClocks, Peaks,
 use crate::Error;
 use crate::clocks::{ClockPair, SupportedClocks};
 use crate::counters::CounterSource;
+use crate::cuda_gpu::{CudaGpu, check_driver, cuda};
 use crate::nvml::NvmlPower;
-use crate::nvrtc;
 use crate::sampler::{Clock, Event, spawn_counters, spawn_power};
 use cudarc::driver::sys::CUdevice_attribute as A;
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use gpumodel_models::stats::OverlapMean;
 use gpumodel_models::timing::Clocks;
 use nvml_wrapper::Nvml;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Checks that a GPU can be driven: NVML opens (the collector's no-driver error otherwise), `libcuda.so`
-/// loads, and NVRTC loads. Returns the NVML handle for power and clocks.
-pub fn check_driver(device: u32) -> Result<std::sync::Arc<nvml_wrapper::Nvml>, Error> {
-    let nvml = crate::nvml::open_nvml()?;
-    nvml.device_by_index(device).map_err(|e| crate::Error::NoGpu { index: device, detail: e.to_string() })?;
-    // SAFETY: cudarc only tries `dlopen` on its candidate names here; it calls nothing in the library.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(Error::NoCudaDriver("libcuda.so (the CUDA driver library) cannot be loaded".into()));
-    }
-    crate::nvrtc::ensure_loaded()?;
-    Ok(nvml)
-}
-
-fn cuda(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
-    move |e| Error::Cuda { call, message: e.to_string() }
-}
 
 /// Hardware counters for the suite: a source (CUPTI PM sampling) and the chip's counter map
 /// (`models/counters/*.toml`) that turns its metric rates into canonical counter rates.
@@ -127,26 +110,12 @@ impl CudaSuiteDevice {
                     .into(),
             ));
         };
-        // The NVML device that is this CUDA device (matched by PCI bus id; the numberings may differ).
-        let power = NvmlPower::open_cuda_device(nvml.clone(), device)?;
-        let nvml_index = power.nvml_index();
-        let pinfo = crate::power::PowerSource::info(&power);
-        let ctx = CudaContext::new(device as usize).map_err(cuda("cuCtxCreate"))?;
+        let gpu = CudaGpu::open(nvml, device, "suite", super::SOURCE, super::ENTRIES.iter().map(|e| e.name))?;
+        // After the context (CudaGpu::open creates it), as NVIDIA's sample orders it.
         let counters = open_counters()?;
-        let (major, minor) = ctx.compute_capability().map_err(cuda("cuDeviceGetAttribute"))?;
-        let arch = nvrtc::arch_for_capability(major as u32, minor as u32)?;
-        let ptx = nvrtc::compile_ptx("suite", super::SOURCE, arch)?;
-        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(cuda("cuModuleLoadData"))?;
-        let mut functions = BTreeMap::new();
-        for e in super::ENTRIES {
-            functions.insert(e.name, module.load_function(e.name).map_err(cuda("cuModuleGetFunction"))?);
-        }
-        let sm_count = ctx
-            .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(cuda("cuDeviceGetAttribute"))? as u32;
-        let bus_bits = ctx
-            .attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
-            .map_err(cuda("cuDeviceGetAttribute"))? as u32;
+        let sm_count = gpu.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let bus_bits = gpu.attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as u32;
+        let CudaGpu { nvml, nvml_index, power: pinfo, ctx, capability, functions, clocks } = gpu;
         let stream = ctx.default_stream();
         let host: Vec<f32> = (0..super::BUFFER_ELEMS).map(|i| (i % 1024) as f32 * 1e-3).collect();
         let input = stream.clone_htod(&host).map_err(cuda("cuMemcpyHtoD"))?;
@@ -161,10 +130,9 @@ impl CudaSuiteDevice {
             name: pinfo.gpu,
             chip,
             driver: pinfo.driver,
-            compute_capability: Some((major as u32, minor as u32)),
+            compute_capability: Some(capability),
             sm_count: Some(sm_count),
         };
-        let clocks = NvmlClocks::new(nvml.clone(), nvml_index);
         Ok(CudaSuiteDevice {
             stream,
             functions,
