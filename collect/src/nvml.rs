@@ -21,7 +21,6 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::error::NvmlError;
-use nvml_wrapper::struct_wrappers::device::FieldValueSample;
 use nvml_wrapper::structs::device::FieldId;
 use std::sync::Arc;
 
@@ -97,13 +96,27 @@ fn nvml_err(call: &'static str) -> impl Fn(NvmlError) -> Error {
     move |e| Error::Nvml { call, message: e.to_string() }
 }
 
-fn instant_mw(sample: &FieldValueSample) -> Option<f64> {
-    match sample.value.as_ref().ok()? {
-        SampleValue::U32(v) => Some(f64::from(*v)),
-        SampleValue::U64(v) => Some(*v as f64),
-        SampleValue::I64(v) => Some(*v as f64),
-        SampleValue::F64(v) => Some(*v),
+/// `NVML_FI_DEV_POWER_INSTANT` of `dev`, mW: the call's error, else the field's own error, else the value
+/// when it is a finite, non-negative number (`None` otherwise). The collector's power source and the
+/// exporter's reader both probe and read it here.
+pub(crate) fn power_instant_mw(
+    dev: &nvml_wrapper::Device<'_>,
+) -> std::result::Result<Option<f64>, NvmlError> {
+    match dev.field_values_for(&[FieldId(FI_DEV_POWER_INSTANT)])?.into_iter().next() {
+        Some(sample) => Ok(power_mw(&sample?.value?)),
+        None => Ok(None),
     }
+}
+
+/// A power field's value in mW, when it is a finite, non-negative number.
+pub(crate) fn power_mw(v: &SampleValue) -> Option<f64> {
+    let mw = match *v {
+        SampleValue::U32(v) => f64::from(v),
+        SampleValue::U64(v) => v as f64,
+        SampleValue::I64(v) => v as f64,
+        SampleValue::F64(v) => v,
+    };
+    (mw.is_finite() && mw >= 0.0).then_some(mw)
 }
 
 impl NvmlPower {
@@ -116,13 +129,7 @@ impl NvmlPower {
         let compute_capability = optional("compute capability", dev.cuda_compute_capability(), &mut notes)
             .map(|c| (c.major as u32, c.minor as u32));
         // NVML_FI_DEV_POWER_INSTANT: the call itself and the field's own return code may each refuse.
-        let instant = dev
-            .field_values_for(&[FieldId(FI_DEV_POWER_INSTANT)])
-            .ok()
-            .and_then(|v| v.into_iter().next())
-            .and_then(|r| r.ok())
-            .and_then(|s| instant_mw(&s))
-            .is_some();
+        let instant = matches!(power_instant_mw(&dev), Ok(Some(_)));
         let field = if instant {
             PowerField::Instant
         } else {
@@ -255,13 +262,10 @@ impl PowerSource for NvmlPower {
         let dev = self.nvml.device_by_index(self.index).map_err(nvml_err("nvmlDeviceGetHandleByIndex"))?;
         let power = match self.info.field {
             PowerField::Instant => {
-                let v = dev
-                    .field_values_for(&[FieldId(FI_DEV_POWER_INSTANT)])
-                    .map_err(nvml_err("nvmlDeviceGetFieldValues"))?;
-                let mw = v.into_iter().next().and_then(|r| r.ok()).and_then(|s| instant_mw(&s)).ok_or(
+                let mw = power_instant_mw(&dev).map_err(nvml_err("nvmlDeviceGetFieldValues"))?.ok_or(
                     Error::Nvml {
                         call: "nvmlDeviceGetFieldValues",
-                        message: "no POWER_INSTANT value".into(),
+                        message: "no usable POWER_INSTANT value".into(),
                     },
                 )?;
                 Watts(mw / 1000.0)

@@ -11,7 +11,8 @@
 //! - `nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)` (field 186): the current board power, mW.
 //!   `nvmlDeviceGetPowerUsage` is its fallback; on Ampere (except GA100) and newer it is a 1-second
 //!   average, on older GPUs the instantaneous power. Which one a GPU uses is probed once, at open
-//!   ([`GpuCapabilities::power`]), as the collector's power source (`crate::nvml`) does.
+//!   ([`GpuCapabilities::power`]), through the same reading as the collector's power source
+//!   (`crate::nvml::power_instant_mw`).
 //! - `nvmlDeviceGetProcessUtilization(device, samples, count, lastSeenTimeStamp)`, Maxwell and newer:
 //!   one sample per process that had non-zero utilization in a driver sample period, each with its
 //!   CPU timestamp in µs; only samples with a timestamp greater than `lastSeenTimeStamp` come back, and
@@ -44,14 +45,12 @@
 use super::InstanceReading;
 use super::{GpuInfo, ProcessSample, ReadError, Reading, Telemetry};
 use crate::PowerField;
+use crate::nvml::power_instant_mw;
 use nvml_wrapper::enum_wrappers::device::Clock;
-use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::gpm::gpm_metrics_get;
 use nvml_wrapper::struct_wrappers::device::ProcessUtilizationSample;
-use nvml_wrapper::structs::device::FieldId;
-use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_POWER_INSTANT;
 use nvml_wrapper::{Device, GpmSample, Nvml};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -309,14 +308,7 @@ fn probe(nvml: &Nvml, index: u32, soft: &mut Vec<ReadError>) -> Option<Gpu> {
         "unknown NVIDIA GPU".into()
     });
 
-    let instant = matches!(
-        dev.field_values_for(&[FieldId(NVML_FI_DEV_POWER_INSTANT)])
-            .ok()
-            .and_then(|v| v.into_iter().next())
-            .and_then(|s| s.ok())
-            .map(|s| s.value.as_ref().ok().and_then(power_mw)),
-        Some(Some(_))
-    );
+    let instant = matches!(power_instant_mw(&dev), Ok(Some(_)));
     let power = if instant {
         Some(PowerField::Instant)
     } else {
@@ -533,35 +525,13 @@ fn read_power(
     failed: &mut Vec<ReadError>,
 ) -> Result<Option<f64>, ReadError> {
     if field == Some(PowerField::Instant) {
-        let sample = optional(
-            dev.field_values_for(&[FieldId(NVML_FI_DEV_POWER_INSTANT)]),
-            call::FIELD_VALUES,
-            failed,
-        )?
-        .and_then(|v| v.into_iter().next());
-        let value = match sample {
-            Some(Ok(s)) => optional(s.value, call::FIELD_VALUES, failed)?,
-            Some(Err(e)) => optional(Err(e), call::FIELD_VALUES, failed)?,
-            None => None,
-        };
-        if let Some(mw) = value.as_ref().and_then(power_mw) {
+        if let Some(mw) = optional(power_instant_mw(dev), call::FIELD_VALUES, failed)?.flatten() {
             return Ok(Some(mw / 1000.0));
         }
     } else if field.is_none() {
         return Ok(None);
     }
     Ok(optional(dev.power_usage(), call::POWER_USAGE, failed)?.map(|mw| f64::from(mw) / 1000.0))
-}
-
-/// A power field's value in mW, when it is a finite, non-negative number.
-fn power_mw(v: &SampleValue) -> Option<f64> {
-    let mw = match *v {
-        SampleValue::U32(v) => f64::from(v),
-        SampleValue::U64(v) => v as f64,
-        SampleValue::I64(v) => v as f64,
-        SampleValue::F64(v) => v,
-    };
-    (mw.is_finite() && mw >= 0.0).then_some(mw)
 }
 
 /// The samples newer than `cursor` and the cursor after them (the newest timestamp seen, never moving
@@ -611,6 +581,8 @@ fn union_pids(listed: impl IntoIterator<Item = u32>, sampled: impl IntoIterator<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nvml::power_mw;
+    use nvml_wrapper::enums::device::SampleValue;
 
     fn sample(pid: u32, timestamp: u64, sm_util: u32, mem_util: u32) -> ProcessUtilizationSample {
         ProcessUtilizationSample { pid, timestamp, sm_util, mem_util, enc_util: 0, dec_util: 0 }
