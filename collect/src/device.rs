@@ -257,8 +257,8 @@ impl Node {
 /// The refusal of a command that runs kernels on a replayed GPU.
 fn replay_runs_no_kernel(what: &str) -> Error {
     Error::Invalid(format!(
-        "{REPLAY_VAR} replays a recorded GPU's power for `collect --no-counters`; {what} runs kernels on a GPU: \
-         unset {REPLAY_VAR} (or use GPUMODEL_FAKE_GPU=1 for the scripted GPU)"
+        "{REPLAY_VAR} replays a recorded GPU's NVML answers (for `collect --no-counters` and `serve`); {what} \
+         runs kernels on a GPU: unset {REPLAY_VAR} (or use GPUMODEL_FAKE_GPU=1 for the scripted GPU)"
     ))
 }
 
