@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         anyhow::bail!("{} exists: choose another --out or pass --force to replace it", out.display());
     }
-    let mut dev = super::gpu::Backend::from_env().calibration_device(args.device)?;
+    let mut dev = super::gpu::Backend::from_env().gpu().calibration_device(args.device)?;
     let facts = dev.facts();
     let name = args.name.clone().unwrap_or_else(|| calibrate::profile_name(&facts.display_name));
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}.toml")));

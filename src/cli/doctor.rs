@@ -27,7 +27,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = DoctorOptions { device: args.device, rate_hz: args.rate, sample_seconds: SAMPLE_SECONDS };
     opts.check()?;
     // The machine's driver, libraries and GPU; under GPUMODEL_FAKE_GPU=1 a healthy scripted machine.
-    let report = doctor::run(Backend::from_env().doctor_probes().as_mut(), &opts)?;
+    let report = doctor::run(Backend::from_env().gpu().doctor_probes().as_mut(), &opts)?;
     print(&report, args.format)?;
     Ok(if report.ready { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -1,5 +1,6 @@
 //! The GPU for `collect` and `collect --suite`: the flags that choose and sample it, the calls into the
-//! collector's one device factory ([`Backend`]: the real GPU, or the scripted one of `GPUMODEL_FAKE_GPU=1`),
+//! collector's one device factory ([`Backend`]: the real GPU, the scripted one of `GPUMODEL_FAKE_GPU=1`, or a
+//! recorded one under `GPUMODEL_REPLAY`, each a `gpumodel_collect::device::Gpu`),
 //! and the Ctrl-C handler. Both commands use this module and neither imports the other's, so there is no
 //! circle between them.
 
@@ -55,8 +56,8 @@ pub(crate) fn pm_options(gpu: &GpuArgs) -> anyhow::Result<PmOptions> {
     })
 }
 
-/// Runs the program of `opts` on the GPU (real or scripted, [`Backend::from_env`]) with power and, as
-/// asked, counter sampling. Sets `opts.chip` to the chip the counters come from. Errors opening the GPU are
+/// Runs the program of `opts` on the GPU (real, scripted or recorded, [`Backend::from_env`]) with power
+/// and, as asked, counter sampling. Sets `opts.chip` to the chip the counters come from. Errors opening the GPU are
 /// the library's one line; errors of the run name the program.
 pub(crate) fn measure(
     opts: &mut RunOptions,
@@ -65,7 +66,7 @@ pub(crate) fn measure(
     interrupted: Arc<AtomicBool>,
 ) -> anyhow::Result<RunOutcome> {
     let pm = pm_options(gpu)?;
-    match Backend::from_env().measure(opts, &pm, counters, interrupted) {
+    match Backend::from_env().gpu().measure(opts, &pm, counters, interrupted) {
         Ok(outcome) => Ok(outcome),
         Err(MeasureError::Gpu(e)) => Err(e.into()),
         Err(MeasureError::Counters(e)) => {
@@ -81,7 +82,7 @@ fn ran(opts: &RunOptions) -> String {
 
 /// The suite's device ([`Backend::suite_device`]).
 pub(crate) fn open_suite_device(gpu: &GpuArgs) -> anyhow::Result<Box<dyn suite::SuiteDevice>> {
-    match Backend::from_env().suite_device(&pm_options(gpu)?, gpu.rate) {
+    match Backend::from_env().gpu().suite_device(&pm_options(gpu)?, gpu.rate) {
         Ok(device) => Ok(device),
         Err(MeasureError::Gpu(e)) => Err(e.into()),
         Err(MeasureError::Counters(e) | MeasureError::Run(e)) => {

@@ -87,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = Options { params: Params { method, ..Params::default() }, keep_exited_s: args.keep_exited };
 
     let backend = args.replay.clone().map_or_else(Backend::from_env, Backend::Replay);
-    let Node { mut telemetry, processes } = match backend.node() {
+    let Node { mut telemetry, processes } = match backend.gpu().node() {
         Ok(node) => node,
         Err(e) if backend.is_replay() => return Err(e.into()),
         Err(e) if args.allow_no_gpu => {

@@ -204,7 +204,7 @@ fn a100_facts() -> DeviceFacts {
 /// Cycles the timer itself costs (two clock64 reads), included in every fake timing.
 const TIMER_OVERHEAD: f64 = 40.0;
 
-/// The scripted clocks: [`fake_supported`]'s pairs, settable unless `clocks_settable` is false (a user
+/// The scripted clocks: `fake_supported`'s pairs, settable unless `clocks_settable` is false (a user
 /// without root), every change logged.
 impl ClockControl for FakeCalibrationDevice {
     fn supported_clocks(&self) -> Result<SupportedClocks, Error> {

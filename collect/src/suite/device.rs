@@ -55,7 +55,8 @@ pub struct Peaks {
 
 /// A GPU as the suite uses it. The real one is [`CudaSuiteDevice`](super::cuda::CudaSuiteDevice); tests use
 /// [`FakeSuiteDevice`](super::FakeSuiteDevice). Its clocks are set through [`ClockControl`]; a refusal
-/// ([`ClockOutcome::Refused`]) leaves the run at the current clocks.
+/// ([`ClockOutcome::Refused`](crate::clock_control::ClockOutcome::Refused)) leaves the run at the current
+/// clocks.
 pub trait SuiteDevice: ClockControl {
     /// The GPU, for the metadata.
     fn info(&self) -> GpuInfo;

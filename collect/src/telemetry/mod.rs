@@ -1,7 +1,7 @@
 //! What the exporter reads from each GPU once per tick, behind one trait: NVML on a real node
 //! ([`nvml::NvmlTelemetry`]), a recorded trace in replay ([`crate::replay`]), the scripted node of
 //! `GPUMODEL_FAKE_GPU=1` and the tests' scripted GPUs ([`scripted`]). Which one a command gets is chosen by
-//! [`crate::device::Backend::node`].
+//! [`crate::device::Gpu::node`].
 //!
 //! Units are converted at this boundary: NVML's mJ and mW become joules and watts, its per-process
 //! percentages become ratios (1.0 = 100 %; NVML reports values above 100, kept as they are).
