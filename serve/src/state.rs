@@ -286,6 +286,77 @@ const CARRY_TICKS: f64 = 3.0;
 const MIG_SLICES: u32 = 7;
 /// Weight of a new idle measurement in the per-clock mean.
 const IDLE_EWMA: f64 = 0.2;
+/// The most power a reading may show, W: above any GPU board (the largest draw about 1.2 kW), so a larger
+/// value, or an energy increment implying one, is a damaged reading.
+pub const MAX_BOARD_W: f64 = 10_000.0;
+/// The highest clock a reading may show, MHz.
+const MAX_CLOCK_MHZ: f64 = 100_000.0;
+/// The largest utilization ratio kept (NVML reports values above 100 %; 1000 % is none a GPU gives).
+const MAX_UTILIZATION: f64 = 10.0;
+/// A gap between two good readings longer than this, s (a GPU that did not answer for an hour), is not
+/// split by the activity of the tick that ends it: its counter energy is unattributed.
+pub const MAX_GAP_S: f64 = 3600.0;
+
+/// A reading with its implausible values taken out (a damaged trace, a driver glitch): a power, energy or
+/// clock that is not a finite number in its range is dropped, a utilization is clamped into
+/// [0, [`MAX_UTILIZATION`]]. Returns the reading, or `None` when its time is not a finite number, and the
+/// fields dropped or clamped, each once.
+fn sanitize(mut r: Reading) -> (Option<Reading>, Vec<&'static str>) {
+    let mut bad = Vec::new();
+    if !r.time_s.is_finite() {
+        return (None, vec!["time"]);
+    }
+    let mut keep = |v: &mut Option<f64>, max: f64, what: &'static str| {
+        if v.is_some_and(|x| !(x.is_finite() && (0.0..=max).contains(&x))) {
+            *v = None;
+            if !bad.contains(&what) {
+                bad.push(what);
+            }
+        }
+    };
+    keep(&mut r.power_w, MAX_BOARD_W, "power");
+    keep(&mut r.energy_j, f64::MAX, "energy");
+    keep(&mut r.sm_mhz, MAX_CLOCK_MHZ, "clocks");
+    keep(&mut r.mem_mhz, MAX_CLOCK_MHZ, "clocks");
+    for inst in &mut r.instances {
+        keep(&mut inst.sm, MAX_UTILIZATION, "gpm");
+        keep(&mut inst.dram, MAX_UTILIZATION, "gpm");
+    }
+    // One entry per GPU instance (the live reader merges an instance's compute instances; a trace might
+    // not): a repeated id adds its processes, and its metrics where the first had none.
+    let mut merged: Vec<InstanceReading> = Vec::with_capacity(r.instances.len());
+    for inst in std::mem::take(&mut r.instances) {
+        match merged.iter_mut().find(|m| m.gi == inst.gi) {
+            Some(m) => {
+                m.sm = m.sm.or(inst.sm);
+                m.dram = m.dram.or(inst.dram);
+                for pid in inst.running {
+                    if !m.running.contains(&pid) {
+                        m.running.push(pid);
+                    }
+                }
+                if !bad.contains(&"instances") {
+                    bad.push("instances");
+                }
+            }
+            None => merged.push(inst),
+        }
+    }
+    r.instances = merged;
+    let clamp = |v: &mut f64, bad: &mut Vec<&'static str>| {
+        if !(v.is_finite() && (0.0..=MAX_UTILIZATION).contains(v)) {
+            *v = if v.is_nan() { 0.0 } else { v.clamp(0.0, MAX_UTILIZATION) };
+            if !bad.contains(&"process_utilization") {
+                bad.push("process_utilization");
+            }
+        }
+    };
+    for p in &mut r.processes {
+        clamp(&mut p.sm, &mut bad);
+        clamp(&mut p.mem, &mut bad);
+    }
+    (Some(r), bad)
+}
 
 impl Exporter {
     pub fn new(gpus: Vec<GpuInfo>, opts: Options, info: Box<dyn ProcessInfo>) -> Exporter {
@@ -305,8 +376,16 @@ impl Exporter {
             if telemetry.ended(i) {
                 continue;
             }
-            match telemetry.read(i) {
-                Ok(r) => self.advance(i, r),
+            match telemetry.read(i).map(sanitize) {
+                Ok((r, bad)) => {
+                    for what in bad {
+                        *self.errors.entry((what.into(), "implausible_value".into())).or_insert(0) += 1;
+                    }
+                    match r {
+                        Some(r) => self.advance(i, r),
+                        None => self.gpus[i].up = false,
+                    }
+                }
                 Err(e) => {
                     self.gpus[i].up = false;
                     *self.errors.entry((e.call, e.code)).or_insert(0) += 1;
@@ -334,12 +413,20 @@ impl Exporter {
         if !(dt > 0.0 && dt.is_finite()) {
             return;
         }
+        // Over a gap longer than MAX_GAP_S only the counter's energy is known (power × time is a guess).
+        let gap = dt > MAX_GAP_S;
         let energy = match (last.energy_j, r.energy_j) {
-            (Some(a), Some(b)) if b >= a => b - a,
-            (Some(_), Some(_)) => {
-                g.counter_resets += 1;
-                r.power_w.unwrap_or(0.0) * dt
+            (Some(a), Some(b)) if b >= a && b - a <= MAX_BOARD_W * dt => b - a,
+            (Some(a), Some(b)) => {
+                if b < a {
+                    g.counter_resets += 1;
+                } else {
+                    // A jump no board can draw: a glitch of the counter, bridged like a reset.
+                    *self.errors.entry(("energy".into(), "implausible_value".into())).or_insert(0) += 1;
+                }
+                if gap { 0.0 } else { r.power_w.unwrap_or(0.0) * dt }
             }
+            _ if gap => 0.0,
             _ => match (last.power_w, r.power_w) {
                 (Some(a), Some(b)) => 0.5 * (a + b) * dt,
                 (_, Some(b)) => b * dt,
@@ -347,6 +434,11 @@ impl Exporter {
             },
         };
         let energy = if energy.is_finite() { energy.max(0.0) } else { 0.0 };
+        if gap {
+            g.energy_j += energy;
+            g.unattributed_j += energy;
+            return;
+        }
 
         let mig = !r.instances.is_empty();
         let procs = if mig {
@@ -571,6 +663,40 @@ mod tests {
         assert!(x.gpus[1].up);
         assert_eq!(x.gpus[1].energy_j, 200.0);
     }
+    /// Values no GPU gives are taken out and counted, never split: a power of 1e300 W is dropped, an
+    /// energy jump no board can draw is bridged with power × time like a reset, a non-finite utilization
+    /// is read as 0, a non-finite time marks the GPU down; and the energy of an hour-long gap between two
+    /// readings is unattributed rather than split by the activity of the tick that ends it.
+    #[test]
+    fn implausible_values_are_dropped_and_counted_and_a_long_gap_is_unattributed() {
+        let implausible = |x: &Exporter, what: &str| {
+            x.errors.get(&(what.to_string(), "implausible_value".to_string())).copied().unwrap_or(0)
+        };
+        let mut rs = vec![reading(0.0, 0.0, &[(1, 0.5, 0.1)]), reading(1.0, 100.0, &[(1, f64::NAN, 0.1)])];
+        rs[1].power_w = Some(1e300);
+        rs.push(reading(2.0, 1e12, &[(1, 0.5, 0.1)]));
+        rs.push(Reading { time_s: f64::NAN, ..reading(3.0, 1e12, &[]) });
+        rs.push(reading(2.0 + 7200.0, 1e12 + 720_000.0, &[(1, 0.5, 0.1)]));
+        let mut t = FakeGpu::scripted(rs);
+        let mut x = Exporter::new(t.gpus(), Options::default(), Box::new(NoInfo));
+        for _ in 0..2 {
+            x.tick(&mut t);
+        }
+        assert_eq!((implausible(&x, "power"), implausible(&x, "process_utilization")), (1, 1));
+        assert_eq!((x.gpus[0].power_w, x.gpus[0].energy_j), (None, 100.0));
+        // The jump of 1e12 J in a second: bridged with the reading's 100 W.
+        x.tick(&mut t);
+        assert_eq!((implausible(&x, "energy"), x.gpus[0].energy_j), (1, 200.0));
+        x.tick(&mut t);
+        assert!(!x.gpus[0].up && implausible(&x, "time") == 1);
+        let before = (x.gpus[0].unattributed_j, x.gpus[0].processes[&1].dynamic_j);
+        x.tick(&mut t);
+        let g = &x.gpus[0];
+        assert!(g.up && g.energy_j == 200.0 + 720_000.0, "{}", g.energy_j);
+        assert_eq!((g.unattributed_j - before.0, g.processes[&1].dynamic_j), (720_000.0, before.1));
+        assert!(conserved(g));
+    }
+
     fn mig_reading(t: f64, e: f64, instances: &[(u32, &str, f64, f64, &[u32])]) -> Reading {
         Reading {
             time_s: t,
