@@ -731,4 +731,8 @@ fn collect_replays_a_recorded_gpu_with_its_quirks() {
         let e = stderr(&o);
         assert!(!o.status.success() && e.contains(want) && e.trim().lines().count() == 1, "{args:?}: {e}");
     }
+    // doctor checks this machine and says so first.
+    let o = replay().current_dir(dir.path()).args(["doctor", "--format", "json"]).output().unwrap();
+    assert!(stderr(&o).starts_with("gpumodel doctor: GPUMODEL_REPLAY is set: these rows are this machine's"));
+    assert!(serde_json::from_slice::<serde_json::Value>(&o.stdout).is_ok(), "{}", stderr(&o));
 }

@@ -2,7 +2,7 @@
 //! this machine, and for each that does not, the fix (`gpumodel_collect::doctor`).
 
 use super::output::{ExportFormat, print};
-use gpumodel_collect::device::Backend;
+use gpumodel_collect::device::{Backend, REPLAY_VAR};
 use gpumodel_collect::doctor::{self, DoctorOptions};
 use std::process::ExitCode;
 
@@ -27,7 +27,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = DoctorOptions { device: args.device, rate_hz: args.rate, sample_seconds: SAMPLE_SECONDS };
     opts.check()?;
     // The machine's driver, libraries and GPU; under GPUMODEL_FAKE_GPU=1 a healthy scripted machine.
-    let report = doctor::run(Backend::from_env().gpu().doctor_probes().as_mut(), &opts)?;
+    let backend = Backend::from_env();
+    if backend.is_replay() {
+        eprintln!(
+            "gpumodel doctor: {REPLAY_VAR} is set: these rows are this machine's; the recording is read by \
+             `collect --no-counters` and `serve`, which say in one line what is wrong with it"
+        );
+    }
+    let report = doctor::run(backend.gpu().doctor_probes().as_mut(), &opts)?;
     print(&report, args.format)?;
     Ok(if report.ready { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
