@@ -146,3 +146,35 @@ fn a_kernel_export_given_as_a_profile_names_the_command_that_predicts_it() {
     let e = stderr(&o);
     assert!(!o.status.success() && e.contains("nvprof gpu trace") && e.contains("--metrics all"), "{e}");
 }
+
+/// The other way round: a `dcgmi dmon` log given as a kernel names `predict --profile` with the file, in one
+/// line, and that command answers (the GH100 log, which names no GPU and has a clock outside the shipped
+/// clock models, once its GPU is named, as that command's own one-line refusal says).
+#[test]
+fn a_dmon_log_given_as_a_kernel_names_the_command_that_predicts_it() {
+    for (file, gpu) in [
+        ("dcgm/dcgmi-dmon_GV100-baseline-LSTM-1380-0.txt", None),
+        ("dcgm/dcgmi-dmon_GH100-baseline-LSTM-1785-0.txt", Some("h100")),
+    ] {
+        let o = predict(&[], file);
+        let e = stderr(&o);
+        assert_eq!((o.status.code(), e.lines().count()), (Some(2), 1), "{e}");
+        let suggested = format!("`gpumodel predict --profile {}`", real(file).display());
+        assert!(e.contains(&suggested) && e.contains("dmon format"), "{e}");
+        let named = || {
+            let mut c = gpumodel();
+            c.args(["predict", "--format", "json", "--profile"]).arg(real(file));
+            c
+        };
+        let o = named().output().unwrap();
+        match gpu {
+            None => assert!(o.status.success(), "{}", stderr(&o)),
+            Some(gpu) => {
+                let e = stderr(&o);
+                assert!(!o.status.success() && e.lines().count() == 1 && e.contains("--gpu NAME"), "{e}");
+                let o = named().args(["--gpu", gpu]).output().unwrap();
+                assert!(o.status.success(), "{}", stderr(&o));
+            }
+        }
+    }
+}

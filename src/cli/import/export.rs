@@ -89,6 +89,17 @@ pub fn kernel_file(path: &Path, launch: Option<usize>) -> anyhow::Result<KernelP
              export, not a binary, compressed or spreadsheet file"
         );
     };
+    // A run's GPU activity (a DCGM log or profile, a profile table) rather than one kernel: say which command
+    // answers it. A TOML or JSON document is left to the kernel profile's own parser.
+    use gpumodel_models::utilization::read::ProfileFormat;
+    if let Some(f) = ProfileFormat::guess(&text).filter(|f| *f != ProfileFormat::Document) {
+        anyhow::bail!(
+            "{source} is a utilization profile ({} format: a run's GPU activity, not one kernel's counters): \
+             `gpumodel predict --profile {source}` gives the run's time, power and energy, and their estimate at \
+             other clocks",
+            f.name()
+        );
+    }
     if !text.trim_start().starts_with('[') {
         if launch.is_some() {
             anyhow::bail!(
