@@ -178,3 +178,29 @@ fn a_dmon_log_given_as_a_kernel_names_the_command_that_predicts_it() {
         }
     }
 }
+
+/// The kernel table `import` writes, given as a kernel, says what to give instead in one line; its header
+/// names every column once.
+#[test]
+fn the_import_table_given_as_a_kernel_says_what_to_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("kernels.csv");
+    let o = gpumodel()
+        .args(["import", "nvprof"])
+        .arg(real("nvprof-metrics_gtx1080ti_matrixMul.csv"))
+        .arg("--out")
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&table).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let mut unique = header.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), header.len(), "{header:?}");
+    let o = gpumodel().args(["predict", "--kernel"]).arg(&table).output().unwrap();
+    let e = stderr(&o);
+    assert_eq!((o.status.code(), e.lines().count()), (Some(2), 1), "{e}");
+    assert!(e.contains("the kernel table `gpumodel import` writes") && e.contains("--profiles DIR"), "{e}");
+}

@@ -231,12 +231,19 @@ pub fn profile_file_name(index: usize, kernel_name: &str) -> String {
 
 /// The columns of the imported-kernel table after `kernel`: `time_s` (nan when unknown), the canonical
 /// counters, the ten model inputs as totals, and — when the time is known — as rates (`<input>_per_s`).
+/// An input that is one canonical counter of its own name (`branch`, `divergent_branch`) has that
+/// counter's column as its total, so no column name appears twice.
 pub fn kernel_columns() -> Vec<String> {
     let mut columns: Vec<String> = vec!["time_s".into()];
     columns.extend(CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).map(|(c, _)| c.to_string()));
-    columns.extend(MODEL_INPUTS.iter().map(|(i, _)| i.to_string()));
+    columns.extend(MODEL_INPUTS.iter().filter(|i| !is_own_counter(i)).map(|(i, _)| i.to_string()));
     columns.extend(MODEL_INPUTS.iter().map(|(i, _)| format!("{i}_per_s")));
     columns
+}
+
+/// A model input that is just the canonical counter of the same name.
+fn is_own_counter((name, parts): &(&str, &[&str])) -> bool {
+    parts == &[*name] && CANONICAL_COUNTERS.iter().chain(EXPORT_COUNTERS).any(|(c, _)| c == name)
 }
 
 /// One kernel's row of [`kernel_columns`].
@@ -247,9 +254,11 @@ fn kernel_row(k: &ImportedKernel) -> impl Iterator<Item = f64> + '_ {
         .map(|(_, parts)| parts.iter().map(|p| k.counters.get(*p).copied().unwrap_or(f64::NAN)).sum())
         .collect();
     let rates: Vec<f64> = totals.iter().map(|t| k.time_s.map_or(f64::NAN, |s| t / s)).collect();
+    let own_totals: Vec<f64> =
+        MODEL_INPUTS.iter().zip(&totals).filter(|(i, _)| !is_own_counter(i)).map(|(_, t)| *t).collect();
     std::iter::once(k.time_s.unwrap_or(f64::NAN))
         .chain(counters.map(|c| k.counters.get(c).copied().unwrap_or(f64::NAN)))
-        .chain(totals)
+        .chain(own_totals)
         .chain(rates)
 }
 

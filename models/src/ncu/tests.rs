@@ -219,6 +219,15 @@ fn table_has_inputs_and_rates() {
     assert_eq!(t.column("G_load").unwrap()[0], 197_608.0);
     assert!((t.column("exec_inst_per_s").unwrap()[0] - 1_310_720.0 / 12.5e-6).abs() < 1.0);
     assert!(t.column("T_hits").unwrap()[0].is_nan());
+    // Every column once: the inputs `branch` and `divergent_branch` are the counters of those names.
+    let mut names = t.columns.clone();
+    names.sort();
+    let before = names.len();
+    names.dedup();
+    assert_eq!(names.len(), before, "a column name appears twice");
+    for input in ["branch", "divergent_branch"] {
+        assert!(t.columns.iter().any(|c| c == input) && t.column(&format!("{input}_per_s")).is_some());
+    }
 }
 
 /// nvprof's value spellings: `%` as a fraction, throughputs with binary prefixes, utilization levels.

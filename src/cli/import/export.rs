@@ -89,6 +89,14 @@ pub fn kernel_file(path: &Path, launch: Option<usize>) -> anyhow::Result<KernelP
              export, not a binary, compressed or spreadsheet file"
         );
     };
+    // The table `gpumodel import` writes (one row per kernel) rather than one kernel's profile.
+    if text.trim_start_matches('\u{feff}').starts_with("kernel,time_s,") {
+        anyhow::bail!(
+            "{source} is the kernel table `gpumodel import` writes (one row per kernel, for training): give the \
+             export it came from as --kernel (--launch N picks a kernel), or one profile that `gpumodel import … \
+             --profiles DIR` writes"
+        );
+    }
     // A run's GPU activity (a DCGM log or profile, a profile table) rather than one kernel: say which command
     // answers it. A TOML or JSON document is left to the kernel profile's own parser.
     use gpumodel_models::utilization::read::ProfileFormat;
