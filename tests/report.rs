@@ -361,6 +361,10 @@ fn report_creates_its_directory_and_keeps_an_existing_report_without_force() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "mine", "an existing report is kept");
     gpumodel().arg("report").arg(&json).arg("--out").arg(&out).arg("--force").assert().success();
     assert!(std::fs::read_to_string(&out).unwrap().starts_with("<!DOCTYPE html>"));
+    // `-o`, as every other command that writes a file takes it.
+    let short = dir.path().join("short.html");
+    gpumodel().arg("report").arg(&json).arg("-o").arg(&short).assert().success();
+    assert!(std::fs::read_to_string(&short).unwrap().starts_with("<!DOCTYPE html>"));
 
     let svg = dir.path().join("fig.svg");
     gpumodel()

@@ -13,7 +13,7 @@ pub struct Args {
     #[arg(required = true, value_name = "RESULT")]
     pub results: Vec<PathBuf>,
     /// The HTML report to write (its directory is created).
-    #[arg(long, default_value = "report.html")]
+    #[arg(long, short, default_value = "report.html")]
     pub out: PathBuf,
     /// Write one figure as an SVG file instead of the HTML report: the first figure, or --figure's.
     #[arg(long, value_name = "FILE.svg", conflicts_with = "out")]
