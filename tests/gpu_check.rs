@@ -192,13 +192,14 @@ fn the_co_run_step_scores_both_splits_against_the_time_sliced_truth() {
         p
     };
     // The program: invocations 1 and 2 run alone, 3 and 4 together; each leaves its PID and kind in
-    // running/ while it runs.
+    // running/ while it runs. Each call adds a file of its own to calls/ and counts them, so two calls that
+    // start at once both count at least 3 (a shared counter file rewritten by both could be read empty).
     let kernels = script(
         "kernels",
         &format!(
             r#"#!/usr/bin/env bash
 dir={d}
-n=$(( $(cat "$dir/count" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$dir/count"
+mkdir -p "$dir/calls"; mktemp "$dir/calls/XXXXXX" > /dev/null; n=$(ls "$dir/calls" | wc -l)
 mkdir -p "$dir/running"; echo "$1" > "$dir/running/$$"
 sleep "$2"; rm -f "$dir/running/$$"
 case "$1" in mem) name=stream_triad; t=0.0105 ;; *) name=fma_chain; t=0.0168 ;; esac
