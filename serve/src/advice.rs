@@ -118,7 +118,14 @@ impl Advisor {
     /// An advisor for MIG GPU instance `gi` (`profile`) of `gpu`, with the GPU's model and window.
     pub fn for_instance(gpu_advisor: &Advisor, gi: u32, profile: &str) -> Advisor {
         let scope = format!("GPU {} MIG instance {gi} ({profile}) activity window", gpu_advisor.gpu.index);
-        Advisor { scope, ticks: VecDeque::new(), advice: None, ..gpu_advisor.clone() }
+        Advisor {
+            model: gpu_advisor.model.clone(),
+            gpu: gpu_advisor.gpu.clone(),
+            scope,
+            window_s: gpu_advisor.window_s,
+            ticks: VecDeque::new(),
+            advice: None,
+        }
     }
 
     pub fn model(&self) -> &ClockModel {

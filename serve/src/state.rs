@@ -228,8 +228,8 @@ impl GpuTotals {
             t.slices = inst.slices();
             t.seen_s = r.time_s;
             let share = f64::from(t.slices) / total;
-            let ratio = |v: Option<f64>| v.filter(|v| v.is_finite()).map(|v| v.max(0.0));
-            let known = match (ratio(inst.sm), ratio(inst.dram)) {
+            // GPM ratios are finite and non-negative here ([`sanitize`] dropped the others).
+            let known = match (inst.sm, inst.dram) {
                 (None, None) if r.time_s - t.sampled_s <= CARRY_TICKS * dt => Some(t.activity),
                 (None, None) => None,
                 (sm, dram) => {

@@ -181,7 +181,8 @@ fn add_advisors(exporter: &mut Exporter, args: &Args) -> Vec<String> {
                 };
                 lines.push(format!(
                     "gpumodel serve: clock advice for GPU {i} from {basis}, over {} s of activity (DRAM \
-                     activity from NVML's per-process memory utilization, a proxy of DCGM's DRAMA{unread})",
+                     activity from NVML's per-process memory utilization, a proxy of DCGM's DRAMA, or in MIG \
+                     mode from GPM's DRAM bandwidth utilization{unread})",
                     args.advice_window
                 ));
                 g.advisor = Some(Advisor::new(model, g.info.clone(), args.advice_window));
